@@ -1,0 +1,328 @@
+//===- SoapDialect.cpp - the SOAP dialect and its attributes --------------===//
+
+#include "soap/Dialect/SoapDialect.h"
+#include "soap/Dialect/PartitionableInterface.h"
+#include "soap/graph/ParallelConfig.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/DialectImplementation.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace soap;
+
+#include "soap/Dialect/SoapDialect.cpp.inc"
+#include "soap/Dialect/SoapEnums.cpp.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "soap/Dialect/SoapAttrs.cpp.inc"
+
+void SoapDialect::initialize() {
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "soap/Dialect/SoapAttrs.cpp.inc"
+      >();
+  addOperations<
+#define GET_OP_LIST
+#include "soap/Dialect/SoapOps.cpp.inc"
+      >();
+}
+
+std::optional<int64_t> soap::getDeclaredNumDevices(Operation *op) {
+  for (Operation *cur = op; cur; cur = cur->getParentOp())
+    if (auto attr = cur->getAttrOfType<IntegerAttr>(
+            SoapDialect::getNumDevicesAttrName()))
+      return attr.getInt();
+  return std::nullopt;
+}
+
+//===----------------------------------------------------------------------===//
+// Integer lists: `[1, 2, 3]`, possibly empty.
+//===----------------------------------------------------------------------===//
+
+static ParseResult parseIntList(AsmParser &parser,
+                                SmallVectorImpl<int64_t> &values) {
+  return parser.parseCommaSeparatedList(
+      AsmParser::Delimiter::Square, [&]() -> ParseResult {
+        int64_t value;
+        if (parser.parseInteger(value))
+          return failure();
+        values.push_back(value);
+        return success();
+      });
+}
+
+static void printIntList(AsmPrinter &printer, ArrayRef<int64_t> values) {
+  printer << '[';
+  llvm::interleaveComma(values, printer);
+  printer << ']';
+}
+
+static ParseResult parseKeyedIntList(AsmParser &parser, StringRef key,
+                                     SmallVectorImpl<int64_t> &values) {
+  if (parser.parseKeyword(key) || parser.parseEqual())
+    return failure();
+  return parseIntList(parser, values);
+}
+
+//===----------------------------------------------------------------------===//
+// #soap.config
+//===----------------------------------------------------------------------===//
+
+int64_t ConfigAttr::getNumTasks() const {
+  int64_t tasks = 1;
+  for (int64_t degree : getDegrees())
+    tasks *= degree;
+  return tasks;
+}
+
+Attribute ConfigAttr::parse(AsmParser &parser, Type) {
+  SmallVector<int64_t> degrees, devices;
+  if (parser.parseLess() || parseKeyedIntList(parser, "degrees", degrees) ||
+      parser.parseComma() || parseKeyedIntList(parser, "devices", devices) ||
+      parser.parseGreater())
+    return {};
+  return ConfigAttr::getChecked(
+      [&]() { return parser.emitError(parser.getNameLoc()); },
+      parser.getContext(), degrees, devices);
+}
+
+void ConfigAttr::print(AsmPrinter &printer) const {
+  printer << "<degrees = ";
+  printIntList(printer, getDegrees());
+  printer << ", devices = ";
+  printIntList(printer, getDevices());
+  printer << '>';
+}
+
+LogicalResult
+ConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                   ArrayRef<int64_t> degrees, ArrayRef<int64_t> devices) {
+  if (auto problem = checkConfigShape(
+          std::vector<int64_t>(degrees.begin(), degrees.end()),
+          devices.size()))
+    return emitError() << *problem;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// #soap.layout
+//===----------------------------------------------------------------------===//
+
+int64_t LayoutAttr::getNumShards() const {
+  int64_t shards = 1;
+  for (int64_t split : getSplit())
+    shards *= split;
+  return shards;
+}
+
+Attribute LayoutAttr::parse(AsmParser &parser, Type) {
+  SmallVector<int64_t> split, devices;
+  int64_t replicas = 1;
+  std::optional<ReductionKind> partial;
+  if (parser.parseLess() || parseKeyedIntList(parser, "split", split) ||
+      parser.parseComma())
+    return {};
+  if (succeeded(parser.parseOptionalKeyword("replicas"))) {
+    if (parser.parseEqual() || parser.parseInteger(replicas) ||
+        parser.parseComma())
+      return {};
+  }
+  if (succeeded(parser.parseOptionalKeyword("partial"))) {
+    StringRef kindName;
+    SMLoc kindLoc = parser.getCurrentLocation();
+    if (parser.parseEqual() || parser.parseKeyword(&kindName))
+      return {};
+    partial = symbolizeReductionKind(kindName);
+    if (!partial) {
+      parser.emitError(kindLoc)
+          << "unknown partial state '" << kindName
+          << "'; expected sum, max or min";
+      return {};
+    }
+    if (parser.parseComma())
+      return {};
+  }
+  if (parseKeyedIntList(parser, "devices", devices) || parser.parseGreater())
+    return {};
+  return LayoutAttr::getChecked(
+      [&]() { return parser.emitError(parser.getNameLoc()); },
+      parser.getContext(), split, replicas, partial, devices);
+}
+
+void LayoutAttr::print(AsmPrinter &printer) const {
+  printer << "<split = ";
+  printIntList(printer, getSplit());
+  if (getReplicas() != 1)
+    printer << ", replicas = " << getReplicas();
+  if (getPartial())
+    printer << ", partial = " << stringifyReductionKind(*getPartial());
+  printer << ", devices = ";
+  printIntList(printer, getDevices());
+  printer << '>';
+}
+
+/// Reports a device listed twice, or a negative device id.
+static LogicalResult
+checkDistinctDevices(function_ref<InFlightDiagnostic()> emitError,
+                     ArrayRef<int64_t> devices, StringRef what) {
+  llvm::SmallDenseSet<int64_t> seen;
+  for (int64_t device : devices) {
+    if (device < 0)
+      return emitError() << "device " << device << " in " << what
+                         << " is negative";
+    if (!seen.insert(device).second)
+      return emitError() << "device " << device << " appears twice in "
+                         << what;
+  }
+  return success();
+}
+
+LogicalResult
+LayoutAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                   ArrayRef<int64_t> split, int64_t replicas,
+                   std::optional<ReductionKind> partial,
+                   ArrayRef<int64_t> devices) {
+  int64_t shards = 1;
+  for (auto [dim, parts] : llvm::enumerate(split)) {
+    if (parts < 1)
+      return emitError() << "split " << parts << " of dimension " << dim
+                         << " must be at least 1";
+    shards *= parts;
+  }
+  if (replicas < 1)
+    return emitError() << "replicas must be at least 1, got " << replicas;
+  if (partial && *partial == ReductionKind::mean)
+    return emitError()
+           << "partial state 'mean' is not allowed; use sum, max or min";
+  if (partial && replicas < 2)
+    return emitError() << "a partial '" << stringifyReductionKind(*partial)
+                       << "' layout needs at least 2 replicas to combine";
+  if (static_cast<int64_t>(devices.size()) != shards * replicas)
+    return emitError() << "layout lists " << devices.size()
+                       << " devices but split "
+                       << formatList({split.begin(), split.end()}) << " with "
+                       << replicas << " replica" << (replicas == 1 ? "" : "s")
+                       << " needs " << shards * replicas;
+  return checkDistinctDevices(emitError, devices, "the layout");
+}
+
+//===----------------------------------------------------------------------===//
+// Attributes on ops and arguments
+//===----------------------------------------------------------------------===//
+
+static LogicalResult verifyConfigOnOp(Operation *op, ConfigAttr config) {
+  auto partitionable = dyn_cast<PartitionableOpInterface>(op);
+  if (!partitionable)
+    return op->emitError() << "'" << op->getName()
+                           << "' cannot carry a #soap.config: it is not "
+                              "partitionable";
+  if (auto numDevices = getDeclaredNumDevices(op)) {
+    if (auto problem = checkConfigDevices(
+            {config.getDevices().begin(), config.getDevices().end()},
+            *numDevices))
+      return op->emitError() << *problem;
+  }
+  if (auto reason = partitionable.getUnsupportedReason())
+    return op->emitError() << "cannot carry a #soap.config: " << *reason;
+  SmallVector<int64_t> sizes = partitionable.getLoopSizes();
+  SmallVector<std::string> names = partitionable.getLoopNames();
+  for (int64_t &size : sizes)
+    if (ShapedType::isDynamic(size))
+      size = -1;
+  if (auto problem = checkConfigForLoops(
+          {config.getDegrees().begin(), config.getDegrees().end()},
+          {sizes.begin(), sizes.end()}, {names.begin(), names.end()}))
+    return op->emitError() << *problem;
+  return success();
+}
+
+static LogicalResult verifyLayoutOnOp(Operation *op, LayoutAttr layout) {
+  if (auto numDevices = getDeclaredNumDevices(op)) {
+    for (int64_t device : layout.getDevices())
+      if (device >= *numDevices)
+        return op->emitError()
+               << "layout device " << device
+               << " is out of range: the module declares " << *numDevices
+               << " device" << (*numDevices == 1 ? "" : "s");
+  }
+  if (op->getNumResults() != 1)
+    return success();
+  auto type = dyn_cast<RankedTensorType>(op->getResult(0).getType());
+  if (!type)
+    return op->emitError() << "a #soap.layout needs a ranked tensor result";
+  if (static_cast<int64_t>(layout.getSplit().size()) != type.getRank())
+    return op->emitError() << "layout splits " << layout.getSplit().size()
+                           << " dimensions but the result has rank "
+                           << type.getRank();
+  for (auto [dim, parts] : llvm::enumerate(layout.getSplit())) {
+    int64_t size = type.getDimSize(dim);
+    if (!ShapedType::isDynamic(size) && size % parts != 0)
+      return op->emitError() << "split " << parts
+                             << " does not divide dimension " << dim
+                             << " of size " << size;
+  }
+  return success();
+}
+
+LogicalResult SoapDialect::verifyOperationAttribute(Operation *op,
+                                                    NamedAttribute attr) {
+  StringRef name = attr.getName().getValue();
+  if (name == getConfigAttrName()) {
+    auto config = dyn_cast<ConfigAttr>(attr.getValue());
+    if (!config)
+      return op->emitError() << "'" << name
+                             << "' must be a #soap.config attribute";
+    return verifyConfigOnOp(op, config);
+  }
+  if (name == getNumDevicesAttrName()) {
+    auto count = dyn_cast<IntegerAttr>(attr.getValue());
+    if (!count || count.getInt() < 1)
+      return op->emitError() << "'" << name
+                             << "' must be a positive integer";
+    return success();
+  }
+  if (name == getLayoutAttrName()) {
+    auto layout = dyn_cast<LayoutAttr>(attr.getValue());
+    if (!layout)
+      return op->emitError() << "'" << name
+                             << "' must be a #soap.layout attribute";
+    return verifyLayoutOnOp(op, layout);
+  }
+  return op->emitError() << "unknown SOAP attribute '" << name << "'";
+}
+
+LogicalResult SoapDialect::verifyRegionArgAttribute(Operation *op,
+                                                    unsigned regionIndex,
+                                                    unsigned argIndex,
+                                                    NamedAttribute attr) {
+  StringRef name = attr.getName().getValue();
+  if (name == getParamAttrName()) {
+    if (!isa<UnitAttr>(attr.getValue()))
+      return op->emitError() << "'" << name
+                             << "' is a unit attribute and takes no value";
+    return success();
+  }
+  if (name == getBatchDimAttrName()) {
+    auto dim = dyn_cast<IntegerAttr>(attr.getValue());
+    if (!dim)
+      return op->emitError() << "'" << name << "' must be an integer";
+    Region &region = op->getRegion(regionIndex);
+    if (region.empty())
+      return success();
+    auto type = dyn_cast<RankedTensorType>(
+        region.front().getArgument(argIndex).getType());
+    if (!type)
+      return op->emitError() << "'" << name << "' on argument " << argIndex
+                             << " needs a ranked tensor argument";
+    if (dim.getInt() < 0 || dim.getInt() >= type.getRank())
+      return op->emitError()
+             << "'" << name << "' " << dim.getInt() << " of argument "
+             << argIndex << " is out of range for rank " << type.getRank();
+    return success();
+  }
+  return op->emitError() << "unknown SOAP argument attribute '" << name
+                         << "'";
+}

@@ -1,0 +1,69 @@
+//===- SoapDialect.td - the SOAP dialect -------------------*- tablegen -*-===//
+//
+// The SOAP dialect describes how a tensor program is partitioned over a set of
+// devices: partition configurations on compute ops (#soap.config), layouts of
+// distributed tensors (#soap.layout), and the explicit communication and
+// device-guard ops of a partitioned (SPMD) program.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SOAP_DIALECT_TD
+#define SOAP_DIALECT_TD
+
+include "mlir/IR/OpBase.td"
+
+def Soap_Dialect : Dialect {
+  let name = "soap";
+  let cppNamespace = "::soap";
+  let summary = "Partitioning of tensor programs over the SOAP dimensions";
+  let description = [{
+    SOAP partitions a tensor program over the Sample, Operator, Attribute and
+    Parameter dimensions of its ops, plus Reduction. Every compute op has an
+    iteration space (the loops of a linalg structured op); `#soap.config`
+    attached to an op under the `soap.config` attribute name splits each loop
+    into equal parts and places the resulting tasks on devices.
+
+    A module declares how many devices it targets with the
+    `soap.num_devices` integer attribute; device ids in configs, layouts and
+    communication groups are checked against it.
+
+    Function arguments marked `{soap.param}` are trainable parameters;
+    `{soap.batch_dim = k}` on an input names its batch dimension (dimension 0
+    when absent).
+
+    After `--soap-partition`, a program is one SPMD program over local shards
+    in which tensors carry `#soap.layout` and data moves through the
+    collective and point-to-point ops of this dialect.
+  }];
+  let useDefaultAttributePrinterParser = 1;
+  let hasOperationAttrVerify = 1;
+  let hasRegionArgAttrVerify = 1;
+  let dependentDialects = ["::mlir::tensor::TensorDialect"];
+  let extraClassDeclaration = [{
+    /// Name of the discardable attribute holding an op's #soap.config.
+    static constexpr ::llvm::StringLiteral getConfigAttrName() {
+      return ::llvm::StringLiteral("soap.config");
+    }
+    /// Name of the module attribute declaring the number of devices.
+    static constexpr ::llvm::StringLiteral getNumDevicesAttrName() {
+      return ::llvm::StringLiteral("soap.num_devices");
+    }
+    /// Name of the argument attribute marking a trainable parameter.
+    static constexpr ::llvm::StringLiteral getParamAttrName() {
+      return ::llvm::StringLiteral("soap.param");
+    }
+    /// Name of the argument attribute naming an input's batch dimension.
+    static constexpr ::llvm::StringLiteral getBatchDimAttrName() {
+      return ::llvm::StringLiteral("soap.batch_dim");
+    }
+    /// Name of the attribute holding a value's #soap.layout.
+    static constexpr ::llvm::StringLiteral getLayoutAttrName() {
+      return ::llvm::StringLiteral("soap.layout");
+    }
+  }];
+}
+
+class Soap_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Soap_Dialect, mnemonic, traits>;
+
+#endif // SOAP_DIALECT_TD

@@ -1,0 +1,57 @@
+//===- SoapInterfaces.td - the partitioning interface ------*- tablegen -*-===//
+
+#ifndef SOAP_INTERFACES_TD
+#define SOAP_INTERFACES_TD
+
+include "mlir/IR/OpBase.td"
+
+def Soap_PartitionableOpInterface : OpInterface<"PartitionableOpInterface"> {
+  let cppNamespace = "::soap";
+  let description = [{
+    An op that SOAP can partition. The op is seen as a loop nest (its
+    iteration space): every loop has a size and is parallel or a reduction,
+    and every tensor the op reads or writes is indexed by an affine map from
+    the loops. Splitting a loop into equal parts yields tasks whose cost is
+    given by `getShardCost`.
+
+    The kinds of the loops (sample, attribute, parameter, reduction) depend
+    on where the op's operands come from; `soap::DimensionKindAnalysis`
+    computes them from this interface and the surrounding function.
+  }];
+  let methods = [
+    InterfaceMethod<"Sizes of the loops (ShapedType::kDynamic when unknown).",
+      "::llvm::SmallVector<int64_t>", "getLoopSizes">,
+    InterfaceMethod<"Iterator type (parallel or reduction) of each loop.",
+      "::llvm::SmallVector<::mlir::utils::IteratorType>", "getLoopIteratorTypes">,
+    InterfaceMethod<"Short readable name of each loop (m, n, k, oh, ...).",
+      "::llvm::SmallVector<std::string>", "getLoopNames">,
+    InterfaceMethod<[{
+        Every tensor the op reads or writes with the affine map from the loops
+        to its indices; results come last with role `Write`.
+      }],
+      "::llvm::SmallVector<::soap::OperandAccess>", "getOperandAccesses">,
+    InterfaceMethod<[{
+        Floating-point (or integer) operations per point of the iteration
+        space.
+      }],
+      "double", "getFlopsPerIteration">,
+    InterfaceMethod<[{
+        FLOPs and bytes of one task that covers `shardSizes[l]` iterations of
+        each loop `l`. The default counts the footprint of every access.
+      }],
+      "::soap::ShardCost", "getShardCost",
+      (ins "::llvm::ArrayRef<int64_t>":$shardSizes), [{}], [{
+        return ::soap::detail::defaultShardCost($_op.getOperation(),
+                                                shardSizes);
+      }]>,
+    InterfaceMethod<[{
+        Why this particular op cannot be partitioned (a dynamic reshape, a
+        dynamic stride), or nothing when it can.
+      }],
+      "std::optional<std::string>", "getUnsupportedReason", (ins), [{}], [{
+        return std::nullopt;
+      }]>,
+  ];
+}
+
+#endif // SOAP_INTERFACES_TD

@@ -1,0 +1,56 @@
+//===- DimensionKinds.h - sample/attribute/parameter/reduction --*- C++ -*-===//
+//
+// Classifies the loops of partitionable ops: a loop is a reduction when it is
+// contracted; a parameter when it indexes a parameter (a {soap.param}
+// argument, a weight constant, or a value computed only from those) outside
+// that value's batch dimensions; a sample when it runs over the batch; an
+// attribute otherwise. The batch starts at each input's batch dimension and
+// is propagated through the indexing maps of the ops, forwards and
+// backwards, until nothing changes.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SOAP_DIALECT_DIMENSIONKINDS_H
+#define SOAP_DIALECT_DIMENSIONKINDS_H
+
+#include "soap/Dialect/PartitionableInterface.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/SmallBitVector.h"
+
+namespace soap {
+
+enum class DimKind { Sample, Attribute, Parameter, Reduction };
+
+/// Lower-case name of a kind: "sample", "attribute", "parameter", "reduction".
+llvm::StringRef stringifyDimKind(DimKind kind);
+
+class DimensionKindAnalysis {
+public:
+  /// Analyses every function-like op nested in `root` (or `root` itself).
+  explicit DimensionKindAnalysis(mlir::Operation *root);
+
+  /// True when `value` is a parameter or computed only from parameters.
+  bool isParameter(mlir::Value value) const;
+
+  /// Dimensions of `value` that run over (or contain) the batch.
+  llvm::SmallBitVector getSampleDims(mlir::Value value) const;
+
+  /// Kind of every loop of `op`.
+  llvm::SmallVector<DimKind> getLoopKinds(PartitionableOpInterface op) const;
+
+private:
+  void markParameters(mlir::Operation *root);
+  void seedSamples(mlir::Operation *root);
+  bool propagateSamples(mlir::Operation *op);
+  llvm::SmallBitVector sampleLoops(PartitionableOpInterface op) const;
+  bool addSampleDims(mlir::Value value, const llvm::SmallBitVector &dims);
+
+  llvm::DenseSet<mlir::Value> parameters;
+  llvm::DenseMap<mlir::Value, llvm::SmallBitVector> sampleDims;
+};
+
+} // namespace soap
+
+#endif // SOAP_DIALECT_DIMENSIONKINDS_H
