@@ -54,6 +54,8 @@ struct SoapPrintDimsPass
     SmallVector<std::string> names = op.getLoopNames();
     SmallVector<DimKind> kinds = analysis.getLoopKinds(op);
     InFlightDiagnostic remark = emitRemark(op->getLoc()) << "dims";
+    if (sizes.empty())
+      remark << " (none: a scalar op)";
     for (auto [name, size, kind] : llvm::zip(names, sizes, kinds)) {
       remark << " " << name << ":";
       if (ShapedType::isDynamic(size))

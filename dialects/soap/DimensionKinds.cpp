@@ -32,14 +32,10 @@ static bool isRankedTensor(Value value) {
 
 /// A linalg output whose old contents the body never reads carries no data
 /// into the op.
-static bool isUnreadInit(Operation *op, Value value) {
-  auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
-  if (!linalgOp)
-    return false;
-  for (OpOperand &init : linalgOp.getDpsInitsMutable())
-    if (init.get() == value && !linalgOp.payloadUsesValueFromOperand(&init))
-      return true;
-  return false;
+static bool isUnreadInit(OpOperand &operand) {
+  auto linalgOp = dyn_cast<linalg::LinalgOp>(operand.getOwner());
+  return linalgOp && linalgOp.isDpsInit(&operand) &&
+         !linalgOp.payloadUsesValueFromOperand(&operand);
 }
 
 DimensionKindAnalysis::DimensionKindAnalysis(Operation *root) {
@@ -96,8 +92,9 @@ void DimensionKindAnalysis::markParameters(Operation *root) {
       return;
     }
     bool anyData = false, anyParameter = false;
-    for (Value operand : op->getOperands()) {
-      if (!isRankedTensor(operand) || isUnreadInit(op, operand))
+    for (OpOperand &use : op->getOpOperands()) {
+      Value operand = use.get();
+      if (!isRankedTensor(operand) || isUnreadInit(use))
         continue;
       anyData |= data.contains(operand);
       anyParameter |= parameters.contains(operand);
@@ -232,9 +229,12 @@ DimensionKindAnalysis::getLoopKinds(PartitionableOpInterface op) const {
   llvm::SmallBitVector parameterLoops(iterators.size());
   Operation *operation = op.getOperation();
   for (const OperandAccess &access : op.getOperandAccesses()) {
+    // What the op reads: not its results, nor linalg outputs whose old
+    // contents the body ignores (those are the only Unread linalg accesses).
     Value value = access.value;
-    if (value.getDefiningOp() == operation || !isParameter(value) ||
-        isUnreadInit(operation, value))
+    if (access.role == AccessRole::Write ||
+        value.getDefiningOp() == operation || !isParameter(value) ||
+        (access.role == AccessRole::Unread && isa<linalg::LinalgOp>(operation)))
       continue;
     llvm::SmallBitVector batch = getSampleDims(value);
     for (unsigned dim = 0; dim < access.map.getNumResults(); ++dim) {

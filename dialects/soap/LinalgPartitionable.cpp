@@ -53,7 +53,14 @@ struct LinalgPartitionableModel
       FailureOr<linalg::ConvolutionDimensions> dims =
           linalg::inferConvolutionDims(linalgOp);
       if (succeeded(dims)) {
-        nameLoops(names, dims->batch, {}, "n");
+        // Pooling has no channel roles: its channel shows up as a second
+        // batch-like loop.
+        bool pooling = dims->outputChannel.empty() &&
+                       dims->inputChannel.empty() && dims->depth.empty();
+        if (pooling && dims->batch.size() == 2)
+          nameLoops(names, dims->batch, {"n", "c"}, "n");
+        else
+          nameLoops(names, dims->batch, {}, "n");
         nameLoops(names, dims->outputImage, {"od", "oh", "ow"}, "o");
         nameLoops(names, dims->outputChannel, {}, "f");
         nameLoops(names, dims->filterLoop, {"kd", "kh", "kw"}, "k");

@@ -1,0 +1,32 @@
+# -*- Python -*-
+# lit configuration for SOAP's FileCheck tests.
+
+import os
+
+import lit.formats
+from lit.llvm import llvm_config
+from lit.llvm.subst import ToolSubst
+
+config.name = "SOAP"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".test"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.soap_obj_root, "test")
+config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "unit",
+                   "install", "Inputs"]
+
+config.substitutions.append(("%realmodels", config.realmodels_dir))
+config.substitutions.append(("%soap_src", config.soap_src_root))
+
+llvm_config.with_system_environment(["HOME", "TMPDIR", "PATH"])
+llvm_config.use_default_substitutions()
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+
+tools = [
+    ToolSubst("soap-opt", unresolved="fatal"),
+    ToolSubst("soap-translate", unresolved="fatal"),
+]
+llvm_config.add_tool_substitutions(tools, [config.soap_tools_dir])
+
+if os.path.isdir(config.realmodels_dir):
+    config.available_features.add("realmodels")

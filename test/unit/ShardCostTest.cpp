@@ -1,0 +1,117 @@
+//===- ShardCostTest.cpp - footprints, FLOPs and bytes of tasks -----------===//
+
+#include "soap/cost/ShardCost.h"
+
+#include <gtest/gtest.h>
+
+using namespace soap;
+
+namespace {
+
+IndexExpr loop(unsigned l, int64_t coefficient = 1) {
+  IndexExpr e;
+  e.terms.push_back({l, coefficient});
+  return e;
+}
+
+IndexExpr sum(std::vector<IndexTerm> terms, int64_t constant = 0) {
+  IndexExpr e;
+  e.terms = std::move(terms);
+  e.constant = constant;
+  return e;
+}
+
+TEST(AccessExtent, PlainLoopCoversItsExtent) {
+  EXPECT_EQ(accessExtent(loop(0), {16}, 64), 16);
+  EXPECT_EQ(accessExtent(loop(1), {16, 8}, 64), 8);
+}
+
+TEST(AccessExtent, ConstantIndexTouchesOneElement) {
+  EXPECT_EQ(accessExtent(sum({}, 3), {16}, 64), 1);
+}
+
+TEST(AccessExtent, ConvolutionWindowOverlaps) {
+  // oh * 2 + kh over oh in [0, 4), kh in [0, 3): 0..8, 9 rows.
+  EXPECT_EQ(accessExtent(sum({{0, 2}, {1, 1}}), {4, 3}, 100), 9);
+  // Stride 1, 3x3 window on 56 rows of output: 58 input rows.
+  EXPECT_EQ(accessExtent(sum({{0, 1}, {1, 1}}), {56, 3}, 58), 58);
+  // Dilation 2: oh + 2 * kh, oh in [0, 4), kh in [0, 3): 0..7, 8 rows.
+  EXPECT_EQ(accessExtent(sum({{0, 1}, {1, 2}}), {4, 3}, 100), 8);
+}
+
+TEST(AccessExtent, StridedOneByOneSkipsRows) {
+  // A 1x1 convolution with stride 2 reads rows 0, 2, 4, 6 only.
+  EXPECT_EQ(accessExtent(sum({{0, 2}, {1, 1}}), {4, 1}, 100), 4);
+}
+
+TEST(AccessExtent, CollapsedReshapeIsExact) {
+  // d0 * 64 + d1 over d0 in [0, 2), d1 in [0, 64): 128 contiguous values.
+  EXPECT_EQ(accessExtent(sum({{0, 64}, {1, 1}}), {2, 64}, 1024), 128);
+  // Half of the inner loop: two runs of 32 values.
+  EXPECT_EQ(accessExtent(sum({{0, 64}, {1, 1}}), {2, 32}, 1024), 64);
+}
+
+TEST(AccessExtent, CappedAtTheDimension) {
+  EXPECT_EQ(accessExtent(sum({{0, 1}, {1, 1}}), {8, 3}, 8), 8);
+}
+
+TEST(AccessExtent, NonLinearTouchesTheWholeDimension) {
+  IndexExpr e;
+  e.isLinear = false;
+  EXPECT_EQ(accessExtent(e, {4}, 37), 37);
+}
+
+/// C[m, n] += A[m, k] * B[k, n] with f32 elements.
+LoopNest matmul(int64_t m, int64_t n, int64_t k) {
+  LoopNest nest;
+  nest.loopSizes = {m, n, k};
+  nest.flopsPerIteration = 2;
+  nest.accesses.push_back({{loop(0), loop(2)}, {m, k}, 4, AccessRole::Read});
+  nest.accesses.push_back({{loop(2), loop(1)}, {k, n}, 4, AccessRole::Read});
+  nest.accesses.push_back({{loop(0), loop(1)}, {m, n}, 4, AccessRole::Read});
+  nest.accesses.push_back({{loop(0), loop(1)}, {m, n}, 4, AccessRole::Write});
+  return nest;
+}
+
+TEST(ShardCost, WholeMatmul) {
+  ShardCost cost = shardCost(matmul(64, 32, 16), {64, 32, 16});
+  EXPECT_DOUBLE_EQ(cost.flops, 2.0 * 64 * 32 * 16);
+  EXPECT_DOUBLE_EQ(cost.bytesRead, 4.0 * (64 * 16 + 16 * 32 + 64 * 32));
+  EXPECT_DOUBLE_EQ(cost.bytesWritten, 4.0 * 64 * 32);
+  EXPECT_DOUBLE_EQ(cost.bytes(), cost.bytesRead + cost.bytesWritten);
+}
+
+TEST(ShardCost, RowSplitMatmulReadsAllOfB) {
+  // Splitting m in 4: each task reads a quarter of A and C, all of B.
+  ShardCost cost = shardCost(matmul(64, 32, 16), {16, 32, 16});
+  EXPECT_DOUBLE_EQ(cost.flops, 2.0 * 16 * 32 * 16);
+  EXPECT_DOUBLE_EQ(cost.bytesRead, 4.0 * (16 * 16 + 16 * 32 + 16 * 32));
+  EXPECT_DOUBLE_EQ(cost.bytesWritten, 4.0 * 16 * 32);
+}
+
+TEST(ShardCost, UnreadAccessesMoveNoBytes) {
+  LoopNest nest;
+  nest.loopSizes = {8, 8};
+  nest.accesses.push_back(
+      {{loop(0), loop(1)}, {8, 8}, 4, AccessRole::Unread});
+  ShardCost cost = shardCost(nest, {8, 8});
+  EXPECT_DOUBLE_EQ(cost.flops, 0);
+  EXPECT_DOUBLE_EQ(cost.bytes(), 0);
+}
+
+TEST(ShardCost, TasksAddUpForParallelSplits) {
+  // Splitting only parallel loops that index every tensor partitions the
+  // work exactly: four quarter tasks cost one whole.
+  LoopNest nest;
+  nest.loopSizes = {32, 64};
+  nest.flopsPerIteration = 3;
+  nest.accesses.push_back({{loop(0), loop(1)}, {32, 64}, 2, AccessRole::Read});
+  nest.accesses.push_back(
+      {{loop(0), loop(1)}, {32, 64}, 2, AccessRole::Write});
+  ShardCost whole = shardCost(nest, {32, 64});
+  ShardCost quarter = shardCost(nest, {16, 32});
+  EXPECT_DOUBLE_EQ(4 * quarter.flops, whole.flops);
+  EXPECT_DOUBLE_EQ(4 * quarter.bytes(), whole.bytes());
+}
+
+} // namespace
