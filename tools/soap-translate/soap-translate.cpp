@@ -8,6 +8,7 @@
 #include "soap/Dialect/Registration.h"
 
 #include "mlir/IR/DialectRegistry.h"
+#include "mlir/InitAllDialects.h"
 #include "mlir/InitAllTranslations.h"
 #include "mlir/Tools/mlir-translate/MlirTranslateMain.h"
 #include "mlir/Tools/mlir-translate/Translation.h"
@@ -22,6 +23,7 @@ int main(int argc, char **argv) {
         return mlir::success();
       },
       [](mlir::DialectRegistry &registry) {
+        mlir::registerAllDialects(registry);
         soap::registerSoapDialects(registry);
       });
   return mlir::failed(mlir::mlirTranslateMain(

@@ -8,6 +8,7 @@
 //       + init read by the body 4*128*128*4 (262144) + result (262144)
 //       = 786432
 // CHECK: remark: dims b:4:sample m:128:attribute n:128:attribute k:64:reduction flops=8388608 bytes=786432{{$}}
+// CHECK-NEXT: linalg.batch_matmul
 // CHECK-NOT: not partitionable
 func.func @scores(%q: tensor<4x128x64xf32>, %kt: tensor<4x64x128xf32>,
                   %acc: tensor<4x128x128xf32>) -> tensor<4x128x128xf32> {

@@ -7,6 +7,7 @@
 // bytes = X 64*512*4 (131072) + w 512*4 (2048)
 //       + init read by the body 64*4 (256) + result 64*4 (256) = 133632
 // CHECK: remark: dims m:64:sample k:512:reduction flops=65536 bytes=133632{{$}}
+// CHECK-NEXT: linalg.matvec
 // CHECK-NOT: not partitionable
 func.func @predict(%x: tensor<64x512xf32>, %w: tensor<512xf32> {soap.param},
                    %acc: tensor<64xf32>) -> tensor<64xf32> {
