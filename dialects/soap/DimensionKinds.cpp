@@ -99,11 +99,38 @@ void DimensionKindAnalysis::markParameters(Operation *root) {
       anyData |= data.contains(operand);
       anyParameter |= parameters.contains(operand);
     }
-    for (Value result : op->getResults()) {
-      if (anyData)
+    if (anyData) {
+      for (Value result : op->getResults())
         data.insert(result);
-      else if (anyParameter)
-        parameters.insert(result);
+      return;
+    }
+    if (!anyParameter)
+      return;
+    // Computed from parameters alone: which of its dimensions carry them?
+    auto partitionable = dyn_cast<PartitionableOpInterface>(op);
+    llvm::SmallBitVector loops;
+    if (partitionable)
+      loops = parameterLoops(partitionable);
+    for (Value result : op->getResults()) {
+      parameters.insert(result);
+      if (!partitionable)
+        continue; // all dimensions, by default
+      auto type = dyn_cast<RankedTensorType>(result.getType());
+      if (!type)
+        continue;
+      llvm::SmallBitVector dims(type.getRank());
+      for (const OperandAccess &access : partitionable.getOperandAccesses()) {
+        if (access.value != result)
+          continue;
+        for (unsigned dim = 0; dim < access.map.getNumResults() &&
+                               dim < dims.size();
+             ++dim)
+          for (const IndexTerm &term :
+               toIndexExpr(access.map.getResult(dim)).terms)
+            if (term.loop < loops.size() && loops.test(term.loop))
+              dims.set(dim);
+      }
+      parameterDims[result] = dims;
     }
   });
 }
@@ -157,15 +184,60 @@ bool DimensionKindAnalysis::isParameter(Value value) const {
   return parameters.contains(value);
 }
 
+llvm::SmallBitVector DimensionKindAnalysis::getParameterDims(Value value) const {
+  auto type = dyn_cast<RankedTensorType>(value.getType());
+  if (!type || !isParameter(value))
+    return llvm::SmallBitVector(type ? type.getRank() : 0);
+  auto it = parameterDims.find(value);
+  if (it != parameterDims.end())
+    return it->second;
+  return llvm::SmallBitVector(type.getRank(), true);
+}
+
+llvm::SmallBitVector
+DimensionKindAnalysis::parameterLoops(PartitionableOpInterface op) const {
+  llvm::SmallBitVector loops(op.getLoopSizes().size());
+  Operation *operation = op.getOperation();
+  for (const OperandAccess &access : op.getOperandAccesses()) {
+    // What the op computes from: not its results, nor the outputs it
+    // accumulates into.
+    if (access.role == AccessRole::Write || access.isDestination ||
+        access.value.getDefiningOp() == operation)
+      continue;
+    // A weight stored with a leading batch dimension of size 1 ([1, 512]
+    // scales broadcast over the batch) takes the batch there, not a
+    // parameter dimension.
+    llvm::SmallBitVector dims = getParameterDims(access.value);
+    llvm::SmallBitVector batch = getSampleDims(access.value);
+    for (int dim : dims.set_bits()) {
+      if (static_cast<unsigned>(dim) < batch.size() && batch.test(dim))
+        continue;
+      if (static_cast<unsigned>(dim) >= access.map.getNumResults())
+        continue;
+      for (const IndexTerm &term :
+           toIndexExpr(access.map.getResult(dim)).terms)
+        if (term.loop < loops.size())
+          loops.set(term.loop);
+    }
+  }
+  return loops;
+}
+
 llvm::SmallBitVector
 DimensionKindAnalysis::sampleLoops(PartitionableOpInterface op) const {
-  llvm::SmallBitVector loops(op.getLoopSizes().size());
+  // Only parallel loops carry the batch from one tensor to another: a
+  // contraction over a dimension that holds the batch (a flattened
+  // batch x sequence) does not put the batch into its other operand.
+  SmallVector<utils::IteratorType> iterators = op.getLoopIteratorTypes();
+  llvm::SmallBitVector loops(iterators.size());
   for (const OperandAccess &access : op.getOperandAccesses()) {
     llvm::SmallBitVector dims = getSampleDims(access.value);
     for (int dim : dims.set_bits()) {
       if (static_cast<unsigned>(dim) >= access.map.getNumResults())
         continue;
-      if (auto loop = outermostLoop(toIndexExpr(access.map.getResult(dim))))
+      auto loop = outermostLoop(toIndexExpr(access.map.getResult(dim)));
+      if (loop && *loop < iterators.size() &&
+          iterators[*loop] == utils::IteratorType::parallel)
         loops.set(*loop);
     }
   }
@@ -226,31 +298,12 @@ SmallVector<DimKind>
 DimensionKindAnalysis::getLoopKinds(PartitionableOpInterface op) const {
   SmallVector<utils::IteratorType> iterators = op.getLoopIteratorTypes();
   llvm::SmallBitVector samples = sampleLoops(op);
-  llvm::SmallBitVector parameterLoops(iterators.size());
-  Operation *operation = op.getOperation();
-  for (const OperandAccess &access : op.getOperandAccesses()) {
-    // What the op reads: not its results, nor linalg outputs whose old
-    // contents the body ignores (those are the only Unread linalg accesses).
-    Value value = access.value;
-    if (access.role == AccessRole::Write ||
-        value.getDefiningOp() == operation || !isParameter(value) ||
-        (access.role == AccessRole::Unread && isa<linalg::LinalgOp>(operation)))
-      continue;
-    llvm::SmallBitVector batch = getSampleDims(value);
-    for (unsigned dim = 0; dim < access.map.getNumResults(); ++dim) {
-      if (dim < batch.size() && batch.test(dim))
-        continue;
-      for (const IndexTerm &term :
-           toIndexExpr(access.map.getResult(dim)).terms)
-        if (term.loop < parameterLoops.size())
-          parameterLoops.set(term.loop);
-    }
-  }
+  llvm::SmallBitVector params = parameterLoops(op);
   SmallVector<DimKind> kinds;
   for (auto [loop, iterator] : llvm::enumerate(iterators)) {
     if (iterator == utils::IteratorType::reduction)
       kinds.push_back(DimKind::Reduction);
-    else if (parameterLoops.test(loop))
+    else if (params.test(loop))
       kinds.push_back(DimKind::Parameter);
     else if (loop < samples.size() && samples.test(loop))
       kinds.push_back(DimKind::Sample);

@@ -87,16 +87,19 @@ struct LinalgPartitionableModel
     for (OpOperand *input : linalgOp.getDpsInputOperands()) {
       if (!isa<RankedTensorType, MemRefType>(input->get().getType()))
         continue; // scalars (the value of linalg.fill) are not indexed
-      accesses.push_back({input->get(),
-                          linalgOp.getMatchingIndexingMap(input),
-                          AccessRole::Read});
+      // A pooling window only gives its shape: the body never reads it.
+      AccessRole role = linalgOp.payloadUsesValueFromOperand(input)
+                            ? AccessRole::Read
+                            : AccessRole::Unread;
+      accesses.push_back(
+          {input->get(), linalgOp.getMatchingIndexingMap(input), role});
     }
     for (OpOperand &init : linalgOp.getDpsInitsMutable()) {
       AccessRole role = linalgOp.payloadUsesValueFromOperand(&init)
                             ? AccessRole::Read
                             : AccessRole::Unread;
-      accesses.push_back(
-          {init.get(), linalgOp.getMatchingIndexingMap(&init), role});
+      accesses.push_back({init.get(), linalgOp.getMatchingIndexingMap(&init),
+                          role, /*isDestination=*/true});
     }
     for (OpOperand &init : linalgOp.getDpsInitsMutable()) {
       if (!linalgOp.hasPureTensorSemantics())

@@ -48,13 +48,13 @@ IndexExpr soap::toIndexExpr(AffineExpr expr) {
   return result;
 }
 
-static int64_t elementBytes(Type type) {
+int64_t soap::getElementBytes(Type type) {
   auto shaped = dyn_cast<ShapedType>(type);
   Type element = shaped ? shaped.getElementType() : type;
   if (element.isIntOrFloat())
     return std::max<int64_t>(1, (element.getIntOrFloatBitWidth() + 7) / 8);
   if (auto complex = dyn_cast<ComplexType>(element))
-    return 2 * elementBytes(complex.getElementType());
+    return 2 * getElementBytes(complex.getElementType());
   return 8; // index and other opaque element types
 }
 
@@ -66,7 +66,7 @@ LoopNest soap::getLoopNest(PartitionableOpInterface op) {
   for (const OperandAccess &access : op.getOperandAccesses()) {
     TensorAccess tensor;
     tensor.role = access.role;
-    tensor.elementBytes = elementBytes(access.value.getType());
+    tensor.elementBytes = getElementBytes(access.value.getType());
     if (auto shaped = dyn_cast<ShapedType>(access.value.getType()))
       for (int64_t size : shaped.getShape())
         tensor.shape.push_back(ShapedType::isDynamic(size) ? -1 : size);

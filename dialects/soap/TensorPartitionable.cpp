@@ -215,7 +215,8 @@ struct InsertSliceModel
     return {{insert.getSource(),
              AffineMap::getMultiDimIdentityMap(numLoops, context),
              AccessRole::Read},
-            {insert.getDest(), destMap, AccessRole::Unread},
+            {insert.getDest(), destMap, AccessRole::Unread,
+             /*isDestination=*/true},
             {insert.getResult(), destMap, AccessRole::Write}};
   }
   std::optional<std::string> getUnsupportedReason(Operation *op) const {
@@ -279,8 +280,8 @@ struct ConcatModel : TensorModelBase<ConcatModel, tensor::ConcatOp> {
     for (int64_t size : shardSizes)
       elements *= static_cast<double>(size);
     ShardCost cost;
-    unsigned bits = concat.getResultType().getElementTypeBitWidth();
-    cost.bytesRead = cost.bytesWritten = elements * ((bits + 7) / 8);
+    cost.bytesRead = cost.bytesWritten =
+        elements * getElementBytes(concat.getResultType());
     return cost;
   }
   std::optional<std::string> getUnsupportedReason(Operation *op) const {

@@ -1,12 +1,15 @@
 //===- DimensionKinds.h - sample/attribute/parameter/reduction --*- C++ -*-===//
 //
 // Classifies the loops of partitionable ops: a loop is a reduction when it is
-// contracted; a parameter when it indexes a parameter (a {soap.param}
-// argument, a weight constant, or a value computed only from those) outside
-// that value's batch dimensions; a sample when it runs over the batch; an
-// attribute otherwise. The batch starts at each input's batch dimension and
-// is propagated through the indexing maps of the ops, forwards and
-// backwards, until nothing changes.
+// contracted; a parameter when it indexes a parameter dimension of an input
+// (a {soap.param} argument, a weight constant, or a value computed only from
+// those, along the dimensions that come from the parameters: a bias
+// broadcast over the batch is a parameter only along its channels); a sample
+// when it runs over the batch; an attribute otherwise. Outputs the op
+// accumulates into (a bias-initialised accumulator) do not make loops
+// parameters. The batch starts at each input's batch dimension and is
+// propagated through the indexing maps of the ops' parallel loops, forwards
+// and backwards, until nothing changes.
 //
 //===----------------------------------------------------------------------===//
 
@@ -34,6 +37,10 @@ public:
   /// True when `value` is a parameter or computed only from parameters.
   bool isParameter(mlir::Value value) const;
 
+  /// Dimensions of a parameter `value` along which parameter data varies
+  /// (empty for values that are not parameters).
+  llvm::SmallBitVector getParameterDims(mlir::Value value) const;
+
   /// Dimensions of `value` that run over (or contain) the batch.
   llvm::SmallBitVector getSampleDims(mlir::Value value) const;
 
@@ -45,9 +52,11 @@ private:
   void seedSamples(mlir::Operation *root);
   bool propagateSamples(mlir::Operation *op);
   llvm::SmallBitVector sampleLoops(PartitionableOpInterface op) const;
+  llvm::SmallBitVector parameterLoops(PartitionableOpInterface op) const;
   bool addSampleDims(mlir::Value value, const llvm::SmallBitVector &dims);
 
   llvm::DenseSet<mlir::Value> parameters;
+  llvm::DenseMap<mlir::Value, llvm::SmallBitVector> parameterDims;
   llvm::DenseMap<mlir::Value, llvm::SmallBitVector> sampleDims;
 };
 

@@ -20,6 +20,10 @@ struct OperandAccess {
   mlir::Value value;
   mlir::AffineMap map;
   AccessRole role = AccessRole::Read;
+  /// The op writes its result into this tensor (a linalg output, the
+  /// destination of an insert_slice): what it holds is overwritten or
+  /// accumulated into, not an input of the computation proper.
+  bool isDestination = false;
 };
 
 namespace detail {
@@ -42,6 +46,10 @@ IndexExpr toIndexExpr(mlir::AffineExpr expr);
 /// term with the largest coefficient (the outermost loop of a reshape, the
 /// output position of a convolution window). Nothing for constants.
 std::optional<unsigned> outermostLoop(const IndexExpr &expr);
+
+/// Bytes of one element of `type` (or of its elements, for shaped types);
+/// 8 for index and other opaque element types.
+int64_t getElementBytes(mlir::Type type);
 
 /// The op as a plain loop nest (sizes, index expressions, element sizes).
 LoopNest getLoopNest(PartitionableOpInterface op);

@@ -1,4 +1,4 @@
-// RUN: soap-opt %s --soap-print-dims="show-cost=true" -o /dev/null 2>&1 | FileCheck %s
+// RUN: soap-opt %s --soap-print-dims="show-cost=true" -o /dev/null 2>&1 | FileCheck %s --implicit-check-not=remark:
 
 // A sequence-first input (seq, batch, features), as in PyTorch's
 // nn.Transformer without batch_first: {soap.batch_dim = 1} makes dimension 1

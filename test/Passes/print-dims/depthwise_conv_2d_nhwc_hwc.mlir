@@ -1,4 +1,4 @@
-// RUN: soap-opt %s --soap-print-dims="show-cost=true" -o /dev/null 2>&1 | FileCheck %s
+// RUN: soap-opt %s --soap-print-dims="show-cost=true" -o /dev/null 2>&1 | FileCheck %s --implicit-check-not=remark:
 
 // A depthwise 3x3 convolution (MobileNet style): the channel loop indexes the
 // input, the filter and the output, so it is a parameter loop (named c since

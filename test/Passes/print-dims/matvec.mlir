@@ -1,4 +1,4 @@
-// RUN: soap-opt %s --soap-print-dims="show-cost=true" -o /dev/null 2>&1 | FileCheck %s
+// RUN: soap-opt %s --soap-print-dims="show-cost=true" -o /dev/null 2>&1 | FileCheck %s --implicit-check-not=remark:
 
 // Linear regression prediction y = X w: the rows of X are the samples and the
 // weight vector is a parameter indexed only by the contracted loop.

@@ -1,4 +1,4 @@
-// RUN: soap-opt %s --soap-print-dims="show-cost=true" -o /dev/null 2>&1 | FileCheck %s --implicit-check-not=remark
+// RUN: soap-opt %s --soap-print-dims="show-cost=true" -o /dev/null 2>&1 | FileCheck %s --implicit-check-not=remark:
 
 // Ops that compute tensors outside the partitioning interface are reported by
 // name and run replicated. Constants (the dense weight) are not reported, nor
