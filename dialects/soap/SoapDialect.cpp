@@ -4,6 +4,7 @@
 #include "soap/Dialect/PartitionableInterface.h"
 #include "soap/graph/ParallelConfig.h"
 
+#include "mlir/Dialect/Utils/IndexingUtils.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/DialectImplementation.h"
@@ -72,10 +73,7 @@ static ParseResult parseKeyedIntList(AsmParser &parser, StringRef key,
 //===----------------------------------------------------------------------===//
 
 int64_t ConfigAttr::getNumTasks() const {
-  int64_t tasks = 1;
-  for (int64_t degree : getDegrees())
-    tasks *= degree;
-  return tasks;
+  return computeProduct(getDegrees());
 }
 
 Attribute ConfigAttr::parse(AsmParser &parser, Type) {
@@ -111,12 +109,7 @@ ConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
 // #soap.layout
 //===----------------------------------------------------------------------===//
 
-int64_t LayoutAttr::getNumShards() const {
-  int64_t shards = 1;
-  for (int64_t split : getSplit())
-    shards *= split;
-  return shards;
-}
+int64_t LayoutAttr::getNumShards() const { return computeProduct(getSplit()); }
 
 Attribute LayoutAttr::parse(AsmParser &parser, Type) {
   SmallVector<int64_t> split, devices;

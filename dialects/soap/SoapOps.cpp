@@ -100,28 +100,30 @@ LogicalResult AllReduceOp::verify() {
   return verifyDeviceList(*this, getGroup(), "the group");
 }
 
+/// all_gather grows `dim` by the group size; reduce_scatter shrinks it.
+static LogicalResult verifyResizedDim(Operation *op, ArrayRef<int64_t> group,
+                                      RankedTensorType input,
+                                      RankedTensorType result, int64_t dim,
+                                      bool grows) {
+  if (failed(verifyDeviceList(op, group, "the group")) ||
+      failed(checkDimIndex(op, dim, input, "dim")) ||
+      failed(checkSameExcept(op, input, result, {dim})))
+    return failure();
+  if (grows)
+    return checkScaledDim(op, input, result, dim, group.size(), "input",
+                          "result");
+  return checkScaledDim(op, result, input, dim, group.size(), "result",
+                        "input");
+}
+
 LogicalResult AllGatherOp::verify() {
-  if (failed(verifyDeviceList(*this, getGroup(), "the group")))
-    return failure();
-  auto input = getInput().getType(), result = getResult().getType();
-  int64_t dim = getDim();
-  if (failed(checkDimIndex(*this, dim, input, "dim")) ||
-      failed(checkSameExcept(*this, input, result, {dim})))
-    return failure();
-  return checkScaledDim(*this, input, result, dim, getGroup().size(), "input",
-                        "result");
+  return verifyResizedDim(*this, getGroup(), getInput().getType(),
+                          getResult().getType(), getDim(), /*grows=*/true);
 }
 
 LogicalResult ReduceScatterOp::verify() {
-  if (failed(verifyDeviceList(*this, getGroup(), "the group")))
-    return failure();
-  auto input = getInput().getType(), result = getResult().getType();
-  int64_t dim = getDim();
-  if (failed(checkDimIndex(*this, dim, input, "dim")) ||
-      failed(checkSameExcept(*this, input, result, {dim})))
-    return failure();
-  return checkScaledDim(*this, result, input, dim, getGroup().size(),
-                        "result", "input");
+  return verifyResizedDim(*this, getGroup(), getInput().getType(),
+                          getResult().getType(), getDim(), /*grows=*/false);
 }
 
 LogicalResult AllToAllOp::verify() {
