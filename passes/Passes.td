@@ -36,4 +36,90 @@ def SoapPrintDims : Pass<"soap-print-dims", "mlir::ModuleOp"> {
   let dependentDialects = ["::soap::SoapDialect"];
 }
 
+def SoapApplyStrategy : Pass<"soap-apply-strategy", "mlir::ModuleOp"> {
+  let summary = "Attach a named baseline strategy or a strategy file as #soap.config on every op";
+  let description = [{
+    Builds the model's op graph (the only function with a body, or `func=`)
+    and attaches `#soap.config` to every op according to `strategy=`:
+
+    - `data-parallel`: every op split along its batch over all devices;
+    - `model-parallel`: each op whole on one device, consecutive ops grouped
+      into stages of equal FLOPs;
+    - `owt`: data-parallel convolutions, fully connected layers split along
+      their output features;
+    - `megatron`: column- then row-parallel matmul pairs in groups of up to
+      8 devices, data parallel across groups;
+    - a path to a strategy JSON file (as written by --soap-export-strategy).
+
+    Ops left replicated get no attribute. The module's `soap.num_devices`
+    is set to `devices=` (or read from it when `devices=0`).
+
+    ```
+    soap-opt model.mlir --soap-apply-strategy="strategy=owt devices=16"
+    ```
+  }];
+  let options = [
+    Option<"strategyName", "strategy", "std::string", /*default=*/"\"data-parallel\"",
+           "data-parallel, model-parallel, owt, megatron, or a strategy .json file">,
+    Option<"numDevices", "devices", "int", /*default=*/"0",
+           "Number of devices (0: the module's soap.num_devices)">,
+    Option<"funcName", "func", "std::string", /*default=*/"\"\"",
+           "Function to partition (default: the only one with a body)">,
+  ];
+  let dependentDialects = ["::soap::SoapDialect"];
+}
+
+def SoapExportStrategy : Pass<"soap-export-strategy", "mlir::ModuleOp"> {
+  let summary = "Write the #soap.config of every op to a strategy JSON file";
+  let description = [{
+    Writes `{"devices": N, "ops": [{"node": i, "op": ..., "location": ...,
+    "degrees": [...], "devices": [...]}, ...]}` in op order; ops without a
+    config are written as `"replicated": true`. The file can be given back to
+    `--soap-apply-strategy="strategy=FILE.json"`. The IR is unchanged.
+  }];
+  let options = [
+    Option<"file", "file", "std::string", /*default=*/"\"\"",
+           "Output JSON file (required)">,
+    Option<"funcName", "func", "std::string", /*default=*/"\"\"",
+           "Function to export (default: the only one with a body)">,
+  ];
+}
+
+def SoapSimulate : Pass<"soap-simulate", "mlir::ModuleOp"> {
+  let summary = "Predict step time, memory and traffic of the annotated program on a machine";
+  let description = [{
+    Simulates one training step (or, with `training=false`, one forward
+    pass) of the program with the `#soap.config` of its ops (ops without one
+    run replicated) on `machine=` (a JSON file, or the name of one in SOAP's
+    machines/ folder such as `p100-4x4`), using the first `devices=` devices.
+    Prints a short summary on stderr and writes, when asked, a JSON report
+    (`step_time_ms`, `total_comm_bytes`, `devices[i].peak_memory_bytes`,
+    `devices[i].busy_ms`, bytes per link) and a Chrome trace of the
+    predicted timeline. The IR is unchanged.
+
+    ```
+    soap-opt model.mlir --soap-apply-strategy="strategy=owt devices=16" \
+      --soap-simulate="machine=p100-4x4 report=r.json trace=t.json" -o /dev/null
+    ```
+  }];
+  let options = [
+    Option<"machineFile", "machine", "std::string", /*default=*/"\"\"",
+           "Machine description: a JSON file or a name from machines/ (required)">,
+    Option<"numDevices", "devices", "int", /*default=*/"0",
+           "Devices to use (0: the module's soap.num_devices, else all)">,
+    Option<"reportFile", "report", "std::string", /*default=*/"\"\"",
+           "Write the JSON report here">,
+    Option<"traceFile", "trace", "std::string", /*default=*/"\"\"",
+           "Write a Chrome trace of the predicted timeline here">,
+    Option<"profileFile", "profile", "std::string", /*default=*/"\"\"",
+           "Profile database from soap-profile (measured op times)">,
+    Option<"training", "training", "bool", /*default=*/"true",
+           "Simulate a training step (false: forward only)">,
+    Option<"optimizer", "optimizer", "std::string", /*default=*/"\"sgd\"",
+           "Optimizer whose state and update cost to model: sgd, momentum, adam">,
+    Option<"funcName", "func", "std::string", /*default=*/"\"\"",
+           "Function to simulate (default: the only one with a body)">,
+  ];
+}
+
 #endif // SOAP_PASSES_TD

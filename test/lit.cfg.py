@@ -25,6 +25,7 @@ llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 tools = [
     ToolSubst("soap-opt", unresolved="fatal"),
     ToolSubst("soap-translate", unresolved="fatal"),
+    ToolSubst("soap-zoo", unresolved="fatal"),
 ]
 llvm_config.add_tool_substitutions(tools, [config.soap_tools_dir])
 

@@ -12,20 +12,6 @@
 using namespace mlir;
 using namespace soap;
 
-StringRef soap::stringifyDimKind(DimKind kind) {
-  switch (kind) {
-  case DimKind::Sample:
-    return "sample";
-  case DimKind::Attribute:
-    return "attribute";
-  case DimKind::Parameter:
-    return "parameter";
-  case DimKind::Reduction:
-    return "reduction";
-  }
-  return "unknown";
-}
-
 static bool isRankedTensor(Value value) {
   return isa<RankedTensorType>(value.getType());
 }

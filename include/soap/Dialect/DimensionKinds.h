@@ -17,6 +17,7 @@
 #define SOAP_DIALECT_DIMENSIONKINDS_H
 
 #include "soap/Dialect/PartitionableInterface.h"
+#include "soap/graph/DimKind.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
@@ -24,10 +25,10 @@
 
 namespace soap {
 
-enum class DimKind { Sample, Attribute, Parameter, Reduction };
-
 /// Lower-case name of a kind: "sample", "attribute", "parameter", "reduction".
-llvm::StringRef stringifyDimKind(DimKind kind);
+inline llvm::StringRef stringifyDimKind(DimKind kind) {
+  return dimKindName(kind);
+}
 
 class DimensionKindAnalysis {
 public:

@@ -1,0 +1,93 @@
+//===- CostModel.h - time of a task on a device -----------------*- C++ -*-===//
+//
+// A task's time comes from the profile database when the same op, local
+// shapes, dtype and device kind were measured; otherwise from a roofline
+// estimate: launch overhead + max(FLOPs / (peak * efficiency), bytes /
+// bandwidth), with per-device, per-op-class efficiency factors.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SOAP_COST_COSTMODEL_H
+#define SOAP_COST_COSTMODEL_H
+
+#include "soap/graph/OpGraph.h"
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace soap {
+
+class Machine;
+
+/// Measured forward and backward times (seconds) of op shards, keyed by
+/// op name, local operand shapes, dtype and device kind.
+class ProfileDatabase {
+public:
+  struct Entry {
+    double forward = 0;
+    double backward = 0;
+  };
+
+  /// The key of node `node` of `graph` run with loop extents `shard` on a
+  /// device of kind `deviceKind`: "linalg.matmul f32 [16x64,64x32,16x32] P100".
+  static std::string key(const OpGraph &graph, int node,
+                         const std::vector<int64_t> &shard,
+                         const std::string &deviceKind);
+
+  std::optional<Entry> lookup(const std::string &key) const;
+  void record(const std::string &key, Entry entry);
+  size_t size() const { return entries.size(); }
+
+  std::string toJSON() const;
+  static std::optional<ProfileDatabase> fromJSON(const std::string &text,
+                                                 std::string &error);
+  static std::optional<ProfileDatabase> load(const std::string &path,
+                                             std::string &error);
+  /// Writes atomically (temporary file, then rename).
+  bool save(const std::string &path, std::string &error) const;
+
+private:
+  std::map<std::string, Entry> entries;
+};
+
+/// Optimizers differ in the state they keep per parameter element.
+enum class Optimizer { SGD, Momentum, Adam };
+/// Copies of the parameters an optimizer keeps (0, 1, 2).
+int optimizerStateCopies(Optimizer optimizer);
+
+class CostModel {
+public:
+  CostModel(const Machine &machine, const ProfileDatabase *profile = nullptr,
+            Optimizer optimizer = Optimizer::SGD);
+
+  /// Seconds to run one forward task of `node` with loop extents `shard`.
+  double forwardTime(const OpGraph &graph, int node,
+                     const std::vector<int64_t> &shard, int device) const;
+  /// Seconds of its backward work: the gradient for every input that needs
+  /// one, each costed like the forward task.
+  double backwardTime(const OpGraph &graph, int node,
+                      const std::vector<int64_t> &shard, int device) const;
+  /// Seconds to apply the optimizer to `bytes` of parameters on `device`.
+  double updateTime(int64_t bytes, int device) const;
+  /// The roofline estimate alone.
+  double rooflineTime(double flops, double bytes, const std::string &dtype,
+                      OpClass opClass, int device) const;
+
+  Optimizer optimizer() const { return optimizerKind; }
+  const Machine &machine() const { return target; }
+
+  /// Number of gradients node `node`'s backward computes (inputs that are
+  /// parameters or depend on them), at least 1 when it has backward work.
+  static int gradientCount(const OpGraph &graph, int node);
+
+private:
+  const Machine &target;
+  const ProfileDatabase *profile;
+  Optimizer optimizerKind;
+};
+
+} // namespace soap
+
+#endif // SOAP_COST_COSTMODEL_H

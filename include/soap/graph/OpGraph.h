@@ -1,0 +1,95 @@
+//===- OpGraph.h - a model as plain C++ for simulation and search -*- C++ -*-===//
+//
+// The ops of one function with their loop nests, loop kinds, tensor
+// accesses, FLOPs and parameter flags; edges are tensors. No MLIR types: the
+// simulator and the search are tested and benchmarked on OpGraphs alone, and
+// OpGraphs serialize to JSON. lib/graph/OpGraphBuilder builds one from IR.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SOAP_GRAPH_OPGRAPH_H
+#define SOAP_GRAPH_OPGRAPH_H
+
+#include "soap/cost/ShardCost.h"
+#include "soap/graph/DimKind.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace soap {
+
+/// A tensor of the function: an argument, a constant, or an op's result.
+struct GraphTensor {
+  std::string name;
+  std::vector<int64_t> shape;
+  int64_t elementBytes = 4;
+  std::string dtype = "f32";
+  bool isParameter = false; ///< trainable: {soap.param} argument or weight
+  bool isInput = false;     ///< a non-parameter function argument
+  int producer = -1;        ///< node that computes it, or -1
+
+  int64_t numElements() const;
+  int64_t bytes() const { return numElements() * elementBytes; }
+};
+
+/// How a node touches a tensor (see TensorAccess for the roles).
+struct NodeAccess {
+  int tensor = -1;
+  std::vector<IndexExpr> indices;
+  AccessRole role = AccessRole::Read;
+  bool isDestination = false; ///< an output the op accumulates into
+};
+
+/// Broad class of an op, for per-class device efficiency.
+enum class OpClass { Matmul, Conv, Elementwise, Reduction, DataMovement };
+const char *opClassName(OpClass opClass);
+std::optional<OpClass> parseOpClass(const std::string &name);
+
+/// One op.
+struct OpNode {
+  std::string opName;   ///< "linalg.matmul"
+  std::string location; ///< "model.mlir:12:8", for reports
+  OpClass opClass = OpClass::Elementwise;
+  bool partitionable = true; ///< false: runs replicated, loops empty
+  std::vector<int64_t> loopSizes;
+  std::vector<std::string> loopNames;
+  std::vector<DimKind> loopKinds;
+  std::vector<NodeAccess> accesses;
+  double flopsPerIteration = 0;
+  /// Training: the op lies between a parameter and the loss, so it has
+  /// backward work.
+  bool needsBackward = false;
+
+  /// The node's tensors in LoopNest form (for ShardCost).
+  LoopNest loopNest(const std::vector<GraphTensor> &tensors) const;
+};
+
+class OpGraph {
+public:
+  std::vector<GraphTensor> tensors;
+  std::vector<OpNode> nodes;
+
+  /// Tensors read by node `n` that other nodes produce or that are
+  /// arguments, with the index of the access.
+  std::vector<std::pair<int, int>> readTensors(int node) const;
+  /// Nodes that read the results of node `n`.
+  std::vector<int> consumers(int node) const;
+  /// Bytes of all parameter tensors.
+  int64_t parameterBytes() const;
+  /// Sets needsBackward on nodes that depend on a parameter and lead to an
+  /// output of the function (every node with results, for a loss function).
+  void markBackward();
+
+  /// Checks indices and sizes; returns the first problem.
+  std::optional<std::string> validate() const;
+
+  std::string toJSON() const;
+  static std::optional<OpGraph> fromJSON(const std::string &text,
+                                         std::string &error);
+};
+
+} // namespace soap
+
+#endif // SOAP_GRAPH_OPGRAPH_H

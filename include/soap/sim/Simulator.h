@@ -1,0 +1,123 @@
+//===- Simulator.h - the execution simulator --------------------*- C++ -*-===//
+//
+// From an OpGraph, a Strategy and a Machine, builds the task graph (forward
+// and backward tasks per shard, a transfer for every producer/consumer shard
+// overlap on different devices, gradient all-reduces for parameters read on
+// several devices, optimizer updates) and schedules it: event-driven list
+// scheduling with FIFO queues per device and per link, tasks taken in order
+// of (ready time, task key).
+//
+// Delta simulation: after one op's config changes, only the tasks of that op
+// and of its edges are rebuilt, and scheduling resumes at the earliest time
+// the change can matter, reusing the untouched prefix of the previous
+// schedule. Its report equals the full simulation's exactly.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SOAP_SIM_SIMULATOR_H
+#define SOAP_SIM_SIMULATOR_H
+
+#include "soap/cost/CostModel.h"
+#include "soap/graph/Strategy.h"
+
+#include <array>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace soap {
+
+class Machine;
+
+struct SimOptions {
+  /// Simulate a training step (backward, gradient sync, updates); otherwise
+  /// the forward pass only.
+  bool training = true;
+};
+
+/// What a simulation predicts.
+struct SimReport {
+  double stepTime = 0;                   ///< seconds
+  std::vector<double> deviceBusy;        ///< seconds of compute per device
+  std::vector<int64_t> devicePeakMemory; ///< bytes per device
+  std::vector<int64_t> linkBytes;        ///< bytes carried per machine link
+  int64_t totalCommBytes = 0;            ///< transfers + collective traffic
+  int64_t numTasks = 0;
+
+  bool operator==(const SimReport &other) const;
+  /// The JSON report of --soap-simulate.
+  std::string toJSON(const class Machine &machine) const;
+};
+
+enum class TaskKind : uint8_t {
+  Forward,
+  Backward,
+  Transfer,
+  GradTransfer,
+  AllReduce,
+  Update
+};
+const char *taskKindName(TaskKind kind);
+
+class Simulator {
+public:
+  Simulator(const OpGraph &graph, const CostModel &cost,
+            SimOptions options = {});
+  ~Simulator();
+
+  /// Full simulation of `strategy` (which must validate against the graph
+  /// and the machine).
+  SimReport simulate(const Strategy &strategy);
+
+  /// Changes node `node`'s config in the last simulated strategy and
+  /// re-simulates incrementally. Requires a prior simulate().
+  SimReport simulateDelta(int node, const ParallelConfig &config);
+
+  /// The strategy of the last (delta) simulation.
+  const Strategy &strategy() const { return current; }
+
+  /// Chrome trace JSON of the last schedule: one event per task, one
+  /// process per device and per link.
+  std::string chromeTrace() const;
+
+private:
+  struct Task;
+  struct NodeTasks;
+  struct EdgeTasks;
+  struct Placement;
+
+  void buildAll();
+  void buildNode(int node);
+  void buildEdge(int producer, int consumer);
+  void linkForward(int node);
+  void linkBackward(int node);
+  void removeNode(int node, std::vector<int> &removed);
+  void removeEdge(int producer, int consumer, std::vector<int> &removed);
+  int newTask();
+  void schedule(double resumeTime, const std::vector<char> &changed);
+  SimReport report() const;
+  const Placement &placement(int node);
+
+  const OpGraph &graph;
+  const CostModel &cost;
+  const Machine &machine;
+  SimOptions options;
+  Strategy current;
+
+  std::vector<std::vector<int>> producersOf, consumersOf;
+  std::vector<Task> tasks;
+  std::vector<int> freeIds;
+  std::vector<NodeTasks> nodeTasks;
+  std::map<std::pair<int, int>, EdgeTasks> edges;
+  std::vector<std::unique_ptr<Placement>> placements;
+
+  // The last schedule.
+  std::vector<double> readyTime, startTime, endTime;
+  std::vector<int> order; ///< task ids in the order they were scheduled
+  bool haveSchedule = false;
+};
+
+} // namespace soap
+
+#endif // SOAP_SIM_SIMULATOR_H

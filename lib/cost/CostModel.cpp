@@ -1,0 +1,234 @@
+//===- CostModel.cpp - time of a task on a device -------------------------===//
+
+#include "soap/cost/CostModel.h"
+#include "soap/machine/Machine.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+using json = nlohmann::json;
+
+namespace soap {
+
+//===----------------------------------------------------------------------===//
+// Profile database
+//===----------------------------------------------------------------------===//
+
+std::string ProfileDatabase::key(const OpGraph &graph, int node,
+                                 const std::vector<int64_t> &shard,
+                                 const std::string &deviceKind) {
+  const OpNode &n = graph.nodes[node];
+  std::ostringstream os;
+  os << n.opName << ' ';
+  std::string dtype = "none";
+  os << '[';
+  for (size_t a = 0; a < n.accesses.size(); ++a) {
+    const NodeAccess &access = n.accesses[a];
+    const GraphTensor &t = graph.tensors[access.tensor];
+    if (a == 0)
+      dtype = t.dtype;
+    os << (a ? "," : "");
+    for (size_t d = 0; d < access.indices.size(); ++d) {
+      int64_t extent = n.partitionable
+                           ? accessExtent(access.indices[d], shard, t.shape[d])
+                           : t.shape[d];
+      os << (d ? "x" : "") << extent;
+    }
+  }
+  os << "] " << dtype << ' ' << deviceKind;
+  return os.str();
+}
+
+std::optional<ProfileDatabase::Entry>
+ProfileDatabase::lookup(const std::string &key) const {
+  auto it = entries.find(key);
+  if (it == entries.end())
+    return std::nullopt;
+  return it->second;
+}
+
+void ProfileDatabase::record(const std::string &key, Entry entry) {
+  entries[key] = entry;
+}
+
+std::string ProfileDatabase::toJSON() const {
+  json j;
+  j["version"] = 1;
+  json list = json::array();
+  for (const auto &[key, entry] : entries)
+    list.push_back({{"key", key},
+                    {"forward_s", entry.forward},
+                    {"backward_s", entry.backward}});
+  j["entries"] = list;
+  return j.dump(1);
+}
+
+std::optional<ProfileDatabase>
+ProfileDatabase::fromJSON(const std::string &text, std::string &error) {
+  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) {
+    error = "profile database: not valid JSON";
+    return std::nullopt;
+  }
+  if (!j.contains("entries") || !j["entries"].is_array()) {
+    error = "profile database: 'entries' must be an array";
+    return std::nullopt;
+  }
+  ProfileDatabase db;
+  for (size_t i = 0; i < j["entries"].size(); ++i) {
+    const json &e = j["entries"][i];
+    std::string path = "entries[" + std::to_string(i) + "]";
+    if (!e.is_object() || !e.contains("key") || !e["key"].is_string()) {
+      error = "profile database: '" + path + ".key' must be a string";
+      return std::nullopt;
+    }
+    Entry entry;
+    for (auto [field, out] : {std::pair<const char *, double *>{"forward_s", &entry.forward},
+                              {"backward_s", &entry.backward}}) {
+      if (!e.contains(field) || !e[field].is_number() ||
+          e[field].get<double>() < 0) {
+        error = "profile database: '" + path + "." + field +
+                "' must be a non-negative number of seconds";
+        return std::nullopt;
+      }
+      *out = e[field].get<double>();
+    }
+    db.entries[e["key"].get<std::string>()] = entry;
+  }
+  return db;
+}
+
+std::optional<ProfileDatabase> ProfileDatabase::load(const std::string &path,
+                                                     std::string &error) {
+  std::ifstream in(path);
+  if (!in) {
+    error = "cannot read profile database '" + path + "'";
+    return std::nullopt;
+  }
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  auto db = fromJSON(buffer.str(), error);
+  if (!db)
+    error = path + ": " + error;
+  return db;
+}
+
+bool ProfileDatabase::save(const std::string &path, std::string &error) const {
+  std::string temporary = path + ".tmp";
+  {
+    std::ofstream out(temporary, std::ios::trunc);
+    out << toJSON() << '\n';
+    out.flush();
+    if (!out) {
+      error = "cannot write '" + temporary + "'";
+      return false;
+    }
+  }
+  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
+    error = "cannot rename '" + temporary + "' to '" + path + "'";
+    return false;
+  }
+  return true;
+}
+
+//===----------------------------------------------------------------------===//
+// Cost model
+//===----------------------------------------------------------------------===//
+
+int optimizerStateCopies(Optimizer optimizer) {
+  switch (optimizer) {
+  case Optimizer::SGD:
+    return 0;
+  case Optimizer::Momentum:
+    return 1;
+  case Optimizer::Adam:
+    return 2;
+  }
+  return 0;
+}
+
+CostModel::CostModel(const Machine &machine, const ProfileDatabase *profile,
+                     Optimizer optimizer)
+    : target(machine), profile(profile), optimizerKind(optimizer) {}
+
+double CostModel::rooflineTime(double flops, double bytes,
+                               const std::string &dtype, OpClass opClass,
+                               int device) const {
+  const DeviceType &type = target.deviceType();
+  double peak = type.peakFlopsFor(dtype);
+  double efficiency = type.efficiencyFor(opClassName(opClass));
+  double computeTime = flops > 0 ? flops / (peak * efficiency) : 0;
+  double memoryTime = bytes / type.memoryBandwidth;
+  return type.launchOverhead + std::max(computeTime, memoryTime);
+}
+
+static std::string nodeDtype(const OpGraph &graph, int node) {
+  for (const NodeAccess &a : graph.nodes[node].accesses)
+    return graph.tensors[a.tensor].dtype;
+  return "f32";
+}
+
+double CostModel::forwardTime(const OpGraph &graph, int node,
+                              const std::vector<int64_t> &shard,
+                              int device) const {
+  const OpNode &n = graph.nodes[node];
+  if (profile) {
+    auto entry = profile->lookup(ProfileDatabase::key(
+        graph, node, shard, target.deviceType().name));
+    if (entry)
+      return entry->forward;
+  }
+  ShardCost cost = shardCost(n.loopNest(graph.tensors), shard);
+  return rooflineTime(cost.flops, cost.bytes(), nodeDtype(graph, node),
+                      n.opClass, device);
+}
+
+int CostModel::gradientCount(const OpGraph &graph, int node) {
+  const OpNode &n = graph.nodes[node];
+  if (!n.needsBackward)
+    return 0;
+  int count = 0;
+  for (const auto &[tensor, access] : graph.readTensors(node)) {
+    const GraphTensor &t = graph.tensors[tensor];
+    if (n.accesses[access].role != AccessRole::Read)
+      continue;
+    bool needsGradient = (t.isParameter && t.producer < 0) ||
+                         (t.producer >= 0 &&
+                          graph.nodes[t.producer].needsBackward);
+    count += needsGradient;
+  }
+  return std::max(count, 1);
+}
+
+double CostModel::backwardTime(const OpGraph &graph, int node,
+                               const std::vector<int64_t> &shard,
+                               int device) const {
+  const OpNode &n = graph.nodes[node];
+  if (!n.needsBackward)
+    return 0;
+  if (profile) {
+    auto entry = profile->lookup(ProfileDatabase::key(
+        graph, node, shard, target.deviceType().name));
+    if (entry)
+      return entry->backward;
+  }
+  ShardCost cost = shardCost(n.loopNest(graph.tensors), shard);
+  int gradients = gradientCount(graph, node);
+  return rooflineTime(cost.flops * gradients, cost.bytes() * gradients,
+                      nodeDtype(graph, node), n.opClass, device);
+}
+
+double CostModel::updateTime(int64_t bytes, int device) const {
+  // Read the parameter, its gradient and the optimizer state; write the
+  // parameter and the state.
+  int state = optimizerStateCopies(optimizerKind);
+  double traffic = static_cast<double>(bytes) * (3 + 2 * state);
+  double flops = static_cast<double>(bytes) / 4 * (2 + 4 * state);
+  return rooflineTime(flops, traffic, "f32", OpClass::Elementwise, device);
+}
+
+} // namespace soap

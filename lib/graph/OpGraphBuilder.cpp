@@ -1,0 +1,259 @@
+//===- OpGraphBuilder.cpp - OpGraph from MLIR -----------------------------===//
+
+#include "soap/graph/OpGraphBuilder.h"
+#include "soap/Dialect/DimensionKinds.h"
+#include "soap/Dialect/PartitionableInterface.h"
+#include "soap/Dialect/SoapDialect.h"
+
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+
+namespace soap {
+
+static std::string locationString(Location loc) {
+  if (auto file = dyn_cast<FileLineColLoc>(loc))
+    return (file.getFilename().getValue() + ":" + Twine(file.getLine()) + ":" +
+            Twine(file.getColumn()))
+        .str();
+  if (auto fused = dyn_cast<FusedLoc>(loc))
+    for (Location inner : fused.getLocations())
+      if (std::string s = locationString(inner); !s.empty())
+        return s;
+  if (auto name = dyn_cast<NameLoc>(loc))
+    return locationString(name.getChildLoc());
+  return "";
+}
+
+static std::string dtypeName(Type type) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  cast<ShapedType>(type).getElementType().print(os);
+  return s;
+}
+
+static OpClass classify(Operation *op, double flopsPerIteration,
+                        ArrayRef<utils::IteratorType> iterators) {
+  if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op)) {
+    if (linalg::isaContractionOpInterface(linalgOp))
+      return OpClass::Matmul;
+    if (linalg::isaConvolutionOpInterface(linalgOp)) {
+      auto dims = linalg::inferConvolutionDims(linalgOp);
+      bool hasChannels = succeeded(dims) && (!dims->inputChannel.empty() ||
+                                             !dims->outputChannel.empty());
+      return hasChannels ? OpClass::Conv : OpClass::Reduction; // pooling
+    }
+  }
+  if (flopsPerIteration == 0)
+    return OpClass::DataMovement;
+  if (llvm::is_contained(iterators, utils::IteratorType::reduction))
+    return OpClass::Reduction;
+  return OpClass::Elementwise;
+}
+
+namespace {
+class GraphBuilder {
+public:
+  GraphBuilder(FunctionOpInterface func) : func(func), kinds(func) {}
+
+  std::optional<BuiltOpGraph> build(std::string &error) {
+    Region &body = func.getFunctionBody();
+    if (!body.hasOneBlock()) {
+      error = locationString(func.getLoc()) +
+              ": SOAP needs a function body of one block";
+      return std::nullopt;
+    }
+    for (BlockArgument arg : body.getArguments())
+      if (isa<RankedTensorType>(arg.getType()))
+        tensorOf(arg);
+    for (Operation &op : body.front())
+      addOp(&op);
+    result.graph.markBackward();
+    if (auto problem = result.graph.validate()) {
+      error = "internal: " + *problem;
+      return std::nullopt;
+    }
+    return std::move(result);
+  }
+
+private:
+  int tensorOf(Value value) {
+    auto it = tensorIds.find(value);
+    if (it != tensorIds.end())
+      return it->second;
+    auto type = cast<ShapedType>(value.getType());
+    GraphTensor t;
+    if (auto arg = dyn_cast<BlockArgument>(value))
+      t.name = "arg" + std::to_string(arg.getArgNumber());
+    else
+      t.name = "%" + std::to_string(result.graph.tensors.size());
+    for (int64_t size : type.getShape())
+      t.shape.push_back(ShapedType::isDynamic(size) ? -1 : size);
+    t.elementBytes = getElementBytes(type);
+    t.dtype = dtypeName(type);
+    t.isParameter = kinds.isParameter(value);
+    t.isInput = isa<BlockArgument>(value) && !t.isParameter;
+    int id = result.graph.tensors.size();
+    result.graph.tensors.push_back(std::move(t));
+    tensorIds[value] = id;
+    return id;
+  }
+
+  /// Every index of the tensor: a dimension the task reads whole.
+  static std::vector<IndexExpr> wholeTensor(Value value) {
+    std::vector<IndexExpr> indices(
+        cast<ShapedType>(value.getType()).getRank());
+    for (IndexExpr &e : indices)
+      e.isLinear = false;
+    return indices;
+  }
+
+  void addOp(Operation *op) {
+    if (op->hasTrait<OpTrait::IsTerminator>())
+      return;
+    if (op->hasTrait<OpTrait::ConstantLike>()) {
+      for (Value r : op->getResults())
+        if (isa<RankedTensorType>(r.getType()))
+          tensorOf(r);
+      return;
+    }
+    bool touchesTensors =
+        llvm::any_of(op->getOperandTypes(),
+                     [](Type t) { return isa<RankedTensorType>(t); }) ||
+        llvm::any_of(op->getResultTypes(),
+                     [](Type t) { return isa<RankedTensorType>(t); });
+    if (!touchesTensors)
+      return;
+    int nodeId = result.graph.nodes.size();
+    OpNode node;
+    node.opName = op->getName().getStringRef().str();
+    node.location = locationString(op->getLoc());
+    auto partitionable = dyn_cast<PartitionableOpInterface>(op);
+    if (partitionable && !partitionable.getUnsupportedReason() &&
+        !llvm::any_of(partitionable.getLoopSizes(), ShapedType::isDynamic)) {
+      for (int64_t s : partitionable.getLoopSizes())
+        node.loopSizes.push_back(s);
+      for (const std::string &name : partitionable.getLoopNames())
+        node.loopNames.push_back(name);
+      for (DimKind k : kinds.getLoopKinds(partitionable))
+        node.loopKinds.push_back(k);
+      node.flopsPerIteration = partitionable.getFlopsPerIteration();
+      node.opClass = classify(op, node.flopsPerIteration,
+                              partitionable.getLoopIteratorTypes());
+      for (const OperandAccess &access : partitionable.getOperandAccesses()) {
+        NodeAccess a;
+        a.role = access.role;
+        a.isDestination = access.isDestination;
+        for (AffineExpr e : access.map.getResults())
+          a.indices.push_back(toIndexExpr(e));
+        if (access.value.getDefiningOp() == op)
+          producedBy(access.value, nodeId);
+        a.tensor = tensorOf(access.value);
+        node.accesses.push_back(std::move(a));
+      }
+    } else {
+      // Replicated: one task that reads and writes whole tensors.
+      node.partitionable = false;
+      node.opClass = OpClass::DataMovement;
+      for (Value operand : op->getOperands())
+        if (isa<RankedTensorType>(operand.getType()))
+          node.accesses.push_back(
+              {tensorOf(operand), wholeTensor(operand), AccessRole::Read});
+      for (Value r : op->getResults())
+        if (isa<RankedTensorType>(r.getType())) {
+          producedBy(r, nodeId);
+          node.accesses.push_back(
+              {tensorOf(r), wholeTensor(r), AccessRole::Write});
+        }
+    }
+    result.graph.nodes.push_back(std::move(node));
+    result.ops.push_back(op);
+  }
+
+  void producedBy(Value value, int node) {
+    int id = tensorOf(value);
+    result.graph.tensors[id].producer = node;
+  }
+
+  FunctionOpInterface func;
+  DimensionKindAnalysis kinds;
+  llvm::DenseMap<Value, int> tensorIds;
+  BuiltOpGraph result;
+};
+} // namespace
+
+std::optional<BuiltOpGraph> buildOpGraph(FunctionOpInterface func,
+                                         std::string &error) {
+  return GraphBuilder(func).build(error);
+}
+
+Strategy strategyFromIR(const BuiltOpGraph &built, int numDevices) {
+  Strategy strategy;
+  strategy.numDevices = numDevices;
+  for (Operation *op : built.ops) {
+    ParallelConfig config;
+    if (auto attr = op->getAttrOfType<ConfigAttr>(
+            SoapDialect::getConfigAttrName())) {
+      config.degrees.assign(attr.getDegrees().begin(), attr.getDegrees().end());
+      config.devices.assign(attr.getDevices().begin(), attr.getDevices().end());
+    }
+    strategy.configs.push_back(std::move(config));
+  }
+  return strategy;
+}
+
+void attachStrategy(const BuiltOpGraph &built, const Strategy &strategy) {
+  for (size_t n = 0; n < built.ops.size(); ++n) {
+    Operation *op = built.ops[n];
+    const ParallelConfig &config = strategy.configs[n];
+    if (Strategy::isReplicated(config) ||
+        !isa<PartitionableOpInterface>(op)) {
+      op->removeAttr(SoapDialect::getConfigAttrName());
+      continue;
+    }
+    op->setAttr(SoapDialect::getConfigAttrName(),
+                ConfigAttr::get(op->getContext(), config.degrees,
+                                config.devices));
+  }
+  if (built.ops.empty())
+    return;
+  Operation *module = built.ops.front()->getParentOfType<ModuleOp>();
+  if (!module)
+    return;
+  mlir::Builder b(module->getContext());
+  module->setAttr(SoapDialect::getNumDevicesAttrName(),
+                  b.getI64IntegerAttr(strategy.numDevices));
+}
+
+FunctionOpInterface findTargetFunction(Operation *module, StringRef name,
+                                       std::string &error) {
+  FunctionOpInterface found;
+  unsigned withBody = 0;
+  module->walk([&](FunctionOpInterface func) {
+    if (func.isExternal())
+      return;
+    if (!name.empty()) {
+      if (func.getName() == name)
+        found = func;
+      return;
+    }
+    ++withBody;
+    found = func;
+  });
+  if (!name.empty() && !found)
+    error = ("no function named '" + name + "' with a body").str();
+  else if (name.empty() && withBody == 0)
+    error = "the module has no function with a body";
+  else if (name.empty() && withBody > 1)
+    error = "the module has " + std::to_string(withBody) +
+            " functions; name one with func=NAME";
+  else
+    return found;
+  return {};
+}
+
+} // namespace soap

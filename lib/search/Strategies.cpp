@@ -1,0 +1,188 @@
+//===- Strategies.cpp - named baseline strategies -------------------------===//
+
+#include "soap/search/Strategies.h"
+
+#include <algorithm>
+#include <numeric>
+
+namespace soap {
+
+namespace {
+
+std::vector<int64_t> allDevices(int numDevices, int first = 0) {
+  std::vector<int64_t> devices(numDevices);
+  std::iota(devices.begin(), devices.end(), first);
+  return devices;
+}
+
+/// Splits loop `loop` of `node` `degree` ways on `devices` (all other
+/// loops whole); nothing when the degree does not divide the loop.
+std::optional<ParallelConfig> splitLoop(const OpNode &node, size_t loop,
+                                        const std::vector<int64_t> &devices) {
+  int64_t degree = devices.size();
+  if (loop >= node.loopSizes.size() || node.loopSizes[loop] % degree != 0)
+    return std::nullopt;
+  ParallelConfig config;
+  config.degrees.assign(node.loopSizes.size(), 1);
+  config.degrees[loop] = degree;
+  config.devices = devices;
+  return config;
+}
+
+/// The first loop of `kind` that `degree` divides.
+std::optional<size_t> findLoop(const OpNode &node, DimKind kind,
+                               int64_t degree) {
+  for (size_t l = 0; l < node.loopKinds.size(); ++l)
+    if (node.loopKinds[l] == kind && node.loopSizes[l] % degree == 0)
+      return l;
+  return std::nullopt;
+}
+
+ParallelConfig dataParallelConfig(const OpNode &node, int numDevices) {
+  if (!node.partitionable)
+    return {};
+  if (auto loop = findLoop(node, DimKind::Sample, numDevices))
+    return *splitLoop(node, *loop, allDevices(numDevices));
+  return {};
+}
+
+/// Megatron's two kinds of matmul with weights.
+enum class TensorSplit { None, Column, Row };
+
+} // namespace
+
+Strategy dataParallelStrategy(const OpGraph &graph, int numDevices) {
+  Strategy s;
+  s.numDevices = numDevices;
+  for (const OpNode &node : graph.nodes)
+    s.configs.push_back(dataParallelConfig(node, numDevices));
+  return s;
+}
+
+Strategy modelParallelStrategy(const OpGraph &graph, int numDevices) {
+  Strategy s;
+  s.numDevices = numDevices;
+  std::vector<double> flops;
+  double total = 0;
+  for (const OpNode &node : graph.nodes) {
+    double f = node.flopsPerIteration;
+    for (int64_t size : node.loopSizes)
+      f *= static_cast<double>(size);
+    flops.push_back(node.partitionable ? f : 0);
+    total += flops.back();
+  }
+  double before = 0;
+  for (size_t n = 0; n < graph.nodes.size(); ++n) {
+    double middle = before + flops[n] / 2;
+    before += flops[n];
+    int device = total > 0 ? static_cast<int>(middle / total * numDevices)
+                           : 0;
+    device = std::clamp(device, 0, numDevices - 1);
+    ParallelConfig config;
+    config.degrees.assign(
+        graph.nodes[n].partitionable ? graph.nodes[n].loopSizes.size() : 0, 1);
+    config.devices = {device};
+    s.configs.push_back(config);
+  }
+  return s;
+}
+
+Strategy owtStrategy(const OpGraph &graph, int numDevices) {
+  Strategy s = dataParallelStrategy(graph, numDevices);
+  for (size_t n = 0; n < graph.nodes.size(); ++n) {
+    const OpNode &node = graph.nodes[n];
+    if (!node.partitionable || node.opClass != OpClass::Matmul)
+      continue;
+    if (auto loop = findLoop(node, DimKind::Parameter, numDevices))
+      s.configs[n] = *splitLoop(node, *loop, allDevices(numDevices));
+  }
+  return s;
+}
+
+Strategy megatronStrategy(const OpGraph &graph, int numDevices,
+                          int tensorParallel) {
+  int t = tensorParallel > 0 ? tensorParallel : std::min(numDevices, 8);
+  while (numDevices % t != 0)
+    --t;
+  int groups = numDevices / t;
+  Strategy s = dataParallelStrategy(graph, numDevices);
+  size_t numNodes = graph.nodes.size();
+  std::vector<TensorSplit> split(numNodes, TensorSplit::None);
+  // The nearest weight matmul upstream of each node's activation input,
+  // through ops that are not weight matmuls.
+  std::vector<int> upstream(numNodes, -1);
+  auto isWeightMatmul = [&](int n) {
+    const OpNode &node = graph.nodes[n];
+    return node.partitionable && node.opClass == OpClass::Matmul &&
+           std::count(node.loopKinds.begin(), node.loopKinds.end(),
+                      DimKind::Parameter) > 0;
+  };
+  for (size_t n = 0; n < numNodes; ++n) {
+    for (const auto &[tensor, access] : graph.readTensors(n)) {
+      int p = graph.tensors[tensor].producer;
+      if (p < 0 || graph.tensors[tensor].isParameter)
+        continue;
+      int candidate = isWeightMatmul(p) ? p : upstream[p];
+      if (candidate > upstream[n])
+        upstream[n] = candidate;
+    }
+    if (!isWeightMatmul(n))
+      continue;
+    bool row = upstream[n] >= 0 && split[upstream[n]] == TensorSplit::Column;
+    split[n] = row ? TensorSplit::Row : TensorSplit::Column;
+  }
+  for (size_t n = 0; n < numNodes; ++n) {
+    const OpNode &node = graph.nodes[n];
+    if (!node.partitionable)
+      continue;
+    DimKind tensorKind;
+    if (split[n] == TensorSplit::Column)
+      tensorKind = DimKind::Parameter;
+    else if (split[n] == TensorSplit::Row)
+      tensorKind = DimKind::Reduction;
+    else if (upstream[n] >= 0 && split[upstream[n]] == TensorSplit::Column)
+      tensorKind = DimKind::Attribute; // between column and row: follow it
+    else
+      continue;
+    std::optional<size_t> sample = findLoop(node, DimKind::Sample, groups);
+    std::optional<size_t> inner = findLoop(node, tensorKind, t);
+    if (!sample || !inner || *sample == *inner)
+      continue;
+    ParallelConfig config;
+    config.degrees.assign(node.loopSizes.size(), 1);
+    config.degrees[*sample] = groups;
+    config.degrees[*inner] = t;
+    // Group-major: the t devices of a group are consecutive (one node).
+    config.devices = allDevices(numDevices);
+    if (*inner < *sample) {
+      // Row-major task order puts the inner loop first; keep groups
+      // contiguous by placing task (i, g) on device g * t + i.
+      for (int i = 0; i < t; ++i)
+        for (int g = 0; g < groups; ++g)
+          config.devices[i * groups + g] = g * t + i;
+    }
+    s.configs[n] = config;
+  }
+  return s;
+}
+
+const std::vector<std::string> &baselineStrategyNames() {
+  static const std::vector<std::string> names = {
+      "data-parallel", "model-parallel", "owt", "megatron"};
+  return names;
+}
+
+std::optional<Strategy> strategyByName(const std::string &name,
+                                       const OpGraph &graph, int numDevices) {
+  if (name == "data-parallel")
+    return dataParallelStrategy(graph, numDevices);
+  if (name == "model-parallel")
+    return modelParallelStrategy(graph, numDevices);
+  if (name == "owt")
+    return owtStrategy(graph, numDevices);
+  if (name == "megatron")
+    return megatronStrategy(graph, numDevices);
+  return std::nullopt;
+}
+
+} // namespace soap

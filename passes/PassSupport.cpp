@@ -1,0 +1,91 @@
+//===- PassSupport.cpp - what SOAP's passes share -------------------------===//
+
+#include "PassSupport.h"
+
+#include "soap/Dialect/SoapDialect.h"
+
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+
+#include <cstdio>
+#include <fstream>
+
+using namespace mlir;
+
+namespace soap {
+
+std::optional<BuiltOpGraph> buildModuleGraph(ModuleOp module,
+                                             llvm::StringRef funcName) {
+  std::string error;
+  FunctionOpInterface func = findTargetFunction(module, funcName, error);
+  if (!func) {
+    module.emitError() << error;
+    return std::nullopt;
+  }
+  auto built = buildOpGraph(func, error);
+  if (!built)
+    func.emitError() << error;
+  return built;
+}
+
+std::optional<Machine> loadMachineByName(const std::string &name, int devices,
+                                         std::string &error) {
+  if (name.empty()) {
+    error = "no machine given: use machine=FILE.json or a name from "
+            "machines/ such as p100-4x4";
+    return std::nullopt;
+  }
+  std::vector<std::string> candidates = {name};
+  if (name.find('/') == std::string::npos) {
+    for (const char *dir : {SOAP_MACHINES_DIR, SOAP_INSTALLED_MACHINES_DIR}) {
+      llvm::SmallString<256> path(dir);
+      llvm::sys::path::append(path, name);
+      candidates.push_back(std::string(path));
+      candidates.push_back(std::string(path) + ".json");
+    }
+  }
+  std::string path;
+  for (const std::string &candidate : candidates)
+    if (llvm::sys::fs::is_regular_file(candidate)) {
+      path = candidate;
+      break;
+    }
+  if (path.empty()) {
+    error = "machine '" + name + "' not found (not a file, nor a name in " +
+            SOAP_MACHINES_DIR + ")";
+    return std::nullopt;
+  }
+  std::optional<Machine> machine = Machine::load(path, error);
+  if (!machine || devices <= 0 || devices == machine->numDevices())
+    return machine;
+  return machine->withDevices(devices, error);
+}
+
+int resolveDeviceCount(ModuleOp module, int devices, int fallback) {
+  if (devices > 0)
+    return devices;
+  if (auto declared = getDeclaredNumDevices(module))
+    return *declared;
+  return fallback;
+}
+
+bool writeTextFile(const std::string &path, const std::string &text,
+                   std::string &error) {
+  std::string temporary = path + ".tmp";
+  {
+    std::ofstream out(temporary, std::ios::trunc);
+    out << text << '\n';
+    out.flush();
+    if (!out) {
+      error = "cannot write '" + path + "'";
+      return false;
+    }
+  }
+  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
+    error = "cannot write '" + path + "'";
+    return false;
+  }
+  return true;
+}
+
+} // namespace soap

@@ -1,0 +1,36 @@
+//===- PassSupport.h - what SOAP's passes share -----------------*- C++ -*-===//
+
+#ifndef SOAP_PASSES_PASSSUPPORT_H
+#define SOAP_PASSES_PASSSUPPORT_H
+
+#include "soap/graph/OpGraphBuilder.h"
+#include "soap/machine/Machine.h"
+
+#include "mlir/IR/BuiltinOps.h"
+
+#include <optional>
+#include <string>
+
+namespace soap {
+
+/// The op graph of the module's target function, or an error emitted on
+/// the module.
+std::optional<BuiltOpGraph> buildModuleGraph(mlir::ModuleOp module,
+                                             llvm::StringRef funcName);
+
+/// `name` as a file, else as a machine in SOAP's machines/ folder (with or
+/// without ".json"), restricted to `devices` devices when positive.
+std::optional<Machine> loadMachineByName(const std::string &name, int devices,
+                                         std::string &error);
+
+/// `devices` when positive, else the module's soap.num_devices, else
+/// `fallback`.
+int resolveDeviceCount(mlir::ModuleOp module, int devices, int fallback);
+
+/// Writes `text` to `path` atomically; false with `error` on failure.
+bool writeTextFile(const std::string &path, const std::string &text,
+                   std::string &error);
+
+} // namespace soap
+
+#endif // SOAP_PASSES_PASSSUPPORT_H

@@ -1,0 +1,111 @@
+//===- Simulate.cpp - predict a step of the annotated program -------------===//
+
+#include "PassSupport.h"
+#include "soap/Passes/Passes.h"
+#include "soap/sim/Simulator.h"
+
+#include "llvm/Support/Format.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <algorithm>
+
+namespace soap {
+#define GEN_PASS_DEF_SOAPSIMULATE
+#include "soap/Passes/Passes.h.inc"
+} // namespace soap
+
+using namespace mlir;
+using namespace soap;
+
+namespace {
+struct SoapSimulatePass
+    : public soap::impl::SoapSimulateBase<SoapSimulatePass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    std::optional<Optimizer> opt;
+    if (optimizer == "sgd")
+      opt = Optimizer::SGD;
+    else if (optimizer == "momentum")
+      opt = Optimizer::Momentum;
+    else if (optimizer == "adam")
+      opt = Optimizer::Adam;
+    if (!opt) {
+      module.emitError() << "unknown optimizer '" << optimizer
+                         << "'; expected sgd, momentum or adam";
+      return signalPassFailure();
+    }
+    std::optional<BuiltOpGraph> built = buildModuleGraph(module, funcName);
+    if (!built)
+      return signalPassFailure();
+    std::string error;
+    int devices = resolveDeviceCount(module, numDevices, 0);
+    std::optional<Machine> machine =
+        loadMachineByName(machineFile, devices, error);
+    if (!machine) {
+      module.emitError() << error;
+      return signalPassFailure();
+    }
+    Strategy strategy = strategyFromIR(*built, machine->numDevices());
+    if (auto problem = strategy.validate(built->graph)) {
+      module.emitError() << "the program's configs do not fit "
+                         << machine->numDevices() << " devices of '"
+                         << machine->name() << "': " << *problem;
+      return signalPassFailure();
+    }
+    std::optional<ProfileDatabase> profile;
+    if (!profileFile.empty()) {
+      profile = ProfileDatabase::load(profileFile, error);
+      if (!profile) {
+        module.emitError() << error;
+        return signalPassFailure();
+      }
+    }
+    CostModel cost(*machine, profile ? &*profile : nullptr, *opt);
+    SimOptions options;
+    options.training = training;
+    Simulator simulator(built->graph, cost, options);
+    SimReport report = simulator.simulate(strategy);
+
+    int64_t peak = 0;
+    for (int64_t bytes : report.devicePeakMemory)
+      peak = std::max(peak, bytes);
+    double busy = 0;
+    for (double b : report.deviceBusy)
+      busy += b;
+    llvm::errs() << "soap-simulate: " << machine->name() << ", "
+                 << machine->numDevices() << " devices, "
+                 << (training ? "training step" : "forward pass") << ": "
+                 << llvm::format("%.3f", report.stepTime * 1e3) << " ms, "
+                 << llvm::format("%.1f", 100 * busy /
+                                              (report.stepTime *
+                                               machine->numDevices() + 1e-30))
+                 << "% busy, "
+                 << llvm::format("%.2f", report.totalCommBytes / 1e6)
+                 << " MB moved, peak memory "
+                 << llvm::format("%.2f", peak / 1e6) << " MB/device ("
+                 << report.numTasks << " tasks)\n";
+    for (int64_t bytes : report.devicePeakMemory)
+      if (bytes > machine->deviceType().memoryBytes) {
+        llvm::errs() << "soap-simulate: warning: a device needs "
+                     << llvm::format("%.2f", bytes / 1e9) << " GB, more than "
+                     << llvm::format("%.2f",
+                                     machine->deviceType().memoryBytes / 1e9)
+                     << " GB it has\n";
+        break;
+      }
+    if (!reportFile.empty() &&
+        !writeTextFile(reportFile, report.toJSON(*machine), error)) {
+      module.emitError() << error;
+      return signalPassFailure();
+    }
+    if (!traceFile.empty() &&
+        !writeTextFile(traceFile, simulator.chromeTrace(), error)) {
+      module.emitError() << error;
+      return signalPassFailure();
+    }
+    markAllAnalysesPreserved();
+  }
+};
+} // namespace

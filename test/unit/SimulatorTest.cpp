@@ -1,0 +1,314 @@
+//===- SimulatorTest.cpp - the execution simulator ------------------------===//
+//
+// Hand-computed cases, the data-parallel traffic formula, memory of a
+// data-parallel MLP, and delta simulation == full simulation on thousands
+// of random config changes.
+//
+//===----------------------------------------------------------------------===//
+
+#include "soap/graph/OpGraphBuilder.h"
+#include "soap/machine/Machine.h"
+#include "soap/search/ConfigSpace.h"
+#include "soap/search/Strategies.h"
+#include "soap/sim/Simulator.h"
+
+#include "soap/Dialect/Registration.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+using namespace soap;
+
+namespace {
+
+/// Two devices in one node joined by a mesh link of 1 GB/s and 1 us; the
+/// device does 1 TFLOP/s, reads memory at 1 GB/s, launches in 1 us.
+constexpr const char *kTwoDevices = R"json({
+  "name": "two",
+  "device_types": {"T": {"peak_flops": {"f32": 1e12}, "memory_bandwidth": 1e9,
+                         "memory_bytes": 1000000000, "launch_overhead": 1e-6}},
+  "device_type": "T", "nodes": 1, "devices_per_node": 2,
+  "intra_node": {"topology": "mesh", "bandwidth": 1e9, "latency": 1e-6}
+})json";
+
+Machine parseMachine(const char *text) {
+  std::string error;
+  std::optional<Machine> machine = Machine::parse(text, error);
+  EXPECT_TRUE(machine) << error;
+  return *machine;
+}
+
+Machine loadMachine(const std::string &name, int devices) {
+  std::string error;
+  std::optional<Machine> machine = Machine::load(
+      std::string(SOAP_SOURCE_DIR) + "/machines/" + name + ".json", error);
+  EXPECT_TRUE(machine) << error;
+  if (devices != machine->numDevices())
+    machine = machine->withDevices(devices, error);
+  EXPECT_TRUE(machine) << error;
+  return *machine;
+}
+
+IndexExpr loop(unsigned l) {
+  IndexExpr e;
+  e.terms.push_back({l, 1});
+  return e;
+}
+
+/// x -> A -> t -> B -> y, elementwise over 8 f32 (1 FLOP per element).
+OpGraph chain() {
+  OpGraph g;
+  g.tensors = {{"x", {8}, 4, "f32", false, true, -1},
+               {"t", {8}, 4, "f32", false, false, 0},
+               {"y", {8}, 4, "f32", false, false, 1}};
+  for (int n = 0; n < 2; ++n) {
+    OpNode node;
+    node.opName = n == 0 ? "A" : "B";
+    node.loopSizes = {8};
+    node.loopNames = {"d0"};
+    node.loopKinds = {DimKind::Sample};
+    node.flopsPerIteration = 1;
+    node.accesses = {{n, {loop(0)}, AccessRole::Read, false},
+                     {n + 1, {loop(0)}, AccessRole::Write, false}};
+    g.nodes.push_back(node);
+  }
+  return g;
+}
+
+ParallelConfig onDevice(int device) { return {{1}, {device}}; }
+
+TEST(Simulator, TwoOpsOnTwoDevicesOverOneLink) {
+  Machine machine = parseMachine(kTwoDevices);
+  CostModel cost(machine);
+  OpGraph g = chain();
+  Strategy s;
+  s.numDevices = 2;
+  s.configs = {onDevice(0), onDevice(1)};
+  Simulator sim(g, cost, SimOptions{/*training=*/false});
+  SimReport r = sim.simulate(s);
+  // Each op: 1 us launch + max(8 FLOP / 1e12, 64 bytes / 1e9 = 64 ns).
+  double op = 1e-6 + 64e-9;
+  // The 32 bytes of t cross the link: 1 us + 32 ns.
+  double transfer = 1e-6 + 32e-9;
+  EXPECT_DOUBLE_EQ(r.stepTime, op + transfer + op);
+  EXPECT_DOUBLE_EQ(r.deviceBusy[0], op);
+  EXPECT_DOUBLE_EQ(r.deviceBusy[1], op);
+  EXPECT_EQ(r.totalCommBytes, 32);
+  EXPECT_EQ(r.numTasks, 3);
+
+  // On one device there is nothing to move.
+  s.configs = {onDevice(1), onDevice(1)};
+  SimReport local = sim.simulate(s);
+  EXPECT_DOUBLE_EQ(local.stepTime, 2 * op);
+  EXPECT_EQ(local.totalCommBytes, 0);
+  EXPECT_DOUBLE_EQ(local.deviceBusy[0], 0);
+}
+
+TEST(Simulator, SplitOpsRunInParallel) {
+  Machine machine = parseMachine(kTwoDevices);
+  CostModel cost(machine);
+  OpGraph g = chain();
+  Strategy s;
+  s.numDevices = 2;
+  ParallelConfig split{{2}, {0, 1}};
+  s.configs = {split, split};
+  Simulator sim(g, cost, SimOptions{/*training=*/false});
+  SimReport r = sim.simulate(s);
+  // Halves stay on their devices: 4 elements, 32 bytes per task.
+  double half = 1e-6 + 32e-9;
+  EXPECT_DOUBLE_EQ(r.stepTime, 2 * half);
+  EXPECT_EQ(r.totalCommBytes, 0);
+}
+
+TEST(Simulator, FifoQueueOnALink) {
+  // Both halves of A's output go to device 1: the two transfers share the
+  // link and run one after the other.
+  Machine machine = parseMachine(kTwoDevices);
+  CostModel cost(machine);
+  OpGraph g = chain();
+  Strategy s;
+  s.numDevices = 2;
+  s.configs = {ParallelConfig{{2}, {0, 0}}, onDevice(1)};
+  Simulator sim(g, cost, SimOptions{/*training=*/false});
+  SimReport r = sim.simulate(s);
+  double half = 1e-6 + 32e-9;      // each half of A on device 0
+  double transfer = 1e-6 + 16e-9;  // 16 bytes each
+  double whole = 1e-6 + 64e-9;     // B
+  // A's halves end at half and 2*half; the first transfer runs
+  // [half, half+transfer], the second waits for its data: [2*half, ...].
+  EXPECT_DOUBLE_EQ(r.stepTime, 2 * half + transfer + whole);
+  EXPECT_EQ(r.totalCommBytes, 32);
+}
+
+//===----------------------------------------------------------------------===//
+// From IR
+//===----------------------------------------------------------------------===//
+
+class SimulatorIR : public ::testing::Test {
+protected:
+  SimulatorIR() {
+    mlir::DialectRegistry registry;
+    registry.insert<mlir::func::FuncDialect, mlir::arith::ArithDialect>();
+    registerSoapDialects(registry);
+    context.appendDialectRegistry(registry);
+    context.loadAllAvailableDialects();
+  }
+
+  OpGraph graphOf(const std::string &source) {
+    module = mlir::parseSourceString<mlir::ModuleOp>(source, &context);
+    EXPECT_TRUE(module);
+    std::string error;
+    auto func = findTargetFunction(*module, "", error);
+    EXPECT_TRUE(func) << error;
+    auto built = buildOpGraph(func, error);
+    EXPECT_TRUE(built) << error;
+    return built->graph;
+  }
+
+  OpGraph graphOfFile(const std::string &relative) {
+    std::ifstream in(std::string(SOAP_SOURCE_DIR) + "/" + relative);
+    std::stringstream buffer;
+    buffer << in.rdbuf();
+    return graphOf(buffer.str());
+  }
+
+  mlir::MLIRContext context;
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+};
+
+TEST_F(SimulatorIR, DataParallelTrafficIsTheRingAllReduce) {
+  OpGraph g = graphOfFile("docs/examples/mlp.mlir");
+  for (int devices : {2, 4, 8, 16}) {
+    Machine machine = loadMachine("p100-4x4", devices);
+    CostModel cost(machine);
+    Simulator sim(g, cost);
+    Strategy dp = dataParallelStrategy(g, devices);
+    // Everything but the final mean (no batch loop) is split by batch.
+    SimReport r = sim.simulate(dp);
+    int64_t expected = 0;
+    for (const GraphTensor &t : g.tensors)
+      if (t.isParameter && t.producer < 0)
+        expected += Machine::allReduceBytesPerDevice(t.bytes(), devices) *
+                    devices;
+    // The replicated final mean gathers the (devices - 1) remote parts of
+    // the 64 per-sample losses on every device, and sends gradients back.
+    int64_t gather = 2 * int64_t(devices) * (devices - 1) * (64 / devices) * 4;
+    EXPECT_EQ(r.totalCommBytes, expected + gather) << devices << " devices";
+    EXPECT_EQ(expected, 2 * (devices - 1) * g.parameterBytes() / devices *
+                            devices)
+        << "ring all-reduce moves 2(n-1)/n of the parameters per device";
+  }
+}
+
+TEST_F(SimulatorIR, DataParallelMemory) {
+  OpGraph g = graphOfFile("docs/examples/mlp.mlir");
+  Machine machine = loadMachine("p100-4x4", 4);
+  CostModel cost(machine); // SGD: parameters and gradients
+  Simulator sim(g, cost);
+  SimReport r = sim.simulate(dataParallelStrategy(g, 4));
+  // Parameters and their gradients in full on every device.
+  int64_t params = 2 * g.parameterBytes();
+  // A quarter of the inputs (x: 64x784, labels: 64x10).
+  int64_t inputs = (64 * 784 + 64 * 10) * 4 / 4;
+  ASSERT_EQ(r.devicePeakMemory.size(), 4u);
+  for (int64_t bytes : r.devicePeakMemory) {
+    EXPECT_GT(bytes, params + inputs);
+    // Activations: at most the batch-split outputs of every op (a quarter
+    // of 64 rows of at most 256 floats each, 22 ops) plus the replicated
+    // scalar ops.
+    EXPECT_LT(bytes, params + inputs + 22 * 16 * 256 * 4);
+  }
+  EXPECT_EQ(r.devicePeakMemory[0], r.devicePeakMemory[3]);
+}
+
+/// Random config changes, each simulated incrementally and from scratch.
+void checkDeltaEqualsFull(const OpGraph &g, const Machine &machine,
+                          int changes, uint64_t seed, bool training) {
+  CostModel cost(machine);
+  SimOptions options{training};
+  Simulator delta(g, cost, options);
+  Simulator full(g, cost, options);
+  std::mt19937_64 rng(seed);
+  int devices = machine.numDevices();
+  delta.simulate(dataParallelStrategy(g, devices));
+  for (int i = 0; i < changes; ++i) {
+    int node = std::uniform_int_distribution<int>(0, g.nodes.size() - 1)(rng);
+    ParallelConfig config = randomConfig(g.nodes[node], devices, rng);
+    SimReport incremental = delta.simulateDelta(node, config);
+    ASSERT_FALSE(delta.strategy().validate(g)) << *delta.strategy().validate(g);
+    SimReport scratch = full.simulate(delta.strategy());
+    ASSERT_TRUE(incremental == scratch)
+        << "change " << i << " (node " << node << "): delta "
+        << incremental.stepTime << " s, " << incremental.numTasks
+        << " tasks; full " << scratch.stepTime << " s, " << scratch.numTasks
+        << " tasks";
+  }
+}
+
+TEST_F(SimulatorIR, DeltaEqualsFullOnTheMlp) {
+  OpGraph g = graphOfFile("docs/examples/mlp.mlir");
+  checkDeltaEqualsFull(g, loadMachine("p100-4x4", 4), 1500, 1, true);
+  checkDeltaEqualsFull(g, loadMachine("k80-16x4", 8), 500, 2, false);
+}
+
+TEST_F(SimulatorIR, DeltaEqualsFullOnACnn) {
+  OpGraph g = graphOf(R"mlir(
+func.func @cnn(%x: tensor<8x3x16x16xf32>, %k1: tensor<8x3x3x3xf32> {soap.param},
+               %k2: tensor<8x8x3x3xf32> {soap.param},
+               %w: tensor<128x10xf32> {soap.param}) -> tensor<8x10xf32> {
+  %zero = arith.constant 0.0 : f32
+  %p = tensor.pad %x low[0, 0, 1, 1] high[0, 0, 1, 1] {
+  ^bb0(%a: index, %b: index, %c: index, %d: index):
+    tensor.yield %zero : f32
+  } : tensor<8x3x16x16xf32> to tensor<8x3x18x18xf32>
+  %o1 = tensor.empty() : tensor<8x8x8x8xf32>
+  %f1 = linalg.fill ins(%zero : f32) outs(%o1 : tensor<8x8x8x8xf32>) -> tensor<8x8x8x8xf32>
+  %c1 = linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<2> : tensor<2xi64>}
+          ins(%p, %k1 : tensor<8x3x18x18xf32>, tensor<8x3x3x3xf32>) outs(%f1 : tensor<8x8x8x8xf32>) -> tensor<8x8x8x8xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(a, b, c, d) -> (a, b, c, d)>, affine_map<(a, b, c, d) -> (a, b, c, d)>],
+                       iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%c1 : tensor<8x8x8x8xf32>) outs(%o1 : tensor<8x8x8x8xf32>) {
+  ^bb0(%i: f32, %o: f32):
+    %m = arith.maximumf %i, %zero : f32
+    linalg.yield %m : f32
+  } -> tensor<8x8x8x8xf32>
+  %o2 = tensor.empty() : tensor<8x8x6x6xf32>
+  %f2 = linalg.fill ins(%zero : f32) outs(%o2 : tensor<8x8x6x6xf32>) -> tensor<8x8x6x6xf32>
+  %c2 = linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+          ins(%r, %k2 : tensor<8x8x8x8xf32>, tensor<8x8x3x3xf32>) outs(%f2 : tensor<8x8x6x6xf32>) -> tensor<8x8x6x6xf32>
+  %win = tensor.empty() : tensor<3x3xf32>
+  %o3 = tensor.empty() : tensor<8x8x2x2xf32>
+  %f3 = linalg.fill ins(%zero : f32) outs(%o3 : tensor<8x8x2x2xf32>) -> tensor<8x8x2x2xf32>
+  %pool = linalg.pooling_nchw_max {dilations = dense<1> : tensor<2xi64>, strides = dense<3> : tensor<2xi64>}
+          ins(%c2, %win : tensor<8x8x6x6xf32>, tensor<3x3xf32>) outs(%f3 : tensor<8x8x2x2xf32>) -> tensor<8x8x2x2xf32>
+  %flat = tensor.collapse_shape %pool [[0], [1, 2, 3]] : tensor<8x8x2x2xf32> into tensor<8x32xf32>
+  %cat = tensor.concat dim(1) %flat, %flat, %flat, %flat : (tensor<8x32xf32>, tensor<8x32xf32>, tensor<8x32xf32>, tensor<8x32xf32>) -> tensor<8x128xf32>
+  %o4 = tensor.empty() : tensor<8x10xf32>
+  %f4 = linalg.fill ins(%zero : f32) outs(%o4 : tensor<8x10xf32>) -> tensor<8x10xf32>
+  %y = linalg.matmul ins(%cat, %w : tensor<8x128xf32>, tensor<128x10xf32>) outs(%f4 : tensor<8x10xf32>) -> tensor<8x10xf32>
+  return %y : tensor<8x10xf32>
+}
+)mlir");
+  checkDeltaEqualsFull(g, loadMachine("p100-4x4", 16), 1500, 3, true);
+  checkDeltaEqualsFull(g, loadMachine("h100-4x8", 32), 500, 4, true);
+}
+
+TEST_F(SimulatorIR, SimulationIsDeterministic) {
+  OpGraph g = graphOfFile("docs/examples/mlp.mlir");
+  Machine machine = loadMachine("p100-4x4", 16);
+  CostModel cost(machine);
+  Strategy s = owtStrategy(g, 16);
+  Simulator a(g, cost), b(g, cost);
+  EXPECT_TRUE(a.simulate(s) == b.simulate(s));
+  EXPECT_EQ(a.chromeTrace(), b.chromeTrace());
+}
+
+} // namespace
