@@ -230,6 +230,26 @@ DimensionKindAnalysis::sampleLoops(PartitionableOpInterface op) const {
   return loops;
 }
 
+llvm::SmallBitVector
+DimensionKindAnalysis::getBatchLoops(PartitionableOpInterface op) const {
+  llvm::SmallBitVector loops(op.getLoopSizes().size());
+  Operation *operation = op.getOperation();
+  for (const OperandAccess &access : op.getOperandAccesses()) {
+    if (access.role != AccessRole::Read || access.isDestination ||
+        access.value.getDefiningOp() == operation)
+      continue;
+    llvm::SmallBitVector dims = getSampleDims(access.value);
+    for (int dim : dims.set_bits()) {
+      if (static_cast<unsigned>(dim) >= access.map.getNumResults())
+        continue;
+      auto loop = outermostLoop(toIndexExpr(access.map.getResult(dim)));
+      if (loop && *loop < loops.size())
+        loops.set(*loop);
+    }
+  }
+  return loops | sampleLoops(op);
+}
+
 bool DimensionKindAnalysis::propagateSamples(Operation *op) {
   if (auto partitionable = dyn_cast<PartitionableOpInterface>(op)) {
     llvm::SmallBitVector loops = sampleLoops(partitionable);

@@ -183,6 +183,8 @@ double CostModel::forwardTime(const OpGraph &graph, int node,
       return entry->forward;
   }
   ShardCost cost = shardCost(n.loopNest(graph.tensors), shard);
+  if (cost.flops == 0 && cost.bytes() == 0)
+    return 0; // views and allocations launch no kernel
   return rooflineTime(cost.flops, cost.bytes(), nodeDtype(graph, node),
                       n.opClass, device);
 }
@@ -217,6 +219,8 @@ double CostModel::backwardTime(const OpGraph &graph, int node,
       return entry->backward;
   }
   ShardCost cost = shardCost(n.loopNest(graph.tensors), shard);
+  if (cost.flops == 0 && cost.bytes() == 0)
+    return 0;
   int gradients = gradientCount(graph, node);
   return rooflineTime(cost.flops * gradients, cost.bytes() * gradients,
                       nodeDtype(graph, node), n.opClass, device);

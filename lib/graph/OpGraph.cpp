@@ -127,7 +127,9 @@ std::optional<std::string> OpGraph::validate() const {
   for (size_t n = 0; n < nodes.size(); ++n) {
     const OpNode &node = nodes[n];
     if (node.loopNames.size() != node.loopSizes.size() ||
-        node.loopKinds.size() != node.loopSizes.size()) {
+        node.loopKinds.size() != node.loopSizes.size() ||
+        (!node.overBatch.empty() &&
+         node.overBatch.size() != node.loopSizes.size())) {
       os << "node " << n << " (" << node.opName
          << ") has mismatched loop sizes, names and kinds";
       return os.str();
@@ -221,6 +223,7 @@ std::string OpGraph::toJSON() const {
               {"loop_sizes", n.loopSizes},
               {"loop_names", n.loopNames},
               {"loop_kinds", kinds},
+              {"over_batch", n.overBatch},
               {"flops_per_iteration", n.flopsPerIteration},
               {"needs_backward", n.needsBackward},
               {"accesses", accesses}};
@@ -297,6 +300,7 @@ std::optional<OpGraph> OpGraph::fromJSON(const std::string &text,
         !r.get(e, "loop_sizes", path, n.loopSizes) ||
         !r.get(e, "loop_names", path, n.loopNames) ||
         !r.get(e, "loop_kinds", path, kinds) ||
+        !r.get(e, "over_batch", path, n.overBatch, false) ||
         !r.get(e, "flops_per_iteration", path, n.flopsPerIteration) ||
         !r.get(e, "needs_backward", path, n.needsBackward, false))
       return std::nullopt;

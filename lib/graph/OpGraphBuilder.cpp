@@ -141,6 +141,9 @@ private:
         node.loopNames.push_back(name);
       for (DimKind k : kinds.getLoopKinds(partitionable))
         node.loopKinds.push_back(k);
+      llvm::SmallBitVector batch = kinds.getBatchLoops(partitionable);
+      for (unsigned l = 0; l < node.loopSizes.size(); ++l)
+        node.overBatch.push_back(batch.test(l));
       node.flopsPerIteration = partitionable.getFlopsPerIteration();
       node.opClass = classify(op, node.flopsPerIteration,
                               partitionable.getLoopIteratorTypes());

@@ -43,6 +43,11 @@ ParallelConfig dataParallelConfig(const OpNode &node, int numDevices) {
     return {};
   if (auto loop = findLoop(node, DimKind::Sample, numDevices))
     return *splitLoop(node, *loop, allDevices(numDevices));
+  // A reduction over the batch (batch-norm statistics, the mean loss):
+  // each device reduces its samples, leaving partial sums.
+  for (size_t l = 0; l < node.overBatch.size(); ++l)
+    if (node.overBatch[l] && node.loopSizes[l] % numDevices == 0)
+      return *splitLoop(node, l, allDevices(numDevices));
   return {};
 }
 

@@ -82,6 +82,9 @@ struct Simulator::Task {
 
 struct Simulator::NodeTasks {
   std::vector<int> fwd, bwd, sync;
+  /// [access][task]: the all-reduce that completes the partial sums the
+  /// task writes through that access, or -1.
+  std::vector<std::vector<int>> reducedBy;
 };
 
 struct Simulator::EdgeTasks {
@@ -258,6 +261,58 @@ void Simulator::buildNode(int node) {
     task.resources = {p.devices[t]};
     group.fwd.push_back(id);
   }
+  int numDevices = machine.numDevices();
+  if (p.splitsReduction) {
+    // Tasks that split a reduction loop hold partial sums of the same
+    // output region: an all-reduce among their devices completes it.
+    group.reducedBy.assign(n.accesses.size(),
+                           std::vector<int>(p.devices.size(), -1));
+    for (size_t a = 0; a < n.accesses.size(); ++a) {
+      const NodeAccess &access = n.accesses[a];
+      const GraphTensor &tensor = graph.tensors[access.tensor];
+      if (access.role != AccessRole::Write)
+        continue;
+      std::map<Box, std::vector<size_t>> regions;
+      for (size_t t = 0; t < p.devices.size(); ++t)
+        regions[p.boxes[t][a]].push_back(t);
+      int region = 0;
+      for (const auto &[box, writers] : regions) {
+        std::vector<int> devices;
+        for (size_t t : writers)
+          devices.push_back(p.devices[t]);
+        std::sort(devices.begin(), devices.end());
+        devices.erase(std::unique(devices.begin(), devices.end()),
+                      devices.end());
+        if (writers.size() > 1) {
+          int id = newTask();
+          Task &task = tasks[id];
+          task.kind = TaskKind::AllReduce;
+          task.key = {6, node, -1, static_cast<int32_t>(a), region, 0};
+          task.bytes = boxVolume(box) * tensor.elementBytes;
+          task.groupSize = devices.size();
+          if (devices.size() > 1) {
+            task.duration = machine.allReduceTime(task.bytes, devices);
+            for (LinkId link : machine.collectiveLinks(devices))
+              task.resources.push_back(numDevices + link);
+          } else {
+            // Several partial tasks on one device: a local sum.
+            task.duration = cost.rooflineTime(
+                double(task.bytes) / tensor.elementBytes * writers.size(),
+                double(task.bytes) * (writers.size() + 1), tensor.dtype,
+                OpClass::Elementwise, devices.front());
+            task.resources = {devices.front()};
+            task.device = devices.front();
+          }
+          for (size_t t : writers) {
+            task.preds.push_back(group.fwd[t]);
+            group.reducedBy[a][t] = id;
+          }
+          group.sync.push_back(id);
+        }
+        ++region;
+      }
+    }
+  }
   if (backward) {
     for (size_t t = 0; t < p.devices.size(); ++t) {
       int id = newTask();
@@ -274,7 +329,6 @@ void Simulator::buildNode(int node) {
     return;
   // Gradient synchronization: tasks that read the same region of a
   // parameter on different devices each hold a partial gradient for it.
-  int numDevices = machine.numDevices();
   for (size_t a = 0; a < n.accesses.size(); ++a) {
     const NodeAccess &access = n.accesses[a];
     const GraphTensor &tensor = graph.tensors[access.tensor];
@@ -363,6 +417,29 @@ void Simulator::buildEdge(int producer, int consumer) {
         if (volume > 0)
           sources.emplace_back(s, volume);
       }
+      std::vector<int> viaReduction(sources.size(), -1);
+      if (pp.splitsReduction && !sources.empty()) {
+        // Read each completed region once, after its all-reduce, from the
+        // consumer's device when it took part.
+        const auto &reducedBy = nodeTasks[producer].reducedBy[pa];
+        std::vector<std::pair<size_t, int64_t>> chosen;
+        std::vector<int> chosenReduction;
+        for (auto [s, volume] : sources) {
+          int reduction = reducedBy[s];
+          auto seen = std::find(chosenReduction.begin(), chosenReduction.end(),
+                                reduction);
+          if (reduction >= 0 && seen != chosenReduction.end()) {
+            size_t i = seen - chosenReduction.begin();
+            if (pp.devices[s] == cp.devices[u])
+              chosen[i] = {s, volume};
+            continue;
+          }
+          chosen.emplace_back(s, volume);
+          chosenReduction.push_back(reduction);
+        }
+        sources = chosen;
+        viaReduction = chosenReduction;
+      }
       if (pp.replicated && !sources.empty()) {
         // Every replica holds the data: read the local one if there is one.
         auto local = std::find_if(sources.begin(), sources.end(), [&](auto &s) {
@@ -370,9 +447,11 @@ void Simulator::buildEdge(int producer, int consumer) {
         });
         sources = {local != sources.end() ? *local : sources.front()};
       }
-      for (auto [s, volume] : sources) {
+      for (size_t i = 0; i < sources.size(); ++i) {
+        auto [s, volume] = sources[i];
         int src = pp.devices[s], dst = cp.devices[u];
-        int fwdSource = nodeTasks[producer].fwd[s];
+        int fwdSource = viaReduction[i] >= 0 ? viaReduction[i]
+                                             : nodeTasks[producer].fwd[s];
         if (src == dst) {
           edge.fwdDeps[u].push_back(fwdSource);
           if (backward)

@@ -12,11 +12,6 @@
 using namespace mlir;
 using namespace soap::zoo;
 
-static Value f32Constant(OpBuilder &b, Location loc, double value) {
-  return arith::ConstantOp::create(
-      b, loc, b.getF32FloatAttr(static_cast<float>(value)));
-}
-
 Attribute ModelBuilder::i64Pair(int64_t value) {
   auto type = RankedTensorType::get({2}, builder.getI64Type());
   return DenseIntElementsAttr::get(type, ArrayRef<int64_t>{value, value});

@@ -29,13 +29,6 @@
 using namespace mlir;
 using namespace soap::zoo;
 
-/// 1 / (1 + exp(-v)).
-static Value sigmoidOf(OpBuilder &b, Location l, Value v) {
-  Value one = arith::ConstantOp::create(b, l, b.getF32FloatAttr(1.0f));
-  Value e = math::ExpOp::create(b, l, arith::NegFOp::create(b, l, v));
-  return arith::DivFOp::create(b, l, one, arith::AddFOp::create(b, l, one, e));
-}
-
 namespace {
 /// Stacked LSTM layers with their parameters and running states.
 class LstmStack {

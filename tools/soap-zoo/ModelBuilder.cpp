@@ -14,7 +14,7 @@
 using namespace mlir;
 using namespace soap::zoo;
 
-static Value f32Constant(OpBuilder &b, Location loc, double value) {
+Value soap::zoo::f32Constant(OpBuilder &b, Location loc, double value) {
   return arith::ConstantOp::create(
       b, loc, b.getF32FloatAttr(static_cast<float>(value)));
 }
@@ -213,14 +213,13 @@ Value ModelBuilder::tanh(Value x) {
   });
 }
 
-/// 1 / (1 + exp(-v)).
-static Value sigmoidScalar(OpBuilder &b, Location l, Value v) {
+Value soap::zoo::sigmoidOf(OpBuilder &b, Location l, Value v) {
   Value e = math::ExpOp::create(b, l, arith::NegFOp::create(b, l, v));
   Value one = f32Constant(b, l, 1.0);
   return arith::DivFOp::create(b, l, one, arith::AddFOp::create(b, l, one, e));
 }
 
-Value ModelBuilder::sigmoid(Value x) { return unary(x, sigmoidScalar); }
+Value ModelBuilder::sigmoid(Value x) { return unary(x, sigmoidOf); }
 
 Value ModelBuilder::gelu(Value x) {
   return unary(x, [](OpBuilder &b, Location l, Value v) {

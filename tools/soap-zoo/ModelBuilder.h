@@ -33,6 +33,11 @@ using mlir::Value;
 using BodyFn = llvm::function_ref<Value(mlir::OpBuilder &, mlir::Location,
                                         mlir::ValueRange)>;
 
+/// Scalar helpers for generic bodies.
+Value f32Constant(mlir::OpBuilder &b, mlir::Location loc, double value);
+/// 1 / (1 + exp(-v)).
+Value sigmoidOf(mlir::OpBuilder &b, mlir::Location loc, Value v);
+
 /// A convolution or pooling window.
 struct Window {
   int64_t kh, kw;

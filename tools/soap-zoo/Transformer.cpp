@@ -83,10 +83,8 @@ public:
     Value scaled = mb.parallel(
         {scores}, {mb.identity(3)}, ModelBuilder::shapeOf(scores),
         [&](OpBuilder &b, Location l, ValueRange args) -> Value {
-          Value scaledScore = arith::MulFOp::create(
-              b, l, args[0],
-              arith::ConstantOp::create(
-                  b, l, b.getF32FloatAttr(static_cast<float>(factor))));
+          Value scaledScore =
+              arith::MulFOp::create(b, l, args[0], f32Constant(b, l, factor));
           if (!causal)
             return scaledScore;
           // Query i sees keys j <= i.
@@ -94,8 +92,7 @@ public:
           Value key = linalg::IndexOp::create(b, l, 2);
           Value future = arith::CmpIOp::create(b, l, arith::CmpIPredicate::ugt,
                                                key, query);
-          Value masked =
-              arith::ConstantOp::create(b, l, b.getF32FloatAttr(-1e9f));
+          Value masked = f32Constant(b, l, -1e9);
           return arith::SelectOp::create(b, l, future, masked, scaledScore);
         });
     Value probabilities = mb.softmax(scaled);

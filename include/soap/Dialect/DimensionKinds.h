@@ -45,6 +45,11 @@ public:
   /// Dimensions of `value` that run over (or contain) the batch.
   llvm::SmallBitVector getSampleDims(mlir::Value value) const;
 
+  /// Loops of `op` that run over the batch of an input, whatever their
+  /// iterator type: the sample loops, and reductions over the batch (batch
+  /// norm statistics, a mean loss), which data parallelism splits too.
+  llvm::SmallBitVector getBatchLoops(PartitionableOpInterface op) const;
+
   /// Kind of every loop of `op`.
   llvm::SmallVector<DimKind> getLoopKinds(PartitionableOpInterface op) const;
 

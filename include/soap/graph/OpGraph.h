@@ -56,6 +56,9 @@ struct OpNode {
   std::vector<int64_t> loopSizes;
   std::vector<std::string> loopNames;
   std::vector<DimKind> loopKinds;
+  /// Loops that run over the batch, reductions included (batch-norm
+  /// statistics): what data parallelism splits.
+  std::vector<bool> overBatch;
   std::vector<NodeAccess> accesses;
   double flopsPerIteration = 0;
   /// Training: the op lies between a parameter and the loss, so it has

@@ -1,0 +1,124 @@
+//===- SimBench.cpp - simulator benchmarks --------------------------------===//
+//
+//   soap-sim-bench proposals MODEL.mlir MACHINE DEVICES [N]
+//     median time to evaluate one random proposal with a full simulation and
+//     with delta simulation (one markdown row)
+//   soap-sim-bench strategies MODEL.mlir MACHINE DEVICES
+//     simulated step time of each baseline strategy (one markdown row)
+//
+//===----------------------------------------------------------------------===//
+
+#include "soap/Dialect/Registration.h"
+#include "soap/graph/OpGraphBuilder.h"
+#include "soap/machine/Machine.h"
+#include "soap/search/ConfigSpace.h"
+#include "soap/search/Strategies.h"
+#include "soap/sim/Simulator.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/InitAllDialects.h"
+#include "mlir/Parser/Parser.h"
+#include "llvm/Support/SourceMgr.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+using namespace soap;
+
+static double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+static double seconds() {
+  return std::chrono::duration<double>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+int main(int argc, char **argv) {
+  if (argc < 5) {
+    std::fprintf(stderr,
+                 "usage: soap-sim-bench proposals|strategies MODEL.mlir "
+                 "MACHINE.json DEVICES [PROPOSALS]\n");
+    return 2;
+  }
+  std::string mode = argv[1], modelPath = argv[2], machinePath = argv[3];
+  int devices = std::atoi(argv[4]);
+  int proposals = argc > 5 ? std::atoi(argv[5]) : 1000;
+
+  mlir::DialectRegistry registry;
+  mlir::registerAllDialects(registry);
+  registerSoapDialects(registry);
+  mlir::MLIRContext context(registry);
+  llvm::SourceMgr sourceMgr;
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      mlir::parseSourceFile<mlir::ModuleOp>(modelPath, &context);
+  if (!module) {
+    std::fprintf(stderr, "soap-sim-bench: cannot parse %s\n", modelPath.c_str());
+    return 1;
+  }
+  std::string error;
+  auto func = findTargetFunction(*module, "", error);
+  std::optional<BuiltOpGraph> built;
+  if (func)
+    built = buildOpGraph(func, error);
+  std::optional<Machine> machine = Machine::load(machinePath, error);
+  if (machine && devices != machine->numDevices())
+    machine = machine->withDevices(devices, error);
+  if (!built || !machine) {
+    std::fprintf(stderr, "soap-sim-bench: %s\n", error.c_str());
+    return 1;
+  }
+  const OpGraph &graph = built->graph;
+  CostModel cost(*machine);
+
+  if (mode == "strategies") {
+    Simulator sim(graph, cost);
+    std::printf("| %s | %s | %d |", modelPath.c_str(), machine->name().c_str(),
+                devices);
+    for (const std::string &name : baselineStrategyNames()) {
+      Strategy s = *strategyByName(name, graph, devices);
+      if (auto problem = s.validate(graph)) {
+        std::printf(" n/a |");
+        continue;
+      }
+      std::printf(" %.3f |", sim.simulate(s).stepTime * 1e3);
+    }
+    std::printf("\n");
+    return 0;
+  }
+  if (mode != "proposals") {
+    std::fprintf(stderr, "soap-sim-bench: unknown mode '%s'\n", mode.c_str());
+    return 2;
+  }
+  Simulator delta(graph, cost), full(graph, cost);
+  delta.simulate(dataParallelStrategy(graph, devices));
+  std::mt19937_64 rng(42);
+  std::vector<double> deltaTimes, fullTimes;
+  size_t tasks = 0;
+  for (int i = 0; i < proposals; ++i) {
+    int node =
+        std::uniform_int_distribution<int>(0, graph.nodes.size() - 1)(rng);
+    ParallelConfig config = randomConfig(graph.nodes[node], devices, rng);
+    double t0 = seconds();
+    SimReport r = delta.simulateDelta(node, config);
+    double t1 = seconds();
+    deltaTimes.push_back(t1 - t0);
+    tasks = r.numTasks;
+    if (i % 10 == 0) { // full simulations are slow: sample them
+      double t2 = seconds();
+      full.simulate(delta.strategy());
+      fullTimes.push_back(seconds() - t2);
+    }
+  }
+  double d = median(deltaTimes), f = median(fullTimes);
+  std::printf("| %s | %s | %d | %zu | %zu | %.3f | %.3f | %.1fx |\n",
+              modelPath.c_str(), machine->name().c_str(), devices,
+              graph.nodes.size(), tasks, f * 1e3, d * 1e3, f / d);
+  return 0;
+}
