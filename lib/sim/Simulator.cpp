@@ -67,10 +67,20 @@ std::string SimReport::toJSON(const Machine &machine) const {
 /// a delta rebuild and a full rebuild schedule identically.
 using TaskKey = std::array<int32_t, 6>; // kind, node, peer, index, sub, aux
 
+/// The key packed into one integer (20 bits per field) for fast ordering.
+using TaskRank = unsigned __int128;
+static TaskRank rankOf(const TaskKey &key) {
+  TaskRank rank = 0;
+  for (int32_t field : key)
+    rank = (rank << 20) | static_cast<uint32_t>(field + 1);
+  return rank;
+}
+
 struct Simulator::Task {
   TaskKind kind = TaskKind::Forward;
   bool alive = false;
   TaskKey key{};
+  TaskRank rank = 0;
   double duration = 0;
   int64_t bytes = 0;
   int device = -1; ///< compute tasks and updates
@@ -585,6 +595,9 @@ void Simulator::schedule(double resumeTime, const std::vector<char> &changed) {
       newOrder.push_back(id);
     }
   }
+  for (Task &task : tasks)
+    if (task.alive && task.rank == 0)
+      task.rank = rankOf(task.key);
   // Successors in compressed form.
   std::vector<int> succCount(n + 1, 0), remaining(n, 0);
   for (size_t id = 0; id < n; ++id) {
@@ -610,13 +623,20 @@ void Simulator::schedule(double resumeTime, const std::vector<char> &changed) {
       if (!inPrefix[p])
         succ[fill[p]++] = id;
   }
-  using Entry = std::tuple<double, TaskKey, int>;
+  struct Entry {
+    double ready;
+    TaskRank rank;
+    int id;
+    bool operator>(const Entry &o) const {
+      return ready != o.ready ? ready > o.ready : rank > o.rank;
+    }
+  };
   std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> heap;
   for (size_t id = 0; id < n; ++id)
     if (tasks[id].alive && !inPrefix[id] && remaining[id] == 0)
-      heap.emplace(ready[id], tasks[id].key, id);
+      heap.push({ready[id], tasks[id].rank, static_cast<int>(id)});
   while (!heap.empty()) {
-    int id = std::get<2>(heap.top());
+    int id = heap.top().id;
     heap.pop();
     const Task &task = tasks[id];
     double s = ready[id];
@@ -631,7 +651,7 @@ void Simulator::schedule(double resumeTime, const std::vector<char> &changed) {
       int v = succ[i];
       ready[v] = std::max(ready[v], end[id]);
       if (--remaining[v] == 0)
-        heap.emplace(ready[v], tasks[v].key, v);
+        heap.push({ready[v], tasks[v].rank, v});
     }
   }
   readyTime = std::move(ready);
