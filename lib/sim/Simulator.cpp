@@ -187,6 +187,28 @@ Simulator::Simulator(const OpGraph &graph, const CostModel &cost,
   }
   placements.resize(n);
   nodeTasks.resize(n);
+  parameterTasks.resize(graph.tensors.size());
+  parameterReaders.resize(graph.tensors.size());
+  parametersReadBy.resize(n);
+  if (options.training)
+    for (size_t node = 0; node < n; ++node) {
+      const OpNode &op = graph.nodes[node];
+      if (!op.needsBackward)
+        continue;
+      for (size_t a = 0; a < op.accesses.size(); ++a) {
+        const NodeAccess &access = op.accesses[a];
+        const GraphTensor &t = graph.tensors[access.tensor];
+        if (access.role != AccessRole::Read || access.isDestination ||
+            !t.isParameter || t.producer >= 0)
+          continue;
+        parameterReaders[access.tensor].emplace_back(node, a);
+        parametersReadBy[node].push_back(access.tensor);
+      }
+      std::sort(parametersReadBy[node].begin(), parametersReadBy[node].end());
+      parametersReadBy[node].erase(std::unique(parametersReadBy[node].begin(),
+                                               parametersReadBy[node].end()),
+                                   parametersReadBy[node].end());
+    }
 }
 
 Simulator::~Simulator() = default;
@@ -335,62 +357,65 @@ void Simulator::buildNode(int node) {
       group.bwd.push_back(id);
     }
   }
-  if (!backward)
-    return;
-  // Gradient synchronization: tasks that read the same region of a
-  // parameter on different devices each hold a partial gradient for it.
-  for (size_t a = 0; a < n.accesses.size(); ++a) {
-    const NodeAccess &access = n.accesses[a];
-    const GraphTensor &tensor = graph.tensors[access.tensor];
-    if (access.role != AccessRole::Read || access.isDestination ||
-        !isRootParameter(tensor))
-      continue;
-    std::map<Box, std::vector<size_t>> regions;
+}
+
+void Simulator::buildParameter(int tensorId) {
+  // Gradient synchronization of one parameter: every task that reads a
+  // region of it holds a gradient for that region; gradients of the tasks
+  // on one device add up locally (a weight used at every time step), and
+  // devices that read the same region all-reduce it once.
+  std::vector<int> &group = parameterTasks[tensorId];
+  group.clear();
+  const GraphTensor &tensor = graph.tensors[tensorId];
+  int numDevices = machine.numDevices();
+  std::map<Box, std::vector<std::pair<int, size_t>>> regions; // (node, task)
+  for (auto [node, access] : parameterReaders[tensorId]) {
+    const Placement &p = placement(node);
     for (size_t t = 0; t < p.devices.size(); ++t)
-      regions[p.boxes[t][a]].push_back(t);
-    int region = 0;
-    for (const auto &[box, readers] : regions) {
-      int64_t bytes = boxVolume(box) * tensor.elementBytes;
-      std::vector<int> group;
-      for (size_t t : readers)
-        group.push_back(p.devices[t]);
-      std::sort(group.begin(), group.end());
-      group.erase(std::unique(group.begin(), group.end()), group.end());
-      int allReduce = -1;
-      if (group.size() > 1) {
-        allReduce = newTask();
-        Task &task = tasks[allReduce];
-        task.kind = TaskKind::AllReduce;
-        task.key = {4, node, -1, static_cast<int32_t>(a), region, 0};
-        task.bytes = bytes;
-        task.groupSize = group.size();
-        task.duration = machine.allReduceTime(bytes, group);
-        for (LinkId link : machine.collectiveLinks(group))
-          task.resources.push_back(numDevices + link);
-        for (size_t t : readers)
-          task.preds.push_back(nodeTasks[node].bwd[t]);
-        nodeTasks[node].sync.push_back(allReduce);
-      }
-      for (int device : group) {
-        int id = newTask();
-        Task &task = tasks[id];
-        task.kind = TaskKind::Update;
-        task.key = {5, node, -1, static_cast<int32_t>(a), region, device};
-        task.bytes = bytes;
-        task.device = device;
-        task.resources = {device};
-        task.duration = cost.updateTime(bytes, device);
-        if (allReduce >= 0) {
-          task.preds.push_back(allReduce);
-        } else {
-          for (size_t t : readers)
-            if (p.devices[t] == device)
-              task.preds.push_back(nodeTasks[node].bwd[t]);
-        }
-        nodeTasks[node].sync.push_back(id);
-      }
-      ++region;
+      regions[p.boxes[t][access]].emplace_back(node, t);
+  }
+  int region = 0;
+  for (const auto &[box, readers] : regions) {
+    int64_t bytes = boxVolume(box) * tensor.elementBytes;
+    std::vector<int> devices;
+    for (auto [node, t] : readers)
+      devices.push_back(placements[node]->devices[t]);
+    std::sort(devices.begin(), devices.end());
+    devices.erase(std::unique(devices.begin(), devices.end()), devices.end());
+    int allReduce = -1;
+    if (devices.size() > 1) {
+      allReduce = newTask();
+      Task &task = tasks[allReduce];
+      task.kind = TaskKind::AllReduce;
+      task.key = {4, tensorId, -1, region, 0, 0};
+      task.bytes = bytes;
+      task.groupSize = devices.size();
+      task.duration = machine.allReduceTime(bytes, devices);
+      for (LinkId link : machine.collectiveLinks(devices))
+        task.resources.push_back(numDevices + link);
+      for (auto [node, t] : readers)
+        task.preds.push_back(nodeTasks[node].bwd[t]);
+      group.push_back(allReduce);
     }
+    for (int device : devices) {
+      int id = newTask();
+      Task &task = tasks[id];
+      task.kind = TaskKind::Update;
+      task.key = {5, tensorId, -1, region, device, 0};
+      task.bytes = bytes;
+      task.device = device;
+      task.resources = {device};
+      task.duration = cost.updateTime(bytes, device);
+      if (allReduce >= 0) {
+        task.preds.push_back(allReduce);
+      } else {
+        for (auto [node, t] : readers)
+          if (placements[node]->devices[t] == device)
+            task.preds.push_back(nodeTasks[node].bwd[t]);
+      }
+      group.push_back(id);
+    }
+    ++region;
   }
 }
 
@@ -538,6 +563,9 @@ void Simulator::buildAll() {
   size_t n = graph.nodes.size();
   for (size_t i = 0; i < n; ++i)
     buildNode(i);
+  for (size_t t = 0; t < graph.tensors.size(); ++t)
+    if (!parameterReaders[t].empty())
+      buildParameter(t);
   for (size_t c = 0; c < n; ++c)
     for (int p : producersOf[c])
       buildEdge(p, c);
@@ -760,6 +788,8 @@ SimReport Simulator::simulateDelta(int node, const ParallelConfig &config) {
   collect(nodeTasks[node].fwd);
   collect(nodeTasks[node].bwd);
   collect(nodeTasks[node].sync);
+  for (int t : parametersReadBy[node])
+    collect(parameterTasks[t]);
   for (int p : producersOf[node]) {
     collect(edges[{p, node}].owned);
     collect(nodeTasks[p].bwd);
@@ -775,6 +805,13 @@ SimReport Simulator::simulateDelta(int node, const ParallelConfig &config) {
   // Rebuild.
   std::vector<int> removed;
   removeNode(node, removed);
+  for (int t : parametersReadBy[node]) {
+    for (int id : parameterTasks[t]) {
+      tasks[id].alive = false;
+      removed.push_back(id);
+    }
+    parameterTasks[t].clear();
+  }
   for (int p : producersOf[node])
     removeEdge(p, node, removed);
   for (int c : consumersOf[node])
@@ -784,6 +821,8 @@ SimReport Simulator::simulateDelta(int node, const ParallelConfig &config) {
   current.configs[node] = config;
   placements[node].reset();
   buildNode(node);
+  for (int t : parametersReadBy[node])
+    buildParameter(t);
   for (int p : producersOf[node])
     buildEdge(p, node);
   for (int c : consumersOf[node])
@@ -807,6 +846,8 @@ SimReport Simulator::simulateDelta(int node, const ParallelConfig &config) {
   mark(nodeTasks[node].fwd);
   mark(nodeTasks[node].bwd);
   mark(nodeTasks[node].sync);
+  for (int t : parametersReadBy[node])
+    mark(parameterTasks[t]);
   for (int p : producersOf[node]) {
     mark(edges[{p, node}].owned);
     mark(nodeTasks[p].bwd);
@@ -852,9 +893,10 @@ std::string Simulator::chromeTrace() const {
     const Task &t = tasks[id];
     std::string name = taskKindName(t.kind);
     int node = t.key[1];
-    if (t.kind == TaskKind::Transfer || t.kind == TaskKind::Forward ||
-        t.kind == TaskKind::Backward || t.kind == TaskKind::AllReduce ||
-        t.kind == TaskKind::Update)
+    bool ofParameter = t.key[0] == 4 || t.key[0] == 5;
+    if (ofParameter)
+      name += " " + graph.tensors[node].name;
+    else if (t.kind != TaskKind::GradTransfer)
       name += " " + graph.nodes[node].opName + " #" + std::to_string(node);
     nlohmann::json args = {{"node", node}};
     if (t.bytes)

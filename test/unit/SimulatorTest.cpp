@@ -311,3 +311,57 @@ TEST_F(SimulatorIR, SimulationIsDeterministic) {
 }
 
 } // namespace
+
+//===----------------------------------------------------------------------===//
+// Across the zoo
+//===----------------------------------------------------------------------===//
+
+#include "soap/zoo/Zoo.h"
+
+namespace {
+
+/// Small sizes with a batch of 8 (so that 8 devices can split it).
+soap::zoo::ModelOptions smallOptions(const soap::zoo::ModelInfo &model) {
+  soap::zoo::ModelOptions options = model.defaults;
+  std::string error;
+  for (auto [name, value] : std::vector<std::pair<const char *, int64_t>>{
+           {"batch", 8},  {"classes", 4}, {"width", 4},  {"image", 32},
+           {"hidden", 16}, {"seq", 3},    {"vocab", 16}, {"embed", 8},
+           {"layers", 1},  {"heads", 2},  {"max-pos", 8}, {"input", 8}}) {
+    if (!options.has(name))
+      continue;
+    if (model.name == "inception_v3" && std::string(name) == "image")
+      value = 75; // the smallest image Inception-v3's stem accepts
+    if (model.name == "alexnet" && std::string(name) == "image")
+      value = 64;
+    EXPECT_TRUE(succeeded(options.set(name, value, error))) << error;
+  }
+  return options;
+}
+
+TEST(SimulatorZoo, DeltaEqualsFullOnEveryModel) {
+  mlir::DialectRegistry registry;
+  soap::zoo::registerZooDialects(registry);
+  registerSoapDialects(registry);
+  mlir::MLIRContext context(registry);
+  context.loadAllAvailableDialects();
+  Machine machine = loadMachine("p100-4x4", 8);
+  uint64_t seed = 100;
+  int models = 0;
+  for (const soap::zoo::ModelInfo &model : soap::zoo::getModels()) {
+    std::string error;
+    auto module = soap::zoo::buildModel(context, model, smallOptions(model),
+                                        error);
+    ASSERT_TRUE(module) << model.name << ": " << error;
+    auto func = findTargetFunction(*module, "", error);
+    ASSERT_TRUE(func) << model.name << ": " << error;
+    auto built = buildOpGraph(func, error);
+    ASSERT_TRUE(built) << model.name << ": " << error;
+    SCOPED_TRACE(model.name);
+    checkDeltaEqualsFull(built->graph, machine, 150, seed++, true);
+    ++models;
+  }
+  EXPECT_GE(models, 13);
+}
+
+} // namespace

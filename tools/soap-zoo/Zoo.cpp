@@ -16,7 +16,10 @@
 #include "mlir/IR/Verifier.h"
 
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/ErrorHandling.h"
 #include "llvm/Support/raw_ostream.h"
+
+#include <tuple>
 
 using namespace mlir;
 using namespace soap::zoo;

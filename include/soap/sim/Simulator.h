@@ -90,6 +90,7 @@ private:
   void buildAll();
   void buildNode(int node);
   void buildEdge(int producer, int consumer);
+  void buildParameter(int tensor);
   void linkForward(int node);
   void linkBackward(int node);
   void removeNode(int node, std::vector<int> &removed);
@@ -111,6 +112,11 @@ private:
   std::vector<NodeTasks> nodeTasks;
   std::map<std::pair<int, int>, EdgeTasks> edges;
   std::vector<std::unique_ptr<Placement>> placements;
+  /// Per parameter tensor: its gradient all-reduces and updates, and the
+  /// (node, access) pairs that read it; per node, the parameters it reads.
+  std::vector<std::vector<int>> parameterTasks;
+  std::vector<std::vector<std::pair<int, int>>> parameterReaders;
+  std::vector<std::vector<int>> parametersReadBy;
 
   // The last schedule.
   std::vector<double> readyTime, startTime, endTime;
