@@ -59,10 +59,14 @@ std::string ProfileDatabase::toJSON() const {
   json j;
   j["version"] = 1;
   json list = json::array();
-  for (const auto &[key, entry] : entries)
-    list.push_back({{"key", key},
-                    {"forward_s", entry.forward},
-                    {"backward_s", entry.backward}});
+  for (const auto &[key, entry] : entries) {
+    json e = {{"key", key},
+              {"forward_s", entry.forward},
+              {"backward_s", entry.backward}};
+    if (entry.backwardEstimated)
+      e["backward_estimated"] = true;
+    list.push_back(std::move(e));
+  }
   j["entries"] = list;
   return j.dump(1);
 }
@@ -96,6 +100,14 @@ ProfileDatabase::fromJSON(const std::string &text, std::string &error) {
         return std::nullopt;
       }
       *out = e[field].get<double>();
+    }
+    if (e.contains("backward_estimated")) {
+      if (!e["backward_estimated"].is_boolean()) {
+        error = "profile database: '" + path +
+                ".backward_estimated' must be true or false";
+        return std::nullopt;
+      }
+      entry.backwardEstimated = e["backward_estimated"].get<bool>();
     }
     db.entries[e["key"].get<std::string>()] = entry;
   }

@@ -6,6 +6,7 @@
 #include "soap/Dialect/SoapDialect.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/BuiltinTypes.h"
@@ -128,6 +129,13 @@ private:
                      [](Type t) { return isa<RankedTensorType>(t); });
     if (!touchesTensors)
       return;
+    // An allocation moves no data and computes nothing: its result only
+    // names the buffer an op writes into (an output whose old contents are
+    // ignored), so it needs no node.
+    if (isa<tensor::EmptyOp>(op)) {
+      tensorOf(op->getResult(0));
+      return;
+    }
     int nodeId = result.graph.nodes.size();
     OpNode node;
     node.opName = op->getName().getStringRef().str();

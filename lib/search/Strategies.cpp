@@ -48,6 +48,15 @@ ParallelConfig dataParallelConfig(const OpNode &node, int numDevices) {
   for (size_t l = 0; l < node.overBatch.size(); ++l)
     if (node.overBatch[l] && node.loopSizes[l] % numDevices == 0)
       return *splitLoop(node, l, allDevices(numDevices));
+  // A batch smaller than (or not a multiple of) the device count: split it
+  // as far as it goes, on the first devices.
+  for (size_t l = 0; l < node.overBatch.size(); ++l) {
+    if (!node.overBatch[l])
+      continue;
+    int64_t degree = std::gcd<int64_t>(node.loopSizes[l], numDevices);
+    if (degree > 1)
+      return *splitLoop(node, l, allDevices(degree));
+  }
   return {};
 }
 

@@ -659,27 +659,48 @@ void Simulator::schedule(double resumeTime, const std::vector<char> &changed) {
       return ready != o.ready ? ready > o.ready : rank > o.rank;
     }
   };
-  std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> heap;
+  // What the loop below needs, in flat arrays read in task order once,
+  // rather than chased through every task's own vectors.
+  std::vector<double> duration(n, 0);
+  std::vector<TaskRank> rank(n, 0);
+  std::vector<int> resourceStart(n + 1, 0), resourceList;
+  resourceList.reserve(n + n / 2);
+  for (size_t id = 0; id < n; ++id) {
+    const Task &task = tasks[id];
+    if (task.alive && !inPrefix[id]) {
+      duration[id] = task.duration;
+      rank[id] = task.rank;
+      resourceList.insert(resourceList.end(), task.resources.begin(),
+                          task.resources.end());
+    }
+    resourceStart[id + 1] = resourceList.size();
+  }
+  std::vector<Entry> heapStorage;
+  heapStorage.reserve(1024);
+  std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> heap(
+      std::greater<Entry>(), std::move(heapStorage));
   for (size_t id = 0; id < n; ++id)
     if (tasks[id].alive && !inPrefix[id] && remaining[id] == 0)
-      heap.push({ready[id], tasks[id].rank, static_cast<int>(id)});
+      heap.push({ready[id], rank[id], static_cast<int>(id)});
   while (!heap.empty()) {
     int id = heap.top().id;
     heap.pop();
-    const Task &task = tasks[id];
     double s = ready[id];
-    for (int r : task.resources)
-      s = std::max(s, resourceFree[r]);
+    const int *firstResource = resourceList.data() + resourceStart[id];
+    const int *lastResource = resourceList.data() + resourceStart[id + 1];
+    for (const int *r = firstResource; r != lastResource; ++r)
+      s = std::max(s, resourceFree[*r]);
+    double e = s + duration[id];
     start[id] = s;
-    end[id] = s + task.duration;
-    for (int r : task.resources)
-      resourceFree[r] = end[id];
+    end[id] = e;
+    for (const int *r = firstResource; r != lastResource; ++r)
+      resourceFree[*r] = e;
     newOrder.push_back(id);
     for (int i = succCount[id]; i < succCount[id + 1]; ++i) {
       int v = succ[i];
-      ready[v] = std::max(ready[v], end[id]);
+      ready[v] = std::max(ready[v], e);
       if (--remaining[v] == 0)
-        heap.push({ready[v], tasks[v].rank, v});
+        heap.push({ready[v], rank[v], v});
     }
   }
   readyTime = std::move(ready);
@@ -734,7 +755,7 @@ SimReport Simulator::report() const {
         const NodeAccess &access = n.accesses[a];
         const GraphTensor &tensor = graph.tensors[access.tensor];
         if (tensor.producer < 0) {
-          if (access.role != AccessRole::Write)
+          if (access.role == AccessRole::Read)
             resident[{access.tensor, p.devices[t]}].insert(p.boxes[t][a]);
         } else if (tensor.producer == static_cast<int>(node) &&
                    access.role == AccessRole::Write) {

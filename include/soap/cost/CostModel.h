@@ -28,6 +28,9 @@ public:
   struct Entry {
     double forward = 0;
     double backward = 0;
+    /// The backward time was derived from the forward one (no backward ops
+    /// were measured); "backward_estimated" in the JSON, optional.
+    bool backwardEstimated = false;
   };
 
   /// The key of node `node` of `graph` run with loop extents `shard` on a
