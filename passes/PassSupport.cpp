@@ -69,6 +69,32 @@ int resolveDeviceCount(ModuleOp module, int devices, int fallback) {
   return fallback;
 }
 
+LogicalResult prepareSimulation(ModuleOp module, const std::string &machineName,
+                                int devices, const std::string &profileFile,
+                                const std::string &optimizerName,
+                                SimulationSetup &setup) {
+  if (optimizerName == "sgd")
+    setup.optimizer = Optimizer::SGD;
+  else if (optimizerName == "momentum")
+    setup.optimizer = Optimizer::Momentum;
+  else if (optimizerName == "adam")
+    setup.optimizer = Optimizer::Adam;
+  else
+    return module.emitError() << "unknown optimizer '" << optimizerName
+                              << "'; expected sgd, momentum or adam";
+  std::string error;
+  setup.machine = loadMachineByName(
+      machineName, resolveDeviceCount(module, devices, 0), error);
+  if (!setup.machine)
+    return module.emitError() << error;
+  if (!profileFile.empty()) {
+    setup.profile = ProfileDatabase::load(profileFile, error);
+    if (!setup.profile)
+      return module.emitError() << error;
+  }
+  return success();
+}
+
 bool writeTextFile(const std::string &path, const std::string &text,
                    std::string &error) {
   std::string temporary = path + ".tmp";

@@ -3,6 +3,7 @@
 #ifndef SOAP_PASSES_PASSSUPPORT_H
 #define SOAP_PASSES_PASSSUPPORT_H
 
+#include "soap/cost/CostModel.h"
 #include "soap/graph/OpGraphBuilder.h"
 #include "soap/machine/Machine.h"
 
@@ -26,6 +27,23 @@ std::optional<Machine> loadMachineByName(const std::string &name, int devices,
 /// `devices` when positive, else the module's soap.num_devices, else
 /// `fallback`.
 int resolveDeviceCount(mlir::ModuleOp module, int devices, int fallback);
+
+/// What simulating passes read from their options: the machine (restricted
+/// to the device count), the optional profile database and the optimizer.
+struct SimulationSetup {
+  std::optional<Machine> machine;
+  std::optional<ProfileDatabase> profile;
+  Optimizer optimizer = Optimizer::SGD;
+};
+
+/// Fills `setup` from pass options; emits an error on the module and fails
+/// when one of them is wrong.
+mlir::LogicalResult prepareSimulation(mlir::ModuleOp module,
+                                      const std::string &machineName,
+                                      int devices,
+                                      const std::string &profileFile,
+                                      const std::string &optimizerName,
+                                      SimulationSetup &setup);
 
 /// Writes `text` to `path` atomically; false with `error` on failure.
 bool writeTextFile(const std::string &path, const std::string &text,

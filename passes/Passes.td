@@ -122,4 +122,64 @@ def SoapSimulate : Pass<"soap-simulate", "mlir::ModuleOp"> {
   ];
 }
 
+def SoapSearch : Pass<"soap-search", "mlir::ModuleOp"> {
+  let summary = "Search for a fast strategy (MCMC over the SOAP space with the simulator) and attach it";
+  let description = [{
+    Metropolis-Hastings over strategies, after FlexFlow: each proposal gives
+    one random op a random valid config (any mix of sample, attribute,
+    parameter and reduction splits, on an aligned block of devices or on any
+    devices, or replicated); its cost is the simulated step time (delta
+    simulation) times a penalty when a device's memory exceeds the limit; a
+    proposal worse by a fraction f of the current cost is accepted with
+    probability exp(-f / temperature). Chains start from data parallelism,
+    every expert strategy that fits the model (model-parallel, OWT,
+    Megatron) and random strategies; they run in rounds, on several threads,
+    and restart from the best strategy after each round. The search stops
+    at the budget, at the time limit, or when half the budget brought no
+    improvement. With a budget, the result depends only on the input and the
+    seed (not on the threads).
+
+    Attaches the best strategy as `#soap.config` and prints a summary on
+    stderr: the best simulated step time and its speedup over data
+    parallelism and over the best expert strategy, iterations per second,
+    search time. A progress line is shown while it runs when stderr is a
+    terminal. Fails with an error naming the sizes when no strategy found
+    fits the memory limit.
+
+    ```
+    soap-opt model.mlir --soap-search="machine=p100-4x4 devices=16 budget=20000" \
+      --soap-export-strategy="file=best.json" -o model.partitioned.mlir
+    ```
+  }];
+  let options = [
+    Option<"machineFile", "machine", "std::string", /*default=*/"\"\"",
+           "Machine description: a JSON file or a name from machines/ (required)">,
+    Option<"numDevices", "devices", "int", /*default=*/"0",
+           "Devices to use (0: the module's soap.num_devices, else all of the machine)">,
+    Option<"budget", "budget", "int64_t", /*default=*/"0",
+           "Proposals in all (0: 20000, or unlimited with time=)">,
+    Option<"timeLimit", "time", "double", /*default=*/"0",
+           "Seconds of search (0: no limit)">,
+    Option<"seed", "seed", "uint64_t", /*default=*/"1", "Random seed">,
+    Option<"chains", "chains", "int", /*default=*/"4", "Markov chains">,
+    Option<"threads", "threads", "int", /*default=*/"1",
+           "Threads running the chains (the result does not depend on it)">,
+    Option<"memoryLimit", "memory-limit", "int64_t", /*default=*/"0",
+           "Bytes per device (0: the device's memory)">,
+    Option<"temperature", "temperature", "double", /*default=*/"0.02",
+           "Relative cost increase accepted with probability 1/e">,
+    Option<"profileFile", "profile", "std::string", /*default=*/"\"\"",
+           "Profile database from soap-profile (measured op times)">,
+    Option<"training", "training", "bool", /*default=*/"true",
+           "Optimize a training step (false: the forward pass)">,
+    Option<"optimizer", "optimizer", "std::string", /*default=*/"\"sgd\"",
+           "Optimizer to model: sgd, momentum, adam">,
+    Option<"summaryFile", "summary", "std::string", /*default=*/"\"\"",
+           "Write a JSON summary (times, speedups, convergence) here">,
+    Option<"funcName", "func", "std::string", /*default=*/"\"\"",
+           "Function to partition (default: the only one with a body)">,
+  ];
+  let dependentDialects = ["::soap::SoapDialect"];
+}
+
 #endif // SOAP_PASSES_TD

@@ -24,29 +24,15 @@ struct SoapSimulatePass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    std::optional<Optimizer> opt;
-    if (optimizer == "sgd")
-      opt = Optimizer::SGD;
-    else if (optimizer == "momentum")
-      opt = Optimizer::Momentum;
-    else if (optimizer == "adam")
-      opt = Optimizer::Adam;
-    if (!opt) {
-      module.emitError() << "unknown optimizer '" << optimizer
-                         << "'; expected sgd, momentum or adam";
-      return signalPassFailure();
-    }
     std::optional<BuiltOpGraph> built = buildModuleGraph(module, funcName);
     if (!built)
       return signalPassFailure();
-    std::string error;
-    int devices = resolveDeviceCount(module, numDevices, 0);
-    std::optional<Machine> machine =
-        loadMachineByName(machineFile, devices, error);
-    if (!machine) {
-      module.emitError() << error;
+    SimulationSetup setup;
+    if (failed(prepareSimulation(module, machineFile, numDevices, profileFile,
+                                 optimizer, setup)))
       return signalPassFailure();
-    }
+    const Machine *machine = &*setup.machine;
+    std::string error;
     Strategy strategy = strategyFromIR(*built, machine->numDevices());
     if (auto problem = strategy.validate(built->graph)) {
       module.emitError() << "the program's configs do not fit "
@@ -54,15 +40,8 @@ struct SoapSimulatePass
                          << machine->name() << "': " << *problem;
       return signalPassFailure();
     }
-    std::optional<ProfileDatabase> profile;
-    if (!profileFile.empty()) {
-      profile = ProfileDatabase::load(profileFile, error);
-      if (!profile) {
-        module.emitError() << error;
-        return signalPassFailure();
-      }
-    }
-    CostModel cost(*machine, profile ? &*profile : nullptr, *opt);
+    CostModel cost(*machine, setup.profile ? &*setup.profile : nullptr,
+                   setup.optimizer);
     SimOptions options;
     options.training = training;
     Simulator simulator(built->graph, cost, options);

@@ -56,4 +56,38 @@ ParallelConfig randomConfig(const OpNode &node, int numDevices,
   return config;
 }
 
+std::vector<ParallelConfig> enumerateConfigs(const OpNode &node,
+                                             int numDevices) {
+  std::vector<ParallelConfig> configs = {ParallelConfig{}}; // replicated
+  size_t numLoops = node.partitionable ? node.loopSizes.size() : 0;
+  std::vector<std::vector<int64_t>> degreeVectors = {{}};
+  for (size_t l = 0; l < numLoops; ++l) {
+    std::vector<std::vector<int64_t>> longer;
+    for (const std::vector<int64_t> &prefix : degreeVectors) {
+      int64_t tasks = 1;
+      for (int64_t d : prefix)
+        tasks *= d;
+      for (int64_t d : divisors(node.loopSizes[l], numDevices / tasks)) {
+        longer.push_back(prefix);
+        longer.back().push_back(d);
+      }
+    }
+    degreeVectors = std::move(longer);
+  }
+  for (const std::vector<int64_t> &degrees : degreeVectors) {
+    ParallelConfig base{degrees, {}};
+    int64_t tasks = base.numTasks();
+    std::vector<int64_t> devices(tasks, 0);
+    while (true) {
+      configs.push_back({degrees, devices});
+      size_t i = 0;
+      while (i < devices.size() && ++devices[i] == numDevices)
+        devices[i++] = 0;
+      if (i == devices.size())
+        break;
+    }
+  }
+  return configs;
+}
+
 } // namespace soap

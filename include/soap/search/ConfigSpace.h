@@ -18,6 +18,13 @@ namespace soap {
 ParallelConfig randomConfig(const OpNode &node, int numDevices,
                             std::mt19937_64 &rng);
 
+/// Every config of `node` on `numDevices` devices: replicated, and every
+/// degree vector dividing the loops with at most `numDevices` tasks, with
+/// every assignment of tasks to devices. Only for small cases (tests that
+/// enumerate the optimum): the count grows as numDevices^tasks.
+std::vector<ParallelConfig> enumerateConfigs(const OpNode &node,
+                                             int numDevices);
+
 } // namespace soap
 
 #endif // SOAP_SEARCH_CONFIGSPACE_H

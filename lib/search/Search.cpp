@@ -1,0 +1,264 @@
+//===- Search.cpp - the MCMC strategy search ------------------------------===//
+
+#include "soap/search/Search.h"
+#include "soap/machine/Machine.h"
+#include "soap/search/ConfigSpace.h"
+#include "soap/search/Strategies.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <memory>
+#include <random>
+#include <thread>
+
+namespace soap {
+
+double searchCost(const SimReport &report, int64_t memoryLimit) {
+  double overflow = 0;
+  if (memoryLimit > 0)
+    for (int64_t bytes : report.devicePeakMemory)
+      overflow = std::max(overflow, double(bytes - memoryLimit) /
+                                        double(memoryLimit));
+  return report.stepTime * (1 + 10 * std::max(0.0, overflow));
+}
+
+static int64_t peakOf(const SimReport &report) {
+  int64_t peak = 0;
+  for (int64_t bytes : report.devicePeakMemory)
+    peak = std::max(peak, bytes);
+  return peak;
+}
+
+std::string SearchResult::toJSON() const {
+  nlohmann::json j;
+  j["best_step_time_ms"] = bestReport.stepTime * 1e3;
+  j["data_parallel_ms"] = dataParallelTime * 1e3;
+  j["best_expert"] = bestExpertName;
+  j["best_expert_ms"] = bestExpertTime * 1e3;
+  j["speedup_over_data_parallel"] =
+      bestReport.stepTime > 0 ? dataParallelTime / bestReport.stepTime : 0;
+  j["speedup_over_best_expert"] =
+      bestReport.stepTime > 0 ? bestExpertTime / bestReport.stepTime : 0;
+  nlohmann::json starts = nlohmann::json::object();
+  for (const auto &[name, time] : startTimes)
+    starts[name] = time * 1e3;
+  j["baselines_ms"] = starts;
+  j["fits_memory"] = fitsMemory;
+  j["memory_limit_bytes"] = memoryLimit;
+  j["peak_memory_bytes"] = peakMemory;
+  j["iterations"] = iterations;
+  j["search_seconds"] = seconds;
+  j["iterations_per_second"] = seconds > 0 ? iterations / seconds : 0;
+  j["acceptance_rate"] = acceptanceRate;
+  nlohmann::json curve = nlohmann::json::array();
+  for (const auto &point : convergence)
+    curve.push_back({{"seconds", point[0]},
+                     {"iterations", point[1]},
+                     {"best_ms", point[2] * 1e3}});
+  j["convergence"] = curve;
+  return j.dump(1);
+}
+
+namespace {
+
+/// One Markov chain with its own simulator (delta state) and random stream.
+struct Chain {
+  Chain(const OpGraph &graph, const CostModel &cost, SimOptions options,
+        uint64_t seed)
+      : simulator(graph, cost, options), rng(seed) {}
+  Simulator simulator;
+  std::mt19937_64 rng;
+  double cost = 0;
+  double bestCost = 0;
+  Strategy best;
+  int64_t proposals = 0, accepted = 0;
+};
+
+Strategy randomStrategy(const OpGraph &graph, int numDevices,
+                        std::mt19937_64 &rng) {
+  Strategy s;
+  s.numDevices = numDevices;
+  for (const OpNode &node : graph.nodes)
+    s.configs.push_back(randomConfig(node, numDevices, rng));
+  return s;
+}
+
+double secondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                       start)
+      .count();
+}
+
+} // namespace
+
+SearchResult searchStrategy(const OpGraph &graph, const CostModel &cost,
+                            SimOptions simOptions,
+                            const SearchOptions &options) {
+  auto startClock = std::chrono::steady_clock::now();
+  const Machine &machine = cost.machine();
+  int numDevices = machine.numDevices();
+  SearchResult result;
+  result.memoryLimit = options.memoryLimit > 0
+                           ? options.memoryLimit
+                           : machine.deviceType().memoryBytes;
+  int64_t limit = result.memoryLimit;
+
+  // Starting points: the baselines that fit the model, then random ones.
+  std::vector<Strategy> starts;
+  std::vector<double> startCosts;
+  std::vector<SimReport> startReports;
+  {
+    Simulator simulator(graph, cost, simOptions);
+    for (const std::string &name : baselineStrategyNames()) {
+      Strategy s = *strategyByName(name, graph, numDevices);
+      if (s.validate(graph))
+        continue;
+      SimReport report = simulator.simulate(s);
+      result.startTimes.emplace_back(name, report.stepTime);
+      if (name == "data-parallel") {
+        result.dataParallelTime = report.stepTime;
+      } else if (result.bestExpertName.empty() ||
+                 report.stepTime < result.bestExpertTime) {
+        result.bestExpertName = name;
+        result.bestExpertTime = report.stepTime;
+      }
+      starts.push_back(std::move(s));
+      startCosts.push_back(searchCost(report, limit));
+      startReports.push_back(report);
+    }
+    if (result.bestExpertName.empty()) {
+      result.bestExpertName = "data-parallel";
+      result.bestExpertTime = result.dataParallelTime;
+    }
+    std::mt19937_64 rng(options.seed * 7919 + 17);
+    int numChains = std::max(1, options.chains);
+    for (int c = static_cast<int>(starts.size()); c < numChains; ++c) {
+      Strategy s = randomStrategy(graph, numDevices, rng);
+      SimReport report = simulator.simulate(s);
+      starts.push_back(std::move(s));
+      startCosts.push_back(searchCost(report, limit));
+      startReports.push_back(report);
+    }
+  }
+  size_t bestStart = std::min_element(startCosts.begin(), startCosts.end()) -
+                     startCosts.begin();
+  result.best = starts[bestStart];
+  result.bestCost = startCosts[bestStart];
+  result.bestReport = startReports[bestStart];
+
+  int numChains = std::max(1, options.chains);
+  std::vector<std::unique_ptr<Chain>> chains;
+  for (int c = 0; c < numChains; ++c) {
+    auto chain = std::make_unique<Chain>(
+        graph, cost, simOptions,
+        options.seed * 1000003 + static_cast<uint64_t>(c) * 7907);
+    const Strategy &start = starts[c % starts.size()];
+    chain->cost = searchCost(chain->simulator.simulate(start), limit);
+    chain->bestCost = chain->cost;
+    chain->best = start;
+    chains.push_back(std::move(chain));
+  }
+
+  int64_t budget = options.budget > 0
+                       ? options.budget
+                       : (options.timeLimit > 0 ? INT64_MAX : 20000);
+  int64_t round = options.roundLength > 0
+                      ? options.roundLength
+                      : std::clamp<int64_t>(
+                            budget == INT64_MAX ? 200 : budget / numChains / 10,
+                            20, 2000);
+  int threads = std::clamp(options.threads, 1, numChains);
+  int numNodes = graph.nodes.size();
+  int64_t lastImprovement = 0;
+  result.convergence.push_back({secondsSince(startClock), 0, result.bestCost});
+
+  auto runChain = [&](Chain &chain, int64_t proposals) {
+    Simulator &sim = chain.simulator;
+    for (int64_t i = 0; i < proposals; ++i) {
+      int node = std::uniform_int_distribution<int>(0, numNodes - 1)(chain.rng);
+      ParallelConfig old = sim.strategy().configs[node];
+      ParallelConfig proposal = randomConfig(graph.nodes[node], numDevices,
+                                             chain.rng);
+      double u = std::uniform_real_distribution<double>(0, 1)(chain.rng);
+      double candidate = searchCost(sim.simulateDelta(node, proposal), limit);
+      ++chain.proposals;
+      double delta = candidate - chain.cost;
+      bool accept =
+          delta <= 0 ||
+          u < std::exp(-delta / (options.temperature * chain.cost + 1e-30));
+      if (!accept) {
+        sim.simulateDelta(node, old);
+        continue;
+      }
+      ++chain.accepted;
+      chain.cost = candidate;
+      if (candidate < chain.bestCost) {
+        chain.bestCost = candidate;
+        chain.best = sim.strategy();
+      }
+    }
+  };
+
+  while (result.iterations < budget) {
+    int64_t proposals = round;
+    if (budget != INT64_MAX)
+      proposals = std::min<int64_t>(
+          round, (budget - result.iterations + numChains - 1) / numChains);
+    std::vector<std::thread> pool;
+    for (int t = 0; t < threads; ++t)
+      pool.emplace_back([&, t] {
+        for (int c = t; c < numChains; c += threads)
+          runChain(*chains[c], proposals);
+      });
+    for (std::thread &thread : pool)
+      thread.join();
+    result.iterations += proposals * numChains;
+    // The best of the round, deterministically (ties: lowest chain).
+    int roundBest = -1;
+    for (int c = 0; c < numChains; ++c)
+      if (chains[c]->bestCost < result.bestCost &&
+          (roundBest < 0 || chains[c]->bestCost < chains[roundBest]->bestCost))
+        roundBest = c;
+    if (roundBest >= 0) {
+      result.bestCost = chains[roundBest]->bestCost;
+      result.best = chains[roundBest]->best;
+      lastImprovement = result.iterations;
+    }
+    int64_t proposed = 0, accepted = 0;
+    for (auto &chain : chains) {
+      proposed += chain->proposals;
+      accepted += chain->accepted;
+    }
+    result.acceptanceRate = proposed ? double(accepted) / proposed : 0;
+    double elapsed = secondsSince(startClock);
+    result.convergence.push_back(
+        {elapsed, double(result.iterations), result.bestCost});
+    if (options.progress)
+      options.progress(result.iterations, result.bestCost,
+                       result.acceptanceRate, elapsed);
+    if (options.timeLimit > 0 && elapsed >= options.timeLimit)
+      break;
+    if (budget != INT64_MAX && result.iterations - lastImprovement >= budget / 2)
+      break;
+    if (result.iterations >= budget)
+      break;
+    // Restart every chain from the best strategy found so far.
+    for (auto &chain : chains) {
+      chain->cost = searchCost(chain->simulator.simulate(result.best), limit);
+      chain->bestCost = chain->cost;
+      chain->best = result.best;
+    }
+  }
+
+  Simulator final(graph, cost, simOptions);
+  result.bestReport = final.simulate(result.best);
+  result.peakMemory = peakOf(result.bestReport);
+  result.fitsMemory = result.peakMemory <= limit;
+  result.seconds = secondsSince(startClock);
+  return result;
+}
+
+} // namespace soap
