@@ -179,7 +179,6 @@ SearchResult searchStrategy(const OpGraph &graph, const CostModel &cost,
     Simulator &sim = chain.simulator;
     for (int64_t i = 0; i < proposals; ++i) {
       int node = std::uniform_int_distribution<int>(0, numNodes - 1)(chain.rng);
-      ParallelConfig old = sim.strategy().configs[node];
       ParallelConfig proposal = randomConfig(graph.nodes[node], numDevices,
                                              chain.rng);
       double u = std::uniform_real_distribution<double>(0, 1)(chain.rng);
@@ -190,7 +189,7 @@ SearchResult searchStrategy(const OpGraph &graph, const CostModel &cost,
           delta <= 0 ||
           u < std::exp(-delta / (options.temperature * chain.cost + 1e-30));
       if (!accept) {
-        sim.simulateDelta(node, old);
+        sim.undo();
         continue;
       }
       ++chain.accepted;

@@ -103,6 +103,23 @@ struct Simulator::EdgeTasks {
   std::vector<int> owned;                ///< transfer tasks
 };
 
+/// What simulateDelta changed, to put it back.
+struct Simulator::UndoLog {
+  bool valid = false;
+  int node = -1;
+  ParallelConfig config;
+  std::unique_ptr<Placement> placement;
+  NodeTasks nodeTasks;
+  std::vector<std::pair<std::pair<int, int>, EdgeTasks>> edges;
+  std::vector<std::pair<int, std::vector<int>>> parameterTasks;
+  std::vector<std::pair<int, std::vector<int>>> preds;
+  std::vector<std::pair<int, Task>> removed;
+  size_t taskCount = 0;
+  std::vector<int> freeIds;
+  std::vector<double> readyTime, startTime, endTime;
+  std::vector<int> order;
+};
+
 using Box = std::vector<std::pair<int64_t, int64_t>>; // inclusive ranges
 
 struct Simulator::Placement {
@@ -187,6 +204,7 @@ Simulator::Simulator(const OpGraph &graph, const CostModel &cost,
   }
   placements.resize(n);
   nodeTasks.resize(n);
+  undoLog = std::make_unique<UndoLog>();
   parameterTasks.resize(graph.tensors.size());
   parameterReaders.resize(graph.tensors.size());
   parametersReadBy.resize(n);
@@ -703,10 +721,16 @@ void Simulator::schedule(double resumeTime, const std::vector<char> &changed) {
         heap.push({ready[v], rank[v], v});
     }
   }
-  readyTime = std::move(ready);
-  startTime = std::move(start);
-  endTime = std::move(end);
-  order = std::move(newOrder);
+  std::swap(readyTime, ready);
+  std::swap(startTime, start);
+  std::swap(endTime, end);
+  std::swap(order, newOrder);
+  if (undoLog->valid) {
+    undoLog->readyTime = std::move(ready);
+    undoLog->startTime = std::move(start);
+    undoLog->endTime = std::move(end);
+    undoLog->order = std::move(newOrder);
+  }
   haveSchedule = true;
 }
 
@@ -784,6 +808,7 @@ SimReport Simulator::report() const {
 //===----------------------------------------------------------------------===//
 
 SimReport Simulator::simulate(const Strategy &strategy) {
+  undoLog->valid = false;
   current = strategy;
   for (auto &p : placements)
     p.reset();
@@ -823,6 +848,31 @@ SimReport Simulator::simulateDelta(int node, const ParallelConfig &config) {
   for (int id : before)
     resume = std::min(resume, readyTime[id]);
 
+  // Remember what changes, for undo().
+  UndoLog &log = *undoLog;
+  log.valid = true;
+  log.node = node;
+  log.config = current.configs[node];
+  log.nodeTasks = nodeTasks[node];
+  log.edges.clear();
+  log.parameterTasks.clear();
+  log.preds.clear();
+  log.removed.clear();
+  for (int p : producersOf[node]) {
+    log.edges.emplace_back(std::make_pair(p, node), edges[{p, node}]);
+    for (int id : nodeTasks[p].bwd)
+      log.preds.emplace_back(id, tasks[id].preds);
+  }
+  for (int c : consumersOf[node]) {
+    log.edges.emplace_back(std::make_pair(node, c), edges[{node, c}]);
+    for (int id : nodeTasks[c].fwd)
+      log.preds.emplace_back(id, tasks[id].preds);
+  }
+  for (int t : parametersReadBy[node])
+    log.parameterTasks.emplace_back(t, parameterTasks[t]);
+  log.taskCount = tasks.size();
+  log.freeIds = freeIds;
+
   // Rebuild.
   std::vector<int> removed;
   removeNode(node, removed);
@@ -837,10 +887,12 @@ SimReport Simulator::simulateDelta(int node, const ParallelConfig &config) {
     removeEdge(p, node, removed);
   for (int c : consumersOf[node])
     removeEdge(node, c, removed);
+  for (int id : removed)
+    log.removed.emplace_back(id, tasks[id]);
   // Freed ids are reused: scheduling order depends on task keys, not ids.
   freeIds.insert(freeIds.end(), removed.begin(), removed.end());
   current.configs[node] = config;
-  placements[node].reset();
+  log.placement = std::move(placements[node]);
   buildNode(node);
   for (int t : parametersReadBy[node])
     buildParameter(t);
@@ -895,6 +947,43 @@ SimReport Simulator::simulateDelta(int node, const ParallelConfig &config) {
   }
   schedule(resume, changed);
   return report();
+}
+
+bool Simulator::undo() {
+  UndoLog &log = *undoLog;
+  if (!log.valid)
+    return false;
+  log.valid = false;
+  // Ids freed before the change and reused by it are free again; tasks
+  // appended by it go; removed tasks come back as they were.
+  for (int id : log.freeIds)
+    if (id < static_cast<int>(log.taskCount))
+      tasks[id].alive = false;
+  tasks.resize(log.taskCount);
+  for (auto &[id, task] : log.removed) {
+    tasks[id] = std::move(task);
+    tasks[id].alive = true;
+  }
+  freeIds = std::move(log.freeIds);
+  for (auto &[id, preds] : log.preds)
+    tasks[id].preds = std::move(preds);
+  int node = log.node;
+  for (int p : producersOf[node])
+    edges.erase({p, node});
+  for (int c : consumersOf[node])
+    edges.erase({node, c});
+  for (auto &[key, edge] : log.edges)
+    edges[key] = std::move(edge);
+  for (auto &[t, ids] : log.parameterTasks)
+    parameterTasks[t] = std::move(ids);
+  nodeTasks[node] = std::move(log.nodeTasks);
+  placements[node] = std::move(log.placement);
+  current.configs[node] = log.config;
+  readyTime = std::move(log.readyTime);
+  startTime = std::move(log.startTime);
+  endTime = std::move(log.endTime);
+  order = std::move(log.order);
+  return true;
 }
 
 std::string Simulator::chromeTrace() const {

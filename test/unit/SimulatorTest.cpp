@@ -241,6 +241,7 @@ void checkDeltaEqualsFull(const OpGraph &g, const Machine &machine,
   for (int i = 0; i < changes; ++i) {
     int node = std::uniform_int_distribution<int>(0, g.nodes.size() - 1)(rng);
     ParallelConfig config = randomConfig(g.nodes[node], devices, rng);
+    ParallelConfig previous = delta.strategy().configs[node];
     SimReport incremental = delta.simulateDelta(node, config);
     ASSERT_FALSE(delta.strategy().validate(g)) << *delta.strategy().validate(g);
     SimReport scratch = full.simulate(delta.strategy());
@@ -249,7 +250,19 @@ void checkDeltaEqualsFull(const OpGraph &g, const Machine &machine,
         << incremental.stepTime << " s, " << incremental.numTasks
         << " tasks; full " << scratch.stepTime << " s, " << scratch.numTasks
         << " tasks";
+    // Every third change is taken back (as the search does with rejected
+    // proposals); the next change then starts from the restored state.
+    if (i % 3 == 2) {
+      Strategy before = delta.strategy();
+      before.configs[node] = previous;
+      ASSERT_TRUE(delta.undo());
+      ASSERT_FALSE(delta.undo()) << "only one change can be undone";
+      ASSERT_EQ(delta.strategy().toJSON(g), before.toJSON(g));
+    }
   }
+  // After all that, re-applying a config (a no-op change) still agrees.
+  SimReport last = delta.simulateDelta(0, delta.strategy().configs[0]);
+  ASSERT_TRUE(last == full.simulate(delta.strategy()));
 }
 
 TEST_F(SimulatorIR, DeltaEqualsFullOnTheMlp) {

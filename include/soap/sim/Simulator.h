@@ -74,6 +74,11 @@ public:
   /// re-simulates incrementally. Requires a prior simulate().
   SimReport simulateDelta(int node, const ParallelConfig &config);
 
+  /// Reverts the last simulateDelta (only that one), restoring the task
+  /// graph, the strategy and the schedule as they were; false when there
+  /// is nothing to undo. Cheaper than a second delta back.
+  bool undo();
+
   /// The strategy of the last (delta) simulation.
   const Strategy &strategy() const { return current; }
 
@@ -86,6 +91,7 @@ private:
   struct NodeTasks;
   struct EdgeTasks;
   struct Placement;
+  struct UndoLog;
 
   void buildAll();
   void buildNode(int node);
@@ -112,6 +118,7 @@ private:
   std::vector<NodeTasks> nodeTasks;
   std::map<std::pair<int, int>, EdgeTasks> edges;
   std::vector<std::unique_ptr<Placement>> placements;
+  std::unique_ptr<UndoLog> undoLog;
   /// Per parameter tensor: its gradient all-reduces and updates, and the
   /// (node, access) pairs that read it; per node, the parameters it reads.
   std::vector<std::vector<int>> parameterTasks;
