@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <map>
 #include <memory>
 #include <random>
 #include <thread>
@@ -175,14 +176,49 @@ SearchResult searchStrategy(const OpGraph &graph, const CostModel &cost,
   int64_t lastImprovement = 0;
   result.convergence.push_back({secondsSince(startClock), 0, result.bestCost});
 
+  // Ops that share their weights and their shape (the steps of an unrolled
+  // RNN, a tied embedding): half of the proposals for one of them give the
+  // same config to all, since splitting a shared weight pays off only when
+  // every reader splits it alike.
+  std::vector<std::vector<int>> twins(numNodes);
+  {
+    std::map<std::pair<std::vector<int>, std::vector<int64_t>>,
+             std::vector<int>>
+        groups;
+    for (int n = 0; n < numNodes; ++n) {
+      std::vector<int> weights;
+      for (const auto &[tensor, access] : graph.readTensors(n))
+        if (graph.tensors[tensor].isParameter &&
+            graph.tensors[tensor].producer < 0)
+          weights.push_back(tensor);
+      if (weights.empty() || !graph.nodes[n].partitionable)
+        continue;
+      std::sort(weights.begin(), weights.end());
+      groups[{weights, graph.nodes[n].loopSizes}].push_back(n);
+    }
+    for (const auto &[key, members] : groups)
+      if (members.size() > 1)
+        for (int n : members)
+          twins[n] = members;
+  }
+
   auto runChain = [&](Chain &chain, int64_t proposals) {
     Simulator &sim = chain.simulator;
+    std::vector<std::pair<int, ParallelConfig>> changes;
     for (int64_t i = 0; i < proposals; ++i) {
       int node = std::uniform_int_distribution<int>(0, numNodes - 1)(chain.rng);
       ParallelConfig proposal = randomConfig(graph.nodes[node], numDevices,
                                              chain.rng);
       double u = std::uniform_real_distribution<double>(0, 1)(chain.rng);
-      double candidate = searchCost(sim.simulateDelta(node, proposal), limit);
+      bool together = !twins[node].empty() &&
+                      std::uniform_int_distribution<int>(0, 1)(chain.rng);
+      changes.clear();
+      if (together)
+        for (int twin : twins[node])
+          changes.emplace_back(twin, proposal);
+      else
+        changes.emplace_back(node, proposal);
+      double candidate = searchCost(sim.simulateDelta(changes), limit);
       ++chain.proposals;
       double delta = candidate - chain.cost;
       bool accept =

@@ -105,11 +105,14 @@ struct Simulator::EdgeTasks {
 
 /// What simulateDelta changed, to put it back.
 struct Simulator::UndoLog {
+  struct NodeEntry {
+    int node;
+    ParallelConfig config;
+    std::unique_ptr<Placement> placement;
+    NodeTasks tasks;
+  };
   bool valid = false;
-  int node = -1;
-  ParallelConfig config;
-  std::unique_ptr<Placement> placement;
-  NodeTasks nodeTasks;
+  std::vector<NodeEntry> nodes;
   std::vector<std::pair<std::pair<int, int>, EdgeTasks>> edges;
   std::vector<std::pair<int, std::vector<int>>> parameterTasks;
   std::vector<std::pair<int, std::vector<int>>> preds;
@@ -820,115 +823,131 @@ SimReport Simulator::simulate(const Strategy &strategy) {
 }
 
 SimReport Simulator::simulateDelta(int node, const ParallelConfig &config) {
-  if (!haveSchedule)
-    return simulate([&] {
-      Strategy s = current;
+  return simulateDelta({{node, config}});
+}
+
+SimReport Simulator::simulateDelta(
+    const std::vector<std::pair<int, ParallelConfig>> &changes) {
+  if (!haveSchedule) {
+    Strategy s = current;
+    for (const auto &[node, config] : changes)
       s.configs[node] = config;
-      return s;
-    }());
-  // Tasks whose existence, duration or dependencies change, as they were.
-  std::vector<int> before;
-  auto collect = [&](const std::vector<int> &ids) {
-    before.insert(before.end(), ids.begin(), ids.end());
+    return simulate(s);
+  }
+  // What the change touches: the ops, their edges, the parameters they
+  // read, the forward tasks of their consumers and the backward tasks of
+  // their producers (whose dependencies change).
+  std::set<int> nodes;
+  for (const auto &change : changes)
+    nodes.insert(change.first);
+  std::set<std::pair<int, int>> edgeKeys;
+  std::set<int> params, relinkForward, relinkBackward;
+  for (int node : nodes) {
+    for (int p : producersOf[node]) {
+      edgeKeys.insert({p, node});
+      if (!nodes.count(p))
+        relinkBackward.insert(p);
+    }
+    for (int c : consumersOf[node]) {
+      edgeKeys.insert({node, c});
+      if (!nodes.count(c))
+        relinkForward.insert(c);
+    }
+    params.insert(parametersReadBy[node].begin(),
+                  parametersReadBy[node].end());
+  }
+  auto forEachTouched = [&](auto &&visit) {
+    for (int node : nodes) {
+      visit(nodeTasks[node].fwd);
+      visit(nodeTasks[node].bwd);
+      visit(nodeTasks[node].sync);
+    }
+    for (int t : params)
+      visit(parameterTasks[t]);
+    for (const auto &key : edgeKeys)
+      visit(edges[key].owned);
+    for (int c : relinkForward)
+      visit(nodeTasks[c].fwd);
+    for (int p : relinkBackward)
+      visit(nodeTasks[p].bwd);
   };
-  collect(nodeTasks[node].fwd);
-  collect(nodeTasks[node].bwd);
-  collect(nodeTasks[node].sync);
-  for (int t : parametersReadBy[node])
-    collect(parameterTasks[t]);
-  for (int p : producersOf[node]) {
-    collect(edges[{p, node}].owned);
-    collect(nodeTasks[p].bwd);
-  }
-  for (int c : consumersOf[node]) {
-    collect(edges[{node, c}].owned);
-    collect(nodeTasks[c].fwd);
-  }
   double resume = std::numeric_limits<double>::infinity();
-  for (int id : before)
-    resume = std::min(resume, readyTime[id]);
+  forEachTouched([&](const std::vector<int> &ids) {
+    for (int id : ids)
+      resume = std::min(resume, readyTime[id]);
+  });
 
   // Remember what changes, for undo().
   UndoLog &log = *undoLog;
   log.valid = true;
-  log.node = node;
-  log.config = current.configs[node];
-  log.nodeTasks = nodeTasks[node];
+  log.nodes.clear();
   log.edges.clear();
   log.parameterTasks.clear();
   log.preds.clear();
   log.removed.clear();
-  for (int p : producersOf[node]) {
-    log.edges.emplace_back(std::make_pair(p, node), edges[{p, node}]);
-    for (int id : nodeTasks[p].bwd)
-      log.preds.emplace_back(id, tasks[id].preds);
-  }
-  for (int c : consumersOf[node]) {
-    log.edges.emplace_back(std::make_pair(node, c), edges[{node, c}]);
+  for (int node : nodes)
+    log.nodes.push_back({node, current.configs[node], nullptr,
+                         nodeTasks[node]});
+  for (const auto &key : edgeKeys)
+    log.edges.emplace_back(key, edges[key]);
+  for (int t : params)
+    log.parameterTasks.emplace_back(t, parameterTasks[t]);
+  for (int c : relinkForward)
     for (int id : nodeTasks[c].fwd)
       log.preds.emplace_back(id, tasks[id].preds);
-  }
-  for (int t : parametersReadBy[node])
-    log.parameterTasks.emplace_back(t, parameterTasks[t]);
+  for (int p : relinkBackward)
+    for (int id : nodeTasks[p].bwd)
+      log.preds.emplace_back(id, tasks[id].preds);
   log.taskCount = tasks.size();
   log.freeIds = freeIds;
 
-  // Rebuild.
+  // Remove.
   std::vector<int> removed;
-  removeNode(node, removed);
-  for (int t : parametersReadBy[node]) {
+  for (int node : nodes)
+    removeNode(node, removed);
+  for (int t : params) {
     for (int id : parameterTasks[t]) {
       tasks[id].alive = false;
       removed.push_back(id);
     }
     parameterTasks[t].clear();
   }
-  for (int p : producersOf[node])
-    removeEdge(p, node, removed);
-  for (int c : consumersOf[node])
-    removeEdge(node, c, removed);
+  for (const auto &key : edgeKeys)
+    removeEdge(key.first, key.second, removed);
   for (int id : removed)
     log.removed.emplace_back(id, tasks[id]);
   // Freed ids are reused: scheduling order depends on task keys, not ids.
   freeIds.insert(freeIds.end(), removed.begin(), removed.end());
-  current.configs[node] = config;
-  log.placement = std::move(placements[node]);
-  buildNode(node);
-  for (int t : parametersReadBy[node])
+
+  // Rebuild.
+  for (auto &entry : log.nodes)
+    entry.placement = std::move(placements[entry.node]);
+  for (const auto &[node, config] : changes)
+    current.configs[node] = config;
+  for (int node : nodes)
+    buildNode(node);
+  for (int t : params)
     buildParameter(t);
-  for (int p : producersOf[node])
-    buildEdge(p, node);
-  for (int c : consumersOf[node])
-    buildEdge(node, c);
-  linkForward(node);
-  linkBackward(node);
-  for (int p : producersOf[node])
-    linkBackward(p);
-  for (int c : consumersOf[node])
+  for (const auto &key : edgeKeys)
+    buildEdge(key.first, key.second);
+  for (int node : nodes) {
+    linkForward(node);
+    linkBackward(node);
+  }
+  for (int c : relinkForward)
     linkForward(c);
+  for (int p : relinkBackward)
+    linkBackward(p);
 
   // Tasks that changed, as they are now.
   std::vector<char> changed(tasks.size(), 0);
   std::vector<int> after;
-  auto mark = [&](const std::vector<int> &ids) {
+  forEachTouched([&](const std::vector<int> &ids) {
     for (int id : ids) {
       changed[id] = 1;
       after.push_back(id);
     }
-  };
-  mark(nodeTasks[node].fwd);
-  mark(nodeTasks[node].bwd);
-  mark(nodeTasks[node].sync);
-  for (int t : parametersReadBy[node])
-    mark(parameterTasks[t]);
-  for (int p : producersOf[node]) {
-    mark(edges[{p, node}].owned);
-    mark(nodeTasks[p].bwd);
-  }
-  for (int c : consumersOf[node]) {
-    mark(edges[{node, c}].owned);
-    mark(nodeTasks[c].fwd);
-  }
+  });
   // A changed task whose predecessors are all unchanged becomes ready when
   // the last of them ends in the old schedule; nothing before the earliest
   // such time (or the earliest old ready time of a changed task) differs.
@@ -967,18 +986,15 @@ bool Simulator::undo() {
   freeIds = std::move(log.freeIds);
   for (auto &[id, preds] : log.preds)
     tasks[id].preds = std::move(preds);
-  int node = log.node;
-  for (int p : producersOf[node])
-    edges.erase({p, node});
-  for (int c : consumersOf[node])
-    edges.erase({node, c});
   for (auto &[key, edge] : log.edges)
     edges[key] = std::move(edge);
   for (auto &[t, ids] : log.parameterTasks)
     parameterTasks[t] = std::move(ids);
-  nodeTasks[node] = std::move(log.nodeTasks);
-  placements[node] = std::move(log.placement);
-  current.configs[node] = log.config;
+  for (auto &entry : log.nodes) {
+    nodeTasks[entry.node] = std::move(entry.tasks);
+    placements[entry.node] = std::move(entry.placement);
+    current.configs[entry.node] = entry.config;
+  }
   readyTime = std::move(log.readyTime);
   startTime = std::move(log.startTime);
   endTime = std::move(log.endTime);

@@ -73,8 +73,12 @@ public:
   /// Changes node `node`'s config in the last simulated strategy and
   /// re-simulates incrementally. Requires a prior simulate().
   SimReport simulateDelta(int node, const ParallelConfig &config);
+  /// The same for several ops changed at once (their shared edges and
+  /// parameters are rebuilt once).
+  SimReport
+  simulateDelta(const std::vector<std::pair<int, ParallelConfig>> &changes);
 
-  /// Reverts the last simulateDelta (only that one), restoring the task
+  /// Reverts the last simulateDelta call (only that one), restoring the task
   /// graph, the strategy and the schedule as they were; false when there
   /// is nothing to undo. Cheaper than a second delta back.
   bool undo();
