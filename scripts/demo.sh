@@ -1,28 +1,29 @@
 #!/usr/bin/env bash
-# The main job, for now: set up, build, and show how each op of the bundled
-# model (docs/examples/mlp.mlir) can be partitioned, through soap-opt.
+# The main job, as far as it goes today: set up, build, and run the bundled
+# model (docs/examples/mlp.mlir) through SOAP:
+#   1. how each op can be partitioned (--soap-print-dims);
+#   2. the simulated training step of the baseline strategies on 4 P100s;
+#   3. the MCMC search for a faster strategy, simulated the same way.
 # Another model can be given: ./scripts/demo.sh path/to/model.mlir
 set -euo pipefail
 cd "$(dirname "$0")/.."
 MODEL=${1:-docs/examples/mlp.mlir}
+MACHINE=${SOAP_DEMO_MACHINE:-p100-4x4}
+DEVICES=${SOAP_DEMO_DEVICES:-4}
 BUILD_DIR=${SOAP_BUILD_DIR:-build}
 export SOAP_BUILD_DIR=$BUILD_DIR
+OPT=$BUILD_DIR/bin/soap-opt
 
 ./scripts/setup.sh
 ./scripts/build.sh soap-opt
 
 echo
-echo "== $BUILD_DIR/bin/soap-opt $MODEL --soap-print-dims"
+echo "== 1. $OPT $MODEL --soap-print-dims"
 echo "   each op's iteration dimensions as name:size:kind"
 echo "   (sample = batch, attribute = other output dims, parameter = indexes"
 echo "    a parameter, reduction = contracted)"
 echo
-out=$("$BUILD_DIR/bin/soap-opt" "$MODEL" --soap-print-dims -o /dev/null 2>&1)
-status=$?
-if [ $status -ne 0 ]; then
-  echo "$out"
-  exit $status
-fi
+out=$("$OPT" "$MODEL" --soap-print-dims -o /dev/null 2>&1)
 # One line per op: source line, op name, dimensions.
 grep -E ': remark: ' <<< "$out" | while IFS= read -r line; do
   loc=${line%%: remark: *}
@@ -36,3 +37,17 @@ for kind in sample attribute parameter reduction; do
   printf '  %-10s dimensions: %s\n' "$kind" "$(grep -oE ":$kind\b" <<< "$out" | wc -l)"
 done
 echo "  not partitionable ops: $(grep -c 'is not partitionable' <<< "$out" || true)"
+
+echo
+echo "== 2. simulated training step on $DEVICES devices of $MACHINE (machines/$MACHINE.json)"
+for strategy in data-parallel model-parallel owt megatron; do
+  line=$("$OPT" "$MODEL" --soap-apply-strategy="strategy=$strategy devices=$DEVICES" \
+         --soap-simulate="machine=$MACHINE" -o /dev/null 2>&1 | grep 'soap-simulate:')
+  printf '  %-15s %s\n' "$strategy" "${line#soap-simulate: }"
+done
+
+echo
+echo "== 3. $OPT $MODEL --soap-search=\"machine=$MACHINE devices=$DEVICES budget=4000\""
+"$OPT" "$MODEL" --soap-search="machine=$MACHINE devices=$DEVICES budget=4000 threads=2" \
+  --soap-export-strategy="file=$BUILD_DIR/demo-strategy.json" -o "$BUILD_DIR/demo-partitioned.mlir"
+echo "  the strategy: $BUILD_DIR/demo-strategy.json; the annotated program: $BUILD_DIR/demo-partitioned.mlir"
