@@ -3,12 +3,11 @@
 #include "PassSupport.h"
 
 #include "soap/Dialect/SoapDialect.h"
+#include "soap/support/AtomicFile.h"
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 
-#include <cstdio>
-#include <fstream>
 
 using namespace mlir;
 
@@ -97,21 +96,7 @@ LogicalResult prepareSimulation(ModuleOp module, const std::string &machineName,
 
 bool writeTextFile(const std::string &path, const std::string &text,
                    std::string &error) {
-  std::string temporary = path + ".tmp";
-  {
-    std::ofstream out(temporary, std::ios::trunc);
-    out << text << '\n';
-    out.flush();
-    if (!out) {
-      error = "cannot write '" + path + "'";
-      return false;
-    }
-  }
-  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
-    error = "cannot write '" + path + "'";
-    return false;
-  }
-  return true;
+  return writeFileAtomically(path, text, error);
 }
 
 } // namespace soap

@@ -2,11 +2,11 @@
 
 #include "soap/cost/CostModel.h"
 #include "soap/machine/Machine.h"
+#include "soap/support/AtomicFile.h"
 
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <cstdio>
 #include <fstream>
 #include <sstream>
 
@@ -130,21 +130,7 @@ std::optional<ProfileDatabase> ProfileDatabase::load(const std::string &path,
 }
 
 bool ProfileDatabase::save(const std::string &path, std::string &error) const {
-  std::string temporary = path + ".tmp";
-  {
-    std::ofstream out(temporary, std::ios::trunc);
-    out << toJSON() << '\n';
-    out.flush();
-    if (!out) {
-      error = "cannot write '" + temporary + "'";
-      return false;
-    }
-  }
-  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
-    error = "cannot rename '" + temporary + "' to '" + path + "'";
-    return false;
-  }
-  return true;
+  return writeFileAtomically(path, toJSON(), error);
 }
 
 //===----------------------------------------------------------------------===//

@@ -304,16 +304,22 @@ void Simulator::buildNode(int node) {
   NodeTasks &group = nodeTasks[node];
   group = NodeTasks();
   bool backward = options.training && n.needsBackward;
-  for (size_t t = 0; t < p.devices.size(); ++t) {
-    int id = newTask();
-    Task &task = tasks[id];
-    task.kind = TaskKind::Forward;
-    task.key = {0, node, -1, static_cast<int32_t>(t), 0, 0};
-    task.duration = p.forward;
-    task.device = p.devices[t];
-    task.resources = {p.devices[t]};
-    group.fwd.push_back(id);
-  }
+  // One compute task per shard on its device.
+  auto addShardTasks = [&](TaskKind kind, double duration,
+                           std::vector<int> &list) {
+    for (size_t t = 0; t < p.devices.size(); ++t) {
+      int id = newTask();
+      Task &task = tasks[id];
+      task.kind = kind;
+      task.key = {kind == TaskKind::Forward ? 0 : 1, node, -1,
+                  static_cast<int32_t>(t), 0, 0};
+      task.duration = duration;
+      task.device = p.devices[t];
+      task.resources = {p.devices[t]};
+      list.push_back(id);
+    }
+  };
+  addShardTasks(TaskKind::Forward, p.forward, group.fwd);
   int numDevices = machine.numDevices();
   if (p.splitsReduction) {
     // Tasks that split a reduction loop hold partial sums of the same
@@ -366,18 +372,8 @@ void Simulator::buildNode(int node) {
       }
     }
   }
-  if (backward) {
-    for (size_t t = 0; t < p.devices.size(); ++t) {
-      int id = newTask();
-      Task &task = tasks[id];
-      task.kind = TaskKind::Backward;
-      task.key = {1, node, -1, static_cast<int32_t>(t), 0, 0};
-      task.duration = p.backward;
-      task.device = p.devices[t];
-      task.resources = {p.devices[t]};
-      group.bwd.push_back(id);
-    }
-  }
+  if (backward)
+    addShardTasks(TaskKind::Backward, p.backward, group.bwd);
 }
 
 void Simulator::buildParameter(int tensorId) {

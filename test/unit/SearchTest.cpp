@@ -5,22 +5,15 @@
 #include "soap/search/Search.h"
 #include "soap/search/Strategies.h"
 
+#include "TestMachines.h"
+
 #include <gtest/gtest.h>
 
 using namespace soap;
 
 namespace {
 
-Machine loadMachine(const std::string &name, int devices) {
-  std::string error;
-  std::optional<Machine> machine = Machine::load(
-      std::string(SOAP_SOURCE_DIR) + "/machines/" + name + ".json", error);
-  EXPECT_TRUE(machine) << error;
-  if (machine && devices != machine->numDevices())
-    machine = machine->withDevices(devices, error);
-  EXPECT_TRUE(machine) << error;
-  return *machine;
-}
+using test::loadMachine;
 
 IndexExpr loop(unsigned l) {
   IndexExpr e;

@@ -20,6 +20,8 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
 
+#include "TestMachines.h"
+
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -46,16 +48,7 @@ Machine parseMachine(const char *text) {
   return *machine;
 }
 
-Machine loadMachine(const std::string &name, int devices) {
-  std::string error;
-  std::optional<Machine> machine = Machine::load(
-      std::string(SOAP_SOURCE_DIR) + "/machines/" + name + ".json", error);
-  EXPECT_TRUE(machine) << error;
-  if (devices != machine->numDevices())
-    machine = machine->withDevices(devices, error);
-  EXPECT_TRUE(machine) << error;
-  return *machine;
-}
+using test::loadMachine;
 
 IndexExpr loop(unsigned l) {
   IndexExpr e;
