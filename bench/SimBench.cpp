@@ -5,6 +5,7 @@
 //     with delta simulation (one markdown row)
 //   soap-sim-bench strategies MODEL.mlir MACHINE DEVICES
 //     simulated step time of each baseline strategy (one markdown row)
+// MODEL may also be an OpGraph JSON written by --soap-export-graph.
 //
 //===----------------------------------------------------------------------===//
 
@@ -25,6 +26,8 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
+#include <sstream>
 #include <string>
 
 using namespace soap;
@@ -51,30 +54,42 @@ int main(int argc, char **argv) {
   int devices = std::atoi(argv[4]);
   int proposals = argc > 5 ? std::atoi(argv[5]) : 1000;
 
+  // The model: MLIR, or an OpGraph JSON from --soap-export-graph.
+  std::string error;
+  std::optional<OpGraph> loaded;
   mlir::DialectRegistry registry;
   mlir::registerAllDialects(registry);
   registerSoapDialects(registry);
   mlir::MLIRContext context(registry);
-  llvm::SourceMgr sourceMgr;
-  mlir::OwningOpRef<mlir::ModuleOp> module =
-      mlir::parseSourceFile<mlir::ModuleOp>(modelPath, &context);
-  if (!module) {
-    std::fprintf(stderr, "soap-sim-bench: cannot parse %s\n", modelPath.c_str());
-    return 1;
+  if (modelPath.size() > 5 &&
+      modelPath.compare(modelPath.size() - 5, 5, ".json") == 0) {
+    std::ifstream in(modelPath);
+    std::stringstream buffer;
+    buffer << in.rdbuf();
+    loaded = OpGraph::fromJSON(buffer.str(), error);
+  } else {
+    mlir::OwningOpRef<mlir::ModuleOp> module =
+        mlir::parseSourceFile<mlir::ModuleOp>(modelPath, &context);
+    if (!module) {
+      std::fprintf(stderr, "soap-sim-bench: cannot parse %s\n",
+                   modelPath.c_str());
+      return 1;
+    }
+    auto func = findTargetFunction(*module, "", error);
+    std::optional<BuiltOpGraph> built;
+    if (func)
+      built = buildOpGraph(func, error);
+    if (built)
+      loaded = std::move(built->graph);
   }
-  std::string error;
-  auto func = findTargetFunction(*module, "", error);
-  std::optional<BuiltOpGraph> built;
-  if (func)
-    built = buildOpGraph(func, error);
   std::optional<Machine> machine = Machine::load(machinePath, error);
   if (machine && devices != machine->numDevices())
     machine = machine->withDevices(devices, error);
-  if (!built || !machine) {
+  if (!loaded || !machine) {
     std::fprintf(stderr, "soap-sim-bench: %s\n", error.c_str());
     return 1;
   }
-  const OpGraph &graph = built->graph;
+  const OpGraph &graph = *loaded;
   CostModel cost(*machine);
 
   if (mode == "strategies") {

@@ -182,4 +182,22 @@ def SoapSearch : Pass<"soap-search", "mlir::ModuleOp"> {
   let dependentDialects = ["::soap::SoapDialect"];
 }
 
+def SoapExportGraph : Pass<"soap-export-graph", "mlir::ModuleOp"> {
+  let summary = "Write the model's op graph (what the simulator and the search see) as JSON";
+  let description = [{
+    Writes the OpGraph of the function (the only one with a body, or
+    `func=`): every op with its loops (sizes, names, kinds), its tensor
+    accesses as linear index expressions, FLOPs per iteration and whether it
+    has backward work; every tensor with its shape, element type and whether
+    it is a parameter. The simulator, the search and their benchmarks can
+    run on such a file alone (`soap-sim-bench`). The IR is unchanged.
+  }];
+  let options = [
+    Option<"file", "file", "std::string", /*default=*/"\"\"",
+           "Output JSON file (required)">,
+    Option<"funcName", "func", "std::string", /*default=*/"\"\"",
+           "Function to export (default: the only one with a body)">,
+  ];
+}
+
 #endif // SOAP_PASSES_TD

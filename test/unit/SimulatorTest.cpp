@@ -386,3 +386,36 @@ TEST(SimulatorZoo, DeltaEqualsFullOnEveryModel) {
 }
 
 } // namespace
+
+namespace {
+
+TEST_F(SimulatorIR, OpGraphJsonRoundTrip) {
+  OpGraph g = graphOfFile("docs/examples/mlp.mlir");
+  std::string text = g.toJSON();
+  std::string error;
+  std::optional<OpGraph> back = OpGraph::fromJSON(text, error);
+  ASSERT_TRUE(back) << error;
+  EXPECT_EQ(back->toJSON(), text);
+  // The simulator sees the same model.
+  Machine machine = loadMachine("p100-4x4", 4);
+  CostModel cost(machine);
+  Simulator a(g, cost), b(*back, cost);
+  Strategy s = owtStrategy(g, 4);
+  EXPECT_TRUE(a.simulate(s) == b.simulate(s));
+}
+
+TEST(OpGraphJson, ErrorsNameTheField) {
+  std::string error;
+  EXPECT_FALSE(OpGraph::fromJSON("{", error));
+  EXPECT_EQ(error, "not valid JSON");
+  EXPECT_FALSE(OpGraph::fromJSON(R"({"tensors": [], "nodes": [{"op": "x"}]})",
+                                 error));
+  EXPECT_EQ(error, "'nodes[0].class' is missing");
+  EXPECT_FALSE(OpGraph::fromJSON(
+      R"({"tensors": [{"name": "t", "shape": [4], "element_bytes": 4,
+                       "producer": 3}], "nodes": []})",
+      error));
+  EXPECT_EQ(error, "tensor 0 ('t') has producer 3 out of range");
+}
+
+} // namespace
