@@ -169,8 +169,8 @@ SearchResult searchStrategy(const OpGraph &graph, const CostModel &cost,
   int64_t round = options.roundLength > 0
                       ? options.roundLength
                       : std::clamp<int64_t>(
-                            budget == INT64_MAX ? 200 : budget / numChains / 10,
-                            20, 2000);
+                            budget == INT64_MAX ? 25 : budget / numChains / 10,
+                            10, 2000);
   int threads = std::clamp(options.threads, 1, numChains);
   int numNodes = graph.nodes.size();
   int64_t lastImprovement = 0;
