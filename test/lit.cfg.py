@@ -2,6 +2,7 @@
 # lit configuration for SOAP's FileCheck tests.
 
 import os
+import shutil
 
 import lit.formats
 from lit.llvm import llvm_config
@@ -26,8 +27,19 @@ tools = [
     ToolSubst("soap-opt", unresolved="fatal"),
     ToolSubst("soap-translate", unresolved="fatal"),
     ToolSubst("soap-zoo", unresolved="fatal"),
+    ToolSubst("soap-profile", unresolved="fatal"),
 ]
 llvm_config.add_tool_substitutions(tools, [config.soap_tools_dir])
 
 if os.path.isdir(config.realmodels_dir):
     config.available_features.add("realmodels")
+
+# MPI tests (REQUIRES: mpi) run `%mpirun -np N ...`: oversubscribed, so
+# that more ranks than cores work, and allowed as root (containers).
+mpirun = shutil.which("mpirun")
+if mpirun:
+    config.available_features.add("mpi")
+    mpirun_flags = " --oversubscribe"
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        mpirun_flags += " --allow-run-as-root"
+    config.substitutions.append(("%mpirun", mpirun + mpirun_flags))

@@ -428,11 +428,14 @@ TEST(MachineFiles, H100Cluster) {
 }
 
 TEST(MachineFiles, LocalCpu) {
+  // `soap-profile --mpi` rewrites this file with what it measures on the
+  // machine at hand (ranks, overheads), so only its shape is fixed.
   Machine m = loadMachine("cpu-local");
-  EXPECT_EQ(m.numDevices(), 2);
+  EXPECT_GE(m.numDevices(), 1);
   EXPECT_EQ(m.numNodes(), 1);
   EXPECT_NE(m.spec().description.find("soap-profile"), std::string::npos);
-  EXPECT_DOUBLE_EQ(m.deviceType().launchOverhead, 1e-6);
+  EXPECT_GE(m.deviceType().launchOverhead, 0);
+  EXPECT_LT(m.deviceType().launchOverhead, 1e-3);
 }
 
 TEST(MachineFiles, WithDevicesTakesTheFirstOnes) {

@@ -1,0 +1,656 @@
+//===- KernelCodegen.cpp - one op as a JIT-compiled CPU kernel ------------===//
+
+#include "KernelCodegen.h"
+
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Transforms/Hoisting.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/SCF/Transforms/TileUsingInterface.h"
+#include "mlir/Dialect/Utils/StructuredOpsUtils.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/Dialect/Vector/Transforms/LoweringPatterns.h"
+#include "mlir/ExecutionEngine/OptUtils.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "mlir/Transforms/RegionUtils.h"
+
+#include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/raw_ostream.h"
+#include "llvm/TargetParser/Host.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+
+using namespace mlir;
+
+namespace soap::profile {
+
+const char *codegenName(Codegen codegen) {
+  return codegen == Codegen::Vector ? "vector" : "loops";
+}
+
+int64_t KernelBuffer::numElements() const {
+  int64_t n = 1;
+  for (int64_t s : shape)
+    n *= s;
+  return n;
+}
+
+static std::string typeString(Type type) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  type.print(os);
+  return s;
+}
+
+/// Collects the diagnostics emitted while alive into one line.
+class DiagnosticCollector {
+public:
+  explicit DiagnosticCollector(MLIRContext *context)
+      : handler(context, [this](Diagnostic &diag) {
+          if (!text.empty())
+            text += "; ";
+          text += diag.str();
+          return success();
+        }) {}
+  std::string text;
+
+private:
+  ScopedDiagnosticHandler handler;
+};
+
+std::optional<KernelModule>
+buildKernelModule(Operation *op,
+                  const std::vector<std::vector<int64_t>> &operandShapes,
+                  std::string &error) {
+  MLIRContext *context = op->getContext();
+  llvm::SetVector<Value> captured;
+  getUsedValuesDefinedAbove(op->getRegions(), captured);
+  if (!captured.empty()) {
+    error = "its body uses " + std::to_string(captured.size()) +
+            " value(s) defined outside the op";
+    return std::nullopt;
+  }
+
+  KernelModule result;
+  SmallVector<Type> argTypes;
+  for (Value operand : op->getOperands()) {
+    auto tensor = dyn_cast<RankedTensorType>(operand.getType());
+    if (!tensor)
+      continue;
+    size_t index = result.buffers.size();
+    if (index >= operandShapes.size()) {
+      error = "internal: fewer operand shapes than tensor operands";
+      return std::nullopt;
+    }
+    Type element = tensor.getElementType();
+    if (!element.isIntOrIndexOrFloat()) {
+      error =
+          "operand element type " + typeString(element) + " is not a number";
+      return std::nullopt;
+    }
+    KernelBuffer buffer;
+    buffer.shape = operandShapes[index];
+    buffer.elementBytes =
+        element.isIndex()
+            ? 8
+            : std::max<int64_t>(1, (element.getIntOrFloatBitWidth() + 7) / 8);
+    buffer.dtype = typeString(element);
+    argTypes.push_back(MemRefType::get(buffer.shape, element));
+    result.buffers.push_back(std::move(buffer));
+  }
+
+  OpBuilder b(context);
+  Location loc = UnknownLoc::get(context);
+  result.module = ModuleOp::create(loc);
+  b.setInsertionPointToEnd(result.module->getBody());
+  auto func =
+      func::FuncOp::create(b, loc, "kernel", b.getFunctionType(argTypes, {}));
+  Block *entry = func.addEntryBlock();
+  b.setInsertionPointToStart(entry);
+  // The op runs on tensors that alias the buffers; bufferization later
+  // makes it read and write them in place.
+  auto dps = dyn_cast<DestinationStyleOpInterface>(op);
+  SmallVector<Value> operands;
+  SmallVector<Value> destinations; // buffer of each result
+  unsigned nextArg = 0;
+  for (OpOperand &operand : op->getOpOperands()) {
+    auto tensor = dyn_cast<RankedTensorType>(operand.get().getType());
+    if (tensor) {
+      Value buffer = entry->getArgument(nextArg++);
+      auto local =
+          RankedTensorType::get(cast<MemRefType>(buffer.getType()).getShape(),
+                                tensor.getElementType());
+      bool isInit = dps && dps.isDpsInit(&operand);
+      operands.push_back(bufferization::ToTensorOp::create(
+          b, loc, local, buffer, /*restrict=*/true, /*writable=*/isInit));
+      if (isInit)
+        destinations.push_back(buffer);
+      continue;
+    }
+    // A scalar (the value of linalg.fill): any constant will do.
+    Type type = operand.get().getType();
+    if (!type.isIntOrIndexOrFloat()) {
+      error = "operand of type " + typeString(type) + " is not supported";
+      return std::nullopt;
+    }
+    TypedAttr zero = cast<TypedAttr>(b.getZeroAttr(type));
+    operands.push_back(arith::ConstantOp::create(b, loc, zero));
+  }
+  if (!dps || destinations.size() != op->getNumResults()) {
+    error = "not an op that writes its results into its outputs";
+    return std::nullopt;
+  }
+  SmallVector<Type> resultTypes;
+  for (OpOperand &init : dps.getDpsInitsMutable())
+    resultTypes.push_back(operands[init.getOperandNumber()].getType());
+  Operation *copy = clone(b, op, resultTypes, operands);
+  copy->setDiscardableAttrs(DictionaryAttr::get(context));
+  copy->setLoc(loc);
+  for (auto [value, buffer] : llvm::zip(copy->getResults(), destinations))
+    bufferization::MaterializeInDestinationOp::create(
+        b, loc, Type(), value, buffer, /*restrict=*/false, /*writable=*/true);
+  func::ReturnOp::create(b, loc);
+
+  DiagnosticCollector diagnostics(context);
+  if (failed(verify(*result.module))) {
+    error = "the kernel does not verify: " + diagnostics.text;
+    return std::nullopt;
+  }
+  return result;
+}
+
+//===----------------------------------------------------------------------===//
+// Tiling and vectorization
+//===----------------------------------------------------------------------===//
+
+/// The largest divisor of `size` that is at most `limit`.
+static int64_t divisorAtMost(int64_t size, int64_t limit) {
+  for (int64_t d = std::min(size, limit); d > 1; --d)
+    if (size % d == 0)
+      return d;
+  return 1;
+}
+
+/// The loop that indexes the innermost dimension of `map`'s results, or -1
+/// when that is not a plain loop.
+static int innermostLoop(AffineMap map) {
+  if (map.getNumResults() == 0)
+    return -1;
+  if (auto dim = dyn_cast<AffineDimExpr>(map.getResults().back()))
+    return dim.getPosition();
+  return -1;
+}
+
+/// f32 lanes of the host's widest vector registers: 16 with AVX-512, 8
+/// with AVX2 (the JIT compiles for the host CPU).
+static int64_t vectorLanesF32() {
+  static int64_t lanes = [] {
+    llvm::StringMap<bool> features = llvm::sys::getHostCPUFeatures();
+    if (features.lookup("avx512f"))
+      return 16;
+    if (features.lookup("avx"))
+      return 8;
+    return 4; // SSE, NEON
+  }();
+  return lanes;
+}
+
+/// Tile sizes (0: the whole loop) that make one tile a register block:
+/// for contractions 4 rows x 4 vectors of the output per reduction step,
+/// for convolutions a 1-D convolution of 16 output columns, otherwise a
+/// vector along the innermost dimension of the largest operand. Sizes
+/// divide the loops, so that every tile has static shapes.
+static SmallVector<int64_t> chooseTileSizes(linalg::LinalgOp op) {
+  SmallVector<int64_t> loops = op.getStaticLoopRanges();
+  SmallVector<int64_t> tiles;
+  for (int64_t size : loops)
+    tiles.push_back(size == 1 ? 0 : 1);
+  auto tileTo = [&](int loop, int64_t limit) {
+    int64_t d = divisorAtMost(loops[loop], limit);
+    tiles[loop] = d == loops[loop] ? 0 : d;
+  };
+
+  if (linalg::isaContractionOpInterface(op)) {
+    FailureOr<linalg::ContractionDimensions> dims =
+        linalg::inferContractionDims(op);
+    if (succeeded(dims)) {
+      // An output tile of 4 rows of 4 vector registers (16 accumulators),
+      // one reduction step at a time: the fastest of the shapes tried on
+      // AVX-512 (512^3 f32: 4x64 ~45% of peak, 8x32 ~33%, 6x64 ~40%;
+      // reduction tiles above 1 lower badly).
+      int outputInner =
+          innermostLoop(op.getMatchingIndexingMap(op.getDpsInitOperand(0)));
+      int64_t rowTile = 4, columnTile = 4 * vectorLanesF32();
+      if (outputInner >= 0 && llvm::is_contained(dims->n, outputInner)) {
+        tileTo(outputInner, columnTile);
+        if (!dims->m.empty())
+          tileTo(dims->m.back(), rowTile);
+      } else if (outputInner >= 0 && llvm::is_contained(dims->m, outputInner)) {
+        tileTo(outputInner, columnTile);
+        if (!dims->n.empty())
+          tileTo(dims->n.back(), rowTile);
+      } else if (!dims->k.empty()) {
+        tileTo(dims->k.back(), 64); // a matrix-vector product
+      }
+      return tiles;
+    }
+  }
+
+  if (linalg::isaConvolutionOpInterface(op)) {
+    FailureOr<linalg::ConvolutionDimensions> dims =
+        linalg::inferConvolutionDims(op);
+    if (succeeded(dims) && !dims->outputImage.empty() &&
+        !dims->filterLoop.empty()) {
+      // Every loop 1 but: 16 output columns (the rows of the 1-D
+      // convolution a tile decomposes into) with their whole window, a
+      // vector of output channels, 8 input channels. The fastest of the
+      // shapes tried on AVX-512 (3x3 and 1x1 convolutions of 64-256
+      // channels: ~25 GFLOP/s, against ~7 with 4 columns x 64 channels
+      // x 1 input channel).
+      int64_t lanes = vectorLanesF32();
+      tileTo(dims->outputImage.back(), 16);
+      tiles[dims->filterLoop.back()] = 0;
+      for (unsigned f : dims->outputChannel)
+        tileTo(f, lanes);
+      for (unsigned c : dims->inputChannel)
+        tileTo(c, 8);
+      for (unsigned d : dims->depth)
+        tileTo(d, lanes);
+      return tiles;
+    }
+  }
+
+  // Other ops: a vector along the innermost dimension of the largest
+  // operand (contiguous in memory), one element along every other loop.
+  int best = -1;
+  int64_t bestElements = -1;
+  for (OpOperand &operand : op->getOpOperands()) {
+    auto type = dyn_cast<ShapedType>(operand.get().getType());
+    if (!type || !type.hasStaticShape() || type.getRank() == 0)
+      continue;
+    int loop = innermostLoop(op.getMatchingIndexingMap(&operand));
+    if (loop >= 0 && type.getNumElements() > bestElements) {
+      best = loop;
+      bestElements = type.getNumElements();
+    }
+  }
+  if (best >= 0)
+    tileTo(best, 64);
+  return tiles;
+}
+
+/// Tiles and vectorizes the kernel's linalg op in place.
+static bool tileAndVectorize(func::FuncOp func, std::string &error) {
+  linalg::LinalgOp target;
+  func.walk([&](linalg::LinalgOp op) { target = op; });
+  if (!target) {
+    error = "no linalg op in the kernel";
+    return false;
+  }
+  MLIRContext *context = func.getContext();
+  IRRewriter rewriter(context);
+  rewriter.setInsertionPoint(target);
+  SmallVector<int64_t> tiles = chooseTileSizes(target);
+
+  Operation *toVectorize = target;
+  if (llvm::any_of(tiles, [](int64_t t) { return t != 0; })) {
+    scf::SCFTilingOptions options;
+    options.setTileSizes(getAsIndexOpFoldResult(context, tiles));
+    FailureOr<scf::SCFTilingResult> tiled = scf::tileUsingSCF(
+        rewriter, cast<TilingInterface>(target.getOperation()), options);
+    if (failed(tiled) || tiled->tiledOps.size() != 1) {
+      error = "tiling failed";
+      return false;
+    }
+    rewriter.replaceOp(target, tiled->replacements);
+    toVectorize = tiled->tiledOps.front();
+  }
+  if (linalg::isaConvolutionOpInterface(cast<linalg::LinalgOp>(toVectorize))) {
+    // A tile with one output row and one window row is a 1-D convolution,
+    // which the vectorizer handles.
+    RewritePatternSet patterns(context);
+    linalg::populateDecomposeConvolutionPatterns(patterns);
+    if (failed(applyPatternsGreedily(func, std::move(patterns)))) {
+      error = "convolution decomposition did not converge";
+      return false;
+    }
+    toVectorize = nullptr;
+    func.walk([&](linalg::LinalgOp op) { toVectorize = op; });
+    if (!toVectorize) {
+      error = "internal: the convolution disappeared";
+      return false;
+    }
+  }
+  rewriter.setInsertionPoint(toVectorize);
+  FailureOr<linalg::VectorizationResult> vectorized =
+      linalg::vectorize(rewriter, toVectorize);
+  if (failed(vectorized)) {
+    error = "the vectorizer does not handle this op";
+    return false;
+  }
+  rewriter.replaceOp(toVectorize, vectorized->replacements);
+  return true;
+}
+
+/// Lowers vector.contract, multi-reductions, transposes and N-D transfers
+/// to 1-D vector operations that convert-vector-to-llvm handles well.
+static bool lowerVectorOps(func::FuncOp func, std::string &error) {
+  MLIRContext *context = func.getContext();
+  RewritePatternSet patterns(context);
+  vector::populateVectorContractLoweringPatterns(
+      patterns, vector::VectorContractLowering::OuterProduct);
+  vector::populateVectorOuterProductLoweringPatterns(patterns);
+  vector::populateVectorMultiReductionLoweringPatterns(
+      patterns, vector::VectorMultiReductionLowering::InnerReduction);
+  vector::populateVectorTransposeLoweringPatterns(
+      patterns, vector::VectorTransposeLowering::EltWise);
+  vector::populateVectorTransferPermutationMapLoweringPatterns(patterns);
+  vector::populateVectorBroadcastLoweringPatterns(patterns);
+  vector::populateVectorShapeCastLoweringPatterns(patterns);
+  vector::populateVectorMaskOpLoweringPatterns(patterns);
+  if (failed(applyPatternsGreedily(func, std::move(patterns)))) {
+    error = "vector lowering did not converge";
+    return false;
+  }
+  return true;
+}
+
+/// Runs `pipeline`, the passes to run on the module (without the
+/// "builtin.module(...)" around them).
+static bool runPipeline(ModuleOp module, llvm::StringRef pipeline,
+                        std::string &error) {
+  PassManager pm(module.getContext(), ModuleOp::getOperationName());
+  std::string parseError;
+  llvm::raw_string_ostream os(parseError);
+  if (failed(parsePassPipeline(pipeline, pm, os))) {
+    error = "internal: bad pass pipeline: " + parseError;
+    return false;
+  }
+  DiagnosticCollector diagnostics(module.getContext());
+  if (failed(pm.run(module))) {
+    error = "lowering failed: " + diagnostics.text;
+    return false;
+  }
+  return true;
+}
+
+bool lowerKernelToLLVM(ModuleOp module, Codegen codegen, std::string &error) {
+  if (codegen == Codegen::Vector) {
+    for (auto func : module.getOps<func::FuncOp>()) {
+      if (func.isExternal())
+        continue;
+      bool hasLinalg = false;
+      func.walk([&](linalg::LinalgOp) { hasLinalg = true; });
+      if (hasLinalg && !tileAndVectorize(func, error))
+        return false;
+    }
+    // Bufferize, fold the tiles' subviews into the transfers and hoist
+    // loop-invariant code, so that output tiles stay in registers across
+    // reduction loops.
+    if (!runPipeline(module,
+                     "func.func(canonicalize, cse), one-shot-bufferize, "
+                     "func.func(canonicalize, cse, fold-memref-alias-ops, "
+                     "loop-invariant-code-motion, canonicalize, cse)",
+                     error))
+      return false;
+    for (auto func : module.getOps<func::FuncOp>()) {
+      if (func.isExternal())
+        continue;
+      linalg::hoistRedundantVectorTransfers(func);
+      if (!lowerVectorOps(func, error))
+        return false;
+    }
+  } else if (!runPipeline(module, "one-shot-bufferize, func.func(canonicalize)",
+                          error)) {
+    return false;
+  }
+  return runPipeline(
+      module,
+      "func.func(convert-vector-to-scf{full-unroll=true}, "
+      "convert-linalg-to-loops, fold-memref-alias-ops, canonicalize, cse), "
+      "expand-strided-metadata, lower-affine, convert-scf-to-cf, "
+      "func.func(canonicalize, cse), "
+      "convert-vector-to-llvm, finalize-memref-to-llvm, "
+      "convert-math-to-llvm, convert-math-to-libm, convert-arith-to-llvm, "
+      "convert-ub-to-llvm, "
+      "convert-index-to-llvm, "
+      "convert-func-to-llvm{use-bare-ptr-memref-call-conv=true}, "
+      "convert-cf-to-llvm, reconcile-unrealized-casts",
+      error);
+}
+
+//===----------------------------------------------------------------------===//
+// JIT
+//===----------------------------------------------------------------------===//
+
+void registerKernelCodegen(DialectRegistry &registry) {
+  static bool initialized = [] {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+    return true;
+  }();
+  (void)initialized;
+  registerBuiltinDialectTranslation(registry);
+  registerLLVMDialectTranslation(registry);
+}
+
+/// Values in [0.5, 1) from a fixed sequence: no denormals, no zeros to
+/// divide by, no overflow in exp of a sum.
+/// Each buffer gets its own sequence (`index`), so that an op that copies
+/// one buffer into another changes it.
+static void fillBuffer(void *data, const KernelBuffer &buffer, size_t index) {
+  int64_t n = buffer.numElements();
+  uint64_t state = 0x9E3779B97F4A7C15ull * (index + 1);
+  auto next = [&] {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    return 0.5 + static_cast<double>(state >> 11) * 0x1.0p-54;
+  };
+  if (buffer.dtype == "f32") {
+    auto *p = static_cast<float *>(data);
+    for (int64_t i = 0; i < n; ++i)
+      p[i] = static_cast<float>(next());
+  } else if (buffer.dtype == "f64") {
+    auto *p = static_cast<double *>(data);
+    for (int64_t i = 0; i < n; ++i)
+      p[i] = next();
+  } else {
+    std::memset(data, 0, static_cast<size_t>(buffer.bytes()));
+  }
+}
+
+std::unique_ptr<CompiledKernel>
+CompiledKernel::create(ModuleOp module, const std::string &function,
+                       const std::vector<KernelBuffer> &buffers,
+                       std::string &error,
+                       const std::vector<int64_t> &extraArgs) {
+  auto builder = llvm::orc::JITTargetMachineBuilder::detectHost();
+  if (!builder) {
+    error = "cannot target this CPU: " + llvm::toString(builder.takeError());
+    return nullptr;
+  }
+  builder->setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
+  auto machine = builder->createTargetMachine();
+  if (!machine) {
+    error = "cannot target this CPU: " + llvm::toString(machine.takeError());
+    return nullptr;
+  }
+  // The optimizer needs the target machine to know the vector width.
+  auto transformer = makeOptimizingTransformer(3, 0, machine->get());
+  ExecutionEngineOptions options;
+  options.transformer = transformer;
+  options.jitCodeGenOptLevel = llvm::CodeGenOptLevel::Aggressive;
+  options.enableGDBNotificationListener = false;
+  options.enablePerfNotificationListener = false;
+  DiagnosticCollector diagnostics(module.getContext());
+  auto engine = ExecutionEngine::create(module, options, std::move(*machine));
+  if (!engine) {
+    error = "JIT compilation failed: " + llvm::toString(engine.takeError());
+    if (!diagnostics.text.empty())
+      error += ": " + diagnostics.text.substr(0, diagnostics.text.find('\n'));
+    return nullptr;
+  }
+  auto entry = (*engine)->lookupPacked(function);
+  if (!entry) {
+    error = "JIT: " + llvm::toString(entry.takeError());
+    return nullptr;
+  }
+
+  std::unique_ptr<CompiledKernel> kernel(new CompiledKernel());
+  kernel->engine = std::move(*engine);
+  kernel->entry = *entry;
+  for (const KernelBuffer &buffer : buffers) {
+    size_t bytes = static_cast<size_t>(std::max<int64_t>(buffer.bytes(), 1));
+    bytes = (bytes + 63) / 64 * 64;
+    void *data = std::aligned_alloc(64, bytes);
+    if (!data) {
+      error = "cannot allocate " + std::to_string(bytes) + " bytes";
+      return nullptr;
+    }
+    kernel->data.push_back(data);
+    kernel->specs.push_back(buffer);
+    fillBuffer(data, buffer, kernel->data.size() - 1);
+  }
+  kernel->scalars = extraArgs;
+  // The packed entry takes a pointer to each argument: to each buffer
+  // pointer, then to each scalar.
+  for (void *&data : kernel->data)
+    kernel->argPointers.push_back(&data);
+  for (int64_t &scalar : kernel->scalars)
+    kernel->argPointers.push_back(&scalar);
+  return kernel;
+}
+
+CompiledKernel::~CompiledKernel() {
+  for (void *data : data)
+    std::free(data);
+}
+
+double CompiledKernel::medianSeconds(int warmup, int repeat) {
+  using Clock = std::chrono::steady_clock;
+  // At least one untimed call: it also sizes the batches.
+  warmup = std::max(warmup, 1);
+  auto start = Clock::now();
+  for (int i = 0; i < warmup; ++i)
+    run();
+  double perCall =
+      std::chrono::duration<double>(Clock::now() - start).count() / warmup;
+  // Kernels shorter than the clock's resolution run in batches of at least
+  // about 20 us; a sample is the batch's time per call.
+  int batch = static_cast<int>(
+      std::clamp(2e-5 / std::max(perCall, 1e-12), 1.0, 10000.0));
+  std::vector<double> times;
+  for (int i = 0; i < std::max(repeat, 1); ++i) {
+    auto begin = Clock::now();
+    for (int j = 0; j < batch; ++j)
+      run();
+    times.push_back(
+        std::chrono::duration<double>(Clock::now() - begin).count() / batch);
+  }
+  std::sort(times.begin(), times.end());
+  size_t n = times.size();
+  return n % 2 ? times[n / 2] : (times[n / 2 - 1] + times[n / 2]) / 2;
+}
+
+template <typename T>
+static bool compareValues(const void *a, const void *b, int64_t n,
+                          double tolerance, int64_t &where) {
+  const T *x = static_cast<const T *>(a), *y = static_cast<const T *>(b);
+  for (int64_t i = 0; i < n; ++i) {
+    double u = static_cast<double>(x[i]), v = static_cast<double>(y[i]);
+    if (u == v)
+      continue;
+    if (std::isnan(u) && std::isnan(v))
+      continue;
+    if (!(std::fabs(u - v) <=
+          tolerance * std::max(std::fabs(u), std::fabs(v)))) {
+      where = i;
+      return false;
+    }
+  }
+  return true;
+}
+
+bool sameResults(CompiledKernel &a, CompiledKernel &b,
+                 std::string &difference) {
+  if (a.numBuffers() != b.numBuffers()) {
+    difference = "different numbers of buffers";
+    return false;
+  }
+  std::vector<std::vector<char>> before;
+  for (size_t i = 0; i < a.numBuffers(); ++i) {
+    const char *data = static_cast<const char *>(a.buffer(i));
+    before.emplace_back(data, data + a.bufferSpec(i).bytes());
+  }
+  a.run();
+  b.run();
+  bool wrote = false;
+  for (size_t i = 0; i < a.numBuffers(); ++i)
+    wrote |= std::memcmp(before[i].data(), a.buffer(i), before[i].size()) != 0;
+  if (!wrote) {
+    difference = "the kernel left every buffer as it was";
+    return false;
+  }
+  for (size_t i = 0; i < a.numBuffers(); ++i) {
+    const KernelBuffer &spec = a.bufferSpec(i);
+    int64_t n = spec.numElements(), where = -1;
+    bool same;
+    if (spec.dtype == "f32")
+      same = compareValues<float>(a.buffer(i), b.buffer(i), n, 1e-4, where);
+    else if (spec.dtype == "f64")
+      same = compareValues<double>(a.buffer(i), b.buffer(i), n, 1e-4, where);
+    else
+      same = std::memcmp(a.buffer(i), b.buffer(i),
+                         static_cast<size_t>(spec.bytes())) == 0;
+    if (!same) {
+      difference = "buffer " + std::to_string(i) + " differs" +
+                   (where >= 0 ? " at element " + std::to_string(where) : "");
+      return false;
+    }
+  }
+  return true;
+}
+
+std::unique_ptr<CompiledKernel>
+compileOpKernel(Operation *op,
+                const std::vector<std::vector<int64_t>> &operandShapes,
+                Codegen codegen, Codegen &used, std::string &error,
+                std::string *fallbackReason) {
+  std::optional<KernelModule> kernel =
+      buildKernelModule(op, operandShapes, error);
+  if (!kernel)
+    return nullptr;
+  used = codegen;
+  if (!lowerKernelToLLVM(*kernel->module, codegen, error)) {
+    if (codegen != Codegen::Vector)
+      return nullptr;
+    // The vectorizer declined (or its lowering failed): scalar loops.
+    if (fallbackReason)
+      *fallbackReason = error.substr(0, error.find('\n'));
+    kernel = buildKernelModule(op, operandShapes, error);
+    if (!kernel)
+      return nullptr;
+    used = Codegen::Loops;
+    if (!lowerKernelToLLVM(*kernel->module, Codegen::Loops, error))
+      return nullptr;
+  }
+  return CompiledKernel::create(*kernel->module, "kernel", kernel->buffers,
+                                error);
+}
+
+} // namespace soap::profile

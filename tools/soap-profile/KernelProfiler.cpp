@@ -1,0 +1,272 @@
+//===- KernelProfiler.cpp - measure the ops of a model --------------------===//
+
+#include "KernelProfiler.h"
+
+#include "soap/search/Strategies.h"
+
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+#include <chrono>
+#include <map>
+#include <set>
+
+using namespace mlir;
+
+namespace soap::profile {
+
+/// The strategies to collect shards from, with a name for messages.
+static std::optional<std::vector<std::pair<std::string, Strategy>>>
+resolveStrategies(const OpGraph &graph, const KernelProfileOptions &options,
+                  std::string &error) {
+  std::vector<std::pair<std::string, Strategy>> result;
+  for (const std::string &name : options.strategies) {
+    bool isFile = name.find(".json") != std::string::npos ||
+                  name.find('/') != std::string::npos;
+    if (isFile) {
+      auto buffer = llvm::MemoryBuffer::getFile(name);
+      if (!buffer) {
+        error = "cannot read strategy file '" + name +
+                "': " + buffer.getError().message();
+        return std::nullopt;
+      }
+      std::string problem;
+      std::optional<Strategy> strategy =
+          Strategy::fromJSON((*buffer)->getBuffer().str(), graph, problem);
+      if (!strategy) {
+        error = name + ": " + problem;
+        return std::nullopt;
+      }
+      result.emplace_back(name, std::move(*strategy));
+      continue;
+    }
+    for (int devices : options.deviceCounts) {
+      std::optional<Strategy> strategy = strategyByName(name, graph, devices);
+      if (!strategy) {
+        std::string names;
+        for (const std::string &n : baselineStrategyNames())
+          names += (names.empty() ? "" : ", ") + n;
+        error = "unknown strategy '" + name + "'; expected " + names +
+                ", or a strategy .json file";
+        return std::nullopt;
+      }
+      result.emplace_back(name + " on " + std::to_string(devices) + " devices",
+                          std::move(*strategy));
+    }
+  }
+  for (const auto &[name, strategy] : result)
+    if (auto problem = strategy.validate(graph)) {
+      error = "strategy '" + name + "' does not fit the model: " + *problem;
+      return std::nullopt;
+    }
+  return result;
+}
+
+std::optional<std::vector<ShardToMeasure>>
+collectShards(const BuiltOpGraph &built, const KernelProfileOptions &options,
+              const std::string &deviceKind,
+              std::vector<std::pair<std::string, int>> &skipped,
+              std::string &error) {
+  const OpGraph &graph = built.graph;
+  auto strategies = resolveStrategies(graph, options, error);
+  if (!strategies)
+    return std::nullopt;
+
+  std::vector<ShardToMeasure> shards;
+  std::map<std::string, size_t> byKey;
+  std::map<std::string, int> skippedOps;
+  for (size_t n = 0; n < graph.nodes.size(); ++n) {
+    const OpNode &node = graph.nodes[n];
+    if (!node.partitionable || !isa<linalg::LinalgOp>(built.ops[n])) {
+      ++skippedOps[node.opName];
+      continue;
+    }
+    // The whole op (one device, or a replicated op), then each strategy's
+    // shard.
+    std::vector<std::vector<int64_t>> candidates = {node.loopSizes};
+    for (const auto &[name, strategy] : *strategies) {
+      const ParallelConfig &config = strategy.configs[n];
+      if (!Strategy::isReplicated(config))
+        candidates.push_back(config.shardSizes(node.loopSizes));
+    }
+    std::set<std::string> keysOfNode;
+    for (const std::vector<int64_t> &shard : candidates) {
+      std::string key =
+          ProfileDatabase::key(graph, static_cast<int>(n), shard, deviceKind);
+      if (!keysOfNode.insert(key).second)
+        continue;
+      auto it = byKey.find(key);
+      if (it != byKey.end()) {
+        ++shards[it->second].nodesSharingKey;
+        continue;
+      }
+      byKey[key] = shards.size();
+      shards.push_back({static_cast<int>(n), shard, key, 1});
+    }
+  }
+  skipped.assign(skippedOps.begin(), skippedOps.end());
+  return shards;
+}
+
+std::vector<std::vector<int64_t>>
+localOperandShapes(const OpGraph &graph, int node,
+                   const std::vector<int64_t> &shard) {
+  const OpNode &n = graph.nodes[node];
+  std::vector<std::vector<int64_t>> shapes;
+  for (const NodeAccess &access : n.accesses) {
+    const GraphTensor &tensor = graph.tensors[access.tensor];
+    // Results come after the operands: they have no buffer of their own.
+    if (access.role == AccessRole::Write && !access.isDestination)
+      break;
+    std::vector<int64_t> shape;
+    for (size_t d = 0; d < access.indices.size(); ++d) {
+      const IndexExpr &expr = access.indices[d];
+      int64_t full = tensor.shape[d];
+      if (!expr.isLinear) {
+        shape.push_back(full);
+        continue;
+      }
+      // The highest index the task reaches, plus one: a convolution window
+      // or a strided access covers a span, not just its distinct values.
+      int64_t highest = expr.constant;
+      for (const IndexTerm &term : expr.terms)
+        if (term.coefficient > 0 && term.loop < shard.size())
+          highest += term.coefficient * (shard[term.loop] - 1);
+      int64_t size = std::max<int64_t>(highest + 1, 1);
+      if (full >= 0)
+        size = std::min(size, full);
+      shape.push_back(size);
+    }
+    shapes.push_back(std::move(shape));
+  }
+  return shapes;
+}
+
+static std::string formatSeconds(double seconds) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  if (seconds < 1e-6)
+    os << llvm::format("%.1f ns", seconds * 1e9);
+  else if (seconds < 1e-3)
+    os << llvm::format("%.2f us", seconds * 1e6);
+  else if (seconds < 1)
+    os << llvm::format("%.3f ms", seconds * 1e3);
+  else
+    os << llvm::format("%.2f s", seconds);
+  return s;
+}
+
+KernelProfileSummary profileKernels(const BuiltOpGraph &built,
+                                    const std::vector<ShardToMeasure> &shards,
+                                    const Machine &machine,
+                                    const KernelProfileOptions &options,
+                                    ProfileDatabase &db,
+                                    llvm::raw_ostream &os) {
+  using Clock = std::chrono::steady_clock;
+  const OpGraph &graph = built.graph;
+  CostModel roofline(machine);
+  KernelProfileSummary summary;
+  auto start = Clock::now();
+  auto elapsed = [&] {
+    return std::chrono::duration<double>(Clock::now() - start).count();
+  };
+
+  for (size_t i = 0; i < shards.size(); ++i) {
+    const ShardToMeasure &item = shards[i];
+    const OpNode &node = graph.nodes[item.node];
+    std::string where = node.location.empty()
+                            ? node.opName
+                            : node.opName + " at " + node.location;
+    if (elapsed() > options.maxSeconds) {
+      summary.notMeasuredForTime = static_cast<int>(shards.size() - i);
+      summary.notes.push_back(
+          std::to_string(summary.notMeasuredForTime) +
+          " shard(s) not measured: the time budget (--max-seconds " +
+          llvm::formatv("{0}", llvm::format("%g", options.maxSeconds)).str() +
+          ") ran out");
+      break;
+    }
+    std::vector<std::vector<int64_t>> shapes =
+        localOperandShapes(graph, item.node, item.shard);
+    int64_t bufferBytes = 0;
+    {
+      size_t a = 0;
+      for (const std::vector<int64_t> &shape : shapes) {
+        int64_t elements = 1;
+        for (int64_t s : shape)
+          elements *= s;
+        bufferBytes +=
+            elements * graph.tensors[node.accesses[a++].tensor].elementBytes;
+      }
+    }
+    if (bufferBytes > options.maxBufferBytes) {
+      summary.notes.push_back(item.key + ": skipped, its buffers need " +
+                              llvm::formatv("{0:F1}", bufferBytes / 1e6).str() +
+                              " MB (--max-buffer-mb)");
+      continue;
+    }
+    double estimate =
+        roofline.forwardTime(graph, item.node, item.shard, /*device=*/0);
+    if (estimate > options.maxOpSeconds) {
+      summary.notes.push_back(item.key + ": skipped, the roofline predicts " +
+                              formatSeconds(estimate) +
+                              " per run (--max-op-seconds)");
+      continue;
+    }
+
+    Codegen used = options.codegen;
+    std::string error;
+    std::string fallback;
+    std::unique_ptr<CompiledKernel> kernel = compileOpKernel(
+        built.ops[item.node], shapes, options.codegen, used, error, &fallback);
+    if (!kernel) {
+      summary.notes.push_back(item.key + " (" + where + "): skipped, " +
+                              error.substr(0, error.find('\n')));
+      continue;
+    }
+    if (options.check && used == Codegen::Vector) {
+      Codegen loops = Codegen::Loops;
+      std::unique_ptr<CompiledKernel> reference = compileOpKernel(
+          built.ops[item.node], shapes, Codegen::Loops, loops, error);
+      std::string difference;
+      if (!reference)
+        summary.mismatches.push_back(item.key + ": no scalar-loop kernel: " +
+                                     error.substr(0, error.find('\n')));
+      else if (!sameResults(*kernel, *reference, difference))
+        summary.mismatches.push_back(item.key + ": " + difference);
+      else
+        ++summary.checked;
+    }
+    auto first = Clock::now();
+    kernel->run();
+    double firstRun =
+        std::chrono::duration<double>(Clock::now() - first).count();
+    if (firstRun > options.maxOpSeconds) {
+      summary.notes.push_back(item.key + ": skipped, one run took " +
+                              formatSeconds(firstRun) + " (--max-op-seconds)");
+      continue;
+    }
+    double forward = kernel->medianSeconds(options.warmup - 1, options.repeat);
+    ProfileDatabase::Entry entry;
+    entry.forward = forward;
+    entry.backward = forward * CostModel::gradientCount(graph, item.node);
+    entry.backwardEstimated = true;
+    db.record(item.key, entry);
+    ++summary.measured;
+    summary.vectorized += used == Codegen::Vector;
+    if (!options.quiet) {
+      os << "  " << item.key << ": " << formatSeconds(forward) << " ("
+         << codegenName(used) << ", roofline " << formatSeconds(estimate);
+      if (item.nodesSharingKey > 1)
+        os << ", " << item.nodesSharingKey << " ops";
+      if (options.verbose && !fallback.empty())
+        os << "; not vectorized: " << fallback;
+      os << ")\n";
+    }
+  }
+  return summary;
+}
+
+} // namespace soap::profile

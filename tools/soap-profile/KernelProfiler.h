@@ -1,0 +1,98 @@
+//===- KernelProfiler.h - measure the ops of a model ------------*- C++ -*-===//
+//
+// For every op of a model and every shard (loop extents) that the given
+// strategies give it, compiles the op alone on buffers of the shard's local
+// shapes (KernelCodegen.h), times it on this CPU and records it in a
+// ProfileDatabase under the key the simulator's cost model looks up.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SOAP_TOOLS_PROFILE_KERNELPROFILER_H
+#define SOAP_TOOLS_PROFILE_KERNELPROFILER_H
+
+#include "KernelCodegen.h"
+
+#include "soap/cost/CostModel.h"
+#include "soap/graph/OpGraphBuilder.h"
+#include "soap/machine/Machine.h"
+
+#include "llvm/Support/raw_ostream.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace soap::profile {
+
+struct KernelProfileOptions {
+  /// Strategy names (strategyByName) or strategy JSON files; each is applied
+  /// at every count of `deviceCounts` (files carry their own count).
+  std::vector<std::string> strategies = {"data-parallel"};
+  std::vector<int> deviceCounts = {2};
+  int warmup = 3;
+  int repeat = 10;
+  /// Stop measuring after this many seconds (what is measured is kept).
+  double maxSeconds = 300;
+  /// Skip a shard whose roofline estimate or first run exceeds this.
+  double maxOpSeconds = 2;
+  /// Skip a shard whose buffers need more bytes than this.
+  int64_t maxBufferBytes = int64_t(1) << 30;
+  Codegen codegen = Codegen::Vector;
+  bool quiet = false;   ///< no line per measured kernel
+  bool verbose = false; ///< say why a kernel was not vectorized
+  /// Also compile each vectorized kernel as scalar loops and compare their
+  /// results (a check of the code generator).
+  bool check = false;
+};
+
+/// One op shard to measure.
+struct ShardToMeasure {
+  int node = -1;
+  std::vector<int64_t> shard;
+  std::string key;
+  int nodesSharingKey = 1;
+};
+
+/// The distinct shards (by database key) of the linalg structured ops of
+/// `built` under the whole-op placement and the strategies of `options` on
+/// devices of kind `deviceKind`; other ops are listed in `skipped` as
+/// "op name -> count". Fails, naming the strategy, for an unknown strategy
+/// or one that does not fit the graph.
+std::optional<std::vector<ShardToMeasure>>
+collectShards(const BuiltOpGraph &built, const KernelProfileOptions &options,
+              const std::string &deviceKind,
+              std::vector<std::pair<std::string, int>> &skipped,
+              std::string &error);
+
+/// Local shapes of the tensor operands of node `node`'s op (inputs, then
+/// outputs) for a task with loop extents `shard`: the index range each
+/// operand dimension covers.
+std::vector<std::vector<int64_t>>
+localOperandShapes(const OpGraph &graph, int node,
+                   const std::vector<int64_t> &shard);
+
+/// What profileKernels did.
+struct KernelProfileSummary {
+  int measured = 0;
+  int vectorized = 0; ///< measured kernels that Codegen::Vector compiled
+  /// Shards not measured, with the reason (one line each).
+  std::vector<std::string> notes;
+  int notMeasuredForTime = 0; ///< left when the time budget ran out
+  int checked = 0;            ///< vectorized kernels that matched loops
+  std::vector<std::string> mismatches; ///< kernels that did not
+};
+
+/// Measures `shards` of `built`'s ops and records them in `db`: the
+/// forward time (median of `repeat` runs after `warmup`), and as backward
+/// time the forward time times CostModel::gradientCount, marked estimated.
+/// `machine` names the device kind and gives the roofline estimate used to
+/// skip shards too slow to measure. Prints a line per kernel unless quiet.
+KernelProfileSummary profileKernels(const BuiltOpGraph &built,
+                                    const std::vector<ShardToMeasure> &shards,
+                                    const Machine &machine,
+                                    const KernelProfileOptions &options,
+                                    ProfileDatabase &db, llvm::raw_ostream &os);
+
+} // namespace soap::profile
+
+#endif // SOAP_TOOLS_PROFILE_KERNELPROFILER_H

@@ -1,0 +1,499 @@
+//===- MpiCalibration.cpp - calibrate cpu-local.json under mpirun ---------===//
+
+#include "MpiCalibration.h"
+#include "MachineFiles.h"
+
+#include "soap/machine/Machine.h"
+#include "soap/support/AtomicFile.h"
+
+#include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <optional>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+namespace soap::profile {
+
+namespace {
+
+/// Ends every rank when an MPI call fails, naming the call and the rank.
+class MpiChecker {
+public:
+  int rank = -1;
+  void operator()(int code, const char *call) const {
+    if (code == MPI_SUCCESS)
+      return;
+    char message[MPI_MAX_ERROR_STRING];
+    int length = 0;
+    if (MPI_Error_string(code, message, &length) != MPI_SUCCESS)
+      std::snprintf(message, sizeof(message), "error code %d", code);
+    std::string name(call, std::strcspn(call, "("));
+    std::fprintf(stderr, "soap-profile: rank %d: %s failed: %s\n", rank,
+                 name.c_str(), message);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+    std::exit(1);
+  }
+};
+MpiChecker checkMpi;
+#define MPI_CHECK(call) checkMpi((call), #call)
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  size_t n = values.size();
+  if (n == 0)
+    return 0;
+  return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+
+/// Message sizes from `lo` to `hi`, doubling (`hi` always included).
+std::vector<int64_t> messageSizes(int64_t lo, int64_t hi, int factor) {
+  std::vector<int64_t> sizes;
+  for (int64_t s = lo; s < hi; s *= factor)
+    sizes.push_back(s);
+  sizes.push_back(hi);
+  return sizes;
+}
+
+/// Repetitions for a message of `bytes`: about 256 MiB moved, 5 to 1000.
+int repetitionsFor(int64_t bytes) {
+  return static_cast<int>(std::clamp<int64_t>(
+      (int64_t(256) << 20) / std::max<int64_t>(bytes, 1), 5, 1000));
+}
+
+/// Waits for every rank without spinning, so that a rank measuring alone
+/// has its core (and the memory system) to itself.
+void quietBarrier() {
+  MPI_Request request;
+  MPI_CHECK(MPI_Ibarrier(MPI_COMM_WORLD, &request));
+  int done = 0;
+  while (true) {
+    MPI_CHECK(MPI_Test(&request, &done, MPI_STATUS_IGNORE));
+    if (done)
+      break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+}
+
+/// One-way time of a message of `bytes` from `a` to `b` (half the median
+/// round trip), known on rank `a`; other ranks return 0.
+double pingPong(int rank, int a, int b, int64_t bytes,
+                std::vector<char> &buffer) {
+  int count = static_cast<int>(bytes);
+  int reps = repetitionsFor(bytes);
+  int warmup = std::max(2, reps / 10);
+  std::vector<double> times;
+  for (int i = 0; i < warmup + reps; ++i) {
+    if (rank == a) {
+      double start = MPI_Wtime();
+      MPI_CHECK(MPI_Send(buffer.data(), count, MPI_BYTE, b, 1, MPI_COMM_WORLD));
+      MPI_CHECK(MPI_Recv(buffer.data(), count, MPI_BYTE, b, 2, MPI_COMM_WORLD,
+                         MPI_STATUS_IGNORE));
+      if (i >= warmup)
+        times.push_back((MPI_Wtime() - start) / 2);
+    } else if (rank == b) {
+      MPI_CHECK(MPI_Recv(buffer.data(), count, MPI_BYTE, a, 1, MPI_COMM_WORLD,
+                         MPI_STATUS_IGNORE));
+      MPI_CHECK(MPI_Send(buffer.data(), count, MPI_BYTE, a, 2, MPI_COMM_WORLD));
+    }
+  }
+  return rank == a ? median(times) : 0;
+}
+
+/// Time per message when every rank sends `bytes` to the next rank and
+/// receives from the previous one at the same time (a ring step): what a
+/// ring collective's step costs. The slowest rank's median, on every rank.
+double ringStep(int rank, int size, int64_t bytes, std::vector<char> &send,
+                std::vector<char> &receive) {
+  int count = static_cast<int>(bytes);
+  int next = (rank + 1) % size, previous = (rank + size - 1) % size;
+  int reps = repetitionsFor(bytes);
+  int warmup = std::max(2, reps / 10);
+  std::vector<double> times;
+  for (int i = 0; i < warmup + reps; ++i) {
+    MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+    double start = MPI_Wtime();
+    MPI_CHECK(MPI_Sendrecv(send.data(), count, MPI_BYTE, next, 3,
+                           receive.data(), count, MPI_BYTE, previous, 3,
+                           MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+    if (i >= warmup)
+      times.push_back(MPI_Wtime() - start);
+  }
+  MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, times.data(),
+                          static_cast<int>(times.size()), MPI_DOUBLE, MPI_MAX,
+                          MPI_COMM_WORLD));
+  return median(times);
+}
+
+/// Median time of MPI_Allreduce (f32 sum) of `bytes` per rank, taken as the
+/// slowest rank's time of each call; the same on every rank.
+double allReduce(int64_t bytes, std::vector<float> &send,
+                 std::vector<float> &receive) {
+  int count = static_cast<int>(std::max<int64_t>(bytes / 4, 1));
+  int reps = std::clamp(repetitionsFor(bytes) / 2, 3, 500);
+  int warmup = std::max(2, reps / 10);
+  std::vector<double> times;
+  for (int i = 0; i < warmup + reps; ++i) {
+    MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+    double start = MPI_Wtime();
+    MPI_CHECK(MPI_Allreduce(send.data(), receive.data(), count, MPI_FLOAT,
+                            MPI_SUM, MPI_COMM_WORLD));
+    if (i >= warmup)
+      times.push_back(MPI_Wtime() - start);
+  }
+  MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, times.data(),
+                          static_cast<int>(times.size()), MPI_DOUBLE, MPI_MAX,
+                          MPI_COMM_WORLD));
+  return median(times);
+}
+
+/// t = alpha + bytes / beta, least squares on relative errors (so small
+/// messages fit the latency and large ones the bandwidth).
+struct AlphaBeta {
+  double alpha = 0;      ///< seconds
+  double beta = 0;       ///< bytes/s
+  double worstError = 0; ///< largest |fit - measured| / measured
+};
+
+std::optional<AlphaBeta>
+fitAlphaBeta(const std::vector<std::pair<int64_t, double>> &points) {
+  double s0 = 0, s1 = 0, s2 = 0, t0 = 0, t1 = 0;
+  for (auto [bytes, time] : points) {
+    if (time <= 0)
+      continue;
+    double w = 1 / (time * time), b = static_cast<double>(bytes);
+    s0 += w;
+    s1 += w * b;
+    s2 += w * b * b;
+    t0 += w * time;
+    t1 += w * b * time;
+  }
+  double det = s0 * s2 - s1 * s1;
+  if (det <= 0)
+    return std::nullopt;
+  double alpha = (t0 * s2 - s1 * t1) / det;
+  double gamma = (s0 * t1 - s1 * t0) / det;
+  if (alpha < 0) { // no latency to speak of: fit the slope alone
+    alpha = 0;
+    gamma = t1 / s2;
+  }
+  if (gamma <= 0)
+    return std::nullopt;
+  AlphaBeta fit{alpha, 1 / gamma, 0};
+  for (auto [bytes, time] : points)
+    if (time > 0)
+      fit.worstError = std::max(fit.worstError,
+                                std::fabs(alpha + bytes * gamma - time) / time);
+  return fit;
+}
+
+std::string formatBytes(int64_t bytes) {
+  if (bytes >= (int64_t(1) << 20) && bytes % (int64_t(1) << 20) == 0)
+    return std::to_string(bytes >> 20) + " MiB";
+  if (bytes >= 1024 && bytes % 1024 == 0)
+    return std::to_string(bytes >> 10) + " KiB";
+  return std::to_string(bytes) + " B";
+}
+
+std::string formatTime(double seconds) {
+  if (seconds < 1e-6)
+    return llvm::formatv("{0:F1} ns", seconds * 1e9).str();
+  return seconds < 1e-3 ? llvm::formatv("{0:F2} us", seconds * 1e6).str()
+                        : llvm::formatv("{0:F3} ms", seconds * 1e3).str();
+}
+
+std::string today() {
+  std::time_t now = std::time(nullptr);
+  char text[32];
+  std::strftime(text, sizeof(text), "%Y-%m-%d", std::localtime(&now));
+  return text;
+}
+
+std::string cpuModel() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("model name", 0) == 0) {
+      size_t colon = line.find(':');
+      if (colon != std::string::npos)
+        return line.substr(line.find_first_not_of(' ', colon + 1));
+    }
+  return "unknown CPU";
+}
+
+} // namespace
+
+int runMpiCalibration(int *argc, char ***argv, mlir::MLIRContext &context,
+                      const MpiCalibrationOptions &options) {
+  if (MPI_Init(argc, argv) != MPI_SUCCESS) {
+    std::fprintf(stderr, "soap-profile: MPI_Init failed\n");
+    return 1;
+  }
+  MPI_CHECK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+  int rank = 0, size = 1;
+  MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
+  checkMpi.rank = rank;
+  MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &size));
+  llvm::raw_ostream &os = llvm::outs();
+  auto failAll = [&](const std::string &message) {
+    if (rank == 0)
+      llvm::errs() << "soap-profile: " << message << "\n";
+    MPI_CHECK(MPI_Finalize());
+    return 1;
+  };
+
+  // Every rank must share one node: the machine file describes one.
+  char name[MPI_MAX_PROCESSOR_NAME] = {};
+  int nameLength = 0;
+  MPI_CHECK(MPI_Get_processor_name(name, &nameLength));
+  std::vector<char> names(static_cast<size_t>(size) * MPI_MAX_PROCESSOR_NAME);
+  MPI_CHECK(MPI_Allgather(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, names.data(),
+                          MPI_MAX_PROCESSOR_NAME, MPI_CHAR, MPI_COMM_WORLD));
+  for (int r = 1; r < size; ++r)
+    if (std::strncmp(names.data() + r * MPI_MAX_PROCESSOR_NAME, names.data(),
+                     MPI_MAX_PROCESSOR_NAME) != 0)
+      return failAll("rank " + std::to_string(r) + " runs on '" +
+                     std::string(names.data() + r * MPI_MAX_PROCESSOR_NAME) +
+                     "', not on '" + std::string(names.data()) +
+                     "': --mpi calibrates the ranks of one node");
+
+  std::string error;
+  std::string basePath = resolveMachinePath(options.base, error);
+  if (basePath.empty())
+    return failAll(error);
+  std::optional<Machine> base = Machine::load(basePath, error);
+  if (!base)
+    return failAll(error);
+  std::string outputPath = options.output.empty() ? basePath : options.output;
+  if (options.minMessageBytes < 1 ||
+      options.maxMessageBytes < options.minMessageBytes ||
+      options.maxMessageBytes > (int64_t(1) << 30))
+    return failAll("message sizes must satisfy 1 <= min <= max <= 1 GiB");
+
+  if (rank == 0)
+    os << "soap-profile --mpi: " << size << " rank(s) on " << name << " ("
+       << cpuModel() << ")\n";
+
+  // 1. One core alone: rank 0 measures, the others wait without spinning.
+  std::optional<HostMeasurements> host;
+  int hostOk = 1;
+  if (rank == 0) {
+    host = measureHost(context, options.host, error);
+    hostOk = host.has_value();
+  }
+  quietBarrier();
+  MPI_CHECK(MPI_Bcast(&hostOk, 1, MPI_INT, 0, MPI_COMM_WORLD));
+  if (!hostOk)
+    return failAll("measuring the core failed: " + error);
+  if (rank == 0 && options.quiet)
+    os << llvm::formatv("core: peak {0:F1} GFLOP/s f32, matmul {1:F1} "
+                        "GFLOP/s, triad {2:F1} GB/s\n",
+                        host->peakFlopsF32 / 1e9, host->matmulFlops / 1e9,
+                        host->triadBandwidth / 1e9);
+  if (rank == 0 && !options.quiet) {
+    os << llvm::formatv("core: peak {0:F1} GFLOP/s f32, {1:F1} GFLOP/s f64 "
+                        "(vector FMA chains)\n",
+                        host->peakFlopsF32 / 1e9, host->peakFlopsF64 / 1e9);
+    os << llvm::formatv("core: matmul {0}x{0}x{0} f32 {1:F1} GFLOP/s ({2:P0} "
+                        "of peak; soap-profile's kernel codegen)\n",
+                        host->matmulSize, host->matmulFlops / 1e9,
+                        host->matmulFlops / host->peakFlopsF32);
+    os << llvm::formatv("core: memory {0:F1} GB/s triad, {1:F1} GB/s copy "
+                        "(STREAM, {2} per array)\n",
+                        host->triadBandwidth / 1e9, host->copyBandwidth / 1e9,
+                        formatBytes(host->streamBytes));
+    os << "core: kernel call " << formatTime(host->callOverhead) << "\n";
+  }
+
+  // 2. Point to point: ping-pong between rank 0 and every other rank.
+  std::vector<int64_t> sizes =
+      messageSizes(options.minMessageBytes, options.maxMessageBytes, 2);
+  std::vector<char> buffer(static_cast<size_t>(options.maxMessageBytes), 1);
+  std::vector<std::pair<int64_t, double>> points;
+  std::vector<double> oneWay(sizes.size(), 0);
+  for (int peer = 1; peer < size; ++peer) {
+    MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      double t = pingPong(rank, 0, peer, sizes[i], buffer);
+      if (rank == 0) {
+        points.emplace_back(sizes[i], t);
+        oneWay[i] += t / (size - 1);
+      }
+    }
+  }
+  std::optional<AlphaBeta> p2p;
+  if (rank == 0 && size > 1) {
+    p2p = fitAlphaBeta(points);
+    if (!options.quiet) {
+      os << "point to point (ping-pong, rank 0 with each other rank; one-way "
+            "time):\n";
+      for (size_t i = 0; i < sizes.size(); ++i)
+        os << llvm::formatv("  {0,10} {1,12} {2,8:F2} GB/s\n",
+                            formatBytes(sizes[i]), formatTime(oneWay[i]),
+                            sizes[i] / oneWay[i] / 1e9);
+    }
+  }
+  int fitOk = size == 1 || p2p.has_value();
+  MPI_CHECK(MPI_Bcast(&fitOk, 1, MPI_INT, 0, MPI_COMM_WORLD));
+  if (!fitOk)
+    return failAll("the ping-pong times do not fit latency + bytes / "
+                   "bandwidth");
+
+  // 3. A ring step with every rank sending at once, for the report.
+  double ringBytes = static_cast<double>(options.maxMessageBytes);
+  double ringTime = 0;
+  if (size > 1) {
+    std::vector<char> receive(buffer.size());
+    ringTime = ringStep(rank, size, options.maxMessageBytes, buffer, receive);
+  }
+
+  // 4. The calibrated machine: every rank builds it (the same numbers, sent
+  // from rank 0) to compare all-reduce predictions.
+  double numbers[6] = {};
+  if (rank == 0) {
+    numbers[0] = host->peakFlopsF32;
+    numbers[1] = host->peakFlopsF64;
+    numbers[2] = host->matmulFlops;
+    numbers[3] = host->triadBandwidth;
+    numbers[4] = p2p ? p2p->alpha : 0;
+    numbers[5] = p2p ? p2p->beta : 0;
+  }
+  MPI_CHECK(MPI_Bcast(numbers, 6, MPI_DOUBLE, 0, MPI_COMM_WORLD));
+
+  // Four significant digits: what the measurements support, and readable.
+  auto round4 = [](double x) {
+    if (x <= 0)
+      return x;
+    double scale = std::pow(10.0, std::floor(std::log10(x)) - 3);
+    return std::round(x / scale) * scale;
+  };
+  for (double &n : numbers)
+    n = round4(n);
+
+  MachineSpec spec = base->spec();
+  spec.nodes = 1;
+  spec.devicesPerNode = size;
+  spec.interNode.reset();
+  DeviceType &device = spec.deviceTypes[spec.deviceType];
+  device.peakFlops["f32"] = numbers[0];
+  device.peakFlops["f64"] = numbers[1];
+  device.memoryBandwidth = numbers[3];
+  device.efficiency["matmul"] = std::clamp(numbers[2] / numbers[0], 0.01, 1.0);
+  int64_t physical =
+      static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGESIZE);
+  if (physical > 0)
+    device.memoryBytes = physical / size;
+  if (rank == 0) {
+    device.launchOverhead = round4(host->callOverhead);
+    device.description = "One core of " + cpuModel() +
+                         ", measured by soap-profile --mpi on " + today() + ".";
+  }
+  double overhead = device.launchOverhead;
+  MPI_CHECK(MPI_Bcast(&overhead, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD));
+  device.launchOverhead = overhead;
+  if (size > 1) {
+    IntraNodeSpec intra;
+    intra.topology = IntraNodeTopology::Bus;
+    intra.latency = numbers[4];
+    intra.bandwidth = numbers[5];
+    spec.intraNode = intra;
+  }
+  if (rank == 0) {
+    std::string text;
+    llvm::raw_string_ostream d(text);
+    d << "This machine's CPU cores as MPI ranks: one node, one rank per "
+         "core. Calibrated by soap-profile --mpi on "
+      << today() << " with " << size << " rank(s) on " << cpuModel()
+      << llvm::formatv(": peak {0:F1} GFLOP/s f32 and {1:F1} f64 per core "
+                       "(vector FMA chains compiled for this CPU); a "
+                       "{2}x{2}x{2} f32 matmul compiled by soap-profile's "
+                       "kernel codegen reaches {3:F1} GFLOP/s (the matmul "
+                       "efficiency); STREAM triad {4:F1} GB/s on one core; "
+                       "{5} per kernel call; memory split evenly among the "
+                       "ranks",
+                       numbers[0] / 1e9, numbers[1] / 1e9, host->matmulSize,
+                       numbers[2] / 1e9, numbers[3] / 1e9,
+                       formatTime(overhead));
+    if (size > 1)
+      d << llvm::formatv("; ranks exchange data through Open MPI's shared "
+                         "memory, modelled as one bus: ping-pong fits "
+                         "{0} latency and {1:F2} GB/s",
+                         formatTime(numbers[4]), numbers[5] / 1e9);
+    d << ". Other efficiencies are the defaults of the base file.";
+    spec.description = text;
+  }
+  std::optional<Machine> calibrated = Machine::create(spec, error);
+  if (!calibrated)
+    return failAll("the calibrated machine is invalid: " + error);
+
+  // 5. All-reduce: measured against the model's prediction.
+  if (size > 1) {
+    std::vector<int64_t> reduceSizes =
+        messageSizes(std::max<int64_t>(options.minMessageBytes, 4),
+                     options.maxMessageBytes, 4);
+    std::vector<float> send(options.maxMessageBytes / 4 + 1, 1.0f),
+        receive(send.size());
+    std::vector<int> group(size);
+    for (int r = 0; r < size; ++r)
+      group[r] = r;
+    if (rank == 0 && !options.quiet)
+      os << "all-reduce (MPI_Allreduce, f32 sum over " << size
+         << " ranks) against the model:\n"
+         << llvm::formatv("  {0,10} {1,12} {2,12} {3,9}\n", "bytes", "measured",
+                          "predicted", "ratio");
+    double worst = 0;
+    for (int64_t bytes : reduceSizes) {
+      double measured = allReduce(bytes, send, receive);
+      CollectiveCost predicted =
+          calibrated->collectiveCost(CollectiveKind::AllReduce, bytes, group);
+      double ratio = predicted.time / measured;
+      worst = std::max(worst, std::max(ratio, 1 / ratio));
+      if (rank == 0 && !options.quiet)
+        os << llvm::formatv("  {0,10} {1,12} {2,12} {3,9:F2}  ({4})\n",
+                            formatBytes(bytes), formatTime(measured),
+                            formatTime(predicted.time), ratio,
+                            predicted.algorithm);
+    }
+    if (rank == 0) {
+      os << llvm::formatv("point to point: latency {0}, bandwidth {1:F2} GB/s "
+                          "(fit within {2:P0} of every size)\n",
+                          formatTime(p2p->alpha), p2p->beta / 1e9,
+                          p2p->worstError);
+      os << llvm::formatv("ring step of {0} with all {1} ranks sending: "
+                          "{2:F2} GB/s per rank\n",
+                          formatBytes(options.maxMessageBytes), size,
+                          ringBytes / ringTime / 1e9);
+      os << llvm::formatv("all-reduce: the model is within a factor {0:F2} "
+                          "of MPI_Allreduce over these sizes\n",
+                          worst);
+    }
+  }
+
+  // 6. Rank 0 writes the file; it must load again.
+  int written = 1;
+  if (rank == 0) {
+    written = writeFileAtomically(outputPath, machineSpecToJson(spec), error) &&
+              Machine::load(outputPath, error).has_value();
+    if (written)
+      os << "soap-profile: wrote " << outputPath << " (" << spec.name << ", "
+         << size << " devices of " << spec.deviceType << ")\n";
+  }
+  MPI_CHECK(MPI_Bcast(&written, 1, MPI_INT, 0, MPI_COMM_WORLD));
+  if (!written)
+    return failAll(error);
+  os.flush();
+  MPI_CHECK(MPI_Finalize());
+  return 0;
+}
+
+} // namespace soap::profile

@@ -1,0 +1,450 @@
+//===- soap-profile.cpp - measure op costs and calibrate machines ---------===//
+//
+//   soap-profile MODEL.mlir -o profile.json [--machine NAME]
+//       [--strategy NAME|FILE.json]... [--devices N]... [--repeat N]
+//       [--warmup N] [--func NAME] [--max-seconds S] [--max-op-seconds S]
+//       [--max-buffer-mb M] [--codegen vector|loops] [--merge] [--quiet]
+//   mpirun -np N soap-profile --mpi [-o MACHINE.json] [--base NAME]
+//       [--max-message-bytes B] [--stream-mb M] [--matmul-size N] [--quiet]
+//
+// See docs/profiler.md.
+//
+//===----------------------------------------------------------------------===//
+
+#include "HostBenchmarks.h"
+#include "KernelCodegen.h"
+#include "KernelProfiler.h"
+#include "MachineFiles.h"
+#include "MpiCalibration.h"
+
+#include "soap/Dialect/Registration.h"
+#include "soap/graph/OpGraphBuilder.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
+#include "mlir/InitAllPasses.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Support/FileUtilities.h"
+#include "mlir/Target/LLVMIR/Dialect/All.h"
+
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+using namespace soap;
+using namespace soap::profile;
+
+static constexpr const char *kUsage =
+    "usage: soap-profile MODEL.mlir -o PROFILE.json [options]\n"
+    "       mpirun -np N soap-profile --mpi [-o MACHINE.json] [options]\n";
+
+static void printHelp(llvm::raw_ostream &os) {
+  os << "soap-profile: measures the ops of a model on this CPU and writes a "
+        "profile\ndatabase for --soap-simulate=\"... profile=FILE\"; with "
+        "--mpi, calibrates the\nlocal machine file (cpu-local.json) under "
+        "mpirun.\n\n"
+     << kUsage
+     << "\nProfiling a model:\n"
+        "  -o FILE              the database to write (required)\n"
+        "  --machine NAME       machine whose device kind keys the entries "
+        "(cpu-local)\n"
+        "  --strategy S         data-parallel, model-parallel, owt, megatron "
+        "or a\n"
+        "                       strategy .json file; repeatable "
+        "(data-parallel)\n"
+        "  --devices N          device counts for named strategies; "
+        "repeatable (2)\n"
+        "                       the whole op (1 device) is always measured\n"
+        "  --repeat N           timed runs per kernel; the median is kept "
+        "(10)\n"
+        "  --warmup N           untimed runs first (3)\n"
+        "  --func NAME          the function to profile (the only one with a "
+        "body)\n"
+        "  --max-seconds S      stop measuring after S seconds (300)\n"
+        "  --max-op-seconds S   skip kernels whose run takes longer (2)\n"
+        "  --max-buffer-mb M    skip kernels whose buffers are larger "
+        "(1024)\n"
+        "  --codegen C          vector (tile and vectorize) or loops "
+        "(vector)\n"
+        "  --merge              keep the entries already in the output file\n"
+        "  --check              compare each vectorized kernel's results with\n"
+        "                       scalar loops' (checks the code generator)\n"
+        "  --quiet              no line per kernel, only the summary\n"
+        "  --verbose            say why a kernel runs as scalar loops\n"
+        "\nCalibrating the machine (--mpi, under mpirun on one node):\n"
+        "  -o FILE              the machine file to write (the base file)\n"
+        "  --base NAME          machine file to start from (cpu-local)\n"
+        "  --max-message-bytes B  largest message measured (67108864)\n"
+        "  --min-message-bytes B  smallest message measured (8)\n"
+        "  --stream-mb M        STREAM array size (4 x last-level cache)\n"
+        "  --matmul-size N      the N^3 f32 matmul for the matmul "
+        "efficiency (512)\n"
+        "  --codegen C          how that matmul is compiled (vector)\n"
+        "  --quiet              no tables, only the summary\n"
+        "\nSee docs/profiler.md.\n";
+}
+
+static int fail(const llvm::Twine &message) {
+  llvm::errs() << "soap-profile: " << message << "\n";
+  return 1;
+}
+
+namespace {
+/// The command line, split into flags with values and positionals.
+struct CommandLine {
+  bool mpi = false, help = false, merge = false, quiet = false, check = false,
+       verbose = false;
+  std::vector<std::string> positionals;
+  std::map<std::string, std::vector<std::string>> values;
+
+  std::optional<std::string> last(const std::string &flag) const {
+    auto it = values.find(flag);
+    if (it == values.end() || it->second.empty())
+      return std::nullopt;
+    return it->second.back();
+  }
+};
+} // namespace
+
+static const std::vector<std::string> &flagsWithValues() {
+  static const std::vector<std::string> flags = {"-o",
+                                                 "--machine",
+                                                 "--strategy",
+                                                 "--devices",
+                                                 "--repeat",
+                                                 "--warmup",
+                                                 "--func",
+                                                 "--max-seconds",
+                                                 "--max-op-seconds",
+                                                 "--max-buffer-mb",
+                                                 "--codegen",
+                                                 "--base",
+                                                 "--max-message-bytes",
+                                                 "--min-message-bytes",
+                                                 "--stream-mb",
+                                                 "--matmul-size"};
+  return flags;
+}
+
+static std::optional<CommandLine> parseCommandLine(int argc, char **argv,
+                                                   std::string &error) {
+  CommandLine cl;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--help" || arg == "-h") {
+      cl.help = true;
+      continue;
+    }
+    if (arg == "--mpi" || arg == "--merge" || arg == "--quiet" ||
+        arg == "--check" || arg == "--verbose") {
+      (arg == "--mpi"       ? cl.mpi
+       : arg == "--merge"   ? cl.merge
+       : arg == "--check"   ? cl.check
+       : arg == "--verbose" ? cl.verbose
+                            : cl.quiet) = true;
+      continue;
+    }
+    if (arg.size() > 1 && arg[0] == '-') {
+      std::string flag = arg, value;
+      size_t eq = arg.find('=');
+      bool inlineValue = eq != std::string::npos && arg.rfind("--", 0) == 0;
+      if (inlineValue)
+        flag = arg.substr(0, eq);
+      if (!llvm::is_contained(flagsWithValues(), flag)) {
+        error =
+            "unknown option '" + flag + "' (soap-profile --help lists them)";
+        return std::nullopt;
+      }
+      if (inlineValue) {
+        value = arg.substr(eq + 1);
+      } else if (i + 1 < argc) {
+        value = argv[++i];
+      } else {
+        error = "option '" + flag + "' needs a value";
+        return std::nullopt;
+      }
+      cl.values[flag].push_back(value);
+      continue;
+    }
+    cl.positionals.push_back(arg);
+  }
+  return cl;
+}
+
+/// `text` as a number in [lo, hi], or an error naming the flag.
+template <typename T>
+static bool parseNumber(const CommandLine &cl, const std::string &flag, T lo,
+                        T hi, T &out, std::string &error) {
+  std::optional<std::string> text = cl.last(flag);
+  if (!text)
+    return true;
+  char *end = nullptr;
+  double value = std::strtod(text->c_str(), &end);
+  bool integral = std::is_integral<T>::value;
+  if (text->empty() || *end != '\0' || value < static_cast<double>(lo) ||
+      value > static_cast<double>(hi) ||
+      (integral && value != static_cast<double>(static_cast<int64_t>(value)))) {
+    error = flag + " needs " + (integral ? "an integer" : "a number") +
+            " in [" + llvm::formatv("{0}", lo).str() + ", " +
+            llvm::formatv("{0}", hi).str() + "], got '" + *text + "'";
+    return false;
+  }
+  out = static_cast<T>(value);
+  return true;
+}
+
+static void registerEverything(mlir::DialectRegistry &registry) {
+  // The kernel lowering parses its pipelines by pass name.
+  mlir::registerAllPasses();
+  mlir::registerAllDialects(registry);
+  mlir::registerAllExtensions(registry);
+  mlir::registerAllToLLVMIRTranslations(registry);
+  soap::registerSoapDialects(registry);
+  registerKernelCodegen(registry);
+}
+
+/// `--codegen`'s value, or an error.
+static std::optional<Codegen> parseCodegen(const CommandLine &cl,
+                                           std::string &error) {
+  std::string text = cl.last("--codegen").value_or("vector");
+  if (text == "vector")
+    return Codegen::Vector;
+  if (text == "loops")
+    return Codegen::Loops;
+  error = "--codegen must be vector or loops, got '" + text + "'";
+  return std::nullopt;
+}
+
+/// Under mpirun every rank parses the command line: only rank 0 (as the
+/// launcher numbers it) reports a mistake in it.
+static int failOnRankZero(const llvm::Twine &message) {
+  for (const char *variable : {"OMPI_COMM_WORLD_RANK", "PMI_RANK"})
+    if (const char *rank = std::getenv(variable))
+      if (std::string(rank) != "0")
+        return 1;
+  return fail(message);
+}
+
+static int runMpiMode(int &argc, char **&argv, const CommandLine &cl) {
+  std::string error;
+  MpiCalibrationOptions options;
+  if (!cl.positionals.empty())
+    return failOnRankZero("--mpi takes no model (got '" +
+                          cl.positionals.front() + "')");
+  for (const char *flag :
+       {"--machine", "--strategy", "--devices", "--repeat", "--warmup",
+        "--func", "--max-seconds", "--max-op-seconds", "--max-buffer-mb"})
+    if (cl.last(flag))
+      return failOnRankZero(std::string(flag) +
+                            " profiles a model; it does not go with --mpi");
+  if (cl.merge || cl.check || cl.verbose)
+    return failOnRankZero(std::string(cl.merge   ? "--merge"
+                                      : cl.check ? "--check"
+                                                 : "--verbose") +
+                          " profiles a model; it does not go with --mpi");
+  options.output = cl.last("-o").value_or("");
+  options.base = cl.last("--base").value_or("cpu-local");
+  options.quiet = cl.quiet;
+  int64_t streamMb = 0;
+  if (!parseNumber<int64_t>(cl, "--max-message-bytes", 1, int64_t(1) << 30,
+                            options.maxMessageBytes, error) ||
+      !parseNumber<int64_t>(cl, "--min-message-bytes", 1, int64_t(1) << 30,
+                            options.minMessageBytes, error) ||
+      !parseNumber<int64_t>(cl, "--stream-mb", 1, 1 << 16, streamMb, error) ||
+      !parseNumber<int>(cl, "--matmul-size", 8, 4096, options.host.matmulSize,
+                        error))
+    return failOnRankZero(error);
+  if (options.minMessageBytes > options.maxMessageBytes)
+    return failOnRankZero(
+        "--min-message-bytes is larger than --max-message-bytes");
+  options.host.streamBytes = streamMb << 20;
+  std::optional<Codegen> codegen = parseCodegen(cl, error);
+  if (!codegen)
+    return failOnRankZero(error);
+  options.host.codegen = *codegen;
+
+  mlir::DialectRegistry registry;
+  registerEverything(registry);
+  mlir::MLIRContext context(registry);
+  context.loadAllAvailableDialects();
+  return runMpiCalibration(&argc, &argv, context, options);
+}
+
+static int runKernelMode(const CommandLine &cl) {
+  using Clock = std::chrono::steady_clock;
+  auto start = Clock::now();
+  std::string error;
+  for (const char *flag :
+       {"--base", "--max-message-bytes", "--min-message-bytes", "--stream-mb",
+        "--matmul-size"})
+    if (cl.last(flag))
+      return fail(std::string(flag) + " calibrates the machine; it needs "
+                                      "--mpi");
+  if (cl.positionals.empty())
+    return fail("no model given\n" + llvm::Twine(kUsage));
+  if (cl.positionals.size() > 1)
+    return fail("one model at a time (got '" + cl.positionals[0] + "' and '" +
+                cl.positionals[1] + "')");
+  std::optional<std::string> output = cl.last("-o");
+  if (!output)
+    return fail("no output file: use -o PROFILE.json");
+
+  {
+    // Fail before measuring, not after.
+    std::ofstream probe(*output + ".tmp", std::ios::app);
+    if (!probe)
+      return fail("cannot write '" + *output + "'");
+    probe.close();
+    std::remove((*output + ".tmp").c_str());
+  }
+
+  KernelProfileOptions options;
+  int64_t maxBufferMb = options.maxBufferBytes >> 20;
+  if (!parseNumber<int>(cl, "--repeat", 1, 1000000, options.repeat, error) ||
+      !parseNumber<int>(cl, "--warmup", 0, 1000000, options.warmup, error) ||
+      !parseNumber<double>(cl, "--max-seconds", 0, 1e9, options.maxSeconds,
+                           error) ||
+      !parseNumber<double>(cl, "--max-op-seconds", 0, 1e9, options.maxOpSeconds,
+                           error) ||
+      !parseNumber<int64_t>(cl, "--max-buffer-mb", 1, int64_t(1) << 30,
+                            maxBufferMb, error))
+    return fail(error);
+  options.maxBufferBytes = maxBufferMb << 20;
+  options.quiet = cl.quiet;
+  options.check = cl.check;
+  options.verbose = cl.verbose;
+  std::optional<Codegen> codegen = parseCodegen(cl, error);
+  if (!codegen)
+    return fail(error);
+  options.codegen = *codegen;
+  if (cl.values.count("--strategy"))
+    options.strategies = cl.values.at("--strategy");
+  if (cl.values.count("--devices")) {
+    options.deviceCounts.clear();
+    for (const std::string &text : cl.values.at("--devices")) {
+      char *end = nullptr;
+      long n = std::strtol(text.c_str(), &end, 10);
+      if (text.empty() || *end != '\0' || n < 1 || n > 1 << 20)
+        return fail("--devices needs a positive integer, got '" + text + "'");
+      options.deviceCounts.push_back(static_cast<int>(n));
+    }
+  }
+
+  std::string machineName = cl.last("--machine").value_or("cpu-local");
+  std::string machinePath = resolveMachinePath(machineName, error);
+  if (machinePath.empty())
+    return fail(error);
+  std::optional<Machine> machine = Machine::load(machinePath, error);
+  if (!machine)
+    return fail(error);
+
+  mlir::DialectRegistry registry;
+  registerEverything(registry);
+  mlir::MLIRContext context(registry);
+  context.loadAllAvailableDialects();
+  const std::string &modelPath = cl.positionals.front();
+  std::string openError;
+  std::unique_ptr<llvm::MemoryBuffer> file =
+      mlir::openInputFile(modelPath, &openError);
+  if (!file)
+    return fail("cannot read model '" + modelPath + "': " + openError);
+  llvm::SourceMgr sourceMgr;
+  sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
+  mlir::SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      mlir::parseSourceFile<mlir::ModuleOp>(sourceMgr, &context);
+  if (!module)
+    return fail("cannot parse model '" + modelPath + "'");
+  mlir::FunctionOpInterface func =
+      findTargetFunction(*module, cl.last("--func").value_or(""), error);
+  if (!func) {
+    // The shared message speaks of the passes' option.
+    size_t option = error.find("func=NAME");
+    if (option != std::string::npos)
+      error.replace(option, 9, "--func NAME");
+    return fail(modelPath + ": " + error);
+  }
+  std::optional<BuiltOpGraph> built = buildOpGraph(func, error);
+  if (!built)
+    return fail(modelPath + ": " + error);
+
+  const std::string &deviceKind = machine->deviceType().name;
+  std::vector<std::pair<std::string, int>> skipped;
+  auto shards = collectShards(*built, options, deviceKind, skipped, error);
+  if (!shards)
+    return fail(error);
+
+  ProfileDatabase db;
+  if (cl.merge && llvm::sys::fs::exists(*output)) {
+    auto existing = ProfileDatabase::load(*output, error);
+    if (!existing)
+      return fail(error);
+    db = std::move(*existing);
+  }
+  llvm::raw_ostream &os = llvm::outs();
+  if (!options.quiet)
+    os << "soap-profile: " << shards->size() << " kernel(s) of "
+       << built->graph.nodes.size() << " op(s) of " << modelPath << " on "
+       << deviceKind << " (" << machine->name() << ")\n";
+  KernelProfileSummary summary =
+      profileKernels(*built, *shards, *machine, options, db, os);
+  if (!db.save(*output, error))
+    return fail(error);
+
+  double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  int skippedOps = 0;
+  for (const auto &[name, count] : skipped)
+    skippedOps += count;
+  os << "soap-profile: measured " << summary.measured << " kernel(s) ("
+     << summary.vectorized << " vectorized, "
+     << summary.measured - summary.vectorized << " scalar loops) in "
+     << llvm::formatv("{0:F1}", seconds) << " s; "
+     << shards->size() - summary.measured << " kernel(s) not measured; "
+     << skippedOps << " op(s) left to the roofline";
+  if (!skipped.empty()) {
+    os << " (";
+    bool first = true;
+    for (const auto &[name, count] : skipped) {
+      os << (first ? "" : ", ") << count << " " << name;
+      first = false;
+    }
+    os << ")";
+  }
+  os << "\n";
+  for (const std::string &note : summary.notes)
+    os << "soap-profile: note: " << note << "\n";
+  if (options.check)
+    os << "soap-profile: check: " << summary.checked
+       << " vectorized kernel(s) match scalar loops, "
+       << summary.mismatches.size() << " do not\n";
+  for (const std::string &mismatch : summary.mismatches)
+    llvm::errs() << "soap-profile: check failed: " << mismatch << "\n";
+  os << "soap-profile: wrote " << *output << " (" << db.size() << " entries)\n";
+  return summary.mismatches.empty() ? 0 : 1;
+}
+
+int main(int argc, char **argv) {
+  std::string error;
+  std::optional<CommandLine> cl = parseCommandLine(argc, argv, error);
+  if (!cl)
+    return fail(error);
+  if (cl->help) {
+    printHelp(llvm::outs());
+    return 0;
+  }
+  if (cl->mpi)
+    return runMpiMode(argc, argv, *cl);
+  return runKernelMode(*cl);
+}
