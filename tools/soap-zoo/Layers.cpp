@@ -57,6 +57,28 @@ Value ModelBuilder::conv2d(Value x, int64_t outChannels, Window window,
   return y;
 }
 
+std::pair<Value, Value>
+ModelBuilder::meanAndVariance(Value x, AffineMap all, AffineMap statistic,
+                              ArrayRef<unsigned> kept, double inverse) {
+  ArrayRef<int64_t> shape = shapeOf(x);
+  Value mean = reduction({x}, {all}, shape, kept, 0.0,
+                         [inverse](OpBuilder &b, Location l, ValueRange args) {
+                           Value scaled = arith::MulFOp::create(
+                               b, l, args[0], f32Constant(b, l, inverse));
+                           return arith::AddFOp::create(b, l, args[1], scaled);
+                         });
+  Value variance =
+      reduction({x, mean}, {all, statistic}, shape, kept, 0.0,
+                [inverse](OpBuilder &b, Location l, ValueRange args) {
+                  Value d = arith::SubFOp::create(b, l, args[0], args[1]);
+                  Value sq = arith::MulFOp::create(b, l, d, d);
+                  Value scaled = arith::MulFOp::create(
+                      b, l, sq, f32Constant(b, l, inverse));
+                  return arith::AddFOp::create(b, l, args[2], scaled);
+                });
+  return {mean, variance};
+}
+
 Value ModelBuilder::batchNorm(Value x, StringRef name, double epsilon) {
   Scope scope(*this, name);
   ArrayRef<int64_t> shape = shapeOf(x);
@@ -65,21 +87,7 @@ Value ModelBuilder::batchNorm(Value x, StringRef name, double epsilon) {
   Value gamma = param("weight", {channels});
   Value beta = param("bias", {channels});
   AffineMap all = identity(4), channel = dims(4, {1});
-  Value mean = reduction({x}, {all}, shape, {1}, 0.0,
-                         [inverse](OpBuilder &b, Location l, ValueRange args) {
-                           Value scaled = arith::MulFOp::create(
-                               b, l, args[0], f32Constant(b, l, inverse));
-                           return arith::AddFOp::create(b, l, args[1], scaled);
-                         });
-  Value variance =
-      reduction({x, mean}, {all, channel}, shape, {1}, 0.0,
-                [inverse](OpBuilder &b, Location l, ValueRange args) {
-                  Value d = arith::SubFOp::create(b, l, args[0], args[1]);
-                  Value sq = arith::MulFOp::create(b, l, d, d);
-                  Value scaled = arith::MulFOp::create(
-                      b, l, sq, f32Constant(b, l, inverse));
-                  return arith::AddFOp::create(b, l, args[2], scaled);
-                });
+  auto [mean, variance] = meanAndVariance(x, all, channel, {1}, inverse);
   return parallel(
       {x, mean, variance, gamma, beta},
       {all, channel, channel, channel, channel}, shape,
@@ -160,21 +168,7 @@ Value ModelBuilder::layerNorm(Value x, StringRef name, double epsilon) {
   Value gamma = param("weight", {width});
   Value beta = param("bias", {width});
   AffineMap all = identity(2), row = dims(2, {0}), column = dims(2, {1});
-  Value mean = reduction({x}, {all}, shape, {0}, 0.0,
-                         [inverse](OpBuilder &b, Location l, ValueRange args) {
-                           Value scaled = arith::MulFOp::create(
-                               b, l, args[0], f32Constant(b, l, inverse));
-                           return arith::AddFOp::create(b, l, args[1], scaled);
-                         });
-  Value variance =
-      reduction({x, mean}, {all, row}, shape, {0}, 0.0,
-                [inverse](OpBuilder &b, Location l, ValueRange args) {
-                  Value d = arith::SubFOp::create(b, l, args[0], args[1]);
-                  Value sq = arith::MulFOp::create(b, l, d, d);
-                  Value scaled = arith::MulFOp::create(
-                      b, l, sq, f32Constant(b, l, inverse));
-                  return arith::AddFOp::create(b, l, args[2], scaled);
-                });
+  auto [mean, variance] = meanAndVariance(x, all, row, {0}, inverse);
   return parallel(
       {x, mean, variance, gamma, beta}, {all, row, row, column, column}, shape,
       [epsilon](OpBuilder &b, Location l, ValueRange args) {

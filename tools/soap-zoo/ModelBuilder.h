@@ -178,6 +178,13 @@ public:
   /// Batch normalization in training mode: per-channel batch mean and
   /// variance over N, H and W, then `<name>.weight` * x^ + `<name>.bias`.
   Value batchNorm(Value x, llvm::StringRef name, double epsilon);
+  /// Mean and (biased) variance of `x` over the loops not in `kept`, each
+  /// scaled by `inverse` (1 / the count reduced): the statistics of batch
+  /// and layer norm. `statistic` maps the loops to the statistics' indices.
+  std::pair<Value, Value> meanAndVariance(Value x, mlir::AffineMap all,
+                                          mlir::AffineMap statistic,
+                                          llvm::ArrayRef<unsigned> kept,
+                                          double inverse);
   /// Max pooling; padding (-inf) never wins.
   Value maxPool(Value x, Window window, llvm::StringRef name);
   /// Average pooling; padding counts in the divisor (k*k).
