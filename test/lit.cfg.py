@@ -35,11 +35,14 @@ if os.path.isdir(config.realmodels_dir):
     config.available_features.add("realmodels")
 
 # MPI tests (REQUIRES: mpi) run `%mpirun -np N ...`: oversubscribed, so
-# that more ranks than cores work, and allowed as root (containers).
+# that more ranks than cores work, allowed as root (containers), and killed
+# after 5 minutes so that a hung rank fails the test instead of the run.
 mpirun = shutil.which("mpirun")
 if mpirun:
     config.available_features.add("mpi")
     mpirun_flags = " --oversubscribe"
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         mpirun_flags += " --allow-run-as-root"
-    config.substitutions.append(("%mpirun", mpirun + mpirun_flags))
+    timeout = shutil.which("timeout")
+    prefix = timeout + " --kill-after=10 300 " if timeout else ""
+    config.substitutions.append(("%mpirun", prefix + mpirun + mpirun_flags))
