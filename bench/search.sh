@@ -5,10 +5,14 @@
 # best expert strategy, search time, proposals per second, and a
 # convergence plot (best cost over time).
 # Writes bench/results/search.md and bench/results/search-convergence.png.
-# Usage: bench/search.sh [SECONDS_PER_CASE]   (default 20)
+# Usage: bench/search.sh [SECONDS_PER_CASE [MODEL...]]   (default 20, all)
+# With models named, only their cases run and the results go to
+# bench/results/search-<SECONDS>s-<models>.md / .png.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECONDS_PER_CASE=${1:-20}
+shift || true
+ONLY=("$@")
 BUILD=${SOAP_BUILD_DIR:-build}
 ./scripts/build.sh soap-zoo soap-opt > /dev/null
 if ! command -v gnuplot > /dev/null; then
@@ -26,7 +30,20 @@ for m in alexnet inception_v3 resnet101 rnntc rnnlm nmt; do
 done
 cases+=("bert-base h100-8 8" "bert-base h100-4x8 32" "gpt2 h100-8 8" "gpt2 h100-4x8 32")
 
-out=bench/results/search.md
+if [ ${#ONLY[@]} -gt 0 ]; then
+  selected=()
+  for c in "${cases[@]}"; do
+    for m in "${ONLY[@]}"; do
+      [ "${c%% *}" = "$m" ] && selected+=("$c")
+    done
+  done
+  cases=("${selected[@]}")
+  suffix="-${SECONDS_PER_CASE}s-$(IFS=-; echo "${ONLY[*]}")"
+else
+  suffix=""
+fi
+out=bench/results/search$suffix.md
+plot=bench/results/search$suffix-convergence.png
 {
   echo "# MCMC search: found strategy vs data parallelism and the best expert"
   echo
@@ -35,7 +52,7 @@ out=bench/results/search.md
   echo "training step with SGD, roofline cost model. Speedups are ratios of"
   echo "simulated step times in the same run. $(nproc) cores of"
   echo "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(date -u +%Y-%m-%d)."
-  echo "Command: \`bench/search.sh $SECONDS_PER_CASE\`."
+  echo "Command: \`bench/search.sh $SECONDS_PER_CASE ${ONLY[*]:-}\`."
   echo
   echo "| model | machine | devices | data parallel (ms) | best expert (ms) | found (ms) | vs DP | vs expert | proposals | proposals/s | search (s) |"
   echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
@@ -70,7 +87,6 @@ for p in s['convergence']:
 PY
 done
 
-plot=bench/results/search-convergence.png
 {
   echo "set terminal pngcairo size 1100,700 noenhanced"
   echo "set output '$plot'"
@@ -88,5 +104,5 @@ plot=bench/results/search-convergence.png
 } > "$work/plot.gp"
 gnuplot "$work/plot.gp"
 echo >> "$out"
-echo "![convergence](search-convergence.png)" >> "$out"
+echo "![convergence]($(basename "$plot"))" >> "$out"
 echo "wrote $out and $plot"

@@ -237,7 +237,7 @@ SearchResult searchStrategy(const OpGraph &graph, const CostModel &cost,
     }
   };
 
-  while (result.iterations < budget) {
+  while (numNodes > 0 && result.iterations < budget) {
     int64_t proposals = round;
     if (budget != INT64_MAX)
       proposals = std::min<int64_t>(
