@@ -294,10 +294,6 @@ const Simulator::Placement &Simulator::placement(int node) {
   return *placements[node];
 }
 
-static bool isRootParameter(const GraphTensor &t) {
-  return t.isParameter && t.producer < 0;
-}
-
 void Simulator::buildNode(int node) {
   const OpNode &n = graph.nodes[node];
   const Placement &p = placement(node);
@@ -436,6 +432,23 @@ void Simulator::buildParameter(int tensorId) {
   }
 }
 
+int Simulator::addTransfer(TaskKind kind, const TaskKey &key, int64_t bytes,
+                           int src, int dst, int pred) {
+  int numDevices = machine.numDevices();
+  int id = newTask();
+  Task &t = tasks[id];
+  t.kind = kind;
+  t.key = key;
+  t.bytes = bytes;
+  t.src = src;
+  t.dst = dst;
+  for (LinkId link : machine.route(src, dst))
+    t.resources.push_back(numDevices + link);
+  t.duration = machine.transferTime(bytes, src, dst);
+  t.preds = {pred};
+  return id;
+}
+
 void Simulator::buildEdge(int producer, int consumer) {
   const OpNode &pn = graph.nodes[producer];
   const OpNode &cn = graph.nodes[consumer];
@@ -446,7 +459,6 @@ void Simulator::buildEdge(int producer, int consumer) {
   edge.fwdDeps.resize(cp.devices.size());
   edge.bwdDeps.resize(pp.devices.size());
   bool backward = options.training && pn.needsBackward && cn.needsBackward;
-  int numDevices = machine.numDevices();
   for (size_t ca = 0; ca < cn.accesses.size(); ++ca) {
     const NodeAccess &access = cn.accesses[ca];
     const GraphTensor &tensor = graph.tensors[access.tensor];
@@ -511,37 +523,20 @@ void Simulator::buildEdge(int producer, int consumer) {
           continue;
         }
         int64_t bytes = volume * tensor.elementBytes;
-        std::vector<int> resources;
-        for (LinkId link : machine.route(src, dst))
-          resources.push_back(numDevices + link);
-        double duration = machine.transferTime(bytes, src, dst);
-        int id = newTask();
-        Task &t = tasks[id];
-        t.kind = TaskKind::Transfer;
-        t.key = {2, consumer, producer, static_cast<int32_t>(u),
-                 static_cast<int32_t>(s), static_cast<int32_t>(ca)};
-        t.bytes = bytes;
-        t.src = src;
-        t.dst = dst;
-        t.resources = resources;
-        t.duration = duration;
-        t.preds = {fwdSource};
+        int id = addTransfer(TaskKind::Transfer,
+                             {2, consumer, producer, static_cast<int32_t>(u),
+                              static_cast<int32_t>(s),
+                              static_cast<int32_t>(ca)},
+                             bytes, src, dst, fwdSource);
         edge.owned.push_back(id);
         edge.fwdDeps[u].push_back(id);
         if (!backward)
           continue;
-        int gid = newTask();
-        Task &g = tasks[gid];
-        g.kind = TaskKind::GradTransfer;
-        g.key = {3, producer, consumer, static_cast<int32_t>(s),
-                 static_cast<int32_t>(u), static_cast<int32_t>(ca)};
-        g.bytes = bytes;
-        g.src = dst;
-        g.dst = src;
-        for (LinkId link : machine.route(dst, src))
-          g.resources.push_back(numDevices + link);
-        g.duration = machine.transferTime(bytes, dst, src);
-        g.preds = {nodeTasks[consumer].bwd[u]};
+        int gid = addTransfer(TaskKind::GradTransfer,
+                              {3, producer, consumer, static_cast<int32_t>(s),
+                               static_cast<int32_t>(u),
+                               static_cast<int32_t>(ca)},
+                              bytes, dst, src, nodeTasks[consumer].bwd[u]);
         edge.owned.push_back(gid);
         edge.bwdDeps[s].push_back(gid);
       }

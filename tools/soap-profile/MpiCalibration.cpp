@@ -110,22 +110,16 @@ double pingPong(int rank, int a, int b, int64_t bytes,
   return rank == a ? median(times) : 0;
 }
 
-/// Time per message when every rank sends `bytes` to the next rank and
-/// receives from the previous one at the same time (a ring step): what a
-/// ring collective's step costs. The slowest rank's median, on every rank.
-double ringStep(int rank, int size, int64_t bytes, std::vector<char> &send,
-                std::vector<char> &receive) {
-  int count = static_cast<int>(bytes);
-  int next = (rank + 1) % size, previous = (rank + size - 1) % size;
-  int reps = repetitionsFor(bytes);
-  int warmup = std::max(2, reps / 10);
+/// Median over `reps` timed calls of `call` (after `warmup` untimed ones),
+/// each started together behind a barrier and counted as the slowest
+/// rank's time; the same result on every rank.
+template <typename Call>
+double slowestRankMedian(int warmup, int reps, Call call) {
   std::vector<double> times;
   for (int i = 0; i < warmup + reps; ++i) {
     MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
     double start = MPI_Wtime();
-    MPI_CHECK(MPI_Sendrecv(send.data(), count, MPI_BYTE, next, 3,
-                           receive.data(), count, MPI_BYTE, previous, 3,
-                           MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+    call();
     if (i >= warmup)
       times.push_back(MPI_Wtime() - start);
   }
@@ -135,26 +129,31 @@ double ringStep(int rank, int size, int64_t bytes, std::vector<char> &send,
   return median(times);
 }
 
+/// Time per message when every rank sends `bytes` to the next rank and
+/// receives from the previous one at the same time (a ring step): what a
+/// ring collective's step costs. The slowest rank's median, on every rank.
+double ringStep(int rank, int size, int64_t bytes, std::vector<char> &send,
+                std::vector<char> &receive) {
+  int count = static_cast<int>(bytes);
+  int next = (rank + 1) % size, previous = (rank + size - 1) % size;
+  int reps = repetitionsFor(bytes);
+  return slowestRankMedian(std::max(2, reps / 10), reps, [&] {
+    MPI_CHECK(MPI_Sendrecv(send.data(), count, MPI_BYTE, next, 3,
+                           receive.data(), count, MPI_BYTE, previous, 3,
+                           MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+  });
+}
+
 /// Median time of MPI_Allreduce (f32 sum) of `bytes` per rank, taken as the
 /// slowest rank's time of each call; the same on every rank.
 double allReduce(int64_t bytes, std::vector<float> &send,
                  std::vector<float> &receive) {
   int count = static_cast<int>(std::max<int64_t>(bytes / 4, 1));
   int reps = std::clamp(repetitionsFor(bytes) / 2, 3, 500);
-  int warmup = std::max(2, reps / 10);
-  std::vector<double> times;
-  for (int i = 0; i < warmup + reps; ++i) {
-    MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
-    double start = MPI_Wtime();
+  return slowestRankMedian(std::max(2, reps / 10), reps, [&] {
     MPI_CHECK(MPI_Allreduce(send.data(), receive.data(), count, MPI_FLOAT,
                             MPI_SUM, MPI_COMM_WORLD));
-    if (i >= warmup)
-      times.push_back(MPI_Wtime() - start);
-  }
-  MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, times.data(),
-                          static_cast<int>(times.size()), MPI_DOUBLE, MPI_MAX,
-                          MPI_COMM_WORLD));
-  return median(times);
+  });
 }
 
 /// t = alpha + bytes / beta, least squares on relative errors (so small

@@ -101,6 +101,9 @@ private:
   void buildNode(int node);
   void buildEdge(int producer, int consumer);
   void buildParameter(int tensor);
+  /// A point-to-point transfer task over the route from src to dst.
+  int addTransfer(TaskKind kind, const std::array<int32_t, 6> &key,
+                  int64_t bytes, int src, int dst, int pred);
   void linkForward(int node);
   void linkBackward(int node);
   void removeNode(int node, std::vector<int> &removed);
