@@ -34,6 +34,12 @@ struct SimulationSetup {
   std::optional<Machine> machine;
   std::optional<ProfileDatabase> profile;
   Optimizer optimizer = Optimizer::SGD;
+
+  /// The cost model over this machine, profile and optimizer (it refers to
+  /// them: keep the setup alive while it is used).
+  CostModel costModel() const {
+    return CostModel(*machine, profile ? &*profile : nullptr, optimizer);
+  }
 };
 
 /// Fills `setup` from pass options; emits an error on the module and fails

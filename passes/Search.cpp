@@ -37,8 +37,7 @@ struct SoapSearchPass : public soap::impl::SoapSearchBase<SoapSearchPass> {
                                  optimizer, setup)))
       return signalPassFailure();
     const Machine &machine = *setup.machine;
-    CostModel cost(machine, setup.profile ? &*setup.profile : nullptr,
-                   setup.optimizer);
+    CostModel cost = setup.costModel();
 
     SearchOptions options;
     options.budget = budget;

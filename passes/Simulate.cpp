@@ -40,8 +40,7 @@ struct SoapSimulatePass
                          << machine->name() << "': " << *problem;
       return signalPassFailure();
     }
-    CostModel cost(*machine, setup.profile ? &*setup.profile : nullptr,
-                   setup.optimizer);
+    CostModel cost = setup.costModel();
     SimOptions options;
     options.training = training;
     Simulator simulator(built->graph, cost, options);

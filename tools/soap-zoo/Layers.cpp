@@ -102,8 +102,9 @@ Value ModelBuilder::batchNorm(Value x, StringRef name, double epsilon) {
       });
 }
 
-Value ModelBuilder::maxPool(Value x, Window window, StringRef name) {
-  Scope scope(*this, name);
+template <typename PoolOp>
+Value ModelBuilder::pool(Value x, Window window, double padValue,
+                         double initValue) {
   ArrayRef<int64_t> shape = shapeOf(x);
   int64_t oh = windowOutput(shape[2], window.kh, window.stride, window.padH,
                             window.padH, "");
@@ -114,36 +115,25 @@ Value ModelBuilder::maxPool(Value x, Window window, StringRef name) {
   Value padded = x;
   if (window.padH || window.padW)
     padded = pad(x, {0, 0, window.padH, window.padW},
-                 {0, 0, window.padH, window.padW}, -INFINITY);
-  Value init = filled({shape[0], shape[1], oh, ow}, -INFINITY);
+                 {0, 0, window.padH, window.padW}, padValue);
+  Value init = filled({shape[0], shape[1], oh, ow}, initValue);
   Value windowShape = empty({window.kh, window.kw});
-  return linalg::PoolingNchwMaxOp::create(
-             builder, loc(), TypeRange{init.getType()},
-             ValueRange{padded, windowShape}, ValueRange{init},
-             i64Pair(window.stride), i64Pair(1))
+  return PoolOp::create(builder, loc(), TypeRange{init.getType()},
+                        ValueRange{padded, windowShape}, ValueRange{init},
+                        i64Pair(window.stride), i64Pair(1))
       .getResult(0);
+}
+
+Value ModelBuilder::maxPool(Value x, Window window, StringRef name) {
+  Scope scope(*this, name);
+  return pool<linalg::PoolingNchwMaxOp>(x, window, -INFINITY, -INFINITY);
 }
 
 Value ModelBuilder::avgPool(Value x, Window window, StringRef name) {
   Scope scope(*this, name);
-  ArrayRef<int64_t> shape = shapeOf(x);
-  int64_t oh = windowOutput(shape[2], window.kh, window.stride, window.padH,
-                            window.padH, "");
-  int64_t ow = windowOutput(shape[3], window.kw, window.stride, window.padW,
-                            window.padW, "");
+  Value sum = pool<linalg::PoolingNchwSumOp>(x, window, 0.0, 0.0);
   if (hasFailed())
-    return filled({shape[0], shape[1], oh, ow}, 0.0);
-  Value padded = x;
-  if (window.padH || window.padW)
-    padded = pad(x, {0, 0, window.padH, window.padW},
-                 {0, 0, window.padH, window.padW}, 0.0);
-  Value init = zeros({shape[0], shape[1], oh, ow});
-  Value windowShape = empty({window.kh, window.kw});
-  Value sum = linalg::PoolingNchwSumOp::create(
-                  builder, loc(), TypeRange{init.getType()},
-                  ValueRange{padded, windowShape}, ValueRange{init},
-                  i64Pair(window.stride), i64Pair(1))
-                  .getResult(0);
+    return sum;
   return scale(sum, 1.0 / static_cast<double>(window.kh * window.kw));
 }
 

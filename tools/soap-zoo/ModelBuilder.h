@@ -187,6 +187,10 @@ public:
                                           double inverse);
   /// Max pooling; padding (-inf) never wins.
   Value maxPool(Value x, Window window, llvm::StringRef name);
+  /// The NCHW pooling op `PoolOp` over `window`, padding with `padValue`
+  /// and starting from `initValue` (what max and average pooling share).
+  template <typename PoolOp>
+  Value pool(Value x, Window window, double padValue, double initValue);
   /// Average pooling; padding counts in the divisor (k*k).
   Value avgPool(Value x, Window window, llvm::StringRef name);
   /// [N, C, H, W] to [N, C]: the mean over H and W.
