@@ -45,14 +45,14 @@ std::optional<int64_t> soap::getDeclaredNumDevices(Operation *op) {
 
 static ParseResult parseIntList(AsmParser &parser,
                                 SmallVectorImpl<int64_t> &values) {
-  return parser.parseCommaSeparatedList(
-      AsmParser::Delimiter::Square, [&]() -> ParseResult {
-        int64_t value;
-        if (parser.parseInteger(value))
-          return failure();
-        values.push_back(value);
-        return success();
-      });
+  return parser.parseCommaSeparatedList(AsmParser::Delimiter::Square,
+                                        [&]() -> ParseResult {
+                                          int64_t value;
+                                          if (parser.parseInteger(value))
+                                            return failure();
+                                          values.push_back(value);
+                                          return success();
+                                        });
 }
 
 static void printIntList(AsmPrinter &printer, ArrayRef<int64_t> values) {
@@ -72,9 +72,7 @@ static ParseResult parseKeyedIntList(AsmParser &parser, StringRef key,
 // #soap.config
 //===----------------------------------------------------------------------===//
 
-int64_t ConfigAttr::getNumTasks() const {
-  return computeProduct(getDegrees());
-}
+int64_t ConfigAttr::getNumTasks() const { return computeProduct(getDegrees()); }
 
 Attribute ConfigAttr::parse(AsmParser &parser, Type) {
   SmallVector<int64_t> degrees, devices;
@@ -95,12 +93,11 @@ void ConfigAttr::print(AsmPrinter &printer) const {
   printer << '>';
 }
 
-LogicalResult
-ConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                   ArrayRef<int64_t> degrees, ArrayRef<int64_t> devices) {
+LogicalResult ConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                 ArrayRef<int64_t> degrees,
+                                 ArrayRef<int64_t> devices) {
   if (auto problem = checkConfigShape(
-          std::vector<int64_t>(degrees.begin(), degrees.end()),
-          devices.size()))
+          std::vector<int64_t>(degrees.begin(), degrees.end()), devices.size()))
     return emitError() << *problem;
   return success();
 }
@@ -130,9 +127,8 @@ Attribute LayoutAttr::parse(AsmParser &parser, Type) {
       return {};
     partial = symbolizeReductionKind(kindName);
     if (!partial) {
-      parser.emitError(kindLoc)
-          << "unknown partial state '" << kindName
-          << "'; expected sum, max or min";
+      parser.emitError(kindLoc) << "unknown partial state '" << kindName
+                                << "'; expected sum, max or min";
       return {};
     }
     if (parser.parseComma())
@@ -167,17 +163,15 @@ checkDistinctDevices(function_ref<InFlightDiagnostic()> emitError,
       return emitError() << "device " << device << " in " << what
                          << " is negative";
     if (!seen.insert(device).second)
-      return emitError() << "device " << device << " appears twice in "
-                         << what;
+      return emitError() << "device " << device << " appears twice in " << what;
   }
   return success();
 }
 
-LogicalResult
-LayoutAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                   ArrayRef<int64_t> split, int64_t replicas,
-                   std::optional<ReductionKind> partial,
-                   ArrayRef<int64_t> devices) {
+LogicalResult LayoutAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                 ArrayRef<int64_t> split, int64_t replicas,
+                                 std::optional<ReductionKind> partial,
+                                 ArrayRef<int64_t> devices) {
   int64_t shards = 1;
   for (auto [dim, parts] : llvm::enumerate(split)) {
     if (parts < 1)
@@ -253,10 +247,67 @@ static LogicalResult verifyLayoutOnOp(Operation *op, LayoutAttr layout) {
   for (auto [dim, parts] : llvm::enumerate(layout.getSplit())) {
     int64_t size = type.getDimSize(dim);
     if (!ShapedType::isDynamic(size) && size % parts != 0)
-      return op->emitError() << "split " << parts
-                             << " does not divide dimension " << dim
-                             << " of size " << size;
+      return op->emitError()
+             << "split " << parts << " does not divide dimension " << dim
+             << " of size " << size;
   }
+  return success();
+}
+
+/// Checks one of the training-step attributes (soap.name, soap.role,
+/// soap.init, soap.range) on argument or result `index` of type `type`
+/// (null when the region is empty).
+static LogicalResult verifyStepAttribute(Operation *op, StringRef what,
+                                         unsigned index, Type type,
+                                         NamedAttribute attr) {
+  StringRef name = attr.getName().getValue();
+  auto error = [&]() {
+    return op->emitError() << "'" << name << "' on " << what << " " << index;
+  };
+  if (name == SoapDialect::getNameAttrName()) {
+    auto text = dyn_cast<StringAttr>(attr.getValue());
+    if (!text || text.getValue().empty())
+      return error() << " must be a non-empty string";
+    return success();
+  }
+  if (name == SoapDialect::getRoleAttrName()) {
+    auto role = dyn_cast<StringAttr>(attr.getValue());
+    if (!role ||
+        !llvm::is_contained(
+            ArrayRef<StringRef>{"param", "opt_state", "input", "label", "loss"},
+            role.getValue()))
+      return error() << " must be one of \"param\", \"opt_state\", "
+                        "\"input\", \"label\", \"loss\"";
+    return success();
+  }
+  if (name == SoapDialect::getInitAttrName()) {
+    if (auto values = dyn_cast<ElementsAttr>(attr.getValue())) {
+      if (type && values.getType() != type)
+        return error() << " has initial values of type " << values.getType()
+                       << " but the " << what << " is " << type;
+      return success();
+    }
+    auto init = dyn_cast<StringAttr>(attr.getValue());
+    if (!init)
+      return error() << " must be a string or an elements attribute";
+    StringRef text = init.getValue();
+    if (text == "zeros" || text == "ones" || text == "fan-in")
+      return success();
+    uint64_t fanIn = 0;
+    if (text.consume_front("fan-in:") && !text.getAsInteger(10, fanIn) &&
+        fanIn > 0)
+      return success();
+    return error() << " must be \"zeros\", \"ones\", \"fan-in\", "
+                      "\"fan-in:N\" (N > 0) or initial values, not \""
+                   << init.getValue() << "\"";
+  }
+  // soap.range
+  auto range = dyn_cast<IntegerAttr>(attr.getValue());
+  if (!range || range.getInt() < 1)
+    return error() << " must be a positive integer";
+  auto shaped = dyn_cast_or_null<ShapedType>(type);
+  if (shaped && !shaped.getElementType().isInteger())
+    return error() << " needs an integer tensor, not " << type;
   return success();
 }
 
@@ -266,22 +317,21 @@ LogicalResult SoapDialect::verifyOperationAttribute(Operation *op,
   if (name == getConfigAttrName()) {
     auto config = dyn_cast<ConfigAttr>(attr.getValue());
     if (!config)
-      return op->emitError() << "'" << name
-                             << "' must be a #soap.config attribute";
+      return op->emitError()
+             << "'" << name << "' must be a #soap.config attribute";
     return verifyConfigOnOp(op, config);
   }
   if (name == getNumDevicesAttrName()) {
     auto count = dyn_cast<IntegerAttr>(attr.getValue());
     if (!count || count.getInt() < 1)
-      return op->emitError() << "'" << name
-                             << "' must be a positive integer";
+      return op->emitError() << "'" << name << "' must be a positive integer";
     return success();
   }
   if (name == getLayoutAttrName()) {
     auto layout = dyn_cast<LayoutAttr>(attr.getValue());
     if (!layout)
-      return op->emitError() << "'" << name
-                             << "' must be a #soap.layout attribute";
+      return op->emitError()
+             << "'" << name << "' must be a #soap.layout attribute";
     return verifyLayoutOnOp(op, layout);
   }
   return op->emitError() << "unknown SOAP attribute '" << name << "'";
@@ -294,8 +344,8 @@ LogicalResult SoapDialect::verifyRegionArgAttribute(Operation *op,
   StringRef name = attr.getName().getValue();
   if (name == getParamAttrName()) {
     if (!isa<UnitAttr>(attr.getValue()))
-      return op->emitError() << "'" << name
-                             << "' is a unit attribute and takes no value";
+      return op->emitError()
+             << "'" << name << "' is a unit attribute and takes no value";
     return success();
   }
   if (name == getBatchDimAttrName()) {
@@ -316,6 +366,28 @@ LogicalResult SoapDialect::verifyRegionArgAttribute(Operation *op,
              << argIndex << " is out of range for rank " << type.getRank();
     return success();
   }
-  return op->emitError() << "unknown SOAP argument attribute '" << name
-                         << "'";
+  if (name == getNameAttrName() || name == getRoleAttrName() ||
+      name == getInitAttrName() || name == getRangeAttrName()) {
+    Type type;
+    Region &region = op->getRegion(regionIndex);
+    if (!region.empty())
+      type = region.front().getArgument(argIndex).getType();
+    return verifyStepAttribute(op, "argument", argIndex, type, attr);
+  }
+  return op->emitError() << "unknown SOAP argument attribute '" << name << "'";
+}
+
+LogicalResult SoapDialect::verifyRegionResultAttribute(Operation *op,
+                                                       unsigned regionIndex,
+                                                       unsigned resultIndex,
+                                                       NamedAttribute attr) {
+  StringRef name = attr.getName().getValue();
+  if (name == getNameAttrName() || name == getRoleAttrName()) {
+    Type type;
+    if (auto function = dyn_cast<FunctionOpInterface>(op))
+      if (resultIndex < function.getNumResults())
+        type = function.getResultTypes()[resultIndex];
+    return verifyStepAttribute(op, "result", resultIndex, type, attr);
+  }
+  return op->emitError() << "unknown SOAP result attribute '" << name << "'";
 }

@@ -38,6 +38,7 @@ def Soap_Dialect : Dialect {
   let useDefaultAttributePrinterParser = 1;
   let hasOperationAttrVerify = 1;
   let hasRegionArgAttrVerify = 1;
+  let hasRegionResultAttrVerify = 1;
   let dependentDialects = ["::mlir::tensor::TensorDialect"];
   let extraClassDeclaration = [{
     /// Name of the discardable attribute holding an op's #soap.config.
@@ -59,6 +60,21 @@ def Soap_Dialect : Dialect {
     /// Name of the attribute holding a value's #soap.layout.
     static constexpr ::llvm::StringLiteral getLayoutAttrName() {
       return ::llvm::StringLiteral("soap.layout");
+    }
+    /// Argument/result attributes of a training step (docs/train-step.md):
+    /// a stable name, what the value is, how a parameter is initialised,
+    /// and the value range of an integer input.
+    static constexpr ::llvm::StringLiteral getNameAttrName() {
+      return ::llvm::StringLiteral("soap.name");
+    }
+    static constexpr ::llvm::StringLiteral getRoleAttrName() {
+      return ::llvm::StringLiteral("soap.role");
+    }
+    static constexpr ::llvm::StringLiteral getInitAttrName() {
+      return ::llvm::StringLiteral("soap.init");
+    }
+    static constexpr ::llvm::StringLiteral getRangeAttrName() {
+      return ::llvm::StringLiteral("soap.range");
     }
   }];
 }

@@ -55,3 +55,18 @@ func.func @standalone() attributes {c = #soap.config<degrees = [4], devices = [0
   return
 }
 }
+
+// Training-step attributes (docs/train-step.md) on arguments and results.
+// CHECK-LABEL: func.func @step_attrs
+// CHECK-SAME: {soap.init = "fan-in:8", soap.name = "fc.weight", soap.param, soap.role = "param"}
+// CHECK-SAME: {soap.init = dense<[1.000000e+00, 2.000000e+00]> : tensor<2xf32>, soap.name = "fc.bias", soap.role = "param"}
+// CHECK-SAME: {soap.name = "labels", soap.range = 10 : i64, soap.role = "label"}
+// CHECK-SAME: -> (tensor<f32> {soap.name = "loss", soap.role = "loss"})
+func.func @step_attrs(
+    %w: tensor<8x4xf32> {soap.param, soap.role = "param", soap.name = "fc.weight", soap.init = "fan-in:8"},
+    %b: tensor<2xf32> {soap.role = "param", soap.name = "fc.bias", soap.init = dense<[1.0, 2.0]> : tensor<2xf32>},
+    %y: tensor<4xi64> {soap.role = "label", soap.name = "labels", soap.range = 10})
+    -> (tensor<f32> {soap.role = "loss", soap.name = "loss"}) {
+  %0 = tensor.empty() : tensor<f32>
+  return %0 : tensor<f32>
+}

@@ -45,6 +45,6 @@ LogicalResult soap::zoo::buildAlexNet(ModuleOp module,
   x = mb.relu(mb.linear(x, hidden, "fc6"));
   x = mb.relu(mb.linear(x, hidden, "fc7"));
   Value logits = mb.linear(x, options.get("classes"), "fc8");
-  Value labels = mb.input("labels", {batch}, mb.i64());
+  Value labels = mb.input("labels", {batch}, mb.i64(), options.get("classes"));
   return mb.finish(mb.softmaxCrossEntropy(logits, labels), error);
 }

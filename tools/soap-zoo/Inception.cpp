@@ -154,6 +154,6 @@ LogicalResult soap::zoo::buildInceptionV3(ModuleOp module,
   Value x = mb.input("images", {batch, 3, image, image}, mb.f32());
   Value features = InceptionV3(mb, options.get("width")).build(x);
   Value logits = mb.linear(features, options.get("classes"), "fc");
-  Value labels = mb.input("labels", {batch}, mb.i64());
+  Value labels = mb.input("labels", {batch}, mb.i64(), options.get("classes"));
   return mb.finish(mb.softmaxCrossEntropy(logits, labels), error);
 }

@@ -53,13 +53,14 @@ Value ModelBuilder::conv2d(Value x, int64_t outChannels, Window window,
           ValueRange{init}, i64Pair(window.stride), i64Pair(1))
           .getResult(0);
   if (bias)
-    y = addBias(y, param("bias", {outChannels}), 1);
+    y = addBias(y, param("bias", {outChannels}, "zeros"), 1);
   return y;
 }
 
-std::pair<Value, Value>
-ModelBuilder::meanAndVariance(Value x, AffineMap all, AffineMap statistic,
-                              ArrayRef<unsigned> kept, double inverse) {
+std::pair<Value, Value> ModelBuilder::meanAndVariance(Value x, AffineMap all,
+                                                      AffineMap statistic,
+                                                      ArrayRef<unsigned> kept,
+                                                      double inverse) {
   ArrayRef<int64_t> shape = shapeOf(x);
   Value mean = reduction({x}, {all}, shape, kept, 0.0,
                          [inverse](OpBuilder &b, Location l, ValueRange args) {
@@ -84,8 +85,8 @@ Value ModelBuilder::batchNorm(Value x, StringRef name, double epsilon) {
   ArrayRef<int64_t> shape = shapeOf(x);
   int64_t channels = shape[1];
   double inverse = 1.0 / static_cast<double>(shape[0] * shape[2] * shape[3]);
-  Value gamma = param("weight", {channels});
-  Value beta = param("bias", {channels});
+  Value gamma = param("weight", {channels}, "ones");
+  Value beta = param("bias", {channels}, "zeros");
   AffineMap all = identity(4), channel = dims(4, {1});
   auto [mean, variance] = meanAndVariance(x, all, channel, {1}, inverse);
   return parallel(
@@ -155,8 +156,8 @@ Value ModelBuilder::layerNorm(Value x, StringRef name, double epsilon) {
   ArrayRef<int64_t> shape = shapeOf(x);
   int64_t width = shape[1];
   double inverse = 1.0 / static_cast<double>(width);
-  Value gamma = param("weight", {width});
-  Value beta = param("bias", {width});
+  Value gamma = param("weight", {width}, "ones");
+  Value beta = param("bias", {width}, "zeros");
   AffineMap all = identity(2), row = dims(2, {0}), column = dims(2, {1});
   auto [mean, variance] = meanAndVariance(x, all, row, {0}, inverse);
   return parallel(

@@ -40,8 +40,10 @@ public:
     for (int64_t layer = 0; layer < layers; ++layer) {
       ModelBuilder::Scope layerScope(mb, std::to_string(layer));
       int64_t in = layer == 0 ? input : hidden;
-      weights.push_back(mb.param("weight", {in + hidden, 4 * hidden}));
-      biases.push_back(mb.param("bias", {4 * hidden}));
+      // PyTorch's LSTM initialisation: uniform in ±1/sqrt(hidden).
+      std::string init = "fan-in:" + std::to_string(hidden);
+      weights.push_back(mb.param("weight", {in + hidden, 4 * hidden}, init));
+      biases.push_back(mb.param("bias", {4 * hidden}, init));
     }
     states.resize(layers);
     cells.resize(layers);
@@ -142,8 +144,8 @@ static Value runSequence(ModelBuilder &mb, LstmStack &stack, Value sequence) {
 /// Softmax cross-entropy of per-step logits [batch*seq, vocab] against
 /// next-token ids [batch, seq], averaged over the batch and the steps.
 static Value sequenceLoss(ModelBuilder &mb, Value logits, int64_t batch,
-                          int64_t seq) {
-  Value labels = mb.input("labels", {batch, seq}, mb.i64());
+                          int64_t seq, int64_t vocab) {
+  Value labels = mb.input("labels", {batch, seq}, mb.i64(), vocab);
   return mb.softmaxCrossEntropy(logits, mb.collapse(labels, {{0, 1}}));
 }
 
@@ -153,7 +155,8 @@ LogicalResult soap::zoo::buildRnnTc(ModuleOp module,
   int64_t batch = options.get("batch"), seq = options.get("seq");
   int64_t embed = options.get("embed"), hidden = options.get("hidden");
   ModelBuilder mb(module);
-  Value tokens = mb.input("tokens", {batch, seq}, mb.i64());
+  Value tokens =
+      mb.input("tokens", {batch, seq}, mb.i64(), options.get("vocab"));
   Value embedded =
       embedSequence(mb, tokens, options.get("vocab"), embed, "embedding");
   LstmStack lstm(mb, "lstm", embed, hidden, options.get("layers"));
@@ -161,7 +164,7 @@ LogicalResult soap::zoo::buildRnnTc(ModuleOp module,
   for (int64_t t = 0; t < seq; ++t)
     last = lstm.step(at(mb, embedded, t), t);
   Value logits = mb.linear(last, options.get("classes"), "classifier");
-  Value labels = mb.input("labels", {batch}, mb.i64());
+  Value labels = mb.input("labels", {batch}, mb.i64(), options.get("classes"));
   return mb.finish(mb.softmaxCrossEntropy(logits, labels), error);
 }
 
@@ -172,13 +175,13 @@ LogicalResult soap::zoo::buildRnnLm(ModuleOp module,
   int64_t embed = options.get("embed"), hidden = options.get("hidden");
   int64_t vocab = options.get("vocab");
   ModelBuilder mb(module);
-  Value tokens = mb.input("tokens", {batch, seq}, mb.i64());
+  Value tokens = mb.input("tokens", {batch, seq}, mb.i64(), vocab);
   Value embedded = embedSequence(mb, tokens, vocab, embed, "embedding");
   LstmStack lstm(mb, "lstm", embed, hidden, options.get("layers"));
   Value outputs = runSequence(mb, lstm, embedded);
   Value logits =
       mb.linear(mb.collapse(outputs, {{0, 1}, {2}}), vocab, "decoder");
-  return mb.finish(sequenceLoss(mb, logits, batch, seq), error);
+  return mb.finish(sequenceLoss(mb, logits, batch, seq, vocab), error);
 }
 
 LogicalResult soap::zoo::buildNmt(ModuleOp module, const ModelOptions &options,
@@ -187,8 +190,8 @@ LogicalResult soap::zoo::buildNmt(ModuleOp module, const ModelOptions &options,
   int64_t embed = options.get("embed"), hidden = options.get("hidden");
   int64_t vocab = options.get("vocab"), layers = options.get("layers");
   ModelBuilder mb(module);
-  Value source = mb.input("source", {batch, seq}, mb.i64());
-  Value target = mb.input("target", {batch, seq}, mb.i64());
+  Value source = mb.input("source", {batch, seq}, mb.i64(), vocab);
+  Value target = mb.input("target", {batch, seq}, mb.i64(), vocab);
 
   // Encoder.
   Value sourceEmbedded =
@@ -217,5 +220,5 @@ LogicalResult soap::zoo::buildNmt(ModuleOp module, const ModelOptions &options,
                                  "combine", /*bias=*/false));
   }
   Value logits = mb.linear(combined, vocab, "generator");
-  return mb.finish(sequenceLoss(mb, logits, batch, seq), error);
+  return mb.finish(sequenceLoss(mb, logits, batch, seq, vocab), error);
 }

@@ -20,6 +20,6 @@ LogicalResult soap::zoo::buildMlp(ModuleOp module, const ModelOptions &options,
     x = mb.relu(
         mb.linear(x, options.get("hidden"), "fc" + std::to_string(layer)));
   Value logits = mb.linear(x, options.get("classes"), "classifier");
-  Value labels = mb.input("labels", {batch}, mb.i64());
+  Value labels = mb.input("labels", {batch}, mb.i64(), options.get("classes"));
   return mb.finish(mb.softmaxCrossEntropy(logits, labels), error);
 }

@@ -36,15 +36,18 @@ ModelBuilder::ModelBuilder(ModuleOp module, StringRef functionName)
 // The function
 //===----------------------------------------------------------------------===//
 
-Value ModelBuilder::param(StringRef name, ArrayRef<int64_t> shape) {
+Value ModelBuilder::param(StringRef name, ArrayRef<int64_t> shape,
+                          StringRef init) {
   auto type = RankedTensorType::get(shape, f32());
   Location argLoc = NameLoc::get(builder.getStringAttr(qualify(name)));
+  paramInits.push_back(init.empty() ? "fan-in" : init.str());
   return entry->insertArgument(numParams++, type, argLoc);
 }
 
 Value ModelBuilder::input(StringRef name, ArrayRef<int64_t> shape,
-                          Type elementType) {
+                          Type elementType, int64_t range) {
   auto type = RankedTensorType::get(shape, elementType);
+  inputRanges.push_back(range);
   return entry->addArgument(type, NameLoc::get(builder.getStringAttr(name)));
 }
 
@@ -52,9 +55,21 @@ LogicalResult ModelBuilder::finish(Value loss, std::string &error) {
   func::ReturnOp::create(builder, loc(), loss);
   function.setType(FunctionType::get(getContext(), entry->getArgumentTypes(),
                                      {loss.getType()}));
-  for (unsigned i = 0; i < numParams; ++i)
-    function.setArgAttr(i, SoapDialect::getParamAttrName(),
-                        builder.getUnitAttr());
+  // Every argument carries its name; parameters say how to initialise
+  // them and integer inputs their value range (docs/train-step.md).
+  for (unsigned i = 0, e = entry->getNumArguments(); i < e; ++i) {
+    if (auto name = dyn_cast<NameLoc>(entry->getArgument(i).getLoc()))
+      function.setArgAttr(i, SoapDialect::getNameAttrName(), name.getName());
+    if (i < numParams) {
+      function.setArgAttr(i, SoapDialect::getParamAttrName(),
+                          builder.getUnitAttr());
+      function.setArgAttr(i, SoapDialect::getInitAttrName(),
+                          builder.getStringAttr(paramInits[i]));
+    } else if (int64_t range = inputRanges[i - numParams]) {
+      function.setArgAttr(i, SoapDialect::getRangeAttrName(),
+                          builder.getI64IntegerAttr(range));
+    }
+  }
   if (hasFailed()) {
     error = failure;
     return llvm::failure();
@@ -340,10 +355,11 @@ Value ModelBuilder::batchMatmul(Value a, Value b) {
 
 Value ModelBuilder::linear(Value x, int64_t out, StringRef name, bool bias) {
   Scope scope(*this, name);
-  Value weight = param("weight", {dimOf(x, 1), out});
+  Value weight = param("weight", {dimOf(x, 1), out},
+                       "fan-in:" + std::to_string(dimOf(x, 1)));
   Value y = matmul(x, weight);
   if (bias)
-    y = addBias(y, param("bias", {out}), 1);
+    y = addBias(y, param("bias", {out}, "zeros"), 1);
   return y;
 }
 

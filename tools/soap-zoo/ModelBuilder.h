@@ -57,12 +57,17 @@ public:
   // The function
   //===--------------------------------------------------------------------===//
 
-  /// A new f32 parameter argument called `<scope>.<name>`.
-  Value param(llvm::StringRef name, llvm::ArrayRef<int64_t> shape);
+  /// A new f32 parameter argument called `<scope>.<name>`. `init` says how
+  /// the runtime initialises it (`soap.init`, docs/train-step.md): "zeros",
+  /// "ones", "fan-in:N", or empty for "fan-in" (all dimensions but the
+  /// first).
+  Value param(llvm::StringRef name, llvm::ArrayRef<int64_t> shape,
+              llvm::StringRef init = {});
   /// A new input argument (images, token ids, labels), after every
-  /// parameter; its batch is dimension 0.
+  /// parameter; its batch is dimension 0. Integer inputs take values in
+  /// [0, range) (`soap.range`).
   Value input(llvm::StringRef name, llvm::ArrayRef<int64_t> shape,
-              mlir::Type elementType);
+              mlir::Type elementType, int64_t range = 0);
   /// Returns `loss` and fixes the function's signature. Fails with the
   /// first recorded problem.
   llvm::LogicalResult finish(Value loss, std::string &error);
@@ -224,6 +229,10 @@ private:
   mlir::func::FuncOp function;
   mlir::Block *entry;
   unsigned numParams = 0;
+  /// `soap.init` of each parameter, in argument order.
+  llvm::SmallVector<std::string> paramInits;
+  /// `soap.range` of each input, in the order inputs were added (0: none).
+  llvm::SmallVector<int64_t> inputRanges;
   llvm::SmallVector<std::string> scopes;
   llvm::SmallVector<mlir::Location> locations;
   std::string failure;

@@ -107,6 +107,6 @@ LogicalResult soap::zoo::buildResNet(ModuleOp module,
     }
   }
   Value logits = mb.linear(mb.globalAvgPool(x), options.get("classes"), "fc");
-  Value labels = mb.input("labels", {batch}, mb.i64());
+  Value labels = mb.input("labels", {batch}, mb.i64(), options.get("classes"));
   return mb.finish(mb.softmaxCrossEntropy(logits, labels), error);
 }

@@ -139,8 +139,9 @@ LogicalResult soap::zoo::buildTransformerEncoder(ModuleOp module,
   constexpr double kEpsilon = 1e-12;
   ModelBuilder mb(module);
   Transformer t(mb, s);
-  Value tokens = mb.input("tokens", {s.batch, s.seq}, mb.i64());
-  Value types = mb.input("token_types", {s.batch, s.seq}, mb.i64());
+  Value tokens = mb.input("tokens", {s.batch, s.seq}, mb.i64(), s.vocab);
+  Value types =
+      mb.input("token_types", {s.batch, s.seq}, mb.i64(), options.get("types"));
 
   Value x;
   {
@@ -172,7 +173,8 @@ LogicalResult soap::zoo::buildTransformerEncoder(ModuleOp module,
   Value first = mb.slice(sequence, {0, 0, 0}, {s.batch, 1, s.hidden}, {1});
   Value pooled = mb.tanh(mb.linear(first, s.hidden, "pooler.dense"));
   Value logits = mb.linear(pooled, options.get("classes"), "classifier");
-  Value labels = mb.input("labels", {s.batch}, mb.i64());
+  Value labels =
+      mb.input("labels", {s.batch}, mb.i64(), options.get("classes"));
   return mb.finish(mb.softmaxCrossEntropy(logits, labels), error);
 }
 
@@ -185,7 +187,7 @@ LogicalResult soap::zoo::buildTransformerDecoder(ModuleOp module,
   constexpr double kEpsilon = 1e-5;
   ModelBuilder mb(module);
   Transformer t(mb, s);
-  Value tokens = mb.input("tokens", {s.batch, s.seq}, mb.i64());
+  Value tokens = mb.input("tokens", {s.batch, s.seq}, mb.i64(), s.vocab);
 
   Value tokenTable = mb.param("wte.weight", {s.vocab, s.hidden});
   Value positionTable = mb.param("wpe.weight", {s.maxPositions, s.hidden});
@@ -207,7 +209,7 @@ LogicalResult soap::zoo::buildTransformerDecoder(ModuleOp module,
 
   // The output projection reuses the token embedding (tied weights).
   Value logits = mb.matmul(x, mb.transpose(tokenTable, {1, 0}));
-  Value labels = mb.input("labels", {s.batch, s.seq}, mb.i64());
+  Value labels = mb.input("labels", {s.batch, s.seq}, mb.i64(), s.vocab);
   return mb.finish(
       mb.softmaxCrossEntropy(logits, mb.collapse(labels, {{0, 1}})), error);
 }
