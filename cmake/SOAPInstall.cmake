@@ -36,3 +36,7 @@ install(FILES
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/machines/
   DESTINATION ${CMAKE_INSTALL_DATADIR}/soap/machines
   FILES_MATCHING PATTERN "*.json")
+
+# The runtime that soap-translate --soap-to-executable links into every
+# executable; an installed soap-translate looks for it in the libdir.
+install(TARGETS soaprt soaprt_driver ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})

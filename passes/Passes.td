@@ -200,4 +200,190 @@ def SoapExportGraph : Pass<"soap-export-graph", "mlir::ModuleOp"> {
   ];
 }
 
+def SoapTrainingStep : Pass<"soap-training-step", "mlir::ModuleOp"> {
+  let summary = "Add @train_step: the forward pass, reverse-mode gradients and an optimizer update";
+  let description = [{
+    Differentiates the loss function (the only function with arguments
+    marked `{soap.param}`, or `func=`) and adds `@train_step` as
+    docs/train-step.md specifies: arguments parameters, optimizer state,
+    inputs, labels (each with `soap.role` and `soap.name`); results the
+    loss, the updated parameters and the updated optimizer state. The loss
+    function stays in the module.
+
+    With `loss=none` the function must return a scalar loss;
+    `loss=softmax-xent` appends the mean softmax cross-entropy of the
+    logits it returns ([batch, classes]) against an i64 labels argument
+    ([batch], `soap.range` = classes), `loss=mse` the mean squared error
+    against a float labels argument shaped like the output.
+
+    Gradients are computed by reverse-mode automatic differentiation over
+    the ops (docs/training-step.md): linalg.generic through its body's
+    derivative (sums, maximum and minimum reductions included), matmuls and
+    convolutions as matmuls and convolutions, pooling, padding, slices,
+    reshapes and concatenation. An op without a gradient rule on the path
+    from a parameter to the loss is an error at that op.
+
+    Optimizers: `sgd` (p -= lr (g + wd p)), `momentum` (v = m v + g + wd p;
+    p -= lr v), `adam` (bias-corrected moments, L2 weight decay added to the
+    gradient).
+
+    ```
+    soap-zoo mlp | soap-opt --soap-training-step="optimizer=adam lr=0.001"
+    ```
+  }];
+  let options = [
+    Option<"optimizer", "optimizer", "std::string", /*default=*/"\"sgd\"",
+           "Update rule: sgd, momentum, adam">,
+    Option<"learningRate", "lr", "double", /*default=*/"0.01",
+           "Learning rate">,
+    Option<"momentum", "momentum", "double", /*default=*/"0.9",
+           "Momentum coefficient (optimizer=momentum)">,
+    Option<"beta1", "beta1", "double", /*default=*/"0.9",
+           "Decay of Adam's first moment">,
+    Option<"beta2", "beta2", "double", /*default=*/"0.999",
+           "Decay of Adam's second moment">,
+    Option<"epsilon", "eps", "double", /*default=*/"1e-8",
+           "Adam's epsilon">,
+    Option<"weightDecay", "weight-decay", "double", /*default=*/"0",
+           "L2 weight decay added to every gradient">,
+    Option<"loss", "loss", "std::string", /*default=*/"\"none\"",
+           "Loss appended to the function's output: none, softmax-xent, mse">,
+    Option<"funcName", "func", "std::string", /*default=*/"\"\"",
+           "Loss function (default: the one with {soap.param} arguments)">,
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::linalg::LinalgDialect",
+                           "::mlir::math::MathDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
+def SoapLowerCpu : Pass<"soap-lower-cpu", "mlir::ModuleOp"> {
+  let summary = "Lower a training step to the LLVM dialect for x86-64 CPUs, with the runtime's C ABI";
+  let description = [{
+    Compiles `@train_step` (docs/train-step.md; `entry=` names another
+    function) to the LLVM dialect: one-shot bufferization across function
+    boundaries with identity layouts, results turned into out-params,
+    ownership-based deallocation, and the ops lowered to loops, except:
+
+    - `kernels=blas` (the default): contractions (`linalg.matmul` in any
+      operand layout, `batch_matmul`, `matvec`, `vecmat`, contraction
+      `linalg.generic`s) and `linalg.conv_2d_nchw_fchw` on f32/f64 become
+      calls of libsoaprt's OpenBLAS kernels (convolutions by im2col + GEMM,
+      any stride and dilation); other convolutions are tiled and
+      vectorized;
+    - `kernels=vector`: contractions and convolutions are tiled for
+      registers and vectorized (as soap-profile compiles them);
+    - `kernels=loops`: everything as scalar loops.
+
+    The entry becomes `soap_train_step` (bare pointers: one per argument,
+    then one per result) and the module gains the symbols the runtime
+    driver reads: `soap_train_step_packed(void **buffers)`,
+    `soap_model_info` (a JSON description of every argument and result:
+    role, name, shape, dtype, init) and `soap_init_data` (the values of
+    parameters whose `soap.init` is an elements attribute). With
+    `trace-ops` (the default) every op is bracketed by
+    `soaprt_op_begin/end(id)`, which cost a branch unless the executable
+    runs with `--trace`. See docs/lowering.md.
+
+    ```
+    soap-opt model.mlir --soap-lower-cpu | soap-translate --soap-to-executable -o model.exe
+    ```
+  }];
+  let options = [
+    Option<"entry", "entry", "std::string", /*default=*/"\"train_step\"",
+           "The function to compile">,
+    Option<"kernels", "kernels", "std::string", /*default=*/"\"blas\"",
+           "Matmuls and convolutions: blas, vector or loops">,
+    Option<"traceOps", "trace-ops", "bool", /*default=*/"true",
+           "Call soaprt_op_begin/end around every op (for --trace)">,
+  ];
+}
+
+def SoapMarkTrainStep : Pass<"soap-mark-train-step", "mlir::ModuleOp"> {
+  let summary = "Mark a plain function that is already a training step as @train_step";
+  let description = [{
+    For exports that compute a training step without SOAP's attributes
+    (parameters and data in; updated parameters and the loss out), adds
+    `soap.role`, `soap.name` and `soap.init` (docs/train-step.md) and
+    renames the function `@train_step`. `params=` lists the parameters'
+    argument numbers; the results other than `loss=` are their updated
+    values in that order. `labels=` lists label arguments; the other
+    arguments are inputs. Names are the arguments' `soap.name` or `argN`.
+
+    ```
+    soap-opt linreg_train_step.mlir \
+      --soap-mark-train-step="func=forward params=0,1 loss=2" --soap-lower-cpu
+    ```
+  }];
+  let options = [
+    Option<"funcName", "func", "std::string", /*default=*/"\"forward\"",
+           "The function to mark">,
+    ListOption<"params", "params", "unsigned",
+               "Argument numbers of the parameters">,
+    ListOption<"labels", "labels", "unsigned",
+               "Argument numbers of the labels">,
+    Option<"loss", "loss", "unsigned", /*default=*/"0",
+           "Result number of the loss">,
+    Option<"init", "init", "std::string", /*default=*/"\"fan-in\"",
+           "soap.init of the parameters: fan-in, zeros, ones">,
+  ];
+}
+
+def SoapLiftParams : Pass<"soap-lift-params", "mlir::ModuleOp"> {
+  let summary = "Turn weight constants into {soap.param} function arguments";
+  let description = [{
+    Real exporters (torch-mlir, IREE) put the weights in `arith.constant`
+    tensors, often `dense_resource<__elided__>` without data. This pass makes
+    every float constant tensor of at least `min-elements` elements in the
+    target function a new leading argument marked `{soap.param}`, so that
+    `--soap-training-step` can train it:
+
+    - `soap.name` is `param.<i>`, in order of appearance;
+    - `soap.init` is the constant's value when the export has it, and
+      `"fan-in"` (initialised from the runtime's seed) when it was elided.
+
+    Calls to the function pass the constants instead, so the module still
+    computes what it computed. Smaller constants (scalars, epsilons) stay.
+
+    ```
+    $ soap-opt lenet.mlir --soap-lift-params
+    func.func @forward(%arg0: tensor<6x3x5x5xf32> {soap.init = dense_resource<...>,
+                       soap.name = "param.0", soap.param}, ...
+    ```
+  }];
+  let options = [
+    Option<"funcName", "func", "std::string", /*default=*/"\"\"",
+           "Function to rewrite (default: the only function with a body)">,
+    Option<"minElements", "min-elements", "int64_t", /*default=*/"2",
+           "Lift float constant tensors with at least this many elements">,
+  ];
+  let dependentDialects = ["::soap::SoapDialect"];
+}
+
+def SoapSetBatch : Pass<"soap-set-batch", "mlir::ModuleOp"> {
+  let summary = "Change the batch size of a model's inputs and of every shape derived from them";
+  let description = [{
+    Exports are usually made at batch 1. `--soap-set-batch=N` (or
+    `--soap-set-batch="batch=N func=NAME"`) rewrites the batch dimension of
+    every input argument (arguments not marked `{soap.param}`; dimension 0
+    unless `{soap.batch_dim = k}` says otherwise) to N, and every dimension
+    derived from it: through linalg ops (operand dimensions indexed by the
+    same loop, results tied to their inits), `tensor.empty`, reshapes (the
+    batch goes to the first dimension of its group; a collapsed batch of size
+    B*k becomes N*k), and slices, pads and concatenations that keep the
+    dimension whole. The function's result types follow.
+
+    An op that uses a batch dimension in a way that cannot be resized (a
+    partial slice of it, a constant shaped by it, an op the pass does not
+    know) gets an error naming it, and the module is left unchanged.
+  }];
+  let options = [
+    Option<"batch", "batch", "int64_t", /*default=*/"0",
+           "The new batch size">,
+    Option<"funcName", "func", "std::string", /*default=*/"\"\"",
+           "Function to rewrite (default: the only function with a body)">,
+  ];
+  let dependentDialects = ["::soap::SoapDialect"];
+}
+
 #endif // SOAP_PASSES_TD

@@ -282,7 +282,11 @@ static LogicalResult verifyStepAttribute(Operation *op, StringRef what,
   }
   if (name == SoapDialect::getInitAttrName()) {
     if (auto values = dyn_cast<ElementsAttr>(attr.getValue())) {
-      if (type && values.getType() != type)
+      // (Bufferization turns the argument into a memref of the same shape.)
+      auto shaped = dyn_cast_or_null<ShapedType>(type);
+      auto valuesType = cast<ShapedType>(values.getType());
+      if (shaped && (shaped.getShape() != valuesType.getShape() ||
+                     shaped.getElementType() != valuesType.getElementType()))
         return error() << " has initial values of type " << values.getType()
                        << " but the " << what << " is " << type;
       return success();

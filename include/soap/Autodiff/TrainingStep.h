@@ -1,0 +1,68 @@
+//===- TrainingStep.h - @train_step from a loss function --------*- C++ -*-===//
+//
+// Builds the training step that docs/train-step.md specifies: the forward
+// computation of a loss function, its gradients (Autodiff.h) and an
+// optimizer update, as one function `@train_step`.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SOAP_AUTODIFF_TRAININGSTEP_H
+#define SOAP_AUTODIFF_TRAININGSTEP_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+
+#include <optional>
+#include <string>
+
+namespace soap::autodiff {
+
+/// The loss appended to the function's result.
+enum class LossKind {
+  /// The function already returns a scalar loss.
+  None,
+  /// Mean softmax cross-entropy of logits [..., classes] against i64 labels
+  /// [...].
+  SoftmaxCrossEntropy,
+  /// Mean squared error against float labels shaped like the output.
+  MeanSquaredError,
+};
+
+enum class OptimizerKind { SGD, Momentum, Adam };
+
+std::optional<LossKind> parseLossKind(llvm::StringRef name);
+std::optional<OptimizerKind> parseOptimizerKind(llvm::StringRef name);
+
+struct TrainingStepOptions {
+  LossKind loss = LossKind::None;
+  OptimizerKind optimizer = OptimizerKind::SGD;
+  double learningRate = 0.01;
+  double momentum = 0.9;
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double epsilon = 1e-8;
+  double weightDecay = 0.0;
+};
+
+/// The function named `name`, or else the only function with an argument
+/// marked {soap.param}; emits an error on `module` when there is none or
+/// more than one.
+mlir::FailureOr<mlir::func::FuncOp> findLossFunction(mlir::ModuleOp module,
+                                                     llvm::StringRef name);
+
+/// Adds `@train_step` (docs/train-step.md) for `lossFunction` to the module,
+/// after it. Fails after emitting an error.
+mlir::FailureOr<mlir::func::FuncOp>
+buildTrainingStep(mlir::func::FuncOp lossFunction,
+                  const TrainingStepOptions &options);
+
+/// Adds `@name(args of lossFunction [, labels]) -> (loss, gradient of each
+/// {soap.param} argument)`: the training step without the update, for
+/// gradient checks. With `withGradients` false it returns the loss only.
+mlir::FailureOr<mlir::func::FuncOp>
+buildGradientFunction(mlir::func::FuncOp lossFunction, LossKind loss,
+                      llvm::StringRef name, bool withGradients = true);
+
+} // namespace soap::autodiff
+
+#endif // SOAP_AUTODIFF_TRAININGSTEP_H

@@ -1,0 +1,62 @@
+//===- CpuLowering.h - a training step to LLVM for x86-64 CPUs -*- C++ -*-===//
+//
+// lowerModuleForCpu turns a module with an entry function on tensors (the
+// @train_step of docs/train-step.md) into the LLVM dialect: one-shot
+// bufferization, results to out-params, deallocation, contractions and
+// NCHW convolutions as calls of libsoaprt's BLAS kernels (or tiled and
+// vectorized code), everything else as loops; then it adds the C ABI that
+// the runtime driver reads (include/soap/Runtime/Runtime.h):
+// soap_train_step_packed, soap_model_info and soap_init_data.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SOAP_CODEGEN_CPULOWERING_H
+#define SOAP_CODEGEN_CPULOWERING_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/PassManager.h"
+
+#include "llvm/ADT/STLFunctionalExtras.h"
+
+#include <string>
+
+namespace soap {
+
+/// How contractions (matmul, batch_matmul, matvec, contraction generics)
+/// and convolutions are compiled.
+enum class KernelCodegen {
+  /// Calls of libsoaprt's OpenBLAS-backed kernels (conv_2d_nchw_fchw by
+  /// im2col + GEMM); other convolutions as Vector.
+  Blas,
+  /// Tiled for registers and vectorized (what soap-profile measures).
+  Vector,
+  /// Scalar loops (LLVM may vectorize them).
+  Loops,
+};
+
+struct CpuLoweringOptions {
+  /// The function to compile; it becomes soap_train_step.
+  std::string entry = "train_step";
+  KernelCodegen kernels = KernelCodegen::Blas;
+  /// Brackets each linalg op with soaprt_op_begin/end(id).
+  bool traceOps = true;
+};
+
+/// Runs a pass pipeline on the module being lowered (a pass gives its
+/// runPipeline; a tool may give a PassManager's run).
+using PipelineRunner =
+    llvm::function_ref<mlir::LogicalResult(mlir::OpPassManager &)>;
+
+/// Lowers `module` in place; emits an error on the module (or the op
+/// concerned) and fails when it cannot.
+mlir::LogicalResult lowerModuleForCpu(mlir::ModuleOp module,
+                                      const CpuLoweringOptions &options,
+                                      PipelineRunner runPipeline);
+
+/// Adds the dialects the lowering creates to `registry` (call from a
+/// pass's getDependentDialects).
+void getCpuLoweringDependentDialects(mlir::DialectRegistry &registry);
+
+} // namespace soap
+
+#endif // SOAP_CODEGEN_CPULOWERING_H

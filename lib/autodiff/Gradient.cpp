@@ -1,0 +1,198 @@
+//===- Gradient.cpp - the reverse sweep over a block of tensor ops --------===//
+//
+// Activity analysis (which values depend on the differentiated inputs and
+// reach the loss), then one walk over the forward ops in reverse order that
+// hands each active op to its gradient rule.
+//
+//===----------------------------------------------------------------------===//
+
+#include "soap/Autodiff/Autodiff.h"
+
+#include "GradientBuilder.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/Transforms/RegionUtils.h"
+
+using namespace mlir;
+
+namespace soap::autodiff {
+
+void registerAutodiffDependencies(DialectRegistry &registry) {
+  registry.insert<arith::ArithDialect, linalg::LinalgDialect,
+                  math::MathDialect, tensor::TensorDialect>();
+}
+
+//===----------------------------------------------------------------------===//
+// GradientBuilder helpers
+//===----------------------------------------------------------------------===//
+
+static bool isFloatLike(Type type) {
+  if (auto shaped = dyn_cast<ShapedType>(type))
+    type = shaped.getElementType();
+  return isa<FloatType>(type);
+}
+
+Value GradientBuilder::scalar(Location loc, Type type, double value) {
+  return arith::ConstantOp::create(b, loc, type, b.getFloatAttr(type, value));
+}
+
+Value GradientBuilder::filled(Location loc, RankedTensorType type,
+                              double value) {
+  Value empty = tensor::EmptyOp::create(b, loc, type.getShape(),
+                                        type.getElementType());
+  Value fill = scalar(loc, type.getElementType(), value);
+  return linalg::FillOp::create(b, loc, ValueRange{fill}, ValueRange{empty})
+      .getResult(0);
+}
+
+Value GradientBuilder::add(Location loc, Value lhs, Value rhs) {
+  auto type = cast<RankedTensorType>(lhs.getType());
+  AffineMap identity = b.getMultiDimIdentityMap(type.getRank());
+  SmallVector<utils::IteratorType> iterators(type.getRank(),
+                                             utils::IteratorType::parallel);
+  Value init = tensor::EmptyOp::create(b, loc, type.getShape(),
+                                       type.getElementType());
+  auto op = linalg::GenericOp::create(
+      b, loc, TypeRange{type}, ValueRange{lhs, rhs}, ValueRange{init},
+      ArrayRef<AffineMap>{identity, identity, identity}, iterators,
+      [](OpBuilder &nb, Location l, ValueRange args) {
+        Value sum = arith::AddFOp::create(nb, l, args[0], args[1]);
+        linalg::YieldOp::create(nb, l, sum);
+      });
+  return op.getResult(0);
+}
+
+Value GradientBuilder::transpose(Location loc, Value value,
+                                 ArrayRef<int64_t> perm) {
+  auto type = cast<RankedTensorType>(value.getType());
+  SmallVector<int64_t> shape;
+  for (int64_t p : perm)
+    shape.push_back(type.getDimSize(p));
+  Value init = tensor::EmptyOp::create(b, loc, shape, type.getElementType());
+  return linalg::TransposeOp::create(b, loc, value, init, perm).getResult()[0];
+}
+
+Value GradientBuilder::insertIntoZeros(Location loc, Value source,
+                                       RankedTensorType type,
+                                       ArrayRef<int64_t> offsets,
+                                       ArrayRef<int64_t> strides) {
+  auto sourceType = cast<RankedTensorType>(source.getType());
+  Value dest = zeros(loc, type);
+  MLIRContext *context = b.getContext();
+  return tensor::InsertSliceOp::create(
+      b, loc, source, dest, getAsIndexOpFoldResult(context, offsets),
+      getAsIndexOpFoldResult(context, sourceType.getShape()),
+      getAsIndexOpFoldResult(context, strides));
+}
+
+Value GradientBuilder::slice(Location loc, Value source,
+                             ArrayRef<int64_t> offsets, ArrayRef<int64_t> sizes,
+                             ArrayRef<int64_t> strides) {
+  auto type = cast<RankedTensorType>(source.getType());
+  auto resultType = RankedTensorType::get(sizes, type.getElementType());
+  MLIRContext *context = b.getContext();
+  return tensor::ExtractSliceOp::create(
+      b, loc, resultType, source, getAsIndexOpFoldResult(context, offsets),
+      getAsIndexOpFoldResult(context, sizes),
+      getAsIndexOpFoldResult(context, strides));
+}
+
+void GradientBuilder::accumulate(Location loc, Value value, Value gradient) {
+  if (!isActive(value))
+    return;
+  Value &slot = adjoints[value];
+  slot = slot ? add(loc, slot, gradient) : gradient;
+}
+
+//===----------------------------------------------------------------------===//
+// Activity analysis and the sweep
+//===----------------------------------------------------------------------===//
+
+/// The values an op reads: its operands and the values its regions use
+/// from above.
+static SmallVector<Value> readValues(Operation *op) {
+  SmallVector<Value> values(op->getOperands());
+  if (op->getNumRegions() != 0) {
+    llvm::SetVector<Value> captured;
+    getUsedValuesDefinedAbove(op->getRegions(), captured);
+    values.append(captured.begin(), captured.end());
+  }
+  return values;
+}
+
+static LogicalResult differentiateOp(GradientBuilder &g, Operation *op) {
+  if (auto generic = dyn_cast<linalg::GenericOp>(op))
+    return differentiateGeneric(g, generic, generic->getResults());
+  if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op))
+    return differentiateLinalgOp(g, linalgOp);
+  if (isa<tensor::TensorDialect>(op->getDialect()))
+    return differentiateTensorOp(g, op);
+  return op->emitOpError("cannot be differentiated: no gradient rule for it");
+}
+
+FailureOr<SmallVector<Value>> buildGradients(OpBuilder &builder, Value loss,
+                                             ArrayRef<Value> wrt) {
+  Block *block = builder.getInsertionBlock();
+  auto lossType = dyn_cast<RankedTensorType>(loss.getType());
+  if (!lossType || lossType.getRank() != 0 || !isFloatLike(lossType)) {
+    emitError(loss.getLoc()) << "the loss must be a rank-0 float tensor, not "
+                             << loss.getType();
+    return failure();
+  }
+  SmallVector<Operation *> forward;
+  for (Operation &op :
+       llvm::make_range(block->begin(), builder.getInsertionPoint()))
+    forward.push_back(&op);
+
+  // Values that depend on `wrt`, then those among them the loss reads.
+  DenseSet<Value> varied(wrt.begin(), wrt.end());
+  for (Operation *op : forward) {
+    if (llvm::none_of(readValues(op),
+                      [&](Value v) { return varied.contains(v); }))
+      continue;
+    for (Value result : op->getResults())
+      if (isFloatLike(result.getType()))
+        varied.insert(result);
+  }
+  GradientBuilder g(builder);
+  DenseSet<Value> useful{loss};
+  for (Operation *op : llvm::reverse(forward)) {
+    if (llvm::none_of(op->getResults(),
+                      [&](Value r) { return useful.contains(r); }))
+      continue;
+    for (Value operand : readValues(op))
+      useful.insert(operand);
+  }
+  for (Value v : varied)
+    if (useful.contains(v))
+      g.active.insert(v);
+
+  Location loc = loss.getLoc();
+  if (g.isActive(loss))
+    g.adjoints[loss] = g.filled(loc, lossType, 1.0);
+
+  for (Operation *op : llvm::reverse(forward)) {
+    if (llvm::none_of(op->getResults(),
+                      [&](Value r) { return g.adjoint(r); }))
+      continue;
+    OpBuilder::InsertionGuard guard(builder);
+    if (failed(differentiateOp(g, op)))
+      return failure();
+  }
+
+  SmallVector<Value> gradients;
+  for (Value value : wrt) {
+    Value gradient = g.adjoint(value);
+    if (!gradient)
+      gradient = g.zeros(value.getLoc(), cast<RankedTensorType>(value.getType()));
+    gradients.push_back(gradient);
+  }
+  return gradients;
+}
+
+} // namespace soap::autodiff

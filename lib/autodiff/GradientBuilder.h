@@ -1,0 +1,89 @@
+//===- GradientBuilder.h - state and helpers of one gradient sweep -*- C++ -*-===//
+//
+// Private to lib/autodiff: the adjoint map of a reverse sweep, tensor
+// helpers the gradient rules share, and the rules themselves (one file per
+// family of ops).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SOAP_LIB_AUTODIFF_GRADIENTBUILDER_H
+#define SOAP_LIB_AUTODIFF_GRADIENTBUILDER_H
+
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+
+namespace soap::autodiff {
+
+/// The adjoints of one reverse sweep over tensor ops, and the builders of
+/// the ops gradients are made of.
+class GradientBuilder {
+public:
+  explicit GradientBuilder(mlir::OpBuilder &builder) : b(builder) {}
+
+  mlir::OpBuilder &b;
+
+  /// True when `value` depends on a differentiated input and the loss
+  /// depends on it: it needs an adjoint.
+  bool isActive(mlir::Value value) const { return active.contains(value); }
+  /// The adjoint accumulated so far (null: none, i.e. zero).
+  mlir::Value adjoint(mlir::Value value) const { return adjoints.lookup(value); }
+  /// Adds `gradient` to the adjoint of `value`; ignored when `value` is
+  /// not active.
+  void accumulate(mlir::Location loc, mlir::Value value, mlir::Value gradient);
+
+  /// A tensor of `type` filled with `value`.
+  mlir::Value filled(mlir::Location loc, mlir::RankedTensorType type,
+                     double value);
+  mlir::Value zeros(mlir::Location loc, mlir::RankedTensorType type) {
+    return filled(loc, type, 0.0);
+  }
+  /// A scalar float constant of `type`.
+  mlir::Value scalar(mlir::Location loc, mlir::Type type, double value);
+  /// `lhs + rhs`, elementwise, same types.
+  mlir::Value add(mlir::Location loc, mlir::Value lhs, mlir::Value rhs);
+  /// `linalg.transpose` of `value` (result dim i = input dim perm[i]).
+  mlir::Value transpose(mlir::Location loc, mlir::Value value,
+                        llvm::ArrayRef<int64_t> perm);
+  /// `source` inserted into zeros of `type` at `offsets` with `strides`.
+  mlir::Value insertIntoZeros(mlir::Location loc, mlir::Value source,
+                              mlir::RankedTensorType type,
+                              llvm::ArrayRef<int64_t> offsets,
+                              llvm::ArrayRef<int64_t> strides);
+  /// A static strided slice of `source`.
+  mlir::Value slice(mlir::Location loc, mlir::Value source,
+                    llvm::ArrayRef<int64_t> offsets,
+                    llvm::ArrayRef<int64_t> sizes,
+                    llvm::ArrayRef<int64_t> strides);
+
+  llvm::DenseSet<mlir::Value> active;
+  llvm::DenseMap<mlir::Value, mlir::Value> adjoints;
+};
+
+/// The gradient rules. Each reads the adjoints of `op`'s results (at least
+/// one is set) and accumulates the adjoints of its active operands; on
+/// failure it has emitted an error at `op`.
+mlir::LogicalResult differentiateGeneric(GradientBuilder &g,
+                                         mlir::linalg::GenericOp op,
+                                         mlir::ValueRange forwardResults);
+mlir::LogicalResult differentiateLinalgOp(GradientBuilder &g,
+                                          mlir::linalg::LinalgOp op);
+mlir::LogicalResult differentiateTensorOp(GradientBuilder &g,
+                                          mlir::Operation *op);
+
+/// Emits, inside a linalg body being built, the derivative of `seed` (a
+/// value of the original body `body`) with respect to the block argument
+/// `target` of `body`, times `seedAdjoint`. `mapping` maps the original
+/// body's values to their clones in the new body. Returns a zero constant
+/// when `seed` does not depend on `target`; fails after an error at an op
+/// without a derivative.
+mlir::FailureOr<mlir::Value>
+scalarDerivative(mlir::OpBuilder &b, mlir::Block &body,
+                 mlir::IRMapping &mapping, mlir::Value seed,
+                 mlir::Value seedAdjoint, mlir::BlockArgument target);
+
+} // namespace soap::autodiff
+
+#endif // SOAP_LIB_AUTODIFF_GRADIENTBUILDER_H

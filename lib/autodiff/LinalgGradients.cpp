@@ -1,0 +1,378 @@
+//===- LinalgGradients.cpp - gradients of linalg named ops ----------------===//
+//
+// Matmuls and convolutions keep named ops in their gradients (so that the
+// CPU and GPU lowerings reach BLAS/im2col kernels): dA = dC B^T and
+// dB = A^T dC; a convolution's input gradient is a convolution of the
+// stride-dilated, padded output adjoint with the flipped, transposed
+// filter, and its filter gradient a convolution of the transposed input
+// with the transposed output adjoint (dilation and stride swapped). Sum
+// pooling reuses the input gradient of a convolution with a filter of
+// ones, max pooling routes the adjoint to the window elements equal to the
+// maximum. Other structured ops are generalized and take the generic rule.
+//
+//===----------------------------------------------------------------------===//
+
+#include "GradientBuilder.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/IR/PatternMatch.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+
+namespace soap::autodiff {
+
+static RankedTensorType tensorType(Value value) {
+  return dyn_cast<RankedTensorType>(value.getType());
+}
+
+static bool hasStaticTensors(Operation *op) {
+  for (Type type : llvm::concat<Type>(
+           llvm::to_vector(op->getOperandTypes()),
+           llvm::to_vector(op->getResultTypes()))) {
+    auto tensor = dyn_cast<RankedTensorType>(type);
+    if (tensor && !tensor.hasStaticShape())
+      return false;
+  }
+  return true;
+}
+
+/// `lhs * rhs` as the named op `OpTy` (matmul or batch_matmul).
+template <typename OpTy>
+static Value contract(GradientBuilder &g, Location loc, Value lhs, Value rhs) {
+  auto lhsType = cast<RankedTensorType>(lhs.getType());
+  auto rhsType = cast<RankedTensorType>(rhs.getType());
+  SmallVector<int64_t> shape(lhsType.getShape());
+  shape.back() = rhsType.getShape().back();
+  auto type = RankedTensorType::get(shape, lhsType.getElementType());
+  Value init = g.zeros(loc, type);
+  return OpTy::create(g.b, loc, TypeRange{type}, ValueRange{lhs, rhs},
+                      ValueRange{init})
+      .getResult(0);
+}
+
+/// matmul (C[m,n] += A[m,k] B[k,n]) and batch_matmul (the same per batch).
+template <typename OpTy>
+static LogicalResult differentiateContraction(GradientBuilder &g, OpTy op) {
+  Location loc = op.getLoc();
+  Value lhs = op.getDpsInputs()[0], rhs = op.getDpsInputs()[1];
+  Value init = op.getDpsInits()[0];
+  Value adjoint = g.adjoint(op->getResult(0));
+  int64_t rank = tensorType(adjoint).getRank();
+  SmallVector<int64_t> perm;
+  for (int64_t i = 0; i < rank - 2; ++i)
+    perm.push_back(i);
+  perm.push_back(rank - 1);
+  perm.push_back(rank - 2);
+  if (g.isActive(lhs))
+    g.accumulate(loc, lhs,
+                 contract<OpTy>(g, loc, adjoint, g.transpose(loc, rhs, perm)));
+  if (g.isActive(rhs))
+    g.accumulate(loc, rhs,
+                 contract<OpTy>(g, loc, g.transpose(loc, lhs, perm), adjoint));
+  g.accumulate(loc, init, adjoint);
+  return success();
+}
+
+static SmallVector<int64_t> attrValues(DenseIntElementsAttr attr) {
+  return llvm::to_vector(llvm::map_range(
+      attr.getValues<APInt>(), [](APInt v) { return v.getSExtValue(); }));
+}
+
+/// The window of a 2-D convolution or pooling over NCHW tensors.
+struct Window {
+  int64_t strideH, strideW, dilationH, dilationW;
+  int64_t kernelH, kernelW;
+};
+
+/// The gradient of `out[n,f,oh,ow] = sum_{c,kh,kw} x[n,c,s*oh+d*kh,...]
+/// w[f,c,kh,kw]` with respect to x, given the filter already flipped and
+/// transposed (`flipped[c,f,kh,kw] = w[f,c,KH-1-kh,KW-1-kw]`), for an input
+/// of `inputType`.
+static Value convInputGradient(GradientBuilder &g, Location loc, Value adjoint,
+                               Value flipped, const Window &w,
+                               RankedTensorType inputType) {
+  auto adjointType = cast<RankedTensorType>(adjoint.getType());
+  ArrayRef<int64_t> dy = adjointType.getShape();
+  int64_t padH = w.dilationH * (w.kernelH - 1);
+  int64_t padW = w.dilationW * (w.kernelW - 1);
+  // Zeros between the adjoint's elements (the stride) and around them (the
+  // window), in one strided insert.
+  auto spreadType = RankedTensorType::get(
+      {dy[0], dy[1], w.strideH * (dy[2] - 1) + 1 + 2 * padH,
+       w.strideW * (dy[3] - 1) + 1 + 2 * padW},
+      adjointType.getElementType());
+  Value spread = g.insertIntoZeros(loc, adjoint, spreadType, {0, 0, padH, padW},
+                                   {1, 1, w.strideH, w.strideW});
+  int64_t usedH = w.strideH * (dy[2] - 1) + padH + 1;
+  int64_t usedW = w.strideW * (dy[3] - 1) + padW + 1;
+  auto usedType = RankedTensorType::get(
+      {inputType.getDimSize(0), inputType.getDimSize(1), usedH, usedW},
+      inputType.getElementType());
+  OpBuilder &b = g.b;
+  auto conv = linalg::Conv2DNchwFchwOp::create(
+      b, loc, TypeRange{usedType}, ValueRange{spread, flipped},
+      ValueRange{g.zeros(loc, usedType)}, b.getI64TensorAttr({1, 1}),
+      b.getI64TensorAttr({w.dilationH, w.dilationW}));
+  Value result = conv.getResult(0);
+  if (usedH != inputType.getDimSize(2) || usedW != inputType.getDimSize(3))
+    result = g.insertIntoZeros(loc, result, inputType, {0, 0, 0, 0},
+                               {1, 1, 1, 1});
+  return result;
+}
+
+static LogicalResult differentiateConv(GradientBuilder &g,
+                                       linalg::Conv2DNchwFchwOp op) {
+  Location loc = op.getLoc();
+  OpBuilder &b = g.b;
+  Value input = op.getDpsInputs()[0], filter = op.getDpsInputs()[1];
+  Value adjoint = g.adjoint(op->getResult(0));
+  RankedTensorType inputType = tensorType(input);
+  RankedTensorType filterType = tensorType(filter);
+  SmallVector<int64_t> strides = attrValues(op.getStrides());
+  SmallVector<int64_t> dilations = attrValues(op.getDilations());
+  Window w{strides[0], strides[1], dilations[0], dilations[1],
+           filterType.getDimSize(2), filterType.getDimSize(3)};
+  ArrayRef<int64_t> dy = tensorType(adjoint).getShape();
+
+  if (g.isActive(input)) {
+    // flipped[c,f,kh,kw] = w[f,c,KH-1-kh,KW-1-kw]
+    auto flippedType = RankedTensorType::get(
+        {filterType.getDimSize(1), filterType.getDimSize(0), w.kernelH,
+         w.kernelW},
+        filterType.getElementType());
+    MLIRContext *context = b.getContext();
+    AffineExpr c = getAffineDimExpr(0, context), f = getAffineDimExpr(1, context),
+               kh = getAffineDimExpr(2, context),
+               kw = getAffineDimExpr(3, context);
+    AffineMap read =
+        AffineMap::get(4, 0, {f, c, w.kernelH - 1 - kh, w.kernelW - 1 - kw},
+                       context);
+    Value empty = tensor::EmptyOp::create(b, loc, flippedType.getShape(),
+                                          flippedType.getElementType());
+    Value flipped =
+        linalg::GenericOp::create(
+            b, loc, TypeRange{flippedType}, ValueRange{filter},
+            ValueRange{empty},
+            ArrayRef<AffineMap>{read, b.getMultiDimIdentityMap(4)},
+            SmallVector<utils::IteratorType>(4, utils::IteratorType::parallel),
+            [](OpBuilder &nb, Location l, ValueRange args) {
+              linalg::YieldOp::create(nb, l, args[0]);
+            })
+            .getResult(0);
+    g.accumulate(loc, input,
+                 convInputGradient(g, loc, adjoint, flipped, w, inputType));
+  }
+
+  if (g.isActive(filter)) {
+    // dW[f,c,kh,kw] = sum_{n,oh,ow} dY[n,f,oh,ow] x[n,c,s*oh+d*kh,...]: a
+    // convolution of x^T [C,N,H,W] with dY^T [F,N,OH,OW] as the filter,
+    // stride d and dilation s, on the rows the forward read.
+    int64_t usedH = w.strideH * (dy[2] - 1) + w.dilationH * (w.kernelH - 1) + 1;
+    int64_t usedW = w.strideW * (dy[3] - 1) + w.dilationW * (w.kernelW - 1) + 1;
+    Value used = input;
+    if (usedH != inputType.getDimSize(2) || usedW != inputType.getDimSize(3))
+      used = g.slice(loc, input, {0, 0, 0, 0},
+                     {inputType.getDimSize(0), inputType.getDimSize(1), usedH,
+                      usedW},
+                     {1, 1, 1, 1});
+    Value inputT = g.transpose(loc, used, {1, 0, 2, 3});
+    Value adjointT = g.transpose(loc, adjoint, {1, 0, 2, 3});
+    auto resultType = RankedTensorType::get(
+        {filterType.getDimSize(1), filterType.getDimSize(0), w.kernelH,
+         w.kernelW},
+        filterType.getElementType());
+    auto conv = linalg::Conv2DNchwFchwOp::create(
+        b, loc, TypeRange{resultType}, ValueRange{inputT, adjointT},
+        ValueRange{g.zeros(loc, resultType)},
+        b.getI64TensorAttr({w.dilationH, w.dilationW}),
+        b.getI64TensorAttr({w.strideH, w.strideW}));
+    g.accumulate(loc, filter, g.transpose(loc, conv.getResult(0), {1, 0, 2, 3}));
+  }
+  g.accumulate(loc, op.getDpsInits()[0], adjoint);
+  return success();
+}
+
+template <typename PoolTy>
+static Window poolingWindow(PoolTy op) {
+  SmallVector<int64_t> strides = attrValues(op.getStrides());
+  SmallVector<int64_t> dilations = attrValues(op.getDilations());
+  RankedTensorType window = tensorType(op.getDpsInputs()[1]);
+  return Window{strides[0],           strides[1],
+                dilations[0],         dilations[1],
+                window.getDimSize(0), window.getDimSize(1)};
+}
+
+static LogicalResult differentiateSumPool(GradientBuilder &g,
+                                          linalg::PoolingNchwSumOp op) {
+  Location loc = op.getLoc();
+  Value input = op.getDpsInputs()[0];
+  Value adjoint = g.adjoint(op->getResult(0));
+  g.accumulate(loc, op.getDpsInits()[0], adjoint);
+  if (!g.isActive(input))
+    return success();
+  // Each (n, c) plane is a one-channel convolution with a filter of ones.
+  Window w = poolingWindow(op);
+  RankedTensorType inputType = tensorType(input);
+  RankedTensorType adjointType = tensorType(adjoint);
+  ArrayRef<int64_t> x = inputType.getShape(), dy = adjointType.getShape();
+  Type element = inputType.getElementType();
+  OpBuilder &b = g.b;
+  SmallVector<ReassociationIndices> merge = {{0, 1}, {2}, {3}};
+  SmallVector<ReassociationIndices> unit = {{0, 1}, {2}, {3}};
+  auto planes = [&](Value value, ArrayRef<int64_t> shape) {
+    auto flat = RankedTensorType::get({shape[0] * shape[1], shape[2], shape[3]},
+                                      element);
+    Value collapsed =
+        tensor::CollapseShapeOp::create(b, loc, flat, value, merge);
+    auto single = RankedTensorType::get(
+        {shape[0] * shape[1], 1, shape[2], shape[3]}, element);
+    return tensor::ExpandShapeOp::create(b, loc, single, collapsed, unit)
+        .getResult();
+  };
+  Value ones = g.filled(
+      loc, RankedTensorType::get({1, 1, w.kernelH, w.kernelW}, element), 1.0);
+  auto planeType =
+      RankedTensorType::get({x[0] * x[1], 1, x[2], x[3]}, element);
+  Value gradient = convInputGradient(g, loc, planes(adjoint, dy), ones, w,
+                                     planeType);
+  auto flat = RankedTensorType::get({x[0] * x[1], x[2], x[3]}, element);
+  Value collapsed =
+      tensor::CollapseShapeOp::create(b, loc, flat, gradient, unit);
+  g.accumulate(loc, input,
+               tensor::ExpandShapeOp::create(b, loc, inputType, collapsed,
+                                             merge));
+  return success();
+}
+
+static LogicalResult differentiateMaxPool(GradientBuilder &g,
+                                          linalg::PoolingNchwMaxOp op) {
+  Location loc = op.getLoc();
+  Value input = op.getDpsInputs()[0];
+  Value forward = op->getResult(0);
+  Value adjoint = g.adjoint(forward);
+  if (g.isActive(op.getDpsInits()[0]))
+    return op.emitOpError("cannot be differentiated: the initial value of "
+                          "its maximum depends on the parameters");
+  if (!g.isActive(input))
+    return success();
+  // For each window position, the strided slice of the input it reads gets
+  // the adjoint where it equals the maximum.
+  Window w = poolingWindow(op);
+  RankedTensorType inputType = tensorType(input);
+  ArrayRef<int64_t> dy = tensorType(adjoint).getShape();
+  OpBuilder &b = g.b;
+  AffineMap identity = b.getMultiDimIdentityMap(4);
+  SmallVector<int64_t> sizes(dy);
+  SmallVector<int64_t> strides = {1, 1, w.strideH, w.strideW};
+  Value gradient = g.zeros(loc, inputType);
+  for (int64_t kh = 0; kh < w.kernelH; ++kh) {
+    for (int64_t kw = 0; kw < w.kernelW; ++kw) {
+      SmallVector<int64_t> offsets = {0, 0, kh * w.dilationH, kw * w.dilationW};
+      Value window = g.slice(loc, input, offsets, sizes, strides);
+      Value current = g.slice(loc, gradient, offsets, sizes, strides);
+      auto type = tensorType(current);
+      Value empty = tensor::EmptyOp::create(b, loc, type.getShape(),
+                                            type.getElementType());
+      Value updated =
+          linalg::GenericOp::create(
+              b, loc, TypeRange{type},
+              ValueRange{window, forward, adjoint, current}, ValueRange{empty},
+              SmallVector<AffineMap>(5, identity),
+              SmallVector<utils::IteratorType>(4,
+                                               utils::IteratorType::parallel),
+              [](OpBuilder &nb, Location l, ValueRange args) {
+                Value hit = arith::CmpFOp::create(
+                    nb, l, arith::CmpFPredicate::OEQ, args[0], args[1]);
+                Value sum = arith::AddFOp::create(nb, l, args[3], args[2]);
+                linalg::YieldOp::create(
+                    nb, l,
+                    arith::SelectOp::create(nb, l, hit, sum, args[3])
+                        .getResult());
+              })
+              .getResult(0);
+      MLIRContext *context = b.getContext();
+      gradient = tensor::InsertSliceOp::create(
+          b, loc, updated, gradient, getAsIndexOpFoldResult(context, offsets),
+          getAsIndexOpFoldResult(context, sizes),
+          getAsIndexOpFoldResult(context, strides));
+    }
+  }
+  g.accumulate(loc, input, gradient);
+  return success();
+}
+
+static LogicalResult differentiateTranspose(GradientBuilder &g,
+                                            linalg::TransposeOp op) {
+  Location loc = op.getLoc();
+  ArrayRef<int64_t> perm = op.getPermutation();
+  SmallVector<int64_t> inverse(perm.size());
+  for (auto [i, p] : llvm::enumerate(perm))
+    inverse[p] = static_cast<int64_t>(i);
+  g.accumulate(loc, op.getInput(),
+               g.transpose(loc, g.adjoint(op->getResult(0)), inverse));
+  return success();
+}
+
+/// Generalizes a copy of `op`, differentiates the copy as a generic and
+/// erases it.
+static LogicalResult differentiateGeneralized(GradientBuilder &g,
+                                              linalg::LinalgOp op) {
+  IRRewriter rewriter(g.b);
+  Operation *copy = rewriter.clone(*op.getOperation());
+  FailureOr<linalg::GenericOp> generic =
+      linalg::generalizeNamedOp(rewriter, cast<linalg::LinalgOp>(copy));
+  if (failed(generic)) {
+    copy->erase();
+    return op->emitOpError("cannot be differentiated: it has no generic form");
+  }
+  // The gradient ops go after the copy (the builder appends).
+  LogicalResult result = differentiateGeneric(g, *generic, op->getResults());
+  (*generic)->erase();
+  return result;
+}
+
+LogicalResult differentiateLinalgOp(GradientBuilder &g, linalg::LinalgOp op) {
+  if (!op.hasPureTensorSemantics() || !hasStaticTensors(op))
+    return op->emitOpError(
+        "cannot be differentiated: only ops on static tensors are supported");
+  return llvm::TypeSwitch<Operation *, LogicalResult>(op.getOperation())
+      .Case([&](linalg::FillOp fill) -> LogicalResult {
+        if (g.isActive(fill.getDpsInputs()[0]))
+          return fill.emitOpError("cannot be differentiated: the fill value "
+                                  "depends on the parameters");
+        return success(); // the output is overwritten
+      })
+      .Case([&](linalg::MatmulOp matmul) {
+        if (matmul.hasUserDefinedMaps() ||
+            tensorType(matmul.getDpsInputs()[0]).getElementType() !=
+                tensorType(matmul->getResult(0)).getElementType())
+          return differentiateGeneralized(g, op);
+        return differentiateContraction(g, matmul);
+      })
+      .Case([&](linalg::BatchMatmulOp matmul) {
+        if (matmul.hasUserDefinedMaps() ||
+            tensorType(matmul.getDpsInputs()[0]).getElementType() !=
+                tensorType(matmul->getResult(0)).getElementType())
+          return differentiateGeneralized(g, op);
+        return differentiateContraction(g, matmul);
+      })
+      .Case([&](linalg::Conv2DNchwFchwOp conv) {
+        return differentiateConv(g, conv);
+      })
+      .Case([&](linalg::PoolingNchwSumOp pool) {
+        return differentiateSumPool(g, pool);
+      })
+      .Case([&](linalg::PoolingNchwMaxOp pool) {
+        return differentiateMaxPool(g, pool);
+      })
+      .Case([&](linalg::TransposeOp transpose) {
+        return differentiateTranspose(g, transpose);
+      })
+      .Default([&](Operation *) { return differentiateGeneralized(g, op); });
+}
+
+} // namespace soap::autodiff

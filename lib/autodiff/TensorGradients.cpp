@@ -1,0 +1,125 @@
+//===- TensorGradients.cpp - gradients of tensor dialect ops --------------===//
+//
+// Data movement: a pad's gradient is a slice, a slice's an insertion into
+// zeros, an insertion's a slice (for the inserted tensor) and the adjoint
+// with zeros where it was inserted (for the destination), a reshape's the
+// inverse reshape, a concatenation's the slices of its inputs.
+//
+//===----------------------------------------------------------------------===//
+
+#include "GradientBuilder.h"
+
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+
+namespace soap::autodiff {
+
+LogicalResult differentiateTensorOp(GradientBuilder &g, Operation *op) {
+  OpBuilder &b = g.b;
+  Location loc = op->getLoc();
+  return llvm::TypeSwitch<Operation *, LogicalResult>(op)
+      .Case([&](tensor::EmptyOp) { return success(); })
+      .Case([&](tensor::PadOp pad) -> LogicalResult {
+        if (g.isActive(pad.getConstantPaddingValue()))
+          return pad.emitOpError("cannot be differentiated: the padding "
+                                 "value depends on the parameters");
+        if (!pad.getLow().empty() || !pad.getHigh().empty() ||
+            !pad.getSourceType().hasStaticShape())
+          return pad.emitOpError(
+              "cannot be differentiated: only static padding is supported");
+        if (!g.isActive(pad.getSource()))
+          return success();
+        ArrayRef<int64_t> sizes = pad.getSourceType().getShape();
+        SmallVector<int64_t> strides(sizes.size(), 1);
+        g.accumulate(loc, pad.getSource(),
+                     g.slice(loc, g.adjoint(pad.getResult()),
+                             pad.getStaticLow(), sizes, strides));
+        return success();
+      })
+      .Case([&](tensor::ExtractSliceOp slice) {
+        if (!g.isActive(slice.getSource()))
+          return success();
+        Value zeros = g.zeros(loc, slice.getSourceType());
+        g.accumulate(loc, slice.getSource(),
+                     tensor::InsertSliceOp::create(
+                         b, loc, g.adjoint(slice.getResult()), zeros,
+                         slice.getMixedOffsets(), slice.getMixedSizes(),
+                         slice.getMixedStrides()));
+        return success();
+      })
+      .Case([&](tensor::InsertSliceOp insert) {
+        Value adjoint = g.adjoint(insert.getResult());
+        if (g.isActive(insert.getSource()))
+          g.accumulate(loc, insert.getSource(),
+                       tensor::ExtractSliceOp::create(
+                           b, loc, insert.getSourceType(), adjoint,
+                           insert.getMixedOffsets(), insert.getMixedSizes(),
+                           insert.getMixedStrides()));
+        if (g.isActive(insert.getDest())) {
+          Value zeros = g.zeros(loc, insert.getSourceType());
+          g.accumulate(loc, insert.getDest(),
+                       tensor::InsertSliceOp::create(
+                           b, loc, zeros, adjoint, insert.getMixedOffsets(),
+                           insert.getMixedSizes(), insert.getMixedStrides()));
+        }
+        return success();
+      })
+      .Case([&](tensor::ExpandShapeOp expand) {
+        if (g.isActive(expand.getSrc()))
+          g.accumulate(loc, expand.getSrc(),
+                       tensor::CollapseShapeOp::create(
+                           b, loc, expand.getSrcType(),
+                           g.adjoint(expand.getResult()),
+                           expand.getReassociationIndices()));
+        return success();
+      })
+      .Case([&](tensor::CollapseShapeOp collapse) -> LogicalResult {
+        if (!collapse.getSrcType().hasStaticShape())
+          return collapse.emitOpError(
+              "cannot be differentiated: only static shapes are supported");
+        if (g.isActive(collapse.getSrc()))
+          g.accumulate(loc, collapse.getSrc(),
+                       tensor::ExpandShapeOp::create(
+                           b, loc, collapse.getSrcType(),
+                           g.adjoint(collapse.getResult()),
+                           collapse.getReassociationIndices()));
+        return success();
+      })
+      .Case([&](tensor::ConcatOp concat) -> LogicalResult {
+        if (!concat.getResultType().hasStaticShape())
+          return concat.emitOpError(
+              "cannot be differentiated: only static shapes are supported");
+        Value adjoint = g.adjoint(concat.getResult());
+        int64_t dim = static_cast<int64_t>(concat.getDim());
+        int64_t offset = 0;
+        for (Value input : concat.getInputs()) {
+          auto type = cast<RankedTensorType>(input.getType());
+          if (g.isActive(input)) {
+            SmallVector<int64_t> offsets(type.getRank(), 0);
+            offsets[dim] = offset;
+            SmallVector<int64_t> strides(type.getRank(), 1);
+            g.accumulate(loc, input,
+                         g.slice(loc, adjoint, offsets, type.getShape(),
+                                 strides));
+          }
+          offset += type.getDimSize(dim);
+        }
+        return success();
+      })
+      .Case([&](tensor::CastOp castOp) {
+        if (g.isActive(castOp.getSource()))
+          g.accumulate(loc, castOp.getSource(),
+                       tensor::CastOp::create(b, loc,
+                                              castOp.getSource().getType(),
+                                              g.adjoint(castOp.getResult())));
+        return success();
+      })
+      .Default([&](Operation *other) {
+        return other->emitOpError(
+            "cannot be differentiated: no gradient rule for it");
+      });
+}
+
+} // namespace soap::autodiff

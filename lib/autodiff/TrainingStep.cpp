@@ -1,0 +1,605 @@
+//===- TrainingStep.cpp - @train_step: forward, gradients, update ---------===//
+//
+// Clones the loss function's body into @train_step, appends the requested
+// loss, differentiates it with respect to the parameters and applies the
+// optimizer, with the signature and argument attributes of
+// docs/train-step.md.
+//
+//===----------------------------------------------------------------------===//
+
+#include "soap/Autodiff/TrainingStep.h"
+
+#include "soap/Autodiff/Autodiff.h"
+
+#include "LossFunctions.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/SymbolTable.h"
+
+using namespace mlir;
+
+namespace soap::autodiff {
+
+static constexpr llvm::StringLiteral kParamAttr = "soap.param";
+static constexpr llvm::StringLiteral kRoleAttr = "soap.role";
+static constexpr llvm::StringLiteral kNameAttr = "soap.name";
+static constexpr llvm::StringLiteral kInitAttr = "soap.init";
+static constexpr llvm::StringLiteral kRangeAttr = "soap.range";
+
+std::optional<LossKind> parseLossKind(llvm::StringRef name) {
+  return llvm::StringSwitch<std::optional<LossKind>>(name)
+      .Case("none", LossKind::None)
+      .Case("softmax-xent", LossKind::SoftmaxCrossEntropy)
+      .Case("mse", LossKind::MeanSquaredError)
+      .Default(std::nullopt);
+}
+
+std::optional<OptimizerKind> parseOptimizerKind(llvm::StringRef name) {
+  return llvm::StringSwitch<std::optional<OptimizerKind>>(name)
+      .Case("sgd", OptimizerKind::SGD)
+      .Case("momentum", OptimizerKind::Momentum)
+      .Case("adam", OptimizerKind::Adam)
+      .Default(std::nullopt);
+}
+
+static bool hasParams(func::FuncOp function) {
+  for (unsigned i = 0, e = function.getNumArguments(); i < e; ++i)
+    if (function.getArgAttr(i, kParamAttr))
+      return true;
+  return false;
+}
+
+FailureOr<func::FuncOp> findLossFunction(ModuleOp module, StringRef name) {
+  if (!name.empty()) {
+    auto function = module.lookupSymbol<func::FuncOp>(name);
+    if (!function || function.isExternal()) {
+      module.emitError() << "no function with a body named '" << name << "'";
+      return failure();
+    }
+    return function;
+  }
+  func::FuncOp found;
+  for (auto function : module.getOps<func::FuncOp>()) {
+    if (function.isExternal() || !hasParams(function))
+      continue;
+    if (found) {
+      module.emitError() << "more than one function has {soap.param} "
+                            "arguments ('"
+                         << found.getName() << "', '" << function.getName()
+                         << "'); choose one with func=";
+      return failure();
+    }
+    found = function;
+  }
+  if (!found) {
+    module.emitError() << "no loss function: no function has arguments "
+                          "marked {soap.param} (mark the parameters, run "
+                          "--soap-lift-params, or give func=)";
+    return failure();
+  }
+  return found;
+}
+
+namespace {
+
+enum class Role { Param, Input, Label };
+
+/// What @train_step needs to know about one argument of the loss function.
+struct ArgInfo {
+  unsigned index;
+  Role role;
+  std::string name;
+  /// The argument's soap.* attributes other than the ones set here.
+  SmallVector<NamedAttribute> extraAttrs;
+};
+
+/// Everything the loss function's signature implies.
+struct Signature {
+  SmallVector<ArgInfo> args;
+  /// The type of the labels argument the loss appends (null: none).
+  RankedTensorType appendedLabels;
+  int64_t appendedRange = 0;
+};
+
+} // namespace
+
+static std::string argumentName(func::FuncOp function, unsigned index) {
+  if (auto name = function.getArgAttrOfType<StringAttr>(index, kNameAttr))
+    return name.str();
+  Location loc = function.getArgument(index).getLoc();
+  if (auto nameLoc = dyn_cast<NameLoc>(loc))
+    return nameLoc.getName().str();
+  return "arg" + std::to_string(index);
+}
+
+static FailureOr<Signature> analyzeSignature(func::FuncOp function,
+                                             LossKind loss) {
+  Signature signature;
+  for (unsigned i = 0, e = function.getNumArguments(); i < e; ++i) {
+    ArgInfo info;
+    info.index = i;
+    info.name = argumentName(function, i);
+    if (!isa<RankedTensorType>(function.getArgument(i).getType())) {
+      function.emitError() << "argument " << i << " ('" << info.name
+                           << "') is not a ranked tensor";
+      return failure();
+    }
+    auto role = function.getArgAttrOfType<StringAttr>(i, kRoleAttr);
+    if (function.getArgAttr(i, kParamAttr))
+      info.role = Role::Param;
+    else if (role && role.getValue() == "label")
+      info.role = Role::Label;
+    else if (!role && (info.name == "labels" || info.name == "label"))
+      info.role = Role::Label;
+    else
+      info.role = Role::Input;
+    for (NamedAttribute attr : mlir::function_interface_impl::getArgAttrs(function, i)) {
+      StringRef attrName = attr.getName().getValue();
+      if (attrName.starts_with("soap.") && attrName != kParamAttr &&
+          attrName != kRoleAttr && attrName != kNameAttr)
+        info.extraAttrs.push_back(attr);
+    }
+    if (info.role == Role::Param) {
+      auto type = cast<RankedTensorType>(function.getArgument(i).getType());
+      if (!isa<FloatType>(type.getElementType()) || !type.hasStaticShape()) {
+        function.emitError() << "parameter '" << info.name
+                             << "' must be a static float tensor, not "
+                             << type;
+        return failure();
+      }
+    }
+    signature.args.push_back(std::move(info));
+  }
+
+  ArrayRef<Type> results = function.getResultTypes();
+  if (results.size() != 1) {
+    function.emitError() << "the loss function must return one value, not "
+                         << results.size();
+    return failure();
+  }
+  auto output = dyn_cast<RankedTensorType>(results[0]);
+  if (!output || !isa<FloatType>(output.getElementType()) ||
+      !output.hasStaticShape()) {
+    function.emitError() << "the loss function must return a static float "
+                            "tensor, not "
+                         << results[0];
+    return failure();
+  }
+  switch (loss) {
+  case LossKind::None:
+    if (output.getRank() != 0) {
+      function.emitError()
+          << "the function returns " << output
+          << ", not a scalar loss; append one with loss=softmax-xent or "
+             "loss=mse";
+      return failure();
+    }
+    break;
+  case LossKind::SoftmaxCrossEntropy: {
+    if (output.getRank() < 2) {
+      function.emitError() << "loss=softmax-xent needs logits [batch, "
+                              "classes], but the function returns "
+                           << output;
+      return failure();
+    }
+    signature.appendedLabels = RankedTensorType::get(
+        output.getShape().drop_back(),
+        IntegerType::get(function.getContext(), 64));
+    signature.appendedRange = output.getShape().back();
+    break;
+  }
+  case LossKind::MeanSquaredError:
+    if (output.getRank() == 0) {
+      function.emitError() << "loss=mse needs a tensor output, but the "
+                              "function returns a scalar";
+      return failure();
+    }
+    signature.appendedLabels = output;
+    break;
+  }
+  return signature;
+}
+
+/// Clones the body of `function` at the builder's insertion point with its
+/// arguments replaced by `args`, and appends the loss; returns the loss.
+static FailureOr<Value> emitForward(OpBuilder &b, func::FuncOp function,
+                                    ValueRange args, Value labels,
+                                    LossKind loss) {
+  if (!function.getBody().hasOneBlock()) {
+    function.emitError() << "the loss function must have a single block";
+    return failure();
+  }
+  Block &body = function.getBody().front();
+  IRMapping mapping;
+  mapping.map(body.getArguments(), args);
+  for (Operation &op : body.without_terminator())
+    b.clone(op, mapping);
+  Value output = mapping.lookup(body.getTerminator()->getOperand(0));
+  Location loc = function.getLoc();
+  switch (loss) {
+  case LossKind::None:
+    return output;
+  case LossKind::SoftmaxCrossEntropy:
+    return buildSoftmaxCrossEntropy(b, loc, output, labels);
+  case LossKind::MeanSquaredError:
+    return buildMeanSquaredError(b, loc, output, labels);
+  }
+  return output;
+}
+
+/// A unique symbol name based on `name` in the module of `function`.
+static LogicalResult checkFreeName(func::FuncOp function, StringRef name) {
+  auto module = function->getParentOfType<ModuleOp>();
+  if (module.lookupSymbol(name)) {
+    function.emitError() << "the module already has a symbol named '" << name
+                         << "'";
+    return failure();
+  }
+  return success();
+}
+
+FailureOr<func::FuncOp> buildGradientFunction(func::FuncOp lossFunction,
+                                              LossKind loss, StringRef name,
+                                              bool withGradients) {
+  FailureOr<Signature> signature = analyzeSignature(lossFunction, loss);
+  if (failed(signature) || failed(checkFreeName(lossFunction, name)))
+    return failure();
+  SmallVector<Type> argTypes(lossFunction.getArgumentTypes());
+  if (signature->appendedLabels)
+    argTypes.push_back(signature->appendedLabels);
+
+  OpBuilder b(lossFunction);
+  b.setInsertionPointAfter(lossFunction);
+  Location loc = lossFunction.getLoc();
+  auto function =
+      func::FuncOp::create(b, loc, name, b.getFunctionType(argTypes, {}));
+  Block *entry = function.addEntryBlock();
+  b.setInsertionPointToStart(entry);
+  ValueRange args = entry->getArguments();
+  Value labels = signature->appendedLabels ? args.back() : Value();
+  FailureOr<Value> lossValue =
+      emitForward(b, lossFunction,
+                  args.take_front(lossFunction.getNumArguments()), labels,
+                  loss);
+  if (failed(lossValue)) {
+    function.erase();
+    return failure();
+  }
+  SmallVector<Value> results = {*lossValue};
+  if (withGradients) {
+    SmallVector<Value> params;
+    for (const ArgInfo &info : signature->args)
+      if (info.role == Role::Param)
+        params.push_back(args[info.index]);
+    FailureOr<SmallVector<Value>> gradients =
+        buildGradients(b, *lossValue, params);
+    if (failed(gradients)) {
+      function.erase();
+      return failure();
+    }
+    results.append(*gradients);
+  }
+  func::ReturnOp::create(b, loc, results);
+  function.setType(b.getFunctionType(argTypes, ValueRange(results).getTypes()));
+  return function;
+}
+
+//===----------------------------------------------------------------------===//
+// Optimizers
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Builds elementwise updates over tensors shaped like one parameter, with
+/// rank-0 tensors broadcast.
+class UpdateBuilder {
+public:
+  UpdateBuilder(OpBuilder &b, Location loc) : b(b), loc(loc) {}
+
+  /// A generic over `like`'s shape that yields `body(scalars of inputs)`.
+  Value elementwise(RankedTensorType like, ValueRange inputs,
+                    llvm::function_ref<Value(OpBuilder &, ValueRange)> body) {
+    int64_t rank = like.getRank();
+    SmallVector<AffineMap> maps;
+    for (Value input : inputs) {
+      auto type = cast<RankedTensorType>(input.getType());
+      maps.push_back(type.getRank() == rank
+                         ? b.getMultiDimIdentityMap(rank)
+                         : AffineMap::get(rank, 0, {}, b.getContext()));
+    }
+    maps.push_back(b.getMultiDimIdentityMap(rank));
+    Value init = tensor::EmptyOp::create(b, loc, like.getShape(),
+                                         like.getElementType());
+    return linalg::GenericOp::create(
+               b, loc, TypeRange{like}, inputs, ValueRange{init}, maps,
+               SmallVector<utils::IteratorType>(rank,
+                                                utils::IteratorType::parallel),
+               [&](OpBuilder &nb, Location l, ValueRange args) {
+                 linalg::YieldOp::create(nb, l,
+                                         body(nb, args.drop_back()));
+               })
+        .getResult(0);
+  }
+
+  Value constant(OpBuilder &nb, Type type, double value) {
+    return arith::ConstantOp::create(nb, loc, type,
+                                     nb.getFloatAttr(type, value));
+  }
+  Value mul(OpBuilder &nb, Value x, Value y) {
+    return arith::MulFOp::create(nb, loc, x, y);
+  }
+  Value add(OpBuilder &nb, Value x, Value y) {
+    return arith::AddFOp::create(nb, loc, x, y);
+  }
+  Value sub(OpBuilder &nb, Value x, Value y) {
+    return arith::SubFOp::create(nb, loc, x, y);
+  }
+  /// g + weightDecay * p (L2 regularization).
+  Value decayed(OpBuilder &nb, Value gradient, Value param, double decay) {
+    if (decay == 0.0)
+      return gradient;
+    return add(nb, gradient,
+               mul(nb, constant(nb, param.getType(), decay), param));
+  }
+
+  OpBuilder &b;
+  Location loc;
+};
+
+/// One optimizer-state argument of @train_step.
+struct StateArg {
+  std::string name;
+  RankedTensorType type;
+};
+
+} // namespace
+
+static SmallVector<StateArg> optimizerState(const TrainingStepOptions &options,
+                                            ArrayRef<std::string> paramNames,
+                                            ArrayRef<RankedTensorType> types,
+                                            MLIRContext *context) {
+  SmallVector<StateArg> state;
+  for (auto [name, type] : llvm::zip(paramNames, types)) {
+    if (options.optimizer == OptimizerKind::Momentum)
+      state.push_back({name + ".velocity", type});
+    if (options.optimizer == OptimizerKind::Adam) {
+      state.push_back({name + ".m", type});
+      state.push_back({name + ".v", type});
+    }
+  }
+  if (options.optimizer == OptimizerKind::Adam)
+    state.push_back(
+        {"adam.step", RankedTensorType::get({}, Float32Type::get(context))});
+  return state;
+}
+
+/// Emits the update of every parameter; returns the new parameters and the
+/// new optimizer state, in argument order.
+static void emitUpdates(OpBuilder &b, Location loc,
+                        const TrainingStepOptions &options,
+                        ArrayRef<Value> params, ArrayRef<Value> gradients,
+                        ArrayRef<Value> state, SmallVector<Value> &newParams,
+                        SmallVector<Value> &newState) {
+  UpdateBuilder u(b, loc);
+  double lr = options.learningRate, decay = options.weightDecay;
+  if (options.optimizer == OptimizerKind::Adam) {
+    // step + 1, and the bias corrections 1/(1 - beta^step) as rank-0
+    // tensors of each parameter type that needs them.
+    Value step = state.back();
+    auto stepType = cast<RankedTensorType>(step.getType());
+    Value newStep =
+        u.elementwise(stepType, {step}, [&](OpBuilder &nb, ValueRange a) {
+          return u.add(nb, a[0], u.constant(nb, a[0].getType(), 1.0));
+        });
+    newState.resize(state.size());
+    newState.back() = newStep;
+  }
+  for (auto [i, param, gradient] : llvm::enumerate(params, gradients)) {
+    auto type = cast<RankedTensorType>(param.getType());
+    switch (options.optimizer) {
+    case OptimizerKind::SGD:
+      newParams.push_back(u.elementwise(
+          type, {param, gradient}, [&](OpBuilder &nb, ValueRange a) {
+            Value g = u.decayed(nb, a[1], a[0], decay);
+            return u.sub(nb, a[0], u.mul(nb, u.constant(nb, g.getType(), lr), g));
+          }));
+      break;
+    case OptimizerKind::Momentum: {
+      double mu = options.momentum;
+      Value velocity = u.elementwise(
+          type, {param, gradient, state[i]}, [&](OpBuilder &nb, ValueRange a) {
+            Value g = u.decayed(nb, a[1], a[0], decay);
+            return u.add(nb, u.mul(nb, u.constant(nb, g.getType(), mu), a[2]), g);
+          });
+      newParams.push_back(u.elementwise(
+          type, {param, velocity}, [&](OpBuilder &nb, ValueRange a) {
+            return u.sub(nb, a[0],
+                         u.mul(nb, u.constant(nb, a[1].getType(), lr), a[1]));
+          }));
+      newState.push_back(velocity);
+      break;
+    }
+    case OptimizerKind::Adam: {
+      double beta1 = options.beta1, beta2 = options.beta2;
+      double eps = options.epsilon;
+      Value m = state[2 * i], v = state[2 * i + 1];
+      Value newM = u.elementwise(
+          type, {param, gradient, m}, [&](OpBuilder &nb, ValueRange a) {
+            Type t = a[1].getType();
+            Value g = u.decayed(nb, a[1], a[0], decay);
+            return u.add(nb, u.mul(nb, u.constant(nb, t, beta1), a[2]),
+                         u.mul(nb, u.constant(nb, t, 1.0 - beta1), g));
+          });
+      Value newV = u.elementwise(
+          type, {param, gradient, v}, [&](OpBuilder &nb, ValueRange a) {
+            Type t = a[1].getType();
+            Value g = u.decayed(nb, a[1], a[0], decay);
+            return u.add(nb, u.mul(nb, u.constant(nb, t, beta2), a[2]),
+                         u.mul(nb, u.constant(nb, t, 1.0 - beta2),
+                               u.mul(nb, g, g)));
+          });
+      Value newStep = newState.back();
+      newParams.push_back(u.elementwise(
+          type, {param, newM, newV, newStep}, [&](OpBuilder &nb, ValueRange a) {
+            Type t = a[0].getType();
+            Value step = a[3];
+            unsigned stepWidth = step.getType().getIntOrFloatBitWidth();
+            if (stepWidth < t.getIntOrFloatBitWidth())
+              step = arith::ExtFOp::create(nb, loc, t, step).getResult();
+            else if (stepWidth > t.getIntOrFloatBitWidth())
+              step = arith::TruncFOp::create(nb, loc, t, step).getResult();
+            // m / (1 - beta1^t), v / (1 - beta2^t)
+            auto corrected = [&](Value moment, double beta) {
+              Value power =
+                  math::PowFOp::create(nb, loc, u.constant(nb, t, beta), step);
+              return arith::DivFOp::create(
+                         nb, loc, moment,
+                         u.sub(nb, u.constant(nb, t, 1.0), power))
+                  .getResult();
+            };
+            Value mHat = corrected(a[1], beta1);
+            Value vHat = corrected(a[2], beta2);
+            Value denominator = u.add(nb, math::SqrtOp::create(nb, loc, vHat),
+                                      u.constant(nb, t, eps));
+            Value stepSize = arith::DivFOp::create(
+                nb, loc, u.mul(nb, u.constant(nb, t, lr), mHat), denominator);
+            return u.sub(nb, a[0], stepSize);
+          }));
+      newState[2 * i] = newM;
+      newState[2 * i + 1] = newV;
+      break;
+    }
+    }
+  }
+}
+
+FailureOr<func::FuncOp> buildTrainingStep(func::FuncOp lossFunction,
+                                          const TrainingStepOptions &options) {
+  MLIRContext *context = lossFunction.getContext();
+  FailureOr<Signature> signature =
+      analyzeSignature(lossFunction, options.loss);
+  if (failed(signature) || failed(checkFreeName(lossFunction, "train_step")))
+    return failure();
+  SmallVector<const ArgInfo *> params, inputs, labels;
+  for (const ArgInfo &info : signature->args)
+    (info.role == Role::Param   ? params
+     : info.role == Role::Label ? labels
+                                : inputs)
+        .push_back(&info);
+  if (params.empty()) {
+    lossFunction.emitError() << "the loss function has no {soap.param} "
+                                "arguments to train";
+    return failure();
+  }
+  SmallVector<std::string> paramNames;
+  SmallVector<RankedTensorType> paramTypes;
+  for (const ArgInfo *info : params) {
+    paramNames.push_back(info->name);
+    paramTypes.push_back(
+        cast<RankedTensorType>(lossFunction.getArgumentTypes()[info->index]));
+  }
+  SmallVector<StateArg> state =
+      optimizerState(options, paramNames, paramTypes, context);
+
+  // The signature: parameters, optimizer state, inputs, labels.
+  OpBuilder b(context);
+  auto str = [&](StringRef s) { return b.getStringAttr(s); };
+  SmallVector<Type> argTypes;
+  SmallVector<DictionaryAttr> argAttrs;
+  auto addArg = [&](Type type, StringRef role, StringRef name,
+                    ArrayRef<NamedAttribute> extra) {
+    NamedAttrList attrs;
+    attrs.set(kRoleAttr, str(role));
+    attrs.set(kNameAttr, str(name));
+    for (NamedAttribute attr : extra)
+      attrs.set(attr.getName(), attr.getValue());
+    argTypes.push_back(type);
+    argAttrs.push_back(attrs.getDictionary(context));
+  };
+  for (const ArgInfo *info : params) {
+    SmallVector<NamedAttribute> extra(info->extraAttrs);
+    if (!lossFunction.getArgAttr(info->index, kInitAttr))
+      extra.push_back(b.getNamedAttr(kInitAttr, str("fan-in")));
+    addArg(lossFunction.getArgumentTypes()[info->index], "param", info->name,
+           extra);
+  }
+  for (const StateArg &s : state)
+    addArg(s.type, "opt_state", s.name,
+           {b.getNamedAttr(kInitAttr, str("zeros"))});
+  for (const ArgInfo *info : inputs)
+    addArg(lossFunction.getArgumentTypes()[info->index], "input", info->name,
+           info->extraAttrs);
+  for (const ArgInfo *info : labels)
+    addArg(lossFunction.getArgumentTypes()[info->index], "label", info->name,
+           info->extraAttrs);
+  if (signature->appendedLabels) {
+    SmallVector<NamedAttribute> extra;
+    if (signature->appendedRange)
+      extra.push_back(b.getNamedAttr(
+          kRangeAttr, b.getI64IntegerAttr(signature->appendedRange)));
+    addArg(signature->appendedLabels, "label", "labels", extra);
+  }
+
+  b.setInsertionPointAfter(lossFunction);
+  Location loc = lossFunction.getLoc();
+  auto function = func::FuncOp::create(b, loc, "train_step",
+                                       b.getFunctionType(argTypes, {}));
+  Block *entry = function.addEntryBlock();
+  b.setInsertionPointToStart(entry);
+
+  // The loss function's arguments, in its order.
+  unsigned numState = state.size();
+  SmallVector<Value> lossArgs(lossFunction.getNumArguments());
+  SmallVector<Value> paramValues, stateValues;
+  unsigned next = 0;
+  for (const ArgInfo *info : params) {
+    lossArgs[info->index] = entry->getArgument(next++);
+    paramValues.push_back(lossArgs[info->index]);
+  }
+  for (unsigned i = 0; i < numState; ++i)
+    stateValues.push_back(entry->getArgument(next++));
+  for (const ArgInfo *info : inputs)
+    lossArgs[info->index] = entry->getArgument(next++);
+  for (const ArgInfo *info : labels)
+    lossArgs[info->index] = entry->getArgument(next++);
+  Value appendedLabels =
+      signature->appendedLabels ? entry->getArgument(next++) : Value();
+
+  FailureOr<Value> lossValue =
+      emitForward(b, lossFunction, lossArgs, appendedLabels, options.loss);
+  FailureOr<SmallVector<Value>> gradients =
+      succeeded(lossValue) ? buildGradients(b, *lossValue, paramValues)
+                           : FailureOr<SmallVector<Value>>(failure());
+  if (failed(gradients)) {
+    function.erase();
+    return failure();
+  }
+  SmallVector<Value> newParams, newState;
+  emitUpdates(b, loc, options, paramValues, *gradients, stateValues, newParams,
+              newState);
+
+  SmallVector<Value> results = {*lossValue};
+  results.append(newParams);
+  results.append(newState);
+  func::ReturnOp::create(b, loc, results);
+  function.setType(b.getFunctionType(argTypes, ValueRange(results).getTypes()));
+  function.setAllArgAttrs(argAttrs);
+  // Each result is tagged like the argument it replaces.
+  NamedAttrList lossAttrs;
+  lossAttrs.set(kRoleAttr, str("loss"));
+  lossAttrs.set(kNameAttr, str("loss"));
+  function.setResultAttrs(0, lossAttrs.getDictionary(context));
+  for (unsigned i = 0, e = params.size() + numState; i < e; ++i) {
+    NamedAttrList attrs;
+    attrs.set(kRoleAttr, argAttrs[i].get(kRoleAttr));
+    attrs.set(kNameAttr, argAttrs[i].get(kNameAttr));
+    function.setResultAttrs(1 + i, attrs.getDictionary(context));
+  }
+  return function;
+}
+
+} // namespace soap::autodiff

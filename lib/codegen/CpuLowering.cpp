@@ -1,0 +1,202 @@
+//===- CpuLowering.cpp - a training step to LLVM for x86-64 CPUs ---------===//
+//
+// The order of the steps:
+//   1. describe the entry (soap.* attributes) and rename it
+//      soap_train_step; its arguments become read-only buffers;
+//   2. bracket every linalg op with trace hooks;
+//   3. kernels=vector (and, with kernels=blas, convolutions BLAS does not
+//      take): tile and vectorize contractions and convolutions on tensors;
+//   4. one-shot bufferization (function boundaries, identity layouts),
+//      results to out-params, ownership-based deallocation;
+//   5. kernels=blas: contractions and NCHW convolutions become libsoaprt
+//      calls; kernels=vector: vector ops are lowered;
+//   6. everything else to loops, and to the LLVM dialect (bare pointers);
+//   7. the C ABI for the driver.
+//
+//===----------------------------------------------------------------------===//
+
+#include "soap/codegen/CpuLowering.h"
+
+#include "LoweringSteps.h"
+#include "soap/codegen/Vectorize.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Transforms/Hoisting.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Pass/PassRegistry.h"
+
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+
+namespace soap {
+
+namespace {
+
+const char *kBufferizePipeline =
+    "one-shot-bufferize{bufferize-function-boundaries=true "
+    "function-boundary-type-conversion=identity-layout-map "
+    "unknown-type-conversion=identity-layout-map}, "
+    "buffer-results-to-out-params{modify-public-functions=true "
+    "hoist-static-allocs=true}, "
+    "func.func(canonicalize, cse), "
+    "buffer-deallocation-pipeline, convert-bufferization-to-memref";
+
+/// After vectorized kernels are bufferized: fold the tiles' subviews into
+/// the transfers and hoist loop-invariant code, so output tiles stay in
+/// registers across reduction loops.
+const char *kVectorCleanupPipeline =
+    "func.func(canonicalize, cse, fold-memref-alias-ops, "
+    "loop-invariant-code-motion, canonicalize, cse)";
+
+const char *kToLLVMPipeline =
+    "func.func(convert-vector-to-scf{full-unroll=true}, "
+    "convert-linalg-to-loops, fold-memref-alias-ops, canonicalize, cse), "
+    "expand-strided-metadata, lower-affine, convert-scf-to-cf, "
+    "func.func(canonicalize, cse), "
+    "convert-vector-to-llvm, finalize-memref-to-llvm, "
+    "convert-math-to-llvm, convert-math-to-libm, convert-arith-to-llvm, "
+    "convert-ub-to-llvm, convert-index-to-llvm, "
+    "convert-func-to-llvm{use-bare-ptr-memref-call-conv=true}, "
+    "convert-cf-to-llvm, reconcile-unrealized-casts";
+
+const char *kEntrySymbol = "soap_train_step";
+
+LogicalResult runParsed(ModuleOp module, const char *pipeline,
+                        PipelineRunner run) {
+  OpPassManager pm(ModuleOp::getOperationName());
+  std::string error;
+  llvm::raw_string_ostream os(error);
+  if (failed(parsePassPipeline(pipeline, pm, os)))
+    return module.emitError() << "internal: bad pipeline: " << error;
+  return run(pm);
+}
+
+/// Whether kernels=blas turns `op` into a runtime call (after
+/// bufferization), judged on tensors.
+bool blasTakes(linalg::LinalgOp op) {
+  Type element;
+  for (Value operand : op->getOperands()) {
+    auto type = dyn_cast<RankedTensorType>(operand.getType());
+    if (!type || !type.hasStaticShape() ||
+        (element && element != type.getElementType()))
+      return false;
+    element = type.getElementType();
+  }
+  if (!element || !(element.isF32() || element.isF64()))
+    return false;
+  return isa<linalg::Conv2DNchwFchwOp>(op.getOperation()) ||
+         linalg::isaContractionOpInterface(op);
+}
+
+} // namespace
+
+namespace codegen {
+
+void vectorizeKernels(ModuleOp module, bool skipBlasKernels) {
+  SmallVector<linalg::LinalgOp> targets;
+  module.walk([&](linalg::LinalgOp op) {
+    if (!op.hasPureTensorSemantics() || op.hasDynamicShape())
+      return;
+    bool kernel = linalg::isaContractionOpInterface(op) ||
+                  linalg::isaConvolutionOpInterface(op);
+    if (kernel && !(skipBlasKernels && blasTakes(op)))
+      targets.push_back(op);
+  });
+  for (linalg::LinalgOp op : targets) {
+    std::string error;
+    // Declined ops stay linalg (possibly tiled) and become loops.
+    (void)tileAndVectorize(op, error);
+  }
+}
+
+LogicalResult lowerVectorKernels(ModuleOp module) {
+  for (auto func : module.getOps<func::FuncOp>()) {
+    if (func.isExternal())
+      continue;
+    linalg::hoistRedundantVectorTransfers(func);
+    std::string error;
+    if (!lowerVectorOps(func, error))
+      return func.emitError() << error;
+  }
+  return success();
+}
+
+} // namespace codegen
+
+LogicalResult lowerModuleForCpu(ModuleOp module,
+                                const CpuLoweringOptions &options,
+                                PipelineRunner runPipeline) {
+  auto entry = module.lookupSymbol<func::FuncOp>(options.entry);
+  if (!entry || entry.isExternal())
+    return module.emitError()
+           << "no function @" << options.entry
+           << " with a body to compile (a training step: see "
+              "docs/train-step.md; --soap-mark-train-step marks a plain "
+              "function as one)";
+  if (options.entry != kEntrySymbol && module.lookupSymbol(kEntrySymbol))
+    return module.emitError() << "the symbol @" << kEntrySymbol
+                              << " is reserved for the lowered entry";
+  codegen::ModelDescription description;
+  if (failed(codegen::describeEntry(entry, description)))
+    return failure();
+  if (llvm::none_of(description.results, [](const auto &r) {
+        return r.role == "loss";
+      }))
+    return entry.emitError()
+           << "no result has soap.role = \"loss\"; the driver reports it "
+              "every step";
+
+  if (failed(SymbolTable::replaceAllSymbolUses(
+          entry, StringAttr::get(module.getContext(), kEntrySymbol), module)))
+    return entry.emitError() << "cannot rename the entry";
+  entry.setSymName(kEntrySymbol);
+  entry.setPublic();
+  // The driver keeps the arguments of a step (warm-up steps discard their
+  // results), so the step must not update them in place.
+  for (unsigned i = 0; i < entry.getNumArguments(); ++i)
+    entry.setArgAttr(i, bufferization::BufferizationDialect::kWritableAttrName,
+                     BoolAttr::get(module.getContext(), false));
+
+  // Hooks first, so that they bracket the loop nests of vectorized ops.
+  if (options.traceOps)
+    codegen::insertTraceHooks(module, description.ops);
+  if (options.kernels != KernelCodegen::Loops)
+    codegen::vectorizeKernels(module,
+                              options.kernels == KernelCodegen::Blas);
+
+  if (failed(runParsed(module, kBufferizePipeline, runPipeline)))
+    return failure();
+  if (options.kernels == KernelCodegen::Blas)
+    codegen::replaceKernelsByBlasCalls(module);
+  if (options.kernels != KernelCodegen::Loops) {
+    if (failed(runParsed(module, kVectorCleanupPipeline, runPipeline)) ||
+        failed(codegen::lowerVectorKernels(module)))
+      return failure();
+  }
+  if (failed(runParsed(module, kToLLVMPipeline, runPipeline)))
+    return failure();
+  return codegen::emitRuntimeInterface(module, kEntrySymbol, description);
+}
+
+void getCpuLoweringDependentDialects(DialectRegistry &registry) {
+  for (const char *pipeline :
+       {kBufferizePipeline, kVectorCleanupPipeline, kToLLVMPipeline}) {
+    OpPassManager pm(ModuleOp::getOperationName());
+    if (succeeded(parsePassPipeline(pipeline, pm)))
+      pm.getDependentDialects(registry);
+  }
+  registry.insert<arith::ArithDialect, func::FuncDialect,
+                  linalg::LinalgDialect, LLVM::LLVMDialect,
+                  memref::MemRefDialect, scf::SCFDialect,
+                  vector::VectorDialect, bufferization::BufferizationDialect>();
+}
+
+} // namespace soap

@@ -1,0 +1,278 @@
+//===- KernelCalls.cpp - BLAS calls and trace hooks in lowered code ------===//
+//
+// After bufferization, contractions (matmul in any operand layout,
+// batch_matmul, matvec, vecmat and linalg.generic contractions with a
+// single reduction) and linalg.conv_2d_nchw_fchw on f32/f64 memrefs become
+// calls of libsoaprt's kernels, which take a pointer to element 0 and a
+// stride per dimension of each operand, read from the memref's strided
+// metadata, so transposed operands and subviews need no copy here.
+//
+//===----------------------------------------------------------------------===//
+
+#include "LoweringSteps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/IR/LinalgInterfaces.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/SymbolTable.h"
+
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+
+namespace soap::codegen {
+
+/// The declaration of runtime function `name`, added on first use.
+static func::FuncOp declareRuntimeFunction(ModuleOp module, StringRef name,
+                                           TypeRange inputs) {
+  if (auto existing = module.lookupSymbol<func::FuncOp>(name))
+    return existing;
+  OpBuilder b(module.getContext());
+  b.setInsertionPointToStart(module.getBody());
+  auto func = func::FuncOp::create(b, module.getLoc(), name,
+                                   b.getFunctionType(inputs, {}));
+  func.setPrivate();
+  return func;
+}
+
+static std::string locationString(Location loc) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  if (auto file = dyn_cast<FileLineColLoc>(loc))
+    os << file.getFilename().getValue() << ":" << file.getLine() << ":"
+       << file.getColumn();
+  else if (auto name = dyn_cast<NameLoc>(loc))
+    os << name.getName().getValue();
+  else if (auto fused = dyn_cast<FusedLoc>(loc))
+    return fused.getLocations().empty()
+               ? ""
+               : locationString(fused.getLocations().front());
+  return s;
+}
+
+void insertTraceHooks(ModuleOp module, std::vector<std::string> &ops) {
+  MLIRContext *context = module.getContext();
+  Type i64 = IntegerType::get(context, 64);
+  SmallVector<Operation *> targets;
+  module.walk([&](linalg::LinalgOp op) { targets.push_back(op); });
+  if (targets.empty())
+    return;
+  func::FuncOp begin = declareRuntimeFunction(module, "soaprt_op_begin", {i64});
+  func::FuncOp end = declareRuntimeFunction(module, "soaprt_op_end", {i64});
+  OpBuilder b(context);
+  for (Operation *op : targets) {
+    int64_t id = static_cast<int64_t>(ops.size());
+    std::string where = locationString(op->getLoc());
+    ops.push_back(op->getName().getStringRef().str() +
+                  (where.empty() ? "" : " (" + where + ")"));
+    Location loc = op->getLoc();
+    b.setInsertionPoint(op);
+    Value idValue = arith::ConstantIntOp::create(b, loc, id, 64);
+    func::CallOp::create(b, loc, begin, ValueRange{idValue});
+    b.setInsertionPointAfter(op);
+    func::CallOp::create(b, loc, end, ValueRange{idValue});
+  }
+}
+
+namespace {
+
+/// A memref operand as the runtime takes it: a pointer to its first element
+/// and the stride of each dimension.
+struct StridedOperand {
+  Value pointer;
+  SmallVector<Value> strides; // i64, one per memref dimension
+};
+
+StridedOperand stridedOperand(OpBuilder &b, Location loc, Value memref) {
+  auto type = cast<MemRefType>(memref.getType());
+  auto metadata = memref::ExtractStridedMetadataOp::create(b, loc, memref);
+  Value base =
+      memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
+  int64_t bytes = type.getElementTypeBitWidth() / 8;
+  Value offsetBytes = arith::MulIOp::create(
+      b, loc, metadata.getOffset(),
+      arith::ConstantIndexOp::create(b, loc, bytes));
+  Value address = arith::AddIOp::create(b, loc, base, offsetBytes);
+  Type i64 = b.getI64Type();
+  Value asInt = arith::IndexCastOp::create(b, loc, i64, address);
+  StridedOperand result;
+  result.pointer = LLVM::IntToPtrOp::create(
+      b, loc, LLVM::LLVMPointerType::get(b.getContext()), asInt);
+  for (Value stride : metadata.getStrides())
+    result.strides.push_back(arith::IndexCastOp::create(b, loc, i64, stride));
+  return result;
+}
+
+/// The element type suffix of a kernel when every operand of `op` is a
+/// memref of f32 (or every one of f64).
+std::optional<std::string> kernelSuffix(linalg::LinalgOp op) {
+  Type element;
+  for (Value operand : op->getOperands()) {
+    auto type = dyn_cast<MemRefType>(operand.getType());
+    if (!type || !type.hasStaticShape())
+      return std::nullopt;
+    if (element && type.getElementType() != element)
+      return std::nullopt;
+    element = type.getElementType();
+  }
+  if (element && element.isF32())
+    return std::string("f32");
+  if (element && element.isF64())
+    return std::string("f64");
+  return std::nullopt;
+}
+
+/// For each loop in `loops`, the stride (i64) with which the operand moves
+/// along it; zero when the operand does not depend on the loop. Empty when
+/// the operand's map is not a projected permutation.
+std::optional<SmallVector<Value>>
+loopStrides(OpBuilder &b, Location loc, AffineMap map,
+            const StridedOperand &operand, ArrayRef<int64_t> loops) {
+  if (!map.isProjectedPermutation(/*allowZeroInResults=*/false))
+    return std::nullopt;
+  SmallVector<Value> strides;
+  Value zero;
+  for (int64_t loop : loops) {
+    Value stride;
+    for (auto [i, expr] : llvm::enumerate(map.getResults()))
+      if (cast<AffineDimExpr>(expr).getPosition() == loop)
+        stride = operand.strides[i];
+    if (!stride) {
+      if (!zero)
+        zero = arith::ConstantIntOp::create(b, loc, 0, 64);
+      stride = zero;
+    }
+    strides.push_back(stride);
+  }
+  return strides;
+}
+
+/// C += A * B over (batch,) m, n, k as one runtime call.
+bool replaceContraction(linalg::LinalgOp op, const std::string &suffix) {
+  if (op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1)
+    return false;
+  FailureOr<linalg::ContractionDimensions> dims =
+      linalg::inferContractionDims(op);
+  if (failed(dims) || dims->batch.size() > 1 || dims->m.size() > 1 ||
+      dims->n.size() > 1 || dims->k.size() != 1)
+    return false;
+  // Every loop must be one of batch, m, n, k.
+  if (dims->batch.size() + dims->m.size() + dims->n.size() + 1 !=
+      op.getNumLoops())
+    return false;
+  SmallVector<int64_t> sizes = op.getStaticLoopRanges();
+  // A missing m or n is a dimension of size 1 (loop -1: stride 0).
+  int64_t m = dims->m.empty() ? -1 : static_cast<int64_t>(dims->m[0]);
+  int64_t n = dims->n.empty() ? -1 : static_cast<int64_t>(dims->n[0]);
+  int64_t k = dims->k[0];
+  auto size = [&](int64_t loop) { return loop < 0 ? 1 : sizes[loop]; };
+
+  OpBuilder b(op);
+  Location loc = op.getLoc();
+  SmallVector<Value> args;
+  auto constant = [&](int64_t v) {
+    return arith::ConstantIntOp::create(b, loc, v, 64).getResult();
+  };
+  bool batched = !dims->batch.empty();
+  if (batched)
+    args.push_back(constant(sizes[dims->batch[0]]));
+  args.append({constant(size(m)), constant(size(n)), constant(size(k))});
+  auto addOperand = [&](OpOperand *operand, ArrayRef<int64_t> loops) {
+    StridedOperand strided = stridedOperand(b, loc, operand->get());
+    std::optional<SmallVector<Value>> strides = loopStrides(
+        b, loc, op.getMatchingIndexingMap(operand), strided, loops);
+    if (!strides)
+      return false;
+    args.push_back(strided.pointer);
+    args.append(*strides);
+    return true;
+  };
+  SmallVector<int64_t> batch(dims->batch.begin(), dims->batch.end());
+  auto with = [&](int64_t a, int64_t c) {
+    SmallVector<int64_t> loops = batch;
+    loops.append({a, c});
+    return loops;
+  };
+  if (!addOperand(op.getDpsInputOperand(0), with(m, k)) ||
+      !addOperand(op.getDpsInputOperand(1), with(k, n)) ||
+      !addOperand(op.getDpsInitOperand(0), with(m, n))) {
+    // Nothing uses the partial call arguments; erase them with the op kept.
+    return false;
+  }
+  std::string name =
+      std::string(batched ? "soaprt_batch_matmul_" : "soaprt_matmul_") +
+      suffix;
+  auto module = op->getParentOfType<ModuleOp>();
+  func::FuncOp callee = declareRuntimeFunction(
+      module, name, ValueRange(args).getTypes());
+  func::CallOp::create(b, loc, callee, args);
+  op->erase();
+  return true;
+}
+
+/// linalg.conv_2d_nchw_fchw as a call of soaprt_conv2d_nchw_fchw_*.
+bool replaceConvolution(linalg::Conv2DNchwFchwOp op,
+                        const std::string &suffix) {
+  auto in = cast<MemRefType>(op.getInputs()[0].getType());
+  auto filter = cast<MemRefType>(op.getInputs()[1].getType());
+  auto out = cast<MemRefType>(op.getOutputs()[0].getType());
+  SmallVector<int64_t> strides(op.getStrides().getValues<int64_t>());
+  SmallVector<int64_t> dilations(op.getDilations().getValues<int64_t>());
+  OpBuilder b(op);
+  Location loc = op.getLoc();
+  auto constant = [&](int64_t v) {
+    return arith::ConstantIntOp::create(b, loc, v, 64).getResult();
+  };
+  SmallVector<Value> args;
+  for (int64_t v :
+       {in.getDimSize(0), in.getDimSize(1), in.getDimSize(2), in.getDimSize(3),
+        filter.getDimSize(0), filter.getDimSize(2), filter.getDimSize(3),
+        out.getDimSize(2), out.getDimSize(3), strides[0], strides[1],
+        dilations[0], dilations[1]})
+    args.push_back(constant(v));
+  for (Value operand : {op.getInputs()[0], op.getInputs()[1],
+                        op.getOutputs()[0]}) {
+    StridedOperand strided = stridedOperand(b, loc, operand);
+    args.push_back(strided.pointer);
+    args.append(strided.strides);
+  }
+  func::FuncOp callee = declareRuntimeFunction(
+      op->getParentOfType<ModuleOp>(), "soaprt_conv2d_nchw_fchw_" + suffix,
+      ValueRange(args).getTypes());
+  func::CallOp::create(b, loc, callee, args);
+  op->erase();
+  return true;
+}
+
+} // namespace
+
+int replaceKernelsByBlasCalls(ModuleOp module) {
+  SmallVector<linalg::LinalgOp> candidates;
+  module.walk([&](linalg::LinalgOp op) {
+    if (op.hasPureBufferSemantics())
+      candidates.push_back(op);
+  });
+  int replaced = 0;
+  for (linalg::LinalgOp op : candidates) {
+    std::optional<std::string> suffix = kernelSuffix(op);
+    if (!suffix)
+      continue;
+    if (auto conv = dyn_cast<linalg::Conv2DNchwFchwOp>(op.getOperation())) {
+      replaced += replaceConvolution(conv, *suffix);
+      continue;
+    }
+    if (!linalg::isaContractionOpInterface(op))
+      continue;
+    // Maps must be projected permutations before anything is built.
+    if (!llvm::all_of(op.getIndexingMapsArray(), [](AffineMap map) {
+          return map.isProjectedPermutation(false);
+        }))
+      continue;
+    replaced += replaceContraction(op, *suffix);
+  }
+  return replaced;
+}
+
+} // namespace soap::codegen

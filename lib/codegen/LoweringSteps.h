@@ -1,0 +1,65 @@
+//===- LoweringSteps.h - the steps of the CPU lowering --------*- C++ -*-===//
+//
+// Internal to lib/codegen: what CpuLowering.cpp strings together.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SOAP_LIB_CODEGEN_LOWERINGSTEPS_H
+#define SOAP_LIB_CODEGEN_LOWERINGSTEPS_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+
+#include <string>
+#include <vector>
+
+namespace soap::codegen {
+
+/// One argument or result of the entry, as soap_model_info lists it.
+struct TensorDescription {
+  std::string role, name, dtype, init;
+  std::vector<int64_t> shape;
+  int64_t range = -1;            // soap.range, or -1
+  mlir::ElementsAttr initValues; // soap.init as an elements attribute
+};
+
+/// What the driver needs to know about the entry function.
+struct ModelDescription {
+  std::string entry;
+  std::vector<TensorDescription> args, results;
+  std::vector<std::string> ops; // traced ops, by id
+};
+
+/// Reads the entry's signature and soap.* attributes; fails with an error
+/// on the function when an argument or result is not a statically shaped
+/// tensor of numbers.
+mlir::LogicalResult describeEntry(mlir::func::FuncOp entry,
+                                  ModelDescription &description);
+
+/// Brackets every linalg op of the module with soaprt_op_begin/end(id)
+/// calls and appends "name (location)" to `ops` for each id.
+void insertTraceHooks(mlir::ModuleOp module, std::vector<std::string> &ops);
+
+/// Replaces contractions and NCHW convolutions on memrefs by calls of
+/// libsoaprt's BLAS kernels. Returns how many were replaced.
+int replaceKernelsByBlasCalls(mlir::ModuleOp module);
+
+/// Tiles and vectorizes contractions and convolutions on tensors (before
+/// bufferization); ops the vectorizer declines stay linalg.
+/// With `skipBlasKernels`, ops that replaceKernelsByBlasCalls will take are
+/// left alone.
+void vectorizeKernels(mlir::ModuleOp module, bool skipBlasKernels);
+/// After bufferization of vectorized kernels: hoists loop-invariant
+/// transfers and lowers vector ops to forms LLVM handles well.
+mlir::LogicalResult lowerVectorKernels(mlir::ModuleOp module);
+
+/// Adds soap_train_step_packed (calling `function`, already in the LLVM
+/// dialect with bare-pointer arguments), soap_model_info and
+/// soap_init_data.
+mlir::LogicalResult emitRuntimeInterface(mlir::ModuleOp module,
+                                         llvm::StringRef function,
+                                         const ModelDescription &description);
+
+} // namespace soap::codegen
+
+#endif // SOAP_LIB_CODEGEN_LOWERINGSTEPS_H

@@ -1,0 +1,86 @@
+//===- TrainingStep.cpp - --soap-training-step ----------------------------===//
+//
+// Thin pass over soap::autodiff::buildTrainingStep (lib/autodiff): reads
+// the options, finds the loss function, adds @train_step and cleans it up.
+//
+//===----------------------------------------------------------------------===//
+
+#include "soap/Autodiff/TrainingStep.h"
+#include "soap/Passes/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Transforms/CSE.h"
+#include "mlir/Transforms/Passes.h"
+
+namespace soap {
+#define GEN_PASS_DEF_SOAPTRAININGSTEP
+#include "soap/Passes/Passes.h.inc"
+} // namespace soap
+
+using namespace mlir;
+using namespace soap;
+
+namespace {
+
+struct SoapTrainingStepPass
+    : public soap::impl::SoapTrainingStepBase<SoapTrainingStepPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    autodiff::TrainingStepOptions options;
+    std::optional<autodiff::OptimizerKind> optimizerKind =
+        autodiff::parseOptimizerKind(optimizer);
+    if (!optimizerKind) {
+      module.emitError() << "unknown optimizer '" << optimizer
+                         << "' (expected sgd, momentum or adam)";
+      return signalPassFailure();
+    }
+    std::optional<autodiff::LossKind> lossKind = autodiff::parseLossKind(loss);
+    if (!lossKind) {
+      module.emitError() << "unknown loss '" << loss
+                         << "' (expected none, softmax-xent or mse)";
+      return signalPassFailure();
+    }
+    if (!(learningRate > 0.0) || momentum < 0.0 || !(beta1 >= 0.0 && beta1 < 1.0) ||
+        !(beta2 >= 0.0 && beta2 < 1.0) || !(epsilon > 0.0) || weightDecay < 0.0) {
+      module.emitError()
+          << "bad optimizer hyperparameters: lr and eps must be positive, "
+             "beta1 and beta2 in [0, 1), momentum and weight-decay "
+             "non-negative";
+      return signalPassFailure();
+    }
+    options.optimizer = *optimizerKind;
+    options.loss = *lossKind;
+    options.learningRate = learningRate;
+    options.momentum = momentum;
+    options.beta1 = beta1;
+    options.beta2 = beta2;
+    options.epsilon = epsilon;
+    options.weightDecay = weightDecay;
+
+    FailureOr<func::FuncOp> lossFunction =
+        autodiff::findLossFunction(module, funcName);
+    if (failed(lossFunction))
+      return signalPassFailure();
+    FailureOr<func::FuncOp> step =
+        autodiff::buildTrainingStep(*lossFunction, options);
+    if (failed(step))
+      return signalPassFailure();
+
+    // Fold the zeros, unit reshapes and dead forward values the gradient
+    // rules leave behind.
+    OpPassManager cleanup(func::FuncOp::getOperationName());
+    cleanup.addPass(createCanonicalizerPass());
+    cleanup.addPass(createCSEPass());
+    if (failed(runPipeline(cleanup, *step)))
+      return signalPassFailure();
+  }
+};
+
+} // namespace

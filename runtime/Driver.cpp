@@ -1,0 +1,376 @@
+//===- Driver.cpp - main() of executables built by soap-translate ---------===//
+//
+// Initialises the model's arguments, runs training steps through
+// soap_train_step_packed, feeds each updated parameter and optimizer state
+// back into the argument of the same role and name, prints the loss and
+// time of each step, and saves, loads and traces on request
+// (docs/runtime.md).
+//
+//===----------------------------------------------------------------------===//
+
+#include "Checkpoint.h"
+#include "FileIO.h"
+#include "Model.h"
+#include "Trace.h"
+#include "soap/Runtime/Runtime.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+using namespace soaprt;
+
+namespace {
+
+const char *kUsage =
+    "usage: %s [options]\n"
+    "Runs training steps of the compiled model.\n"
+    "\n"
+    "  --steps N        training steps to run (default 10)\n"
+    "  --warmup N       untimed steps run first; their updates are discarded\n"
+    "                   (default 0)\n"
+    "  --seed S         seed of the initial parameters and synthetic data\n"
+    "                   (default 0)\n"
+    "  --data FILE      inputs and labels from FILE (checkpoint format; a\n"
+    "                   tensor with one extra leading dimension holds one\n"
+    "                   batch per step, used in turn)\n"
+    "  --save FILE      write parameters and optimizer state after the last\n"
+    "                   step (atomically)\n"
+    "  --load FILE      start from the parameters and optimizer state in FILE\n"
+    "  --trace FILE     write a Chrome trace (JSON) of steps and kernels\n"
+    "  --print-model    print the model description (JSON) and exit\n"
+    "  --help           print this message and exit\n";
+
+struct Options {
+  long steps = 10, warmup = 0;
+  uint64_t seed = 0;
+  std::string data, save, load, trace;
+  bool printModel = false;
+};
+
+[[noreturn]] void fail(const std::string &message, int code = 1) {
+  std::fprintf(stderr, "error: %s\n", message.c_str());
+  std::exit(code);
+}
+
+bool parseInteger(const std::string &text, long &value) {
+  if (text.empty())
+    return false;
+  char *end = nullptr;
+  errno = 0;
+  value = std::strtol(text.c_str(), &end, 10);
+  return errno == 0 && *end == '\0';
+}
+
+Options parseOptions(int argc, char **argv) {
+  Options options;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--help" || arg == "-h") {
+      std::printf(kUsage, argv[0]);
+      std::exit(0);
+    }
+    if (arg == "--print-model") {
+      options.printModel = true;
+      continue;
+    }
+    std::string name = arg, value;
+    bool hasValue = false;
+    size_t eq = arg.find('=');
+    if (arg.rfind("--", 0) == 0 && eq != std::string::npos) {
+      name = arg.substr(0, eq);
+      value = arg.substr(eq + 1);
+      hasValue = true;
+    }
+    static const char *withValue[] = {"--steps", "--warmup", "--seed",
+                                      "--data",  "--save",   "--load",
+                                      "--trace"};
+    if (std::find_if(std::begin(withValue), std::end(withValue),
+                     [&](const char *f) { return name == f; }) ==
+        std::end(withValue))
+      fail("unknown option '" + arg + "' (see --help)", 2);
+    if (!hasValue) {
+      if (i + 1 >= argc)
+        fail("option '" + name + "' needs a value", 2);
+      value = argv[++i];
+    }
+    long number = 0;
+    if (name == "--steps" || name == "--warmup" || name == "--seed") {
+      if (!parseInteger(value, number) || number < 0)
+        fail("option '" + name + "' needs a non-negative integer, not '" +
+                 value + "'",
+             2);
+      if (name == "--steps")
+        options.steps = number;
+      else if (name == "--warmup")
+        options.warmup = number;
+      else
+        options.seed = static_cast<uint64_t>(number);
+    } else if (value.empty()) {
+      fail("option '" + name + "' needs a file name", 2);
+    } else if (name == "--data") {
+      options.data = value;
+    } else if (name == "--save") {
+      options.save = value;
+    } else if (name == "--load") {
+      options.load = value;
+    } else {
+      options.trace = value;
+    }
+  }
+  return options;
+}
+
+/// The state of a run: a buffer per argument and per result.
+struct Run {
+  ModelInfo model;
+  std::vector<Buffer> args, results;
+  /// For each result, the argument it replaces (-1: none).
+  std::vector<int> feedsBack;
+  int lossResult = -1;
+  std::vector<void *> pointers;
+
+  void refreshPointers() {
+    pointers.clear();
+    for (Buffer &b : args)
+      pointers.push_back(b.data());
+    for (Buffer &b : results)
+      pointers.push_back(b.data());
+  }
+  double loss() const {
+    const TensorSpec &spec = model.results[lossResult];
+    return elementAsDouble(results[lossResult].data(), spec.dtype, 0);
+  }
+  /// Results replace their arguments (the step never writes arguments, so
+  /// the old values become the next step's result buffers).
+  void feedBack() {
+    for (size_t r = 0; r < results.size(); ++r)
+      if (feedsBack[r] >= 0)
+        args[feedsBack[r]].swap(results[r]);
+    refreshPointers();
+  }
+};
+
+bool isState(const std::string &role) {
+  return role == "param" || role == "opt_state";
+}
+
+void setUp(Run &run, const Options &options) {
+  std::string error;
+  if (!run.model.parse(soap_model_info, error))
+    fail(error);
+  ModelInfo &model = run.model;
+  for (size_t a = 0; a < model.args.size(); ++a) {
+    run.args.emplace_back(model.args[a].bytes());
+    initialize(model.args[a], run.args.back(), options.seed,
+               soap_init_data[a]);
+  }
+  for (size_t r = 0; r < model.results.size(); ++r) {
+    const TensorSpec &spec = model.results[r];
+    run.results.emplace_back(spec.bytes());
+    int target = -1;
+    if (spec.role == "loss" && run.lossResult < 0)
+      run.lossResult = static_cast<int>(r);
+    for (size_t a = 0; a < model.args.size() && isState(spec.role); ++a)
+      if (model.args[a].role == spec.role && model.args[a].name == spec.name) {
+        target = static_cast<int>(a);
+        if (model.args[a].shape != spec.shape ||
+            model.args[a].dtype != spec.dtype)
+          fail("result '" + spec.name + "' (" + spec.dtype +
+               spec.shapeString() + ") does not match its argument (" +
+               model.args[a].dtype + model.args[a].shapeString() + ")");
+      }
+    run.feedsBack.push_back(target);
+  }
+  if (run.lossResult < 0)
+    fail("the model's entry '" + model.entry +
+         "' has no result with soap.role = \"loss\"");
+  if (model.results[run.lossResult].numElements() < 1)
+    fail("the loss result is empty");
+  run.refreshPointers();
+}
+
+void loadCheckpoint(Run &run, const std::string &path, uint64_t &step) {
+  std::string bytes, error;
+  Checkpoint checkpoint;
+  if (!readFile(path, bytes, error) ||
+      !checkpoint.parse(bytes, path, error))
+    fail(error);
+  size_t used = 0;
+  for (size_t a = 0; a < run.model.args.size(); ++a) {
+    const TensorSpec &spec = run.model.args[a];
+    if (!isState(spec.role))
+      continue;
+    const NamedTensor *t = checkpoint.find(spec.name);
+    if (!t)
+      fail("checkpoint '" + path + "' has no tensor '" + spec.name + "'");
+    if (t->dtype != spec.dtype || t->shape != spec.shape)
+      fail("checkpoint '" + path + "': tensor '" + spec.name + "' is " +
+           t->dtype + shapeString(t->shape) + " but the model expects " +
+           spec.dtype + spec.shapeString());
+    if (t->bytes.size() != spec.bytes())
+      fail("checkpoint '" + path + "': tensor '" + spec.name + "' has " +
+           std::to_string(t->bytes.size()) + " bytes, expected " +
+           std::to_string(spec.bytes()));
+    std::memcpy(run.args[a].data(), t->bytes.data(), t->bytes.size());
+    ++used;
+  }
+  if (used != checkpoint.tensors.size())
+    for (const NamedTensor &t : checkpoint.tensors) {
+      bool known = false;
+      for (const TensorSpec &spec : run.model.args)
+        known |= isState(spec.role) && spec.name == t.name;
+      if (!known)
+        fail("checkpoint '" + path + "' has tensor '" + t.name +
+             "', which the model does not have");
+    }
+  step = checkpoint.step;
+}
+
+void saveCheckpoint(const Run &run, const std::string &path, uint64_t step) {
+  Checkpoint checkpoint;
+  checkpoint.step = step;
+  for (size_t a = 0; a < run.model.args.size(); ++a) {
+    const TensorSpec &spec = run.model.args[a];
+    if (!isState(spec.role))
+      continue;
+    const char *data = static_cast<const char *>(run.args[a].data());
+    checkpoint.tensors.push_back(
+        {spec.name, spec.dtype, spec.shape, std::string(data, spec.bytes())});
+  }
+  std::string error;
+  if (!writeFileAtomically(path, checkpoint.serialize(), error))
+    fail(error);
+}
+
+/// Inputs and labels from a --data file: for each, the tensor of its name,
+/// with the argument's shape or with one more leading dimension (batches).
+struct DataSource {
+  Checkpoint file;
+  std::vector<const NamedTensor *> perArg;
+  std::vector<int64_t> batches;
+
+  void open(const Run &run, const std::string &path) {
+    std::string bytes, error;
+    if (!readFile(path, bytes, error) || !file.parse(bytes, path, error))
+      fail(error);
+    for (const TensorSpec &spec : run.model.args) {
+      const NamedTensor *t = nullptr;
+      int64_t count = 1;
+      if (spec.role == "input" || spec.role == "label") {
+        t = file.find(spec.name);
+        if (!t)
+          fail("data file '" + path + "' has no tensor '" + spec.name + "'");
+        bool same = t->shape == spec.shape;
+        bool batched =
+            t->shape.size() == spec.shape.size() + 1 && !t->shape.empty() &&
+            std::equal(spec.shape.begin(), spec.shape.end(),
+                       t->shape.begin() + 1);
+        if (t->dtype != spec.dtype || !(same || batched))
+          fail("data file '" + path + "': tensor '" + spec.name + "' is " +
+               t->dtype + shapeString(t->shape) + " but the model expects " +
+               spec.dtype + spec.shapeString() + " (or N batches of it)");
+        count = same ? 1 : t->shape[0];
+        if (t->bytes.size() != spec.bytes() * count)
+          fail("data file '" + path + "': tensor '" + spec.name +
+               "' has the wrong number of bytes");
+      }
+      perArg.push_back(t);
+      batches.push_back(count);
+    }
+  }
+  /// Copies the batch of step `step` (0-based) into the arguments.
+  void fill(Run &run, uint64_t step) {
+    for (size_t a = 0; a < perArg.size(); ++a) {
+      if (!perArg[a] || batches[a] < 1)
+        continue;
+      size_t bytes = run.model.args[a].bytes();
+      size_t which = static_cast<size_t>(step % batches[a]);
+      std::memcpy(run.args[a].data(), perArg[a]->bytes.data() + which * bytes,
+                  bytes);
+    }
+  }
+};
+
+double median(std::vector<double> values) {
+  if (values.empty())
+    return 0;
+  std::sort(values.begin(), values.end());
+  size_t n = values.size();
+  return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  soaprt_select_blas_core(argv);
+  Options options = parseOptions(argc, argv);
+  if (options.printModel) {
+    std::printf("%s\n", soap_model_info);
+    return 0;
+  }
+  Run run;
+  setUp(run, options);
+
+  uint64_t step = 0;
+  if (!options.load.empty())
+    loadCheckpoint(run, options.load, step);
+  DataSource data;
+  bool haveData = !options.data.empty();
+  if (haveData)
+    data.open(run, options.data);
+
+  // Warm-up steps run on the current state and discard their results.
+  for (long i = 0; i < options.warmup; ++i) {
+    if (haveData)
+      data.fill(run, step);
+    soap_train_step_packed(run.pointers.data());
+  }
+
+  bool tracing = !options.trace.empty();
+  setOpTracing(tracing);
+  std::vector<double> times;
+  double loss = NAN;
+  for (long i = 0; i < options.steps; ++i) {
+    if (haveData)
+      data.fill(run, step);
+    double start = nowUs();
+    soap_train_step_packed(run.pointers.data());
+    double elapsed = nowUs() - start;
+    ++step;
+    if (tracing)
+      traceEvents().push_back({"step " + std::to_string(step), "step", start,
+                               elapsed, static_cast<int64_t>(step)});
+    loss = run.loss();
+    times.push_back(elapsed / 1000.0);
+    std::printf("step=%llu loss=%.9g time_ms=%.3f\n",
+                static_cast<unsigned long long>(step), loss, elapsed / 1000.0);
+    std::fflush(stdout);
+    if (!std::isfinite(loss))
+      fail("the loss is " + std::string(std::isnan(loss) ? "NaN" : "infinite") +
+               " at step " + std::to_string(step),
+           3);
+    run.feedBack();
+  }
+  setOpTracing(false);
+
+  double mean = 0;
+  for (double t : times)
+    mean += t;
+  if (!times.empty())
+    mean /= times.size();
+  std::printf("summary steps=%ld mean_ms=%.3f median_ms=%.3f final_loss=%.9g\n",
+              options.steps, mean, median(times), loss);
+
+  std::string error;
+  if (!options.save.empty())
+    saveCheckpoint(run, options.save, step);
+  if (tracing && !writeChromeTrace(options.trace, run.model.opNames, error))
+    fail(error);
+  return 0;
+}

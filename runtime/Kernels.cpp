@@ -1,0 +1,250 @@
+//===- Kernels.cpp - BLAS-backed kernels that generated code calls --------===//
+//
+// Matmul, batch matmul (matrix-vector products included) and NCHW convolution on strided operands,
+// through OpenBLAS. An operand BLAS can read in place (one unit stride and
+// a leading dimension no smaller than the other size) is passed as is,
+// transposed when its unit stride is the row's; any other is packed into a
+// dense scratch copy first. Convolutions are im2col followed by one GEMM
+// per image.
+//
+//===----------------------------------------------------------------------===//
+
+#include "soap/Runtime/Runtime.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <strings.h>
+#include <unistd.h>
+#include <vector>
+
+namespace {
+
+/// A strided rows x cols matrix.
+template <typename T> struct Matrix {
+  T *data;
+  int64_t rows, cols, rowStride, colStride;
+};
+
+inline void gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t m, int64_t n,
+                 int64_t k, const float *a, int64_t lda, const float *b,
+                 int64_t ldb, float *c, int64_t ldc) {
+  cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, 1.0f, a, lda, b, ldb, 1.0f, c,
+              ldc);
+}
+inline void gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t m, int64_t n,
+                 int64_t k, const double *a, int64_t lda, const double *b,
+                 int64_t ldb, double *c, int64_t ldc) {
+  cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, 1.0, a, lda, b, ldb, 1.0, c,
+              ldc);
+}
+
+/// How BLAS reads `matrix` (row-major): as is, transposed, or not at all.
+template <typename T>
+bool blasLayout(const Matrix<T> &matrix, CBLAS_TRANSPOSE &trans,
+                int64_t &ld) {
+  if (matrix.colStride == 1 &&
+      matrix.rowStride >= std::max<int64_t>(1, matrix.cols)) {
+    trans = CblasNoTrans;
+    ld = matrix.rowStride;
+    return true;
+  }
+  if (matrix.rowStride == 1 &&
+      matrix.colStride >= std::max<int64_t>(1, matrix.rows)) {
+    trans = CblasTrans;
+    ld = matrix.colStride;
+    return true;
+  }
+  // Degenerate shapes: a single row or column has any stride.
+  if (matrix.rows == 1 && matrix.colStride == 1) {
+    trans = CblasNoTrans;
+    ld = std::max<int64_t>(1, matrix.cols);
+    return true;
+  }
+  if (matrix.cols == 1 && matrix.rowStride == 1) {
+    trans = CblasTrans;
+    ld = std::max<int64_t>(1, matrix.rows);
+    return true;
+  }
+  return false;
+}
+
+template <typename T>
+void pack(const Matrix<const T> &matrix, std::vector<T> &dense) {
+  dense.resize(static_cast<size_t>(matrix.rows * matrix.cols));
+  for (int64_t i = 0; i < matrix.rows; ++i)
+    for (int64_t j = 0; j < matrix.cols; ++j)
+      dense[i * matrix.cols + j] =
+          matrix.data[i * matrix.rowStride + j * matrix.colStride];
+}
+
+/// C += A * B for strided matrices.
+template <typename T>
+void matmul(const Matrix<const T> &a, const Matrix<const T> &b,
+            const Matrix<T> &c) {
+  int64_t m = c.rows, n = c.cols, k = a.cols;
+  if (m == 0 || n == 0 || k == 0)
+    return;
+  CBLAS_TRANSPOSE ta, tb, tc;
+  int64_t lda, ldb, ldc;
+  std::vector<T> packedA, packedB, packedC;
+  const T *pa = a.data, *pb = b.data;
+  if (!blasLayout(a, ta, lda)) {
+    pack(a, packedA);
+    pa = packedA.data(), ta = CblasNoTrans, lda = k;
+  }
+  if (!blasLayout(b, tb, ldb)) {
+    pack(b, packedB);
+    pb = packedB.data(), tb = CblasNoTrans, ldb = n;
+  }
+  if (blasLayout(Matrix<const T>{c.data, m, n, c.rowStride, c.colStride}, tc,
+                 ldc)) {
+    if (tc == CblasNoTrans) {
+      gemm(ta, tb, m, n, k, pa, lda, pb, ldb, c.data, ldc);
+      return;
+    }
+    // C is column-major: C^T = B^T A^T, row-major.
+    auto flip = [](CBLAS_TRANSPOSE t) {
+      return t == CblasNoTrans ? CblasTrans : CblasNoTrans;
+    };
+    gemm(flip(tb), flip(ta), n, m, k, pb, ldb, pa, lda, c.data, ldc);
+    return;
+  }
+  pack(Matrix<const T>{c.data, m, n, c.rowStride, c.colStride}, packedC);
+  gemm(ta, tb, m, n, k, pa, lda, pb, ldb, packedC.data(), n);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j)
+      c.data[i * c.rowStride + j * c.colStride] = packedC[i * n + j];
+}
+
+/// out += conv(in, filter) for one image: im2col into `columns`
+/// ((C*KH*KW) x (OH*OW)), then one GEMM with the filter as an
+/// F x (C*KH*KW) matrix.
+template <typename T>
+void conv2d(int64_t n, int64_t c, int64_t h, int64_t w, int64_t f, int64_t kh,
+            int64_t kw, int64_t oh, int64_t ow, int64_t sh, int64_t sw,
+            int64_t dh, int64_t dw, const T *in, int64_t isn, int64_t isc,
+            int64_t ish, int64_t isw, const T *filter, int64_t fsf,
+            int64_t fsc, int64_t fsh, int64_t fsw, T *out, int64_t osn,
+            int64_t osf, int64_t osh, int64_t osw) {
+  int64_t patch = c * kh * kw, pixels = oh * ow;
+  if (n == 0 || f == 0 || pixels == 0 || patch == 0)
+    return;
+  // The filter as a matrix: dense when its C, KH, KW strides nest.
+  std::vector<T> packedFilter;
+  Matrix<const T> filterMatrix{filter, f, patch, fsf, fsw};
+  if (!(fsw == 1 && fsh == kw && fsc == kh * kw)) {
+    packedFilter.resize(static_cast<size_t>(f * patch));
+    for (int64_t o = 0; o < f; ++o)
+      for (int64_t ci = 0; ci < c; ++ci)
+        for (int64_t i = 0; i < kh; ++i)
+          for (int64_t j = 0; j < kw; ++j)
+            packedFilter[((o * c + ci) * kh + i) * kw + j] =
+                filter[o * fsf + ci * fsc + i * fsh + j * fsw];
+    filterMatrix = {packedFilter.data(), f, patch, patch, 1};
+  }
+  // A 1x1 unit-stride convolution over a dense image needs no im2col.
+  bool direct = kh == 1 && kw == 1 && sh == 1 && sw == 1 && isw == 1 &&
+                ish == w && oh == h && ow == w;
+  std::vector<T> columns;
+  if (!direct)
+    columns.resize(static_cast<size_t>(patch * pixels));
+  bool denseOut = osw == 1 && osh == ow;
+  for (int64_t b = 0; b < n; ++b) {
+    const T *image = in + b * isn;
+    Matrix<const T> colMatrix{image, patch, pixels, isc, 1};
+    if (!direct) {
+      T *col = columns.data();
+      for (int64_t ci = 0; ci < c; ++ci)
+        for (int64_t i = 0; i < kh; ++i)
+          for (int64_t j = 0; j < kw; ++j) {
+            const T *channel = image + ci * isc + i * dh * ish + j * dw * isw;
+            for (int64_t y = 0; y < oh; ++y) {
+              const T *row = channel + y * sh * ish;
+              if (sw == 1 && isw == 1)
+                std::copy(row, row + ow, col);
+              else
+                for (int64_t x = 0; x < ow; ++x)
+                  col[x] = row[x * sw * isw];
+              col += ow;
+            }
+          }
+      colMatrix = {columns.data(), patch, pixels, pixels, 1};
+    }
+    T *image_out = out + b * osn;
+    if (denseOut) {
+      matmul<T>(filterMatrix, colMatrix,
+                Matrix<T>{image_out, f, pixels, osf, 1});
+      continue;
+    }
+    std::vector<T> result(static_cast<size_t>(f * pixels));
+    for (int64_t o = 0; o < f; ++o)
+      for (int64_t y = 0; y < oh; ++y)
+        for (int64_t x = 0; x < ow; ++x)
+          result[(o * oh + y) * ow + x] =
+              image_out[o * osf + y * osh + x * osw];
+    matmul<T>(filterMatrix, colMatrix, Matrix<T>{result.data(), f, pixels,
+                                                 pixels, 1});
+    for (int64_t o = 0; o < f; ++o)
+      for (int64_t y = 0; y < oh; ++y)
+        for (int64_t x = 0; x < ow; ++x)
+          image_out[o * osf + y * osh + x * osw] =
+              result[(o * oh + y) * ow + x];
+  }
+}
+
+} // namespace
+
+extern "C" int soaprt_select_blas_core(char **argv) {
+  // OpenBLAS picks its kernels from the CPU model at load time; on virtual
+  // machines that hide the model it falls back to SSE3 kernels
+  // ("Prescott"), 4-5x slower than the CPU's AVX2/AVX-512 ones. Name the
+  // core from the CPU's features and start again, once.
+  if (std::getenv("OPENBLAS_CORETYPE") || std::getenv("SOAP_KEEP_BLAS_CORE"))
+    return 0;
+  const char *detected = openblas_get_corename();
+  if (!detected || strcasecmp(detected, "prescott") != 0)
+    return 0;
+  const char *core = nullptr;
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f"))
+    core = "SkylakeX";
+  else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    core = "Haswell";
+  if (!core)
+    return 0;
+  setenv("OPENBLAS_CORETYPE", core, 1);
+  execv("/proc/self/exe", argv);
+  return -1; // exec failed: carry on with the generic kernels
+}
+
+#define SOAPRT_DEFINE_KERNELS(SUFFIX, T)                                       \
+  void soaprt_matmul_##SUFFIX(int64_t m, int64_t n, int64_t k, const T *a,     \
+                              int64_t am, int64_t ak, const T *b, int64_t bk,  \
+                              int64_t bn, T *c, int64_t cm, int64_t cn) {      \
+    matmul<T>({a, m, k, am, ak}, {b, k, n, bk, bn}, {c, m, n, cm, cn});        \
+  }                                                                            \
+  void soaprt_batch_matmul_##SUFFIX(                                           \
+      int64_t batch, int64_t m, int64_t n, int64_t k, const T *a, int64_t ab,  \
+      int64_t am, int64_t ak, const T *b, int64_t bb, int64_t bk, int64_t bn,  \
+      T *c, int64_t cb, int64_t cm, int64_t cn) {                              \
+    for (int64_t i = 0; i < batch; ++i)                                        \
+      matmul<T>({a + i * ab, m, k, am, ak}, {b + i * bb, k, n, bk, bn},        \
+                {c + i * cb, m, n, cm, cn});                                   \
+  }                                                                            \
+  void soaprt_conv2d_nchw_fchw_##SUFFIX(                                       \
+      int64_t n, int64_t c, int64_t h, int64_t w, int64_t f, int64_t kh,       \
+      int64_t kw, int64_t oh, int64_t ow, int64_t sh, int64_t sw, int64_t dh,  \
+      int64_t dw, const T *in, int64_t isn, int64_t isc, int64_t ish,          \
+      int64_t isw, const T *filter, int64_t fsf, int64_t fsc, int64_t fsh,     \
+      int64_t fsw, T *out, int64_t osn, int64_t osf, int64_t osh,              \
+      int64_t osw) {                                                           \
+    conv2d<T>(n, c, h, w, f, kh, kw, oh, ow, sh, sw, dh, dw, in, isn, isc,     \
+              ish, isw, filter, fsf, fsc, fsh, fsw, out, osn, osf, osh, osw);  \
+  }
+
+extern "C" {
+SOAPRT_DEFINE_KERNELS(f32, float)
+SOAPRT_DEFINE_KERNELS(f64, double)
+}

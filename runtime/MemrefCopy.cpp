@@ -1,0 +1,64 @@
+//===- MemrefCopy.cpp - memref.copy between strided buffers --------------===//
+//
+// convert-memref-to-llvm lowers a memref.copy whose operands are not both
+// dense to a call of `memrefCopy` (MLIR's C runner utilities define it).
+// Executables do not link those utilities, so libsoaprt provides the same
+// function over MLIR's memref descriptor layout.
+//
+//===----------------------------------------------------------------------===//
+
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+namespace {
+
+/// MLIR's unranked memref: the rank and a pointer to the ranked descriptor
+/// {allocated, aligned, offset, sizes[rank], strides[rank]}.
+struct UnrankedMemref {
+  int64_t rank;
+  void *descriptor;
+};
+
+struct StridedView {
+  char *data;
+  const int64_t *sizes;
+  const int64_t *strides;
+};
+
+StridedView view(const UnrankedMemref &memref, int64_t elemSize) {
+  auto *fields = static_cast<char **>(memref.descriptor);
+  char *aligned = fields[1];
+  auto *ints = reinterpret_cast<const int64_t *>(fields + 2);
+  return {aligned + ints[0] * elemSize, ints + 1, ints + 1 + memref.rank};
+}
+
+} // namespace
+
+extern "C" void memrefCopy(int64_t elemSize, UnrankedMemref *src,
+                           UnrankedMemref *dst) {
+  int64_t rank = src->rank;
+  StridedView from = view(*src, elemSize), to = view(*dst, elemSize);
+  int64_t total = 1;
+  for (int64_t d = 0; d < rank; ++d)
+    total *= from.sizes[d];
+  if (total == 0)
+    return;
+  // Walk the index space like an odometer.
+  std::vector<int64_t> index(static_cast<size_t>(rank), 0);
+  int64_t fromOffset = 0, toOffset = 0;
+  for (int64_t i = 0; i < total; ++i) {
+    std::memcpy(to.data + toOffset * elemSize, from.data + fromOffset * elemSize,
+                static_cast<size_t>(elemSize));
+    for (int64_t d = rank - 1; d >= 0; --d) {
+      ++index[d];
+      fromOffset += from.strides[d];
+      toOffset += to.strides[d];
+      if (index[d] < from.sizes[d])
+        break;
+      fromOffset -= from.strides[d] * from.sizes[d];
+      toOffset -= to.strides[d] * from.sizes[d];
+      index[d] = 0;
+    }
+  }
+}

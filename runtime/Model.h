@@ -1,0 +1,77 @@
+//===- Model.h - the compiled model as the driver sees it -----*- C++ -*-===//
+//
+// The entry's arguments and results as soap_model_info describes them, the
+// buffers that hold them, and their initial values: parameters from the
+// seed (fan-in uniform, zeros, ones) or from the values the compiler
+// embedded, optimizer state at zero, synthetic inputs and labels. Values
+// drawn from the seed depend only on the seed and the tensor's name.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SOAP_RUNTIME_MODEL_H
+#define SOAP_RUNTIME_MODEL_H
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace soaprt {
+
+/// One argument or result of the entry function.
+struct TensorSpec {
+  std::string role; // param, opt_state, input, label, loss (or other)
+  std::string name;
+  std::vector<int64_t> shape;
+  std::string dtype; // f32, f64, f16, bf16, i1, i8, i16, i32, i64
+  std::string init;  // params: fan-in, zeros, ones, data; else empty
+  std::optional<int64_t> range;
+
+  int64_t numElements() const;
+  size_t elementBytes() const;
+  size_t bytes() const { return numElements() * elementBytes(); }
+  std::string shapeString() const;
+};
+
+/// What soap_model_info says.
+struct ModelInfo {
+  std::string entry;
+  std::vector<TensorSpec> args, results;
+  std::vector<std::string> opNames; // "linalg.matmul (model.mlir:12:5)"
+
+  /// Parses soap_model_info; false with `error` when it is malformed.
+  bool parse(const char *json, std::string &error);
+};
+
+/// A dense, 64-byte aligned buffer.
+class Buffer {
+public:
+  Buffer() = default;
+  explicit Buffer(size_t bytes);
+  void *data() const { return storage.get(); }
+  size_t size() const { return bytes; }
+  void swap(Buffer &other) {
+    std::swap(storage, other.storage);
+    std::swap(bytes, other.bytes);
+  }
+
+private:
+  struct Free {
+    void operator()(void *p) const;
+  };
+  std::unique_ptr<void, Free> storage;
+  size_t bytes = 0;
+};
+
+/// Fills `buffer` with the initial value of `spec` (an argument): embedded
+/// `data` when given, else from `seed` and the spec's name.
+void initialize(const TensorSpec &spec, Buffer &buffer, uint64_t seed,
+                const void *data);
+
+/// Element `i` of a buffer of `dtype` as a double.
+double elementAsDouble(const void *data, const std::string &dtype, int64_t i);
+
+} // namespace soaprt
+
+#endif // SOAP_RUNTIME_MODEL_H

@@ -1,0 +1,92 @@
+//===- Trace.cpp - per-step and per-kernel timeline events ---------------===//
+
+#include "Trace.h"
+
+#include "FileIO.h"
+#include "soap/Runtime/Runtime.h"
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+
+namespace soaprt {
+
+namespace {
+bool opTracing = false;
+/// Start times of the kernels in flight (kernels do not nest, but a stack
+/// costs nothing and tolerates it).
+std::vector<double> openOps;
+/// Kernel events beyond this many are dropped, so that tracing a long run
+/// cannot exhaust memory.
+constexpr size_t kMaxEvents = 4u << 20;
+} // namespace
+
+double nowUs() {
+  using Clock = std::chrono::steady_clock;
+  static const Clock::time_point start = Clock::now();
+  return std::chrono::duration<double, std::micro>(Clock::now() - start)
+      .count();
+}
+
+void setOpTracing(bool enabled) { opTracing = enabled; }
+
+std::vector<TraceEvent> &traceEvents() {
+  static std::vector<TraceEvent> events;
+  return events;
+}
+
+bool writeChromeTrace(const std::string &path,
+                      const std::vector<std::string> &opNames,
+                      std::string &error) {
+  nlohmann::json events = nlohmann::json::array();
+  events.push_back({{"name", "process_name"},
+                    {"ph", "M"},
+                    {"pid", 0},
+                    {"args", {{"name", "soap executable (rank 0)"}}}});
+  events.push_back({{"name", "thread_name"},
+                    {"ph", "M"},
+                    {"pid", 0},
+                    {"tid", 0},
+                    {"args", {{"name", "steps"}}}});
+  events.push_back({{"name", "thread_name"},
+                    {"ph", "M"},
+                    {"pid", 0},
+                    {"tid", 1},
+                    {"args", {{"name", "kernels"}}}});
+  for (const TraceEvent &event : traceEvents()) {
+    bool isOp = event.category == "op";
+    std::string name = event.name;
+    if (isOp && event.id >= 0 && static_cast<size_t>(event.id) < opNames.size())
+      name = opNames[event.id];
+    events.push_back({{"name", name},
+                      {"cat", event.category},
+                      {"ph", "X"},
+                      {"ts", event.startUs},
+                      {"dur", event.durationUs},
+                      {"pid", 0},
+                      {"tid", isOp ? 1 : 0},
+                      {"args", {{"id", event.id}}}});
+  }
+  nlohmann::json trace = {{"traceEvents", events},
+                          {"displayTimeUnit", "ms"}};
+  return writeFileAtomically(path, trace.dump() + "\n", error);
+}
+
+} // namespace soaprt
+
+extern "C" void soaprt_op_begin(int64_t id) {
+  if (!soaprt::opTracing)
+    return;
+  soaprt::openOps.push_back(soaprt::nowUs());
+}
+
+extern "C" void soaprt_op_end(int64_t id) {
+  if (!soaprt::opTracing || soaprt::openOps.empty())
+    return;
+  double start = soaprt::openOps.back();
+  soaprt::openOps.pop_back();
+  auto &events = soaprt::traceEvents();
+  if (events.size() >= soaprt::kMaxEvents)
+    return;
+  events.push_back({std::string(), "op", start, soaprt::nowUs() - start, id});
+}

@@ -1,0 +1,44 @@
+//===- Trace.h - per-step and per-kernel timeline events ------*- C++ -*-===//
+//
+// The driver records one event per training step; generated code calls
+// soaprt_op_begin/end around every kernel, which record an event only
+// while tracing is on. writeChromeTrace writes them as Chrome trace JSON
+// (the format --soap-simulate writes, so both open side by side).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SOAP_RUNTIME_TRACE_H
+#define SOAP_RUNTIME_TRACE_H
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace soaprt {
+
+/// One complete event ("ph": "X"); times in microseconds since the start.
+struct TraceEvent {
+  std::string name;
+  std::string category; // "step" or "op"
+  double startUs = 0, durationUs = 0;
+  int64_t id = -1; // the op's index in soap_model_info's "ops", or the step
+};
+
+/// Microseconds since the first call (a steady clock).
+double nowUs();
+
+/// Turns the recording of kernel events by soaprt_op_begin/end on or off.
+void setOpTracing(bool enabled);
+
+/// Events recorded so far; kernel events name their op by id only.
+std::vector<TraceEvent> &traceEvents();
+
+/// Writes the events as {"traceEvents": [...]}; kernel events are named
+/// after `opNames[id]`. Returns false with `error` naming the file.
+bool writeChromeTrace(const std::string &path,
+                      const std::vector<std::string> &opNames,
+                      std::string &error);
+
+} // namespace soaprt
+
+#endif // SOAP_RUNTIME_TRACE_H

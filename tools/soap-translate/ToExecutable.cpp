@@ -1,0 +1,245 @@
+//===- ToExecutable.cpp - a lowered module as a native executable --------===//
+//
+// LLVM dialect -> LLVM IR (mlir::translateModuleToLLVMIR) -> the -O3
+// pipeline and code generation by LLVM's TargetMachine for the host triple
+// (the host CPU's features unless --soap-target-cpu says otherwise) -> an
+// object file, linked with `c++` (or $CXX) against libsoaprt_driver,
+// libsoaprt, OpenBLAS and libm. libsoaprt is looked for in
+// $SOAP_RUNTIME_DIR, then in this build tree, then in the install prefix.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ToExecutable.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/ExecutionEngine/OptUtils.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/InitAllDialects.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Export.h"
+#include "mlir/Tools/mlir-translate/Translation.h"
+
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/Module.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/raw_ostream.h"
+#include "llvm/Target/TargetMachine.h"
+#include "llvm/Target/TargetOptions.h"
+#include "llvm/TargetParser/Host.h"
+#include "llvm/TargetParser/SubtargetFeature.h"
+
+#include <optional>
+
+using namespace mlir;
+
+namespace {
+
+llvm::cl::opt<std::string> targetCpu(
+    "soap-target-cpu",
+    llvm::cl::desc("CPU that --soap-to-executable compiles for: native (this "
+                   "machine's CPU and features, the default) or an LLVM CPU "
+                   "name such as x86-64-v3"),
+    llvm::cl::init("native"));
+
+/// Deletes a temporary file when it goes out of scope.
+struct TemporaryFile {
+  llvm::SmallString<128> path;
+  ~TemporaryFile() {
+    if (!path.empty())
+      llvm::sys::fs::remove(path);
+  }
+};
+
+bool makeTemporary(llvm::StringRef suffix, TemporaryFile &file,
+                   std::string &error) {
+  if (std::error_code ec = llvm::sys::fs::createTemporaryFile(
+          "soap-exe", suffix, file.path)) {
+    error = "cannot create a temporary file: " + ec.message();
+    return false;
+  }
+  return true;
+}
+
+/// The folder holding libsoaprt.a and libsoaprt_driver.a.
+std::optional<std::string> runtimeDir(std::string &error) {
+  auto has = [](const std::string &dir) {
+    return llvm::sys::fs::exists(dir + "/libsoaprt.a") &&
+           llvm::sys::fs::exists(dir + "/libsoaprt_driver.a");
+  };
+  if (const char *env = std::getenv("SOAP_RUNTIME_DIR")) {
+    if (has(env))
+      return std::string(env);
+    error = std::string("SOAP_RUNTIME_DIR=") + env +
+            " holds no libsoaprt.a and libsoaprt_driver.a";
+    return std::nullopt;
+  }
+  for (const char *dir : {SOAP_BUILD_RUNTIME_DIR, SOAP_INSTALLED_RUNTIME_DIR})
+    if (has(dir))
+      return std::string(dir);
+  error = std::string("cannot find libsoaprt.a and libsoaprt_driver.a in ") +
+          SOAP_BUILD_RUNTIME_DIR + " or " + SOAP_INSTALLED_RUNTIME_DIR +
+          " (build the soaprt and soaprt_driver targets, or set "
+          "SOAP_RUNTIME_DIR)";
+  return std::nullopt;
+}
+
+std::unique_ptr<llvm::TargetMachine> hostTargetMachine(std::string &error) {
+  static bool initialized = [] {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+    return true;
+  }();
+  (void)initialized;
+  llvm::Triple triple(llvm::sys::getDefaultTargetTriple());
+  const llvm::Target *target =
+      llvm::TargetRegistry::lookupTarget(triple, error);
+  if (!target)
+    return nullptr;
+  std::string cpu = targetCpu, features;
+  if (cpu == "native") {
+    cpu = llvm::sys::getHostCPUName().str();
+    llvm::SubtargetFeatures list;
+    for (const auto &feature : llvm::sys::getHostCPUFeatures())
+      list.AddFeature(feature.first(), feature.second);
+    features = list.getString();
+  }
+  llvm::TargetOptions options;
+  std::unique_ptr<llvm::TargetMachine> machine(target->createTargetMachine(
+      triple, cpu, features, options, llvm::Reloc::PIC_, std::nullopt,
+      llvm::CodeGenOptLevel::Aggressive));
+  if (!machine)
+    error = "cannot create a target machine for " + triple.str() + " (" +
+            cpu + ")";
+  return machine;
+}
+
+LogicalResult emitObject(ModuleOp module, llvm::StringRef objectPath,
+                         std::string &error) {
+  llvm::LLVMContext context;
+  std::unique_ptr<llvm::Module> llvmModule =
+      translateModuleToLLVMIR(module, context, "soap-model");
+  if (!llvmModule) {
+    error = "translating the module to LLVM IR failed";
+    return failure();
+  }
+  std::unique_ptr<llvm::TargetMachine> machine = hostTargetMachine(error);
+  if (!machine)
+    return failure();
+  llvmModule->setTargetTriple(machine->getTargetTriple());
+  llvmModule->setDataLayout(machine->createDataLayout());
+  auto optimize = makeOptimizingTransformer(3, 0, machine.get());
+  if (llvm::Error e = optimize(llvmModule.get())) {
+    error = "optimizing the LLVM IR failed: " + llvm::toString(std::move(e));
+    return failure();
+  }
+  std::error_code ec;
+  llvm::raw_fd_ostream object(objectPath, ec, llvm::sys::fs::OF_None);
+  if (ec) {
+    error = "cannot write '" + objectPath.str() + "': " + ec.message();
+    return failure();
+  }
+  llvm::legacy::PassManager codegen;
+  if (machine->addPassesToEmitFile(codegen, object, nullptr,
+                                   llvm::CodeGenFileType::ObjectFile)) {
+    error = "this target cannot emit object files";
+    return failure();
+  }
+  codegen.run(*llvmModule);
+  object.flush();
+  return success();
+}
+
+LogicalResult link(llvm::StringRef objectPath, llvm::StringRef exePath,
+                   const std::string &rtDir, std::string &error) {
+  const char *cxx = std::getenv("CXX");
+  auto program = llvm::sys::findProgramByName(cxx && *cxx ? cxx : "c++");
+  if (!program) {
+    error = "cannot find the system compiler driver 'c++' (or $CXX) to link "
+            "with";
+    return failure();
+  }
+  TemporaryFile log;
+  if (!makeTemporary("log", log, error))
+    return failure();
+  std::vector<std::string> args = {*program,
+                                   objectPath.str(),
+                                   "-o",
+                                   exePath.str(),
+                                   "-L" + rtDir,
+                                   "-lsoaprt_driver",
+                                   "-lsoaprt",
+                                   "-lopenblas",
+                                   "-lm"};
+  std::vector<llvm::StringRef> argRefs(args.begin(), args.end());
+  std::optional<llvm::StringRef> redirects[] = {std::nullopt, log.path.str(),
+                                                log.path.str()};
+  std::string execError;
+  int rc = llvm::sys::ExecuteAndWait(*program, argRefs, std::nullopt,
+                                     redirects, 0, 0, &execError);
+  if (rc == 0)
+    return success();
+  std::string output;
+  if (auto buffer = llvm::MemoryBuffer::getFile(log.path))
+    output = (*buffer)->getBuffer().str();
+  std::string command;
+  for (const std::string &arg : args)
+    command += (command.empty() ? "" : " ") + arg;
+  error = "linking failed (" + command + ")" +
+          (execError.empty() ? "" : ": " + execError) +
+          (output.empty() ? "" : ":\n" + output);
+  return failure();
+}
+
+LogicalResult toExecutable(Operation *op, llvm::raw_ostream &output) {
+  auto module = dyn_cast<ModuleOp>(op);
+  if (!module)
+    return op->emitError("expected a module");
+  for (const char *symbol :
+       {"soap_train_step_packed", "soap_model_info", "soap_init_data"})
+    if (!module.lookupSymbol(symbol))
+      return module.emitError()
+             << "the module has no @" << symbol
+             << "; lower it with soap-opt --soap-lower-cpu first";
+  std::string error;
+  std::optional<std::string> rtDir = runtimeDir(error);
+  if (!rtDir)
+    return module.emitError() << error;
+  TemporaryFile object, exe;
+  if (!makeTemporary("o", object, error) || !makeTemporary("exe", exe, error))
+    return module.emitError() << error;
+  if (failed(emitObject(module, object.path, error)) ||
+      failed(link(object.path, exe.path, *rtDir, error)))
+    return module.emitError() << error;
+  auto bytes = llvm::MemoryBuffer::getFile(exe.path, /*IsText=*/false,
+                                           /*RequiresNullTerminator=*/false);
+  if (!bytes)
+    return module.emitError() << "cannot read the linked executable";
+  output << (*bytes)->getBuffer();
+  return success();
+}
+
+} // namespace
+
+namespace soap {
+
+void registerToExecutableTranslation() {
+  TranslateFromMLIRRegistration registration(
+      "soap-to-executable",
+      "Compile a module lowered by --soap-lower-cpu into a native executable "
+      "(object code for this CPU linked with libsoaprt and OpenBLAS)",
+      toExecutable, [](DialectRegistry &registry) {
+        registerAllDialects(registry);
+        registerBuiltinDialectTranslation(registry);
+        registerLLVMDialectTranslation(registry);
+      });
+}
+
+} // namespace soap
