@@ -3,7 +3,9 @@
 # model (docs/examples/mlp.mlir) through SOAP:
 #   1. how each op can be partitioned (--soap-print-dims);
 #   2. the simulated training step of the baseline strategies on 4 P100s;
-#   3. the MCMC search for a faster strategy, simulated the same way.
+#   3. the MCMC search for a faster strategy, simulated the same way;
+#   4. a training step (autodiff + Adam), lowered for this CPU, built into a
+#      native executable and run for a few steps on one device.
 # Another model can be given: ./scripts/demo.sh path/to/model.mlir
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,7 +17,7 @@ export SOAP_BUILD_DIR=$BUILD_DIR
 OPT=$BUILD_DIR/bin/soap-opt
 
 ./scripts/setup.sh
-./scripts/build.sh soap-opt
+./scripts/build.sh soap-opt soap-translate soaprt soaprt_driver
 
 echo
 echo "== 1. $OPT $MODEL --soap-print-dims"
@@ -51,3 +53,11 @@ echo "== 3. $OPT $MODEL --soap-search=\"machine=$MACHINE devices=$DEVICES budget
 "$OPT" "$MODEL" --soap-search="machine=$MACHINE devices=$DEVICES budget=4000 threads=2" \
   --soap-export-strategy="file=$BUILD_DIR/demo-strategy.json" -o "$BUILD_DIR/demo-partitioned.mlir"
 echo "  the strategy: $BUILD_DIR/demo-strategy.json; the annotated program: $BUILD_DIR/demo-partitioned.mlir"
+
+echo
+echo "== 4. train on this CPU: --soap-training-step, --soap-lower-cpu, soap-translate --soap-to-executable"
+EXE=$BUILD_DIR/demo-model.exe
+"$OPT" "$MODEL" --soap-training-step="optimizer=adam lr=0.001" --soap-lower-cpu \
+  | "$BUILD_DIR/bin/soap-translate" --soap-to-executable -o "$EXE"
+echo "  $EXE --steps 10 --warmup 2"
+"$EXE" --steps 10 --warmup 2 | sed 's/^/  /'

@@ -1,6 +1,8 @@
 // A two-layer perceptron classifier on 28x28 images (MNIST-sized), batch 64:
 // logits = relu(x W1 + b1) W2 + b2, loss = mean softmax cross-entropy against
-// one-hot labels. Parameters are the arguments marked {soap.param}.
+// class labels in [0, 10). Parameters are the arguments marked {soap.param};
+// soap.name, soap.init and soap.range tell the runtime how to initialise
+// them and draw synthetic data (docs/train-step.md).
 //
 //   soap-opt docs/examples/mlp.mlir --soap-print-dims -o /dev/null
 
@@ -10,11 +12,12 @@
 #all = affine_map<(d0) -> (d0)>
 #scalar = affine_map<(d0) -> ()>
 
-func.func @loss(%x: tensor<64x784xf32>, %labels: tensor<64x10xf32>,
-                %w1: tensor<784x256xf32> {soap.param},
-                %b1: tensor<256xf32> {soap.param},
-                %w2: tensor<256x10xf32> {soap.param},
-                %b2: tensor<10xf32> {soap.param}) -> tensor<f32> {
+func.func @loss(%x: tensor<64x784xf32> {soap.name = "images"},
+                %labels: tensor<64xi64> {soap.name = "labels", soap.range = 10},
+                %w1: tensor<784x256xf32> {soap.param, soap.name = "fc1.weight", soap.init = "fan-in:784"},
+                %b1: tensor<256xf32> {soap.param, soap.name = "fc1.bias", soap.init = "zeros"},
+                %w2: tensor<256x10xf32> {soap.param, soap.name = "fc2.weight", soap.init = "fan-in:256"},
+                %b2: tensor<10xf32> {soap.param, soap.name = "fc2.bias", soap.init = "zeros"}) -> tensor<f32> {
   %zero = arith.constant 0.0 : f32
   %ninf = arith.constant 0xFF800000 : f32
   %inv_batch = arith.constant 0.015625 : f32
@@ -57,13 +60,16 @@ func.func @loss(%x: tensor<64x784xf32>, %labels: tensor<64x10xf32>,
     %a = arith.addf %acc, %e : f32
     linalg.yield %a : f32
   } -> tensor<64xf32>
-  // Loss of each sample: log(sum exp) + max - sum(labels * logits).
+  // Loss of each sample: log(sum exp) + max - the logit of its label.
   %p1 = linalg.fill ins(%zero : f32) outs(%m0 : tensor<64xf32>) -> tensor<64xf32>
-  %picked = linalg.generic {indexing_maps = [#id, #id, #row],
+  %picked = linalg.generic {indexing_maps = [#id, #row, #row],
                             iterator_types = ["parallel", "reduction"]}
-      ins(%logits, %labels : tensor<64x10xf32>, tensor<64x10xf32>) outs(%p1 : tensor<64xf32>) {
-  ^bb0(%l: f32, %t: f32, %acc: f32):
-    %p = arith.mulf %l, %t : f32
+      ins(%logits, %labels : tensor<64x10xf32>, tensor<64xi64>) outs(%p1 : tensor<64xf32>) {
+  ^bb0(%l: f32, %t: i64, %acc: f32):
+    %class = linalg.index 1 : index
+    %label = arith.index_cast %t : i64 to index
+    %hit = arith.cmpi eq, %class, %label : index
+    %p = arith.select %hit, %l, %zero : f32
     %a = arith.addf %acc, %p : f32
     linalg.yield %a : f32
   } -> tensor<64xf32>
