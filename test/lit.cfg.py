@@ -28,6 +28,7 @@ tools = [
     ToolSubst("soap-translate", unresolved="fatal"),
     ToolSubst("soap-zoo", unresolved="fatal"),
     ToolSubst("soap-profile", unresolved="fatal"),
+    ToolSubst("soap-gradcheck", unresolved="fatal"),
 ]
 llvm_config.add_tool_substitutions(tools, [config.soap_tools_dir])
 

@@ -36,16 +36,20 @@ struct BodyShape {
   Value seed;
   /// Whether the body reads the output's previous value elementwise.
   bool readsOutput = false;
+  /// The op errors are reported on (the named op a generic came from).
+  Operation *reportOn = nullptr;
 };
 
 } // namespace
 
 /// Recognizes the body of a single-output generic.
-static FailureOr<BodyShape> analyzeBody(linalg::GenericOp op) {
+static FailureOr<BodyShape> analyzeBody(linalg::GenericOp op,
+                                        Operation *reportOn) {
   Block &body = op.getRegion().front();
   BlockArgument out = body.getArgument(op.getNumDpsInputs());
   Value yielded = body.getTerminator()->getOperand(0);
   BodyShape shape;
+  shape.reportOn = reportOn;
   if (op.getNumReductionLoops() == 0) {
     shape.seed = yielded;
     shape.readsOutput = !out.use_empty();
@@ -68,7 +72,7 @@ static FailureOr<BodyShape> analyzeBody(linalg::GenericOp op) {
       return shape;
     }
   }
-  op.emitOpError("cannot be differentiated: its reduction is not a sum, "
+  reportOn->emitOpError("cannot be differentiated: its reduction is not a sum, "
                  "maximum or minimum of the output and one value");
   return failure();
 }
@@ -130,7 +134,7 @@ buildOperandGradient(GradientBuilder &g, linalg::GenericOp op,
     std::string map;
     llvm::raw_string_ostream os(map);
     operandMap.print(os);
-    return op.emitOpError("cannot be differentiated: operand ")
+    return shape.reportOn->emitOpError("cannot be differentiated: operand ")
            << operandNumber << " is read through " << map
            << ", which is not a projection of the loops";
   }
@@ -223,19 +227,22 @@ buildOperandGradient(GradientBuilder &g, linalg::GenericOp op,
 }
 
 LogicalResult differentiateGeneric(GradientBuilder &g, linalg::GenericOp op,
-                                   ValueRange forwardResults) {
+                                   ValueRange forwardResults,
+                                   Operation *reportOn) {
+  if (!reportOn)
+    reportOn = op;
   if (op.getNumDpsInits() != 1)
-    return op.emitOpError("cannot be differentiated: it has ")
+    return reportOn->emitOpError("cannot be differentiated: it has ")
            << op.getNumDpsInits() << " outputs (only one is supported)";
   if (!op.hasPureTensorSemantics())
-    return op.emitOpError("cannot be differentiated: it works on buffers");
+    return reportOn->emitOpError("cannot be differentiated: it works on buffers");
   llvm::SetVector<Value> captured;
   getUsedValuesDefinedAbove(op.getRegion(), captured);
   for (Value value : captured)
     if (g.isActive(value))
-      return op.emitOpError("cannot be differentiated: its body uses a "
+      return reportOn->emitOpError("cannot be differentiated: its body uses a "
                             "differentiated value defined outside it");
-  FailureOr<BodyShape> shape = analyzeBody(op);
+  FailureOr<BodyShape> shape = analyzeBody(op, reportOn);
   if (failed(shape))
     return failure();
 
@@ -275,7 +282,7 @@ LogicalResult differentiateGeneric(GradientBuilder &g, linalg::GenericOp op,
     return success();
   case Combiner::Max:
   case Combiner::Min:
-    return op.emitOpError("cannot be differentiated: the initial value of "
+    return reportOn->emitOpError("cannot be differentiated: the initial value of "
                           "its min/max reduction depends on the parameters");
   }
   return success();

@@ -65,9 +65,13 @@ public:
 /// The gradient rules. Each reads the adjoints of `op`'s results (at least
 /// one is set) and accumulates the adjoints of its active operands; on
 /// failure it has emitted an error at `op`.
+/// `forwardResults` are the results whose adjoints are read (those of the
+/// named op a generic was generalized from); errors go to `reportOn` (that
+/// named op; null: the generic).
 mlir::LogicalResult differentiateGeneric(GradientBuilder &g,
                                          mlir::linalg::GenericOp op,
-                                         mlir::ValueRange forwardResults);
+                                         mlir::ValueRange forwardResults,
+                                         mlir::Operation *reportOn = nullptr);
 mlir::LogicalResult differentiateLinalgOp(GradientBuilder &g,
                                           mlir::linalg::LinalgOp op);
 mlir::LogicalResult differentiateTensorOp(GradientBuilder &g,

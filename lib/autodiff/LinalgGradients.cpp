@@ -330,7 +330,7 @@ static LogicalResult differentiateGeneralized(GradientBuilder &g,
     return op->emitOpError("cannot be differentiated: it has no generic form");
   }
   // The gradient ops go after the copy (the builder appends).
-  LogicalResult result = differentiateGeneric(g, *generic, op->getResults());
+  LogicalResult result = differentiateGeneric(g, *generic, op->getResults(), op);
   (*generic)->erase();
   return result;
 }

@@ -2,7 +2,8 @@
 //
 // The order of the steps:
 //   1. describe the entry (soap.* attributes) and rename it
-//      soap_train_step; its arguments become read-only buffers;
+//      soap_train_step; its arguments become read-only buffers; functions
+//      it does not call are dropped;
 //   2. bracket every linalg op with trace hooks;
 //   3. kernels=vector (and, with kernels=blas, convolutions BLAS does not
 //      take): tile and vectorize contractions and convolutions on tensors;
@@ -41,6 +42,7 @@ namespace soap {
 namespace {
 
 const char *kBufferizePipeline =
+    "symbol-dce, "
     "one-shot-bufferize{bufferize-function-boundaries=true "
     "function-boundary-type-conversion=identity-layout-map "
     "unknown-type-conversion=identity-layout-map}, "
@@ -159,6 +161,12 @@ LogicalResult lowerModuleForCpu(ModuleOp module,
     return entry.emitError() << "cannot rename the entry";
   entry.setSymName(kEntrySymbol);
   entry.setPublic();
+  // The executable runs the entry alone: other functions (the loss function
+  // the training step was made from, an exporter's printing @main) are
+  // dropped unless the entry calls them, so they cost no compile time.
+  for (auto function : module.getOps<FunctionOpInterface>())
+    if (function != entry.getOperation())
+      function.setPrivate();
   // The driver keeps the arguments of a step (warm-up steps discard their
   // results), so the step must not update them in place.
   for (unsigned i = 0; i < entry.getNumArguments(); ++i)

@@ -187,9 +187,7 @@ std::unique_ptr<JitRunner> JitRunner::create(ModuleOp module,
   if (std::getenv("SOAP_GRADCHECK_DUMP"))
     module.dump();
   ExecutionEngineOptions options;
-  auto transformer = makeOptimizingTransformer(1, 0, nullptr);
-  options.transformer = transformer;
-  options.jitCodeGenOptLevel = llvm::CodeGenOptLevel::Less;
+  options.jitCodeGenOptLevel = llvm::CodeGenOptLevel::None;
   SmallVector<StringRef> libraries;
   if (llvm::sys::fs::exists(SOAP_MLIR_C_RUNNER_UTILS))
     libraries.push_back(SOAP_MLIR_C_RUNNER_UTILS);
