@@ -240,10 +240,19 @@ void attachStrategy(const BuiltOpGraph &built, const Strategy &strategy) {
                   b.getI64IntegerAttr(strategy.numDevices));
 }
 
+/// True when one of `func`'s arguments is marked {soap.param}.
+static bool hasParams(FunctionOpInterface func) {
+  for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i)
+    if (func.getArgAttr(i, SoapDialect::getParamAttrName()))
+      return true;
+  return false;
+}
+
 FunctionOpInterface findTargetFunction(Operation *module, StringRef name,
                                        std::string &error) {
   FunctionOpInterface found;
   unsigned withBody = 0;
+  SmallVector<FunctionOpInterface> withParams;
   module->walk([&](FunctionOpInterface func) {
     if (func.isExternal())
       return;
@@ -254,14 +263,22 @@ FunctionOpInterface findTargetFunction(Operation *module, StringRef name,
     }
     ++withBody;
     found = func;
+    if (hasParams(func))
+      withParams.push_back(func);
   });
+  // Several functions, one model: the one whose arguments are marked
+  // {soap.param} (a loss function beside the @train_step made from it).
+  if (name.empty() && withBody > 1 && withParams.size() == 1)
+    return withParams.front();
   if (!name.empty() && !found)
     error = ("no function named '" + name + "' with a body").str();
   else if (name.empty() && withBody == 0)
     error = "the module has no function with a body";
   else if (name.empty() && withBody > 1)
     error = "the module has " + std::to_string(withBody) +
-            " functions; name one with func=NAME";
+            " functions" +
+            (withParams.size() > 1 ? " with {soap.param} arguments" : "") +
+            "; name one with func=NAME";
   else
     return found;
   return {};

@@ -11,6 +11,8 @@
 
 #include "ToExecutable.h"
 
+#include "soap/codegen/LoopOutlining.h"
+
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -20,7 +22,6 @@
 #include "mlir/Target/LLVMIR/Export.h"
 #include "mlir/Tools/mlir-translate/Translation.h"
 
-#include "llvm/ADT/DenseSet.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
@@ -33,10 +34,7 @@
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Target/TargetMachine.h"
-#include "llvm/Passes/PassBuilder.h"
 #include "llvm/Target/TargetOptions.h"
-#include "llvm/Transforms/IPO/LoopExtractor.h"
-#include "llvm/Transforms/Utils/LoopSimplify.h"
 #include "llvm/TargetParser/Host.h"
 #include "llvm/TargetParser/SubtargetFeature.h"
 
@@ -125,37 +123,6 @@ std::unique_ptr<llvm::TargetMachine> hostTargetMachine(std::string &error) {
   return machine;
 }
 
-/// Moves every top-level loop nest into a function of its own, never
-/// inlined back. A lowered training step is one function with thousands of
-/// loop nests, and LLVM's loop passes (IndVarSimplify above all) take time
-/// superlinear in the loops of a function: a tiny ResNet-50 step took 120 s
-/// at -O1 as one function and 9 s at -O3 outlined. A call per loop nest
-/// costs nothing next to the nest.
-void outlineLoopNests(llvm::Module &module, llvm::TargetMachine *machine) {
-  llvm::LoopAnalysisManager loops;
-  llvm::FunctionAnalysisManager functions;
-  llvm::CGSCCAnalysisManager sccs;
-  llvm::ModuleAnalysisManager modules;
-  llvm::PassBuilder builder(machine);
-  builder.registerModuleAnalyses(modules);
-  builder.registerCGSCCAnalyses(sccs);
-  builder.registerFunctionAnalyses(functions);
-  builder.registerLoopAnalyses(loops);
-  builder.crossRegisterProxies(loops, functions, sccs, modules);
-
-  llvm::DenseSet<llvm::Function *> existing;
-  for (llvm::Function &function : module)
-    existing.insert(&function);
-  llvm::ModulePassManager passes;
-  passes.addPass(
-      llvm::createModuleToFunctionPassAdaptor(llvm::LoopSimplifyPass()));
-  passes.addPass(llvm::LoopExtractorPass());
-  passes.run(module, modules);
-  for (llvm::Function &function : module)
-    if (!existing.contains(&function) && !function.isDeclaration())
-      function.addFnAttr(llvm::Attribute::NoInline);
-}
-
 LogicalResult emitObject(ModuleOp module, llvm::StringRef objectPath,
                          std::string &error) {
   llvm::LLVMContext context;
@@ -170,7 +137,7 @@ LogicalResult emitObject(ModuleOp module, llvm::StringRef objectPath,
     return failure();
   llvmModule->setTargetTriple(machine->getTargetTriple());
   llvmModule->setDataLayout(machine->createDataLayout());
-  outlineLoopNests(*llvmModule, machine.get());
+  soap::codegen::outlineLoopNests(*llvmModule, machine.get());
   auto optimize = makeOptimizingTransformer(3, 0, machine.get());
   if (llvm::Error e = optimize(llvmModule.get())) {
     error = "optimizing the LLVM IR failed: " + llvm::toString(std::move(e));

@@ -37,8 +37,9 @@ Strategy strategyFromIR(const BuiltOpGraph &built, int numDevices);
 /// replicated ops) and sets the module's soap.num_devices.
 void attachStrategy(const BuiltOpGraph &built, const Strategy &strategy);
 
-/// The function a SOAP pass works on: the only function with a body, or
-/// the one named `name` when given.
+/// The function a SOAP pass works on: the one named `name` when given,
+/// else the only function with a body, else the only one with arguments
+/// marked {soap.param} (the loss function beside its @train_step).
 mlir::FunctionOpInterface findTargetFunction(mlir::Operation *module,
                                              llvm::StringRef name,
                                              std::string &error);

@@ -426,11 +426,11 @@ int main(int argc, char **argv) {
       largest = std::max(largest, std::fabs(grad.getDouble(gradientIndex, j)));
     double floor = std::max(1e-3 * largest, 1e-5);
     // Central differences; a step that crosses a kink (ReLU, max) gives a
-    // wrong slope, so a failing comparison is retried with a 10x smaller
-    // step and the better one counts.
+    // wrong slope, so a failing comparison is retried with steps 10, 100
+    // and 1000x smaller, and the best one counts.
     auto compare = [&](double analytic, auto perturb) -> std::optional<double> {
       double best = 0.0;
-      for (double delta : {h, h / 10, h / 100}) {
+      for (double delta : {h, h / 10, h / 100, h / 1000}) {
         gradcheck::Buffers args = grad;
         perturb(args, +delta);
         std::optional<double> plus = checker.loss(args);
