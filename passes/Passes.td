@@ -386,4 +386,46 @@ def SoapSetBatch : Pass<"soap-set-batch", "mlir::ModuleOp"> {
   let dependentDialects = ["::soap::SoapDialect"];
 }
 
+def SoapPartition : Pass<"soap-partition", "mlir::ModuleOp"> {
+  let summary = "Turn a training step into one SPMD program on local shards (data parallelism over the batch)";
+  let description = [{
+    Rewrites `@train_step` (docs/train-step.md) into the program every rank
+    runs under `mpirun -np N`. This version partitions the sample (batch)
+    dimension over all N devices:
+
+    - each rank takes its rows of every input and label argument
+      (`tensor.extract_slice` at `soap.rank * batch/N`); the arguments keep
+      their global shape, so the driver feeds every rank the same data;
+    - every value derived from the batch (found as `--soap-set-batch` finds
+      it) shrinks to the local batch;
+    - every op that reduces over the batch (parameter gradients, the mean
+      loss, batch-norm statistics) is followed by a `soap.all_reduce` of its
+      combination (sum, max or min) over the devices, so that the loss,
+      parameters and optimizer state are whole and equal on every rank, and
+      equal to the single-device values up to rounding (batch norm uses the
+      statistics of the global batch);
+    - `linalg.index` of a batch loop counts global rows;
+    - the module gets `soap.num_devices = N`.
+
+    A reduction over the batch whose partial results cannot be combined, an
+    init that is not the identity of its combination, or a result split
+    along the batch is an error naming the op.
+
+    ```
+    soap-opt step.mlir --soap-partition="devices=4" --soap-lower-cpu \
+      | soap-translate --soap-to-executable -o step.exe
+    mpirun -np 4 ./step.exe --steps 10
+    ```
+  }];
+  let options = [
+    Option<"devices", "devices", "int64_t", /*default=*/"0",
+           "Number of devices (MPI ranks)">,
+    Option<"funcName", "func", "std::string", /*default=*/"\"train_step\"",
+           "The training step to partition">,
+  ];
+  let dependentDialects = ["::soap::SoapDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
 #endif // SOAP_PASSES_TD

@@ -1,0 +1,79 @@
+//===- BatchDimensions.h - the dimensions derived from the batch -*- C++
+//-*-===//
+//
+// Which dimensions of which values of a function are the batch, or derived
+// from it, and how to change their size. --soap-set-batch resizes a model's
+// batch with it; --soap-partition shrinks the batch to one device's share.
+//
+// The batch dimensions are a closure over the def-use graph, in both
+// directions, from the batch dimension of every input argument: a linalg op
+// ties all operand dimensions indexed by the same loop; a result is tied to
+// its init; reshapes tie a source dimension to the group it expands into
+// (the batch goes to the group's first dimension, the batch-major
+// convention of every exporter) or collapses from; slices, pads and
+// concatenations tie dimensions they keep whole. A batch dimension of size
+// B*k (a collapsed batch) scales to N*k. Anything else that touches a batch
+// dimension is an error that names the op.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SOAP_PARTITION_BATCHDIMENSIONS_H
+#define SOAP_PARTITION_BATCHDIMENSIONS_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+
+#include <memory>
+
+namespace soap {
+
+/// One dimension of one tensor value.
+using ValueDim = std::pair<mlir::Value, unsigned>;
+
+/// The batch dimensions of a function.
+class BatchDimensions {
+public:
+  /// The batch dimension of every argument for which `isInput(index)` holds
+  /// (dimension 0 unless {soap.batch_dim = k}); they must agree on the batch
+  /// size. Errors are prefixed with `pass`.
+  static mlir::FailureOr<BatchDimensions>
+  find(mlir::func::FuncOp function, llvm::StringRef pass,
+       llvm::function_ref<bool(unsigned)> isInput);
+
+  /// The batch size the function has now.
+  int64_t getBatch() const { return batch; }
+  /// The seeds: each input argument and its batch dimension.
+  llvm::ArrayRef<ValueDim> getInputs() const { return inputs; }
+  /// The batch dimensions of `value` (empty when none).
+  llvm::SmallDenseSet<unsigned> getDims(mlir::Value value) const {
+    return dims.lookup(value);
+  }
+  /// The loops of `op` that index a batch dimension of one of its operands.
+  llvm::SmallVector<unsigned> getBatchLoops(mlir::linalg::LinalgOp op) const;
+
+  /// Moves the batch dimensions recorded for `from` to `to` (a value that
+  /// takes its place before resize()).
+  void transfer(mlir::Value from, mlir::Value to);
+
+  /// Rescales every batch dimension from the current batch to `newBatch`
+  /// (which must divide or be a multiple of it evenly), fixes the ops that
+  /// spell shapes out, and the function's type; verifies the function.
+  mlir::LogicalResult resize(mlir::func::FuncOp function, int64_t newBatch);
+
+private:
+  struct MapRewrite {
+    mlir::Operation *op;
+    unsigned operandIndex, result, loop;
+  };
+  int64_t batch = 0;
+  std::string pass;
+  llvm::SmallVector<ValueDim> inputs;
+  llvm::DenseMap<mlir::Value, llvm::SmallDenseSet<unsigned>> dims;
+  llvm::SmallVector<MapRewrite> mapRewrites;
+};
+
+} // namespace soap
+
+#endif // SOAP_PARTITION_BATCHDIMENSIONS_H

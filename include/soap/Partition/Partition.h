@@ -1,0 +1,30 @@
+//===- Partition.h - a training step as one SPMD program --------*- C++ -*-===//
+//
+// --soap-partition turns the global @train_step into one SPMD program that
+// every rank runs on its own shard. This version partitions the sample
+// (batch) dimension over all devices: data parallelism with synchronised
+// statistics. Each rank takes its rows of the global inputs (offset
+// soap.rank * batch/N), every value derived from the batch shrinks to the
+// local batch, and every op that reduces over the batch (parameter
+// gradients, the mean loss, batch-norm statistics) is followed by a
+// soap.all_reduce over the devices, so that parameters, optimizer state
+// and the loss stay replicated and equal to the single-device values.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SOAP_PARTITION_PARTITION_H
+#define SOAP_PARTITION_PARTITION_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+namespace soap {
+
+/// Partitions the batch of `function` (a training step whose inputs and
+/// labels carry soap.role) over `devices` ranks. On failure the function
+/// may be partly rewritten; the caller discards it.
+mlir::LogicalResult partitionBatch(mlir::func::FuncOp function,
+                                   int64_t devices);
+
+} // namespace soap
+
+#endif // SOAP_PARTITION_PARTITION_H

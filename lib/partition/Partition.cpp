@@ -1,0 +1,186 @@
+//===- Partition.cpp - a training step as one SPMD program ----------------===//
+
+#include "soap/Partition/Partition.h"
+
+#include "soap/Dialect/SoapDialect.h"
+#include "soap/Partition/BatchDimensions.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Matchers.h"
+
+#include <numeric>
+
+using namespace mlir;
+using namespace soap;
+
+static constexpr llvm::StringLiteral kPass = "soap-partition";
+
+/// True for arguments that carry data of the batch (inputs and labels).
+static bool isBatchInput(func::FuncOp function, unsigned index) {
+  if (auto role = function.getArgAttrOfType<StringAttr>(
+          index, SoapDialect::getRoleAttrName()))
+    return role.getValue() == "input" || role.getValue() == "label";
+  return !function.getArgAttr(index, SoapDialect::getParamAttrName());
+}
+
+/// How the body of `op` combines its output with new values: the
+/// combination of the partial results of the ranks.
+static std::optional<ReductionKind> combinerOf(linalg::LinalgOp op) {
+  auto yield = cast<linalg::YieldOp>(op.getBlock()->getTerminator());
+  if (yield.getNumOperands() != 1)
+    return std::nullopt;
+  Operation *combine = yield.getOperand(0).getDefiningOp();
+  if (!combine || combine->getNumOperands() != 2)
+    return std::nullopt;
+  Value out = op.getBlock()->getArguments().back();
+  if (!llvm::is_contained(combine->getOperands(), out))
+    return std::nullopt;
+  if (isa<arith::AddFOp, arith::AddIOp>(combine))
+    return ReductionKind::sum;
+  if (isa<arith::MaximumFOp, arith::MaxNumFOp, arith::MaxSIOp>(combine))
+    return ReductionKind::max;
+  if (isa<arith::MinimumFOp, arith::MinNumFOp, arith::MinSIOp>(combine))
+    return ReductionKind::min;
+  return std::nullopt;
+}
+
+/// True when `init` is filled with the identity of `kind`, so that adding
+/// up the ranks' partial results counts it once.
+static bool isIdentityFill(Value init, ReductionKind kind) {
+  auto fill = init.getDefiningOp<linalg::FillOp>();
+  if (!fill)
+    return false;
+  FloatAttr value;
+  if (!matchPattern(fill.getInputs()[0], m_Constant(&value)))
+    return false;
+  APFloat number = value.getValue();
+  switch (kind) {
+  case ReductionKind::sum:
+    return number.isZero();
+  case ReductionKind::max:
+    return number.isInfinity() && number.isNegative();
+  case ReductionKind::min:
+    return number.isInfinity() && !number.isNegative();
+  case ReductionKind::mean:
+    return false;
+  }
+  return false;
+}
+
+/// An op whose result holds one rank's part of a reduction over the batch.
+struct PartialReduction {
+  linalg::LinalgOp op;
+  ReductionKind kind;
+};
+
+LogicalResult soap::partitionBatch(func::FuncOp function, int64_t devices) {
+  if (devices < 1)
+    return function.emitError()
+           << kPass << ": devices must be at least 1, not " << devices;
+  FailureOr<BatchDimensions> batchDims =
+      BatchDimensions::find(function, kPass, [&](unsigned index) {
+        return isBatchInput(function, index);
+      });
+  if (failed(batchDims))
+    return failure();
+  int64_t batch = batchDims->getBatch();
+  if (batch % devices != 0)
+    return function.emitError()
+           << kPass << ": the batch " << batch << " does not divide into "
+           << devices << " equal parts";
+  int64_t local = batch / devices;
+
+  // The ops that reduce over the batch, found while the batch loops are
+  // still those of the global program; linalg.index of a batch loop must
+  // count global rows.
+  SmallVector<PartialReduction> partials;
+  SmallVector<std::pair<linalg::IndexOp, unsigned>> batchIndices;
+  WalkResult walk = function.walk([&](linalg::LinalgOp op) -> WalkResult {
+    SmallVector<unsigned> loops = batchDims->getBatchLoops(op);
+    if (loops.empty())
+      return WalkResult::advance();
+    SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
+    if (llvm::any_of(loops, [&](unsigned loop) {
+          return iterators[loop] == utils::IteratorType::reduction;
+        })) {
+      std::optional<ReductionKind> kind = combinerOf(op);
+      if (!kind || op.getNumDpsInits() != 1)
+        return op->emitError()
+               << kPass << ": '" << op->getName()
+               << "' reduces over the batch in a way whose partial results "
+                  "cannot be combined (not a sum, max or min of one output)";
+      if (!isIdentityFill(op.getDpsInitOperand(0)->get(), *kind))
+        return op->emitError()
+               << kPass << ": '" << op->getName()
+               << "' reduces over the batch into an init that is not filled "
+                  "with the identity of its combination";
+      partials.push_back({op, *kind});
+    }
+    if (op->getNumRegions() == 1)
+      op->getRegion(0).walk([&](linalg::IndexOp index) {
+        if (llvm::is_contained(loops, index.getDim()))
+          batchIndices.push_back({index, index.getDim()});
+      });
+    return WalkResult::advance();
+  });
+  if (walk.wasInterrupted())
+    return failure();
+  if (devices == 1)
+    return success();
+
+  // Each rank takes its rows of every input: offset rank * local.
+  MLIRContext *context = function.getContext();
+  Block &entry = function.getBody().front();
+  OpBuilder builder = OpBuilder::atBlockBegin(&entry);
+  Location loc = function.getLoc();
+  Value rank = RankOp::create(builder, loc, builder.getIndexType());
+  Value localRows = arith::ConstantIndexOp::create(builder, loc, local);
+  Value offset = arith::MulIOp::create(builder, loc, rank, localRows);
+  for (ValueDim input : llvm::to_vector(batchDims->getInputs())) {
+    auto [argument, dim] = input;
+    auto type = cast<RankedTensorType>(argument.getType());
+    SmallVector<OpFoldResult> offsets(type.getRank(), builder.getIndexAttr(0));
+    SmallVector<OpFoldResult> sizes,
+        strides(type.getRank(), builder.getIndexAttr(1));
+    for (int64_t size : type.getShape())
+      sizes.push_back(builder.getIndexAttr(size));
+    offsets[dim] = offset;
+    Value rows = tensor::ExtractSliceOp::create(builder, loc, type, argument,
+                                                offsets, sizes, strides);
+    argument.replaceAllUsesExcept(rows, rows.getDefiningOp());
+    batchDims->transfer(argument, rows);
+  }
+  for (auto [index, loop] : batchIndices) {
+    builder.setInsertionPointAfter(index);
+    Value global = arith::AddIOp::create(builder, index.getLoc(),
+                                         index.getResult(), offset);
+    index.getResult().replaceAllUsesExcept(global, global.getDefiningOp());
+  }
+
+  if (failed(batchDims->resize(function, local)))
+    return failure();
+
+  // Partial results become whole on every rank.
+  SmallVector<int64_t> group(devices);
+  std::iota(group.begin(), group.end(), 0);
+  for (PartialReduction partial : partials) {
+    Value result = partial.op->getResult(0);
+    builder.setInsertionPointAfter(partial.op);
+    auto combined =
+        AllReduceOp::create(builder, partial.op->getLoc(), result.getType(),
+                            ReductionKindAttr::get(context, partial.kind),
+                            result, builder.getDenseI64ArrayAttr(group));
+    result.replaceAllUsesExcept(combined.getResult(), combined);
+  }
+
+  auto returnOp = cast<func::ReturnOp>(entry.getTerminator());
+  for (OpOperand &returned : returnOp->getOpOperands())
+    if (!batchDims->getDims(returned.get()).empty())
+      return returnOp.emitError()
+             << kPass << ": result " << returned.getOperandNumber()
+             << " is split along the batch; a training step returns the "
+                "loss, parameters and optimizer state, which are whole";
+  return success();
+}
