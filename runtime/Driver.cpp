@@ -4,11 +4,14 @@
 // soap_train_step_packed, feeds each updated parameter and optimizer state
 // back into the argument of the same role and name, prints the loss and
 // time of each step, and saves, loads and traces on request
-// (docs/runtime.md).
+// (docs/runtime.md). Under mpirun (or for a model partitioned for several
+// devices) every rank runs this loop on its shard after MPI starts; rank 0
+// alone prints, saves and reports the slowest rank's step times.
 //
 //===----------------------------------------------------------------------===//
 
 #include "Checkpoint.h"
+#include "Comm.h"
 #include "FileIO.h"
 #include "Model.h"
 #include "Trace.h"
@@ -43,6 +46,8 @@ const char *kUsage =
     "                   step (atomically)\n"
     "  --load FILE      start from the parameters and optimizer state in FILE\n"
     "  --trace FILE     write a Chrome trace (JSON) of steps and kernels\n"
+    "                   (under MPI, one per rank: FILE with .rankK before its\n"
+    "                   extension)\n"
     "  --print-model    print the model description (JSON) and exit\n"
     "  --help           print this message and exit\n";
 
@@ -53,9 +58,12 @@ struct Options {
   bool printModel = false;
 };
 
-[[noreturn]] void fail(const std::string &message, int code = 1) {
-  std::fprintf(stderr, "error: %s\n", message.c_str());
-  std::exit(code);
+/// Exit codes (docs/runtime.md).
+constexpr int kFileError = 1, kUsageError = 2, kLossError = 3, kRankError = 4;
+
+/// Under MPI the message names the rank and the whole job ends.
+[[noreturn]] void fail(const std::string &message, int code = kFileError) {
+  commFail(message, code);
 }
 
 bool parseInteger(const std::string &text, long &value) {
@@ -93,10 +101,10 @@ Options parseOptions(int argc, char **argv) {
     if (std::find_if(std::begin(withValue), std::end(withValue),
                      [&](const char *f) { return name == f; }) ==
         std::end(withValue))
-      fail("unknown option '" + arg + "' (see --help)", 2);
+      fail("unknown option '" + arg + "' (see --help)", kUsageError);
     if (!hasValue) {
       if (i + 1 >= argc)
-        fail("option '" + name + "' needs a value", 2);
+        fail("option '" + name + "' needs a value", kUsageError);
       value = argv[++i];
     }
     long number = 0;
@@ -104,7 +112,7 @@ Options parseOptions(int argc, char **argv) {
       if (!parseInteger(value, number) || number < 0)
         fail("option '" + name + "' needs a non-negative integer, not '" +
                  value + "'",
-             2);
+             kUsageError);
       if (name == "--steps")
         options.steps = number;
       else if (name == "--warmup")
@@ -112,7 +120,7 @@ Options parseOptions(int argc, char **argv) {
       else
         options.seed = static_cast<uint64_t>(number);
     } else if (value.empty()) {
-      fail("option '" + name + "' needs a file name", 2);
+      fail("option '" + name + "' needs a file name", kUsageError);
     } else if (name == "--data") {
       options.data = value;
     } else if (name == "--save") {
@@ -297,6 +305,41 @@ struct DataSource {
   }
 };
 
+/// Starts MPI when the model runs on several devices or a launcher started
+/// this process, and checks that the job has one rank per device. A
+/// single-device executable started directly never touches MPI.
+void startRanks(const ModelInfo &model, int *argc, char ***argv) {
+  if (model.numDevices <= 1 && !launchedByMpi())
+    return;
+  std::string error;
+  if (!commInit(argc, argv, error))
+    fail("MPI cannot start (the model runs on " +
+             std::to_string(model.numDevices) + " device" +
+             (model.numDevices == 1 ? "" : "s") + "): " + error,
+         kRankError);
+  if (commWorldSize() != model.numDevices)
+    fail("the model was partitioned for " + std::to_string(model.numDevices) +
+             " device" + (model.numDevices == 1 ? "" : "s") +
+             " (soap.num_devices) but the job has " +
+             std::to_string(commWorldSize()) + " rank" +
+             (commWorldSize() == 1 ? "" : "s") + "; run it with mpirun -np " +
+             std::to_string(model.numDevices),
+         kRankError);
+}
+
+/// --trace FILE on several ranks: FILE with ".rankK" before its extension.
+std::string traceFileOfRank(const std::string &path) {
+  if (commWorldSize() <= 1)
+    return path;
+  std::string tag = ".rank" + std::to_string(commRank());
+  size_t slash = path.find_last_of('/');
+  size_t dot = path.find_last_of('.');
+  if (dot == std::string::npos || (slash != std::string::npos && dot < slash) ||
+      dot == (slash == std::string::npos ? 0 : slash + 1))
+    return path + tag;
+  return path.substr(0, dot) + tag + path.substr(dot);
+}
+
 double median(std::vector<double> values) {
   if (values.empty())
     return 0;
@@ -316,6 +359,8 @@ int main(int argc, char **argv) {
   }
   Run run;
   setUp(run, options);
+  startRanks(run.model, &argc, &argv);
+  bool rank0 = commRank() == 0;
 
   uint64_t step = 0;
   if (!options.load.empty())
@@ -330,6 +375,7 @@ int main(int argc, char **argv) {
     if (haveData)
       data.fill(run, step);
     soap_train_step_packed(run.pointers.data());
+    commCompletePendingSends();
   }
 
   bool tracing = !options.trace.empty();
@@ -342,19 +388,27 @@ int main(int argc, char **argv) {
     double start = nowUs();
     soap_train_step_packed(run.pointers.data());
     double elapsed = nowUs() - start;
+    commCompletePendingSends();
     ++step;
     if (tracing)
       traceEvents().push_back({"step " + std::to_string(step), "step", start,
                                elapsed, static_cast<int64_t>(step)});
     loss = run.loss();
-    times.push_back(elapsed / 1000.0);
-    std::printf("step=%llu loss=%.9g time_ms=%.3f\n",
-                static_cast<unsigned long long>(step), loss, elapsed / 1000.0);
-    std::fflush(stdout);
-    if (!std::isfinite(loss))
-      fail("the loss is " + std::string(std::isnan(loss) ? "NaN" : "infinite") +
-               " at step " + std::to_string(step),
-           3);
+    // The step takes as long as its slowest rank.
+    double slowest = commMaxOverRanks(elapsed);
+    times.push_back(slowest / 1000.0);
+    if (rank0) {
+      std::printf("step=%llu loss=%.9g time_ms=%.3f\n",
+                  static_cast<unsigned long long>(step), loss,
+                  slowest / 1000.0);
+      std::fflush(stdout);
+      // The loss is replicated: rank 0 judges it for the job.
+      if (!std::isfinite(loss))
+        fail("the loss is " +
+                 std::string(std::isnan(loss) ? "NaN" : "infinite") +
+                 " at step " + std::to_string(step),
+             kLossError);
+    }
     run.feedBack();
   }
   setOpTracing(false);
@@ -364,13 +418,20 @@ int main(int argc, char **argv) {
     mean += t;
   if (!times.empty())
     mean /= times.size();
-  std::printf("summary steps=%ld mean_ms=%.3f median_ms=%.3f final_loss=%.9g\n",
-              options.steps, mean, median(times), loss);
+  if (rank0)
+    std::printf(
+        "summary steps=%ld mean_ms=%.3f median_ms=%.3f final_loss=%.9g\n",
+        options.steps, mean, median(times), loss);
+  std::fflush(stdout);
 
+  // Parameters are replicated across ranks (or, for sharded ones, the
+  // checkpoint would need every shard): rank 0 writes the file.
   std::string error;
-  if (!options.save.empty())
+  if (!options.save.empty() && rank0)
     saveCheckpoint(run, options.save, step);
-  if (tracing && !writeChromeTrace(options.trace, run.model.opNames, error))
+  if (tracing && !writeChromeTrace(traceFileOfRank(options.trace),
+                                   run.model.opNames, error))
     fail(error);
+  commFinalize();
   return 0;
 }

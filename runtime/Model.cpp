@@ -82,6 +82,15 @@ bool ModelInfo::parse(const char *text, std::string &error) {
     for (const auto &op : j.at("ops"))
       opNames.push_back(op.is_string() ? op.get<std::string>()
                                        : op.value("name", std::string("op")));
+  if (j.contains("num_devices")) {
+    if (!j.at("num_devices").is_number_integer() ||
+        j.at("num_devices").get<int64_t>() < 1) {
+      error = "the model description's 'num_devices' is not a positive "
+              "integer";
+      return false;
+    }
+    numDevices = j.at("num_devices").get<int64_t>();
+  }
   return true;
 }
 

@@ -39,6 +39,7 @@ struct ModelInfo {
   std::string entry;
   std::vector<TensorSpec> args, results;
   std::vector<std::string> opNames; // "linalg.matmul (model.mlir:12:5)"
+  int64_t numDevices = 1;           // ranks the SPMD program runs on
 
   /// Parses soap_model_info; false with `error` when it is malformed.
   bool parse(const char *json, std::string &error);

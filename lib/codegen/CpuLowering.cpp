@@ -8,7 +8,8 @@
 //   3. kernels=vector (and, with kernels=blas, convolutions BLAS does not
 //      take): tile and vectorize contractions and convolutions on tensors;
 //   4. one-shot bufferization (function boundaries, identity layouts),
-//      results to out-params, ownership-based deallocation;
+//      results to out-params, ownership-based deallocation; SOAP
+//      communication ops (CommunicationOps.cpp) are calls on buffers by then;
 //   5. kernels=blas: contractions and NCHW convolutions become libsoaprt
 //      calls; kernels=vector: vector ops are lowered;
 //   6. everything else to loops, and to the LLVM dialect (bare pointers);
@@ -19,6 +20,7 @@
 #include "soap/codegen/CpuLowering.h"
 
 #include "LoweringSteps.h"
+#include "soap/Dialect/SoapDialect.h"
 #include "soap/codegen/Vectorize.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -26,6 +28,8 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/UB/IR/UBOps.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -156,6 +160,13 @@ LogicalResult lowerModuleForCpu(ModuleOp module,
            << "no result has soap.role = \"loss\"; the driver reports it "
               "every step";
 
+  if (std::optional<int64_t> devices = getDeclaredNumDevices(module)) {
+    if (*devices < 1)
+      return module.emitError() << "soap.num_devices = " << *devices
+                                << " must be at least 1";
+    description.numDevices = *devices;
+  }
+
   if (failed(SymbolTable::replaceAllSymbolUses(
           entry, StringAttr::get(module.getContext(), kEntrySymbol), module)))
     return entry.emitError() << "cannot rename the entry";
@@ -173,6 +184,11 @@ LogicalResult lowerModuleForCpu(ModuleOp module,
     entry.setArgAttr(i, bufferization::BufferizationDialect::kWritableAttrName,
                      BoolAttr::get(module.getContext(), false));
 
+  // SPMD programs: guards, the rank and communication (on tensors, so that
+  // bufferization gives every result a buffer of its own).
+  if (failed(codegen::lowerCommunicationOps(module)))
+    return failure();
+
   // Hooks first, so that they bracket the loop nests of vectorized ops.
   if (options.traceOps)
     codegen::insertTraceHooks(module, description.ops);
@@ -182,6 +198,7 @@ LogicalResult lowerModuleForCpu(ModuleOp module,
 
   if (failed(runParsed(module, kBufferizePipeline, runPipeline)))
     return failure();
+  codegen::replaceCommunicationPlaceholders(module);
   if (options.kernels == KernelCodegen::Blas)
     codegen::replaceKernelsByBlasCalls(module);
   if (options.kernels != KernelCodegen::Loops) {
@@ -204,7 +221,8 @@ void getCpuLoweringDependentDialects(DialectRegistry &registry) {
   registry.insert<arith::ArithDialect, func::FuncDialect,
                   linalg::LinalgDialect, LLVM::LLVMDialect,
                   memref::MemRefDialect, scf::SCFDialect,
-                  vector::VectorDialect, bufferization::BufferizationDialect>();
+                  vector::VectorDialect, bufferization::BufferizationDialect,
+                  tensor::TensorDialect, ub::UBDialect>();
 }
 
 } // namespace soap

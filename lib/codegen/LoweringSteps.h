@@ -28,6 +28,7 @@ struct ModelDescription {
   std::string entry;
   std::vector<TensorDescription> args, results;
   std::vector<std::string> ops; // traced ops, by id
+  int64_t numDevices = 1;        // soap.num_devices of the module
 };
 
 /// Reads the entry's signature and soap.* attributes; fails with an error
@@ -52,6 +53,15 @@ void vectorizeKernels(mlir::ModuleOp module, bool skipBlasKernels);
 /// After bufferization of vectorized kernels: hoists loop-invariant
 /// transfers and lowers vector ops to forms LLVM handles well.
 mlir::LogicalResult lowerVectorKernels(mlir::ModuleOp module);
+
+/// Before bufferization: soap.on_devices becomes an scf.if on the rank,
+/// soap.rank a call of soaprt_rank, and every communication op a call of a
+/// placeholder on buffers (a new buffer for its result). Fails with an
+/// error on an op the runtime cannot run (element type, dynamic shape).
+mlir::LogicalResult lowerCommunicationOps(mlir::ModuleOp module);
+/// After bufferization and deallocation: the placeholder calls become
+/// calls of libsoaprt's soaprt_* communication functions.
+void replaceCommunicationPlaceholders(mlir::ModuleOp module);
 
 /// Adds soap_train_step_packed (calling `function`, already in the LLVM
 /// dialect with bare-pointer arguments), soap_model_info and

@@ -141,7 +141,8 @@ static std::string modelInfoJson(const ModelDescription &d) {
   llvm::json::Object root{{"entry", d.entry},
                           {"args", std::move(args)},
                           {"results", std::move(results)},
-                          {"ops", std::move(ops)}};
+                          {"ops", std::move(ops)},
+                          {"num_devices", d.numDevices}};
   std::string s;
   llvm::raw_string_ostream os(s);
   os << llvm::json::Value(std::move(root));

@@ -36,3 +36,15 @@ module {
     return %c : tensor<f32>
   }
 }
+
+// -----
+
+// Communication on an element type the MPI backend does not take.
+module attributes {soap.num_devices = 2 : i64} {
+  func.func @train_step(%x: tensor<2xbf16>) -> (tensor<f32> {soap.role = "loss"}, tensor<2xbf16>) {
+    // expected-error @+1 {{element type 'bf16' is not one the MPI backend handles (f32, f64, i32, i64, index)}}
+    %r = soap.all_reduce sum %x over [0, 1] : tensor<2xbf16>
+    %c = arith.constant dense<0.0> : tensor<f32>
+    return %c, %r : tensor<f32>, tensor<2xbf16>
+  }
+}

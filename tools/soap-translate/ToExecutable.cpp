@@ -4,13 +4,15 @@
 // per top-level loop nest -> the -O3 pipeline and code generation by LLVM's TargetMachine for the host triple
 // (the host CPU's features unless --soap-target-cpu says otherwise) -> an
 // object file, linked with `c++` (or $CXX) against libsoaprt_driver,
-// libsoaprt, OpenBLAS and libm. libsoaprt is looked for in
+// libsoaprt, OpenBLAS, libm and the MPI libraries libsoaprt's backend was
+// built with (none when SOAP was built without MPI). libsoaprt is looked for in
 // $SOAP_RUNTIME_DIR, then in this build tree, then in the install prefix.
 //
 //===----------------------------------------------------------------------===//
 
 #include "ToExecutable.h"
 
+#include "soap/Dialect/SoapDialect.h"
 #include "soap/codegen/LoopOutlining.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -93,6 +95,26 @@ std::optional<std::string> runtimeDir(std::string &error) {
   return std::nullopt;
 }
 
+/// The MPI libraries recorded when libsoaprt was built (CMake's FindMPI);
+/// empty without MPI. Fails when one of them has gone missing since.
+std::optional<std::vector<std::string>> mpiLibraries(std::string &error) {
+  llvm::SmallVector<llvm::StringRef> parts;
+  llvm::StringRef(SOAP_MPI_LINK_LIBRARIES)
+      .split(parts, '|', /*MaxSplit=*/-1, /*KeepEmpty=*/false);
+  std::vector<std::string> libraries;
+  for (llvm::StringRef library : parts) {
+    if (llvm::sys::path::is_absolute(library) &&
+        !llvm::sys::fs::exists(library)) {
+      error = "the MPI library " + library.str() +
+              " that libsoaprt was built with is missing (reinstall "
+              "libopenmpi-dev, or rebuild SOAP)";
+      return std::nullopt;
+    }
+    libraries.push_back(library.str());
+  }
+  return libraries;
+}
+
 std::unique_ptr<llvm::TargetMachine> hostTargetMachine(std::string &error) {
   static bool initialized = [] {
     llvm::InitializeNativeTarget();
@@ -161,7 +183,8 @@ LogicalResult emitObject(ModuleOp module, llvm::StringRef objectPath,
 }
 
 LogicalResult link(llvm::StringRef objectPath, llvm::StringRef exePath,
-                   const std::string &rtDir, std::string &error) {
+                   const std::string &rtDir,
+                   const std::vector<std::string> &mpi, std::string &error) {
   const char *cxx = std::getenv("CXX");
   auto program = llvm::sys::findProgramByName(cxx && *cxx ? cxx : "c++");
   if (!program) {
@@ -181,6 +204,7 @@ LogicalResult link(llvm::StringRef objectPath, llvm::StringRef exePath,
                                    "-lsoaprt",
                                    "-lopenblas",
                                    "-lm"};
+  args.insert(args.end(), mpi.begin(), mpi.end());
   std::vector<llvm::StringRef> argRefs(args.begin(), args.end());
   std::optional<llvm::StringRef> redirects[] = {std::nullopt, log.path.str(),
                                                 log.path.str()};
@@ -215,11 +239,20 @@ LogicalResult toExecutable(Operation *op, llvm::raw_ostream &output) {
   std::optional<std::string> rtDir = runtimeDir(error);
   if (!rtDir)
     return module.emitError() << error;
+  std::optional<std::vector<std::string>> mpi = mpiLibraries(error);
+  if (!mpi)
+    return module.emitError() << error;
+  std::optional<int64_t> devices = soap::getDeclaredNumDevices(module);
+  if (mpi->empty() && devices && *devices > 1)
+    return module.emitError()
+           << "the module runs on " << *devices
+           << " devices (soap.num_devices) but SOAP was built without MPI; "
+              "install libopenmpi-dev (scripts/setup.sh) and rebuild SOAP";
   TemporaryFile object, exe;
   if (!makeTemporary("o", object, error) || !makeTemporary("exe", exe, error))
     return module.emitError() << error;
   if (failed(emitObject(module, object.path, error)) ||
-      failed(link(object.path, exe.path, *rtDir, error)))
+      failed(link(object.path, exe.path, *rtDir, *mpi, error)))
     return module.emitError() << error;
   auto bytes = llvm::MemoryBuffer::getFile(exe.path, /*IsText=*/false,
                                            /*RequiresNullTerminator=*/false);

@@ -3,7 +3,7 @@
  * Code that `--soap-lower-cpu` emits calls the soaprt_* kernels below, and
  * defines the soap_* symbols at the end that the driver (runtime/Driver.cpp)
  * reads. Everything is plain C so that any code generator can target it.
- * Later backends (MPI, NCCL) add their soaprt_* communication calls here.
+ * The communication calls (MPI backend, runtime/Comm.cpp) are here too.
  *
  *===----------------------------------------------------------------------===*/
 
@@ -74,6 +74,68 @@ int soaprt_select_blas_core(char **argv);
 void soaprt_op_begin(int64_t id);
 void soaprt_op_end(int64_t id);
 
+/*--- Communication ----------------------------------------------------------*
+ * What soap.* communication ops lower to (docs/lowering.md). Buffers are
+ * dense and row-major; `out` never aliases `in`. A group lists world ranks
+ * (MPI_COMM_WORLD); a rank outside the group returns at once and leaves
+ * `out` as it is. Sizes are in elements of `dtype`. Every MPI call is
+ * checked: a failure prints the rank, the call and MPI's reason, and aborts
+ * the whole job. Without MPI (one rank, no mpirun) a group of rank 0 alone
+ * works by copying.                                                        */
+
+/** Element types (`dtype`) and reductions (`op`, as soap::ReductionKind). */
+enum {
+  SOAPRT_F32 = 0,
+  SOAPRT_F64 = 1,
+  SOAPRT_I32 = 2,
+  SOAPRT_I64 = 3
+};
+enum { SOAPRT_SUM = 0, SOAPRT_MAX = 1, SOAPRT_MIN = 2, SOAPRT_MEAN = 3 };
+
+/** This process's rank in MPI_COMM_WORLD (0 without MPI). */
+int64_t soaprt_rank(void);
+
+/** out = the element-wise `op` of `in` over the group. */
+void soaprt_all_reduce(const void *in, void *out, int64_t count,
+                       int64_t dtype, int64_t op, const int64_t *group,
+                       int64_t group_size);
+
+/** in is [outer][chunk]; out is [outer][group_size][chunk], block j from
+ *  the j-th member (concatenation along the gathered dimension). */
+void soaprt_all_gather(const void *in, void *out, int64_t outer,
+                       int64_t chunk, int64_t dtype, const int64_t *group,
+                       int64_t group_size);
+
+/** in is [outer][group_size][chunk]; the j-th member gets the `op` over the
+ *  group of block j, as [outer][chunk]. */
+void soaprt_reduce_scatter(const void *in, void *out, int64_t outer,
+                           int64_t chunk, int64_t dtype, int64_t op,
+                           const int64_t *group, int64_t group_size);
+
+/** in is [split_outer][group_size][split_chunk]: block j goes to member j;
+ *  out is [concat_outer][group_size][concat_chunk], block j from member j.
+ *  split_outer * split_chunk == concat_outer * concat_chunk. */
+void soaprt_all_to_all(const void *in, void *out, int64_t split_outer,
+                       int64_t split_chunk, int64_t concat_outer,
+                       int64_t concat_chunk, int64_t dtype,
+                       const int64_t *group, int64_t group_size);
+
+/** out = `in` of world rank `root` (a member of the group). */
+void soaprt_broadcast(const void *in, void *out, int64_t count,
+                      int64_t dtype, int64_t root, const int64_t *group,
+                      int64_t group_size);
+
+/** For each i with from[i] == this rank: sends `in` to to[i] with `tag`
+ *  (buffered: returns before the receiver receives). */
+void soaprt_send(const void *in, int64_t count, int64_t dtype,
+                 const int64_t *from, const int64_t *to, int64_t pairs,
+                 int64_t tag);
+
+/** For each i with to[i] == this rank: receives into `out` from from[i]. */
+void soaprt_recv(void *out, int64_t count, int64_t dtype,
+                 const int64_t *from, const int64_t *to, int64_t pairs,
+                 int64_t tag);
+
 /*--- What the generated module defines ---------------------------------------*/
 
 /** Runs one training step. `buffers` holds one pointer per argument of the
@@ -82,7 +144,7 @@ void soaprt_op_end(int64_t id);
 void soap_train_step_packed(void **buffers);
 
 /** A NUL-terminated JSON object describing the entry's arguments and
- *  results and the traced ops (docs/lowering.md). */
+ *  results, the traced ops and the device count (docs/lowering.md). */
 extern const char soap_model_info[];
 
 /** One pointer per argument: its initial values (dense row-major), or null

@@ -1,0 +1,371 @@
+//===- CommunicationOps.cpp - SOAP ops to libsoaprt communication calls --===//
+//
+// Two steps around one-shot bufferization:
+//
+//   before: soap.on_devices becomes an scf.if on the rank (results are
+//   empty tensors elsewhere); soap.rank becomes soaprt_rank(); every
+//   communication op on tensors becomes
+//       %in  = bufferization.to_buffer %x read_only   (a dense buffer)
+//       %out = memref.alloc()                          (a new buffer)
+//       func.call @soap_comm_N(%in, %out)              (a placeholder)
+//       %r   = bufferization.to_tensor %out restrict writable
+//   so that bufferization sees an op that reads its input and defines a
+//   fresh result (never aliasing the input), and deallocation keeps both
+//   buffers alive across the call;
+//
+//   after bufferization and deallocation: each placeholder call becomes the
+//   soaprt_* call its declaration describes, with the buffers as pointers,
+//   sizes as i64 constants and device lists as pointers to constant
+//   globals.
+//
+//===----------------------------------------------------------------------===//
+
+#include "LoweringSteps.h"
+
+#include "soap/Dialect/SoapDialect.h"
+#include "soap/Runtime/Runtime.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/UB/IR/UBOps.h"
+#include "mlir/IR/SymbolTable.h"
+
+using namespace mlir;
+
+namespace soap::codegen {
+namespace {
+
+/// On a placeholder declaration: the runtime function to call, and its
+/// arguments in order: "in"/"out" (the call's buffer operands, in order),
+/// an i64 constant, or a device list (a pointer to a constant array).
+constexpr const char *kCallAttr = "soap_comm_call";
+constexpr const char *kArgsAttr = "soap_comm_args";
+constexpr const char *kBufferArg = "buffer";
+
+func::FuncOp declare(ModuleOp module, StringRef name, TypeRange inputs,
+                     TypeRange results) {
+  if (auto existing = module.lookupSymbol<func::FuncOp>(name))
+    return existing;
+  OpBuilder b(module.getContext());
+  b.setInsertionPointToStart(module.getBody());
+  auto func = func::FuncOp::create(b, module.getLoc(), name,
+                                   b.getFunctionType(inputs, results));
+  func.setPrivate();
+  return func;
+}
+
+Value rankIndex(OpBuilder &b, Location loc, ModuleOp module) {
+  func::FuncOp callee = declare(module, "soaprt_rank", {}, {b.getI64Type()});
+  Value rank = func::CallOp::create(b, loc, callee, ValueRange{}).getResult(0);
+  return arith::IndexCastOp::create(b, loc, b.getIndexType(), rank);
+}
+
+/// The runtime's code for an element type, or -1.
+int64_t dtypeCode(Type element) {
+  if (element.isF32())
+    return SOAPRT_F32;
+  if (element.isF64())
+    return SOAPRT_F64;
+  if (element.isInteger(32))
+    return SOAPRT_I32;
+  if (element.isInteger(64) || element.isIndex())
+    return SOAPRT_I64;
+  return -1;
+}
+
+int64_t product(ArrayRef<int64_t> sizes) {
+  int64_t p = 1;
+  for (int64_t s : sizes)
+    p *= s;
+  return p;
+}
+
+/// soap.on_devices [d...] { body } -> scf.if (rank == d0 || ...) { body }
+/// else { empty tensors / poison }.
+LogicalResult lowerOnDevices(OnDevicesOp op, ModuleOp module) {
+  OpBuilder b(op);
+  Location loc = op.getLoc();
+  for (Type type : op.getResultTypes())
+    if (auto tensor = dyn_cast<RankedTensorType>(type);
+        tensor && !tensor.hasStaticShape())
+      return op.emitError() << "result of type " << type
+                            << " needs a static shape for the CPU lowering";
+  Value rank = rankIndex(b, loc, module);
+  Value condition;
+  for (int64_t device : op.getDevices()) {
+    Value equal = arith::CmpIOp::create(
+        b, loc, arith::CmpIPredicate::eq, rank,
+        arith::ConstantIndexOp::create(b, loc, device));
+    condition = condition ? arith::OrIOp::create(b, loc, condition, equal)
+                                .getResult()
+                          : equal;
+  }
+  auto ifOp = scf::IfOp::create(b, loc, op.getResultTypes(), condition,
+                                /*withElseRegion=*/true);
+  Block *thenBlock = ifOp.thenBlock();
+  Block *elseBlock = ifOp.elseBlock();
+  for (Block *block : {thenBlock, elseBlock})
+    while (!block->empty())
+      block->back().erase();
+  Block &body = op.getBody().front();
+  thenBlock->getOperations().splice(thenBlock->end(), body.getOperations());
+  auto yield = cast<YieldOp>(thenBlock->getTerminator());
+  b.setInsertionPoint(yield);
+  scf::YieldOp::create(b, yield.getLoc(), yield.getValues());
+  yield.erase();
+
+  b.setInsertionPointToEnd(elseBlock);
+  SmallVector<Value> undefined;
+  for (Type type : op.getResultTypes()) {
+    if (auto tensor = dyn_cast<RankedTensorType>(type))
+      undefined.push_back(tensor::EmptyOp::create(
+          b, loc, tensor.getShape(), tensor.getElementType()));
+    else
+      undefined.push_back(ub::PoisonOp::create(b, loc, type));
+  }
+  scf::YieldOp::create(b, loc, undefined);
+  op.replaceAllUsesWith(ifOp.getResults());
+  op.erase();
+  return success();
+}
+
+/// Builds the placeholder: a dense read-only buffer of `input` (if any), a
+/// new buffer for `resultType` (if any), the call, and the result tensor.
+void buildPlaceholder(Operation *op, ModuleOp module, StringRef runtimeCall,
+                      ArrayRef<Attribute> args, Value input,
+                      RankedTensorType resultType, unsigned &counter) {
+  OpBuilder b(op);
+  Location loc = op->getLoc();
+  SmallVector<Value> buffers;
+  if (input) {
+    auto type = cast<RankedTensorType>(input.getType());
+    auto memref = MemRefType::get(type.getShape(), type.getElementType());
+    buffers.push_back(bufferization::ToBufferOp::create(
+        b, loc, memref, input, /*readOnly=*/true));
+  }
+  Value out;
+  if (resultType) {
+    auto memref =
+        MemRefType::get(resultType.getShape(), resultType.getElementType());
+    out = memref::AllocOp::create(b, loc, memref, b.getI64IntegerAttr(64));
+    buffers.push_back(out);
+  }
+  std::string name;
+  do
+    name = "soap_comm_" + std::to_string(counter++);
+  while (module.lookupSymbol(name));
+  func::FuncOp placeholder =
+      declare(module, name, ValueRange(buffers).getTypes(), {});
+  placeholder->setAttr(kCallAttr, b.getStringAttr(runtimeCall));
+  placeholder->setAttr(kArgsAttr, b.getArrayAttr(args));
+  func::CallOp::create(b, loc, placeholder, buffers);
+  if (resultType) {
+    Value result = bufferization::ToTensorOp::create(
+        b, loc, resultType, out, /*restrict=*/true, /*writable=*/true);
+    op->getResult(0).replaceAllUsesWith(result);
+  }
+  op->erase();
+}
+
+LogicalResult lowerCommunication(Operation *op, ModuleOp module,
+                                 unsigned &counter) {
+  Builder b(op->getContext());
+  auto i64 = [&](int64_t v) -> Attribute { return b.getI64IntegerAttr(v); };
+  Attribute buffer = b.getStringAttr(kBufferArg);
+  auto list = [&](ArrayRef<int64_t> devices) -> Attribute {
+    return b.getDenseI64ArrayAttr(devices);
+  };
+  RankedTensorType type =
+      op->getNumResults() ? cast<RankedTensorType>(op->getResult(0).getType())
+                          : cast<RankedTensorType>(op->getOperand(0).getType());
+  for (Type t : llvm::concat<Type>(op->getOperandTypes(),
+                                   op->getResultTypes()))
+    if (!cast<RankedTensorType>(t).hasStaticShape())
+      return op->emitError() << "operand or result of type " << t
+                             << " needs a static shape for the CPU lowering";
+  int64_t dtype = dtypeCode(type.getElementType());
+  if (dtype < 0)
+    return op->emitError() << "element type " << type.getElementType()
+                           << " is not one the MPI backend handles (f32, "
+                              "f64, i32, i64, index)";
+
+  if (auto reduce = dyn_cast<AllReduceOp>(op)) {
+    ArrayRef<int64_t> group = reduce.getGroup();
+    buildPlaceholder(op, module, "soaprt_all_reduce",
+                     {buffer, buffer, i64(type.getNumElements()), i64(dtype),
+                      i64(static_cast<int64_t>(reduce.getKind())),
+                      list(group), i64(group.size())},
+                     reduce.getInput(), type, counter);
+  } else if (auto gather = dyn_cast<AllGatherOp>(op)) {
+    auto input = cast<RankedTensorType>(gather.getInput().getType());
+    int64_t dim = gather.getDim();
+    ArrayRef<int64_t> group = gather.getGroup();
+    buildPlaceholder(op, module, "soaprt_all_gather",
+                     {buffer, buffer, i64(product(input.getShape().take_front(dim))),
+                      i64(product(input.getShape().drop_front(dim))),
+                      i64(dtype), list(group), i64(group.size())},
+                     gather.getInput(), type, counter);
+  } else if (auto scatter = dyn_cast<ReduceScatterOp>(op)) {
+    int64_t dim = scatter.getDim();
+    ArrayRef<int64_t> group = scatter.getGroup();
+    buildPlaceholder(op, module, "soaprt_reduce_scatter",
+                     {buffer, buffer, i64(product(type.getShape().take_front(dim))),
+                      i64(product(type.getShape().drop_front(dim))),
+                      i64(dtype), i64(static_cast<int64_t>(scatter.getKind())),
+                      list(group), i64(group.size())},
+                     scatter.getInput(), type, counter);
+  } else if (auto a2a = dyn_cast<AllToAllOp>(op)) {
+    auto input = cast<RankedTensorType>(a2a.getInput().getType());
+    ArrayRef<int64_t> group = a2a.getGroup();
+    int64_t n = group.size();
+    int64_t split = a2a.getSplitDim(), concat = a2a.getConcatDim();
+    // Each block: the input with its split dimension divided by n.
+    SmallVector<int64_t> part(input.getShape());
+    part[split] /= n;
+    int64_t splitOuter = product(input.getShape().take_front(split));
+    int64_t splitChunk = product(input.getShape().drop_front(split)) / n;
+    int64_t concatOuter = product(ArrayRef<int64_t>(part).take_front(concat));
+    int64_t concatChunk = product(ArrayRef<int64_t>(part).drop_front(concat));
+    buildPlaceholder(op, module, "soaprt_all_to_all",
+                     {buffer, buffer, i64(splitOuter), i64(splitChunk),
+                      i64(concatOuter), i64(concatChunk), i64(dtype),
+                      list(group), i64(n)},
+                     a2a.getInput(), type, counter);
+  } else if (auto bcast = dyn_cast<BroadcastOp>(op)) {
+    ArrayRef<int64_t> group = bcast.getGroup();
+    if (!llvm::is_contained(group, bcast.getRoot()))
+      return op->emitError() << "root " << bcast.getRoot()
+                             << " is not in the group";
+    buildPlaceholder(op, module, "soaprt_broadcast",
+                     {buffer, buffer, i64(type.getNumElements()), i64(dtype),
+                      i64(bcast.getRoot()), list(group), i64(group.size())},
+                     bcast.getInput(), type, counter);
+  } else if (auto send = dyn_cast<SendOp>(op)) {
+    if (send.getFrom().size() != send.getTo().size())
+      return op->emitError() << "'from' and 'to' must pair up";
+    buildPlaceholder(op, module, "soaprt_send",
+                     {buffer, i64(type.getNumElements()), i64(dtype),
+                      list(send.getFrom()), list(send.getTo()),
+                      i64(send.getFrom().size()), i64(send.getTag())},
+                     send.getInput(), RankedTensorType(), counter);
+  } else if (auto recv = dyn_cast<RecvOp>(op)) {
+    if (recv.getFrom().size() != recv.getTo().size())
+      return op->emitError() << "'from' and 'to' must pair up";
+    buildPlaceholder(op, module, "soaprt_recv",
+                     {buffer, i64(type.getNumElements()), i64(dtype),
+                      list(recv.getFrom()), list(recv.getTo()),
+                      i64(recv.getFrom().size()), i64(recv.getTag())},
+                     Value(), type, counter);
+  }
+  return success();
+}
+
+/// A pointer (!llvm.ptr) to element 0 of `memref`.
+Value pointerTo(OpBuilder &b, Location loc, Value memref) {
+  auto type = cast<MemRefType>(memref.getType());
+  auto metadata = memref::ExtractStridedMetadataOp::create(b, loc, memref);
+  Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
+  Value offsetBytes = arith::MulIOp::create(
+      b, loc, metadata.getOffset(),
+      arith::ConstantIndexOp::create(b, loc,
+                                     type.getElementTypeBitWidth() / 8));
+  Value address = arith::AddIOp::create(b, loc, base, offsetBytes);
+  Value asInt = arith::IndexCastOp::create(b, loc, b.getI64Type(), address);
+  return LLVM::IntToPtrOp::create(
+      b, loc, LLVM::LLVMPointerType::get(b.getContext()), asInt);
+}
+
+/// A constant global holding `devices`, shared by equal lists.
+memref::GlobalOp deviceListGlobal(ModuleOp module, ArrayRef<int64_t> devices) {
+  std::string name = "soap_devices";
+  for (int64_t d : devices)
+    name += "_" + std::to_string(d);
+  if (auto existing = module.lookupSymbol<memref::GlobalOp>(name))
+    return existing;
+  OpBuilder b(module.getContext());
+  b.setInsertionPointToStart(module.getBody());
+  auto type = MemRefType::get({static_cast<int64_t>(devices.size())},
+                              b.getI64Type());
+  auto values = DenseElementsAttr::get(
+      RankedTensorType::get(type.getShape(), b.getI64Type()), devices);
+  return memref::GlobalOp::create(b, module.getLoc(), name,
+                                  b.getStringAttr("private"), type, values,
+                                  /*constant=*/true, /*alignment=*/nullptr);
+}
+
+} // namespace
+
+LogicalResult lowerCommunicationOps(ModuleOp module) {
+  SmallVector<OnDevicesOp> guards;
+  module.walk([&](OnDevicesOp op) { guards.push_back(op); });
+  for (OnDevicesOp op : guards)
+    if (failed(lowerOnDevices(op, module)))
+      return failure();
+
+  SmallVector<RankOp> ranks;
+  module.walk([&](RankOp op) { ranks.push_back(op); });
+  for (RankOp op : ranks) {
+    OpBuilder b(op);
+    op.replaceAllUsesWith(rankIndex(b, op.getLoc(), module));
+    op.erase();
+  }
+
+  SmallVector<Operation *> ops;
+  module.walk([&](Operation *op) {
+    if (isa<AllReduceOp, AllGatherOp, ReduceScatterOp, AllToAllOp,
+            BroadcastOp, SendOp, RecvOp>(op))
+      ops.push_back(op);
+  });
+  unsigned counter = 0;
+  for (Operation *op : ops)
+    if (failed(lowerCommunication(op, module, counter)))
+      return failure();
+  return success();
+}
+
+void replaceCommunicationPlaceholders(ModuleOp module) {
+  SmallVector<func::CallOp> calls;
+  module.walk([&](func::CallOp call) {
+    auto callee = module.lookupSymbol<func::FuncOp>(call.getCallee());
+    if (callee && callee->hasAttr(kCallAttr))
+      calls.push_back(call);
+  });
+  SmallVector<func::FuncOp> placeholders;
+  for (func::CallOp call : calls) {
+    auto placeholder = module.lookupSymbol<func::FuncOp>(call.getCallee());
+    OpBuilder b(call);
+    Location loc = call.getLoc();
+    SmallVector<Value> args;
+    unsigned nextBuffer = 0;
+    for (Attribute arg : placeholder->getAttrOfType<ArrayAttr>(kArgsAttr)) {
+      if (isa<StringAttr>(arg)) {
+        args.push_back(pointerTo(b, loc, call.getOperand(nextBuffer++)));
+      } else if (auto value = dyn_cast<IntegerAttr>(arg)) {
+        args.push_back(
+            arith::ConstantIntOp::create(b, loc, value.getInt(), 64));
+      } else {
+        memref::GlobalOp global =
+            deviceListGlobal(module, cast<DenseI64ArrayAttr>(arg).asArrayRef());
+        Value devices = memref::GetGlobalOp::create(b, loc, global.getType(),
+                                                    global.getSymName());
+        args.push_back(pointerTo(b, loc, devices));
+      }
+    }
+    StringRef name =
+        placeholder->getAttrOfType<StringAttr>(kCallAttr).getValue();
+    func::FuncOp callee =
+        declare(module, name, ValueRange(args).getTypes(), {});
+    func::CallOp::create(b, loc, callee, args);
+    call.erase();
+    if (!llvm::is_contained(placeholders, placeholder))
+      placeholders.push_back(placeholder);
+  }
+  for (func::FuncOp placeholder : placeholders)
+    placeholder.erase();
+}
+
+} // namespace soap::codegen
