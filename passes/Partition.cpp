@@ -43,6 +43,19 @@ struct SoapPartitionPass
                             "--soap-training-step)";
       return signalPassFailure();
     }
+    // Configs from --soap-search or --soap-apply-strategy describe more
+    // than this version partitions: say so rather than ignore them quietly.
+    unsigned configured = 0;
+    module.walk([&](Operation *op) {
+      if (op->hasAttr(SoapDialect::getConfigAttrName()))
+        ++configured;
+    });
+    if (configured)
+      emitWarning(module.getLoc())
+          << "soap-partition: " << configured
+          << " ops carry #soap.config; this version partitions the batch "
+             "over all "
+          << count << " devices (data parallelism) and does not follow them";
     if (failed(partitionBatch(function, count)))
       return signalPassFailure();
     module->setAttr(SoapDialect::getNumDevicesAttrName(),

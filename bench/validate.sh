@@ -1,0 +1,136 @@
+#!/usr/bin/env bash
+# Simulated against measured training-step time on this machine's CPU ranks
+# (issue 6, part 5). For each model and strategy available end to end today
+# (1 device; data parallel on 2 MPI ranks):
+#   1. calibrate a cpu-local machine file (mpirun -np 2 soap-profile --mpi)
+#      into a temporary file;
+#   2. measure the model's kernels into a profile database (soap-profile,
+#      whole ops and data-parallel halves);
+#   3. simulate the step (soap-simulate on the loss function) with the
+#      roofline alone and with the profile database;
+#   4. build the real executable (soap-training-step [| soap-partition]
+#      | soap-lower-cpu | soap-to-executable) and run it
+#      (OPENBLAS_NUM_THREADS=1: one core per rank, as the simulator's device
+#      is one core), taking the median step time after warm-up;
+#   5. write bench/results/validate.md (table, median |relative error|,
+#      strategy order) and one-step Chrome traces of both timelines in
+#      bench/results/validate-traces/.
+#
+#   bench/validate.sh [--build DIR] [--steps N] [--warmup N] [--models "mlp resnet18 ..."]
+#                     [--wait-idle SECONDS] [--keep DIR]
+# --wait-idle: wait up to SECONDS for no `ninja` process and >= 80 % idle
+# CPUs before measuring (default 300); --keep DIR: keep the work files (executables, full traces).
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BUILD=$ROOT/build
+STEPS=10
+WARMUP=3
+MODELS="mlp resnet18 rnnlm bert"
+WAIT_IDLE=300
+KEEP=""
+while [ $# -gt 0 ]; do
+  case $1 in
+    --build) BUILD=$2; shift 2 ;;
+    --steps) STEPS=$2; shift 2 ;;
+    --warmup) WARMUP=$2; shift 2 ;;
+    --models) MODELS=$2; shift 2 ;;
+    --wait-idle) WAIT_IDLE=$2; shift 2 ;;
+    --keep) KEEP=$2; shift 2 ;;
+    *) echo "unknown option $1" >&2; exit 2 ;;
+  esac
+done
+BIN=$BUILD/bin
+if [ -n "$KEEP" ]; then
+  mkdir -p "$KEEP"; WORK=$(cd "$KEEP" && pwd)
+else
+  WORK=$(mktemp -d)
+  trap 'rm -rf "$WORK"' EXIT
+fi
+RESULTS=$ROOT/bench/results
+TRACES=$RESULTS/validate-traces
+MPIRUN=(mpirun --allow-run-as-root --oversubscribe)
+export OPENBLAS_NUM_THREADS=1
+START=$(date +%s)
+log() { echo "validate: $*" >&2; }
+
+# Model sizes: well under a second per step on one core.
+declare -A ZOO=(
+  [mlp]="mlp --batch 64 --input 784 --hidden 1024 --layers 2 --classes 10"
+  [resnet18]="resnet50 --depth 18 --image 64 --width 8 --batch 8 --classes 100"
+  [rnnlm]="rnnlm --batch 8 --seq 10 --vocab 2000 --embed 256 --hidden 256 --layers 2"
+  [bert]="bert-base --batch 8 --seq 32 --vocab 2000 --hidden 128 --layers 2 --heads 4 --max-pos 64 --classes 2"
+)
+
+# Build everything first (compiling is the slow part and is not measured).
+for m in $MODELS; do
+  [ -n "${ZOO[$m]:-}" ] || { echo "unknown model $m (one of ${!ZOO[*]})" >&2; exit 2; }
+  # shellcheck disable=SC2086
+  "$BIN/soap-zoo" ${ZOO[$m]} -o "$WORK/$m.mlir"
+  for d in 1 2; do
+    part=()
+    [ "$d" = 1 ] || part=(--soap-partition="devices=$d")
+    log "building $m on $d device(s)"
+    "$BIN/soap-opt" "$WORK/$m.mlir" --soap-training-step "${part[@]}" --soap-lower-cpu |
+      "$BIN/soap-translate" --soap-to-executable -o "$WORK/$m.$d.exe"
+  done
+done
+
+# Measure on a quiet machine if we can: no ninja build, and the CPUs at
+# least 80 % idle over 3 s (tests or other jobs also disturb the ranks).
+idle_pct() { # percent of CPU time idle over 3 s
+  local a b
+  a=($(head -1 /proc/stat)); sleep 3; b=($(head -1 /proc/stat))
+  local ta=0 tb=0 i
+  for i in 1 2 3 4 5 6 7 8; do ta=$((ta + a[i])); tb=$((tb + b[i])); done
+  echo $(( 100 * (b[4] + b[5] - a[4] - a[5]) / (tb - ta > 0 ? tb - ta : 1) ))
+}
+waited=0
+IDLE=$(idle_pct)
+while { pgrep -f ninja > /dev/null || [ "$IDLE" -lt 80 ]; } && [ "$waited" -lt "$WAIT_IDLE" ]; do
+  [ "$waited" = 0 ] && log "machine busy (ninja running or ${IDLE}% idle); waiting up to ${WAIT_IDLE}s"
+  sleep 7; waited=$((waited + 10)); IDLE=$(idle_pct)
+done
+NINJA_AT_START=$(pgrep -fc ninja || true)
+LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
+
+log "calibrating the machine (soap-profile --mpi, 2 ranks)"
+"${MPIRUN[@]}" -np 2 "$BIN/soap-profile" --mpi -o "$WORK/cpu-local.json" --quiet > "$WORK/calibration.txt" 2>&1
+MACHINE=$WORK/cpu-local.json
+
+: > "$WORK/runs.tsv"
+for m in $MODELS; do
+  log "profiling $m's kernels"
+  "$BIN/soap-profile" "$WORK/$m.mlir" -o "$WORK/$m.profile.json" --machine "$MACHINE" \
+    --strategy data-parallel --devices 2 --max-seconds 60 --quiet > "$WORK/$m.profile.txt" 2>&1
+  for d in 1 2; do
+    strategy=$([ "$d" = 1 ] && echo "1 device" || echo "data-parallel, $d ranks")
+    for src in roofline profile; do
+      prof=""
+      [ "$src" = roofline ] || prof=" profile=$WORK/$m.profile.json"
+      "$BIN/soap-opt" "$WORK/$m.mlir" --soap-apply-strategy="strategy=data-parallel devices=$d" \
+        --soap-simulate="machine=$MACHINE devices=$d report=$WORK/$m.$d.$src.report.json trace=$WORK/$m.$d.$src.sim.json$prof" \
+        -o /dev/null 2> "$WORK/$m.$d.$src.sim.txt"
+    done
+    log "running $m on $d rank(s)"
+    if [ "$d" = 1 ]; then
+      "$WORK/$m.$d.exe" --steps "$STEPS" --warmup "$WARMUP" --trace "$WORK/$m.$d.trace.json" > "$WORK/$m.$d.run.txt"
+    else
+      "${MPIRUN[@]}" -np "$d" "$WORK/$m.$d.exe" --steps "$STEPS" --warmup "$WARMUP" \
+        --trace "$WORK/$m.$d.trace.json" > "$WORK/$m.$d.run.txt"
+    fi
+    printf '%s\t%s\t%s\n' "$m" "$d" "$strategy" >> "$WORK/runs.tsv"
+  done
+done
+LOAD_AFTER=$(cut -d' ' -f1-3 /proc/loadavg)
+NINJA_AT_END=$(pgrep -fc ninja || true)
+
+declare -A ZOO_LINE
+for m in $MODELS; do ZOO_LINE[$m]="soap-zoo ${ZOO[$m]}"; done
+rm -rf "$TRACES"; mkdir -p "$TRACES"
+python3 "$ROOT/bench/validate_report.py" \
+  --work "$WORK" --out "$RESULTS/validate.md" --traces "$TRACES" \
+  --steps "$STEPS" --warmup "$WARMUP" \
+  --load-before "$LOAD_BEFORE" --load-after "$LOAD_AFTER" \
+  --ninja "$NINJA_AT_START/$NINJA_AT_END" --waited "$waited" --idle "$IDLE" \
+  --seconds "$(( $(date +%s) - START ))" \
+  --zoo "$(for m in $MODELS; do printf '%s=%s;' "$m" "${ZOO_LINE[$m]}"; done)"

@@ -1,0 +1,252 @@
+#!/usr/bin/env python3
+"""Writes bench/results/validate.md from the work folder of bench/validate.sh
+and copies one-step Chrome traces (simulated and measured) to the traces
+folder. Standard library only."""
+import argparse
+import collections
+import json
+import os
+import re
+import statistics
+
+p = argparse.ArgumentParser()
+for a in ("work", "out", "traces", "steps", "warmup", "load-before", "load-after",
+          "ninja", "waited", "idle", "seconds", "zoo"):
+    p.add_argument("--" + a, required=True)
+args = p.parse_args()
+W = args.work
+
+
+def read(path):
+    with open(path) as f:
+        return f.read()
+
+
+def events(path):
+    return json.load(open(path))["traceEvents"]
+
+
+def kind(name):
+    """'linalg.matmul (m.mlir:3:4)' / 'forward linalg.matmul #12' -> 'matmul'."""
+    name = re.sub(r"^(forward|backward) ", "", name)
+    name = name.split(" (")[0].split(" #")[0]
+    return name.split(".", 1)[-1]
+
+
+def measured_step(trace_base, d):
+    """Per rank: the events of the step whose duration is rank 0's median,
+    rebased to the step's start; and per-kind kernel time of that step on
+    rank 0 plus the time outside kernels."""
+    files = [trace_base] if d == 1 else [
+        trace_base.replace(".json", ".rank%d.json" % r) for r in range(d)]
+    per_rank = [events(f) for f in files]
+    steps0 = [e for e in per_rank[0] if e.get("cat") == "step"]
+    durs = sorted(range(len(steps0)), key=lambda i: steps0[i]["dur"])
+    idx = durs[(len(durs) - 1) // 2]
+    out, kinds, outside = [], collections.Counter(), 0.0
+    for r, ev in enumerate(per_rank):
+        steps = [e for e in ev if e.get("cat") == "step"]
+        s = steps[idx]
+        t0, t1 = s["ts"], s["ts"] + s["dur"]
+        out.append({"name": "process_name", "ph": "M", "pid": r,
+                    "args": {"name": "measured rank %d" % r}})
+        for tid, tn in ((0, "steps"), (1, "kernels")):
+            out.append({"name": "thread_name", "ph": "M", "pid": r, "tid": tid,
+                        "args": {"name": tn}})
+        busy = 0.0
+        for e in ev:
+            if e.get("ph") != "X" or e["ts"] < t0 or e["ts"] > t1:
+                continue
+            e = dict(e, pid=r, ts=round(e["ts"] - t0, 3))
+            out.append(e)
+            if e.get("cat") == "op":
+                busy += e["dur"]
+                if r == 0:
+                    kinds[kind(e["name"])] += e["dur"] / 1000
+        if r == 0:
+            outside = (s["dur"] - busy) / 1000
+    return out, kinds, outside, [per[idx]["dur"] / 1000 for per in
+                                 ([e for e in ev if e.get("cat") == "step"] for ev in per_rank)]
+
+
+def simulated(trace):
+    """Device 0's per-kind forward+backward time, its update time, and the
+    all-reduce time on the links (once per collective)."""
+    ev = events(trace)
+    names = {e["pid"]: e["args"]["name"] for e in ev
+             if e.get("ph") == "M" and e.get("name") == "process_name"}
+    kinds, upd, comm, busy = collections.Counter(), 0.0, 0.0, 0.0
+    seen = set()
+    for e in ev:
+        if e.get("ph") != "X":
+            continue
+        pname = names.get(e["pid"], "")
+        if pname == "device 0":
+            busy += e["dur"] / 1000
+            if e.get("cat") in ("forward", "backward"):
+                kinds[kind(e["name"])] += e["dur"] / 1000
+            elif e.get("cat") == "update":
+                upd += e["dur"] / 1000
+        if e.get("cat") in ("all-reduce", "transfer") and pname.startswith("link"):
+            key = (e["name"], e["ts"])
+            if key not in seen:
+                seen.add(key)
+                comm += e["dur"] / 1000
+    return kinds, upd, comm, busy
+
+
+runs = [l.split("\t") for l in read(os.path.join(W, "runs.tsv")).splitlines() if l]
+zoo = dict(x.split("=", 1) for x in args.zoo.split(";") if x)
+rows, details, total_bytes = [], [], 0
+for m, d, strategy in runs:
+    d = int(d)
+    base = os.path.join(W, "%s.%d" % (m, d))
+    run = read(base + ".run.txt")
+    meas = float(re.search(r"median_ms=([0-9.]+)", run).group(1))
+    sims = {}
+    for src in ("roofline", "profile"):
+        sims[src] = json.load(open("%s.%s.report.json" % (base, src)))["step_time_ms"]
+    err = {src: (sims[src] - meas) / meas for src in sims}
+    mev, mkinds, outside, rank_steps = measured_step(base + ".trace.json", d)
+    skinds, supd, scomm, sbusy = simulated(base + ".profile.sim.json")
+    rows.append(dict(model=m, d=d, strategy=strategy, meas=meas, sims=sims, err=err))
+    # One-step traces, small.
+    stem = "%s-%ddev" % (m, d)
+    for name, obj in (("measured", {"traceEvents": mev, "displayTimeUnit": "ms"}),
+                      ("simulated", json.load(open(base + ".profile.sim.json")))):
+        path = os.path.join(args.traces, "%s.%s.json" % (stem, name))
+        with open(path, "w") as f:
+            json.dump(obj, f, separators=(",", ":"))
+        total_bytes += os.path.getsize(path)
+    details.append(dict(model=m, d=d, strategy=strategy, mkinds=mkinds, outside=outside,
+                        skinds=skinds, supd=supd, scomm=scomm, sbusy=sbusy, meas=meas,
+                        sim=sims["profile"], rank_steps=rank_steps))
+
+
+def pct(x):
+    return "%+.0f %%" % (100 * x)
+
+
+med = {src: statistics.median(abs(r["err"][src]) for r in rows) for src in ("roofline", "profile")}
+order_lines, all_agree = [], True
+for m in dict.fromkeys(r["model"] for r in rows):
+    rs = [r for r in rows if r["model"] == m]
+    by_meas = [r["strategy"] for r in sorted(rs, key=lambda r: r["meas"])]
+    ok = {}
+    for src in ("roofline", "profile"):
+        by_sim = [r["strategy"] for r in sorted(rs, key=lambda r: r["sims"][src])]
+        ok[src] = by_sim == by_meas
+    all_agree &= ok["profile"]
+    order_lines.append("| %s | %s | %s | %s |" % (
+        m, " < ".join(by_meas), "yes" if ok["profile"] else "**no**",
+        "yes" if ok["roofline"] else "**no**"))
+
+calib = read(os.path.join(W, "calibration.txt")).strip()
+prof_lines = []
+for m in dict.fromkeys(r["model"] for r in rows):
+    t = read(os.path.join(W, "%s.profile.txt" % m))
+    s = [l for l in t.splitlines() if l.startswith("soap-profile: measured")]
+    prof_lines.append("- %s: %s" % (m, s[0][len("soap-profile: "):] if s else "(no summary)"))
+
+out = []
+w = out.append
+w("# Simulated against measured step time on the local CPU ranks")
+w("")
+w("Written by `bench/validate.sh` on %s (%d s in all). Machine: %s, %d cores." % (
+    __import__("datetime").datetime.utcnow().strftime("%Y-%m-%d %H:%M UTC"),
+    int(args.seconds),
+    re.search(r"model name\s*:\s*(.*)", read("/proc/cpuinfo")).group(1),
+    os.cpu_count()))
+w("")
+w("Load average (1/5/15 min) before measuring: %s; after: %s. `ninja` processes "
+  "at the start/end of the measurements: %s; CPUs %s %% idle over the 3 s before "
+  "measuring (waited %s s for a quiet machine)." % (
+      args.load_before, args.load_after, args.ninja, args.idle, args.waited))
+w("")
+w("Measured: the executable's `median_ms` over %s steps after %s warm-up steps "
+  "(`time_ms` of a step is the slowest rank's), `OPENBLAS_NUM_THREADS=1` so that "
+  "one device is one core, as in the simulator. Data parallel on 2 ranks uses both "
+  "cores of this machine: mpirun, the OS and anything else running share them with "
+  "the ranks (`--oversubscribe` is only needed because mpirun runs as root in a "
+  "container; there is one rank per core)." % (args.steps, args.warmup))
+w("Simulated: `--soap-apply-strategy=\"strategy=data-parallel devices=N\" "
+  "--soap-simulate=\"machine=<calibrated cpu-local> devices=N\"` on the zoo's loss "
+  "function, with the roofline alone and with a profile database of the model's "
+  "kernels (soap-profile: whole ops and data-parallel halves).")
+w("")
+w("| model | strategy | simulated ms (profile) | simulated ms (roofline) | measured ms | error (profile) | error (roofline) |")
+w("| --- | --- | --- | --- | --- | --- | --- |")
+for r in rows:
+    w("| %s | %s | %.2f | %.2f | %.2f | %s | %s |" % (
+        r["model"], r["strategy"], r["sims"]["profile"], r["sims"]["roofline"], r["meas"],
+        pct(r["err"]["profile"]), pct(r["err"]["roofline"])))
+w("")
+w("Error = (simulated − measured) / measured. **Median |relative error|: %.0f %% "
+  "with the profile database, %.0f %% with the roofline** (target: 10 %%)." % (
+      100 * med["profile"], 100 * med["roofline"]))
+w("")
+w("Strategy order (fastest first, as measured) and whether the simulator orders "
+  "them the same:")
+w("")
+w("| model | measured order | simulator agrees (profile) | simulator agrees (roofline) |")
+w("| --- | --- | --- | --- |")
+out.extend(order_lines)
+w("")
+w("## Where the time goes")
+w("")
+w("Per op kind: measured = the kernels' trace events on rank 0 in the median step "
+  "(forward, backward and optimizer-update kernels together: the executable's "
+  "backward ops are real ops, named by their kind); simulated = device 0's "
+  "forward + backward tasks of that kind with the profile database (backward "
+  "estimated as forward × gradient count), and the optimizer update and the "
+  "gradient all-reduce as separate rows. \"outside kernels\" is the measured step "
+  "minus its kernel events: MPI calls (the all-reduces), allocation and glue, "
+  "which the executable does not trace as kernels. Times in ms.")
+w("")
+for dt in details:
+    w("### %s, %s (simulated %.2f, measured %.2f)" % (dt["model"], dt["strategy"], dt["sim"], dt["meas"]))
+    w("")
+    if dt["d"] > 1:
+        w("Measured median step per rank: %s ms." % ", ".join("%.2f" % x for x in dt["rank_steps"]))
+        w("")
+    w("| | measured | simulated |")
+    w("| --- | --- | --- |")
+    ks = sorted(set(dt["mkinds"]) | set(dt["skinds"]),
+                key=lambda k: -max(dt["mkinds"].get(k, 0), dt["skinds"].get(k, 0)))
+    for k in ks:
+        a, b = dt["mkinds"].get(k), dt["skinds"].get(k)
+        if (a or 0) < 0.005 and (b or 0) < 0.005:
+            continue
+        w("| %s | %s | %s |" % (k, "%.2f" % a if a is not None else "—",
+                                "%.2f" % b if b is not None else "—"))
+    w("| optimizer update | (in generic) | %.2f |" % dt["supd"])
+    w("| gradient all-reduce (simulated, on the bus) | | %.2f |" % dt["scomm"])
+    w("| outside kernels (measured) | %.2f | |" % dt["outside"])
+    w("| device 0 busy (simulated) | | %.2f |" % dt["sbusy"])
+    w("")
+w("## Calibration")
+w("")
+w("```")
+w(calib)
+w("```")
+w("")
+w("Profile databases:")
+w("")
+out.extend(prof_lines)
+w("")
+w("Models (`%s`):" % "soap-zoo NAME ...")
+w("")
+for m, line in zoo.items():
+    w("- %s: `%s`" % (m, line))
+w("")
+w("## Traces")
+w("")
+w("`validate-traces/MODEL-Ndev.simulated.json` (the simulator's timeline of "
+  "one step, with the profile database) and `MODEL-Ndev.measured.json` (the "
+  "executable's median step, one process per rank, each rank's timeline "
+  "rebased to its own step start) open side by side in Perfetto or "
+  "chrome://tracing. %.1f MB in all." % (total_bytes / 1e6))
+w("")
+with open(args.out, "w") as f:
+    f.write("\n".join(out))
+print("\n".join(out))
