@@ -25,15 +25,17 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Transforms/Hoisting.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/UB/IR/UBOps.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
-#include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/Dialect/Linalg/IR/Linalg.h"
-#include "mlir/Dialect/Linalg/Transforms/Hoisting.h"
+#include "mlir/IR/PatternMatch.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Pass/PassRegistry.h"
 
@@ -106,6 +108,50 @@ bool blasTakes(linalg::LinalgOp op) {
 
 namespace codegen {
 
+void foldTransposesIntoContractions(ModuleOp module) {
+  SmallVector<linalg::LinalgOp> contractions;
+  module.walk([&](linalg::LinalgOp op) {
+    if (op.hasPureTensorSemantics() && linalg::isaContractionOpInterface(op) &&
+        llvm::any_of(op.getDpsInputs(), [](Value input) {
+          return input.getDefiningOp<linalg::TransposeOp>();
+        }))
+      contractions.push_back(op);
+  });
+  IRRewriter rewriter(module.getContext());
+  for (linalg::LinalgOp op : contractions) {
+    rewriter.setInsertionPoint(op);
+    FailureOr<linalg::GenericOp> generic =
+        isa<linalg::GenericOp>(op.getOperation())
+            ? FailureOr<linalg::GenericOp>(cast<linalg::GenericOp>(op))
+            : linalg::generalizeNamedOp(rewriter, op);
+    if (failed(generic))
+      continue;
+    SmallVector<AffineMap> maps = generic->getIndexingMapsArray();
+    for (OpOperand *input : generic->getDpsInputOperands()) {
+      auto transpose = input->get().getDefiningOp<linalg::TransposeOp>();
+      if (!transpose)
+        continue;
+      // Dimension j of the transposed tensor is dimension perm[j] of the
+      // original: read the original where the transposed one was read.
+      ArrayRef<int64_t> perm = transpose.getPermutation();
+      AffineMap &map = maps[input->getOperandNumber()];
+      SmallVector<AffineExpr> results(perm.size());
+      for (auto [j, source] : llvm::enumerate(perm))
+        results[source] = map.getResult(j);
+      map = AffineMap::get(map.getNumDims(), map.getNumSymbols(), results,
+                           module.getContext());
+      input->set(transpose.getInput());
+    }
+    generic->setIndexingMapsAttr(rewriter.getAffineMapArrayAttr(maps));
+  }
+  // Transposes read by nothing else go (after bufferization they would be
+  // copies into buffers, which nothing removes).
+  module.walk([&](linalg::TransposeOp transpose) {
+    if (transpose->use_empty())
+      rewriter.eraseOp(transpose);
+  });
+}
+
 void vectorizeKernels(ModuleOp module, bool skipBlasKernels) {
   SmallVector<linalg::LinalgOp> targets;
   module.walk([&](linalg::LinalgOp op) {
@@ -153,17 +199,16 @@ LogicalResult lowerModuleForCpu(ModuleOp module,
   codegen::ModelDescription description;
   if (failed(codegen::describeEntry(entry, description)))
     return failure();
-  if (llvm::none_of(description.results, [](const auto &r) {
-        return r.role == "loss";
-      }))
+  if (llvm::none_of(description.results,
+                    [](const auto &r) { return r.role == "loss"; }))
     return entry.emitError()
            << "no result has soap.role = \"loss\"; the driver reports it "
               "every step";
 
   if (std::optional<int64_t> devices = getDeclaredNumDevices(module)) {
     if (*devices < 1)
-      return module.emitError() << "soap.num_devices = " << *devices
-                                << " must be at least 1";
+      return module.emitError()
+             << "soap.num_devices = " << *devices << " must be at least 1";
     description.numDevices = *devices;
   }
 
@@ -189,12 +234,13 @@ LogicalResult lowerModuleForCpu(ModuleOp module,
   if (failed(codegen::lowerCommunicationOps(module)))
     return failure();
 
+  if (options.kernels == KernelCodegen::Blas)
+    codegen::foldTransposesIntoContractions(module);
   // Hooks first, so that they bracket the loop nests of vectorized ops.
   if (options.traceOps)
     codegen::insertTraceHooks(module, description.ops);
   if (options.kernels != KernelCodegen::Loops)
-    codegen::vectorizeKernels(module,
-                              options.kernels == KernelCodegen::Blas);
+    codegen::vectorizeKernels(module, options.kernels == KernelCodegen::Blas);
 
   if (failed(runParsed(module, kBufferizePipeline, runPipeline)))
     return failure();
@@ -218,9 +264,8 @@ void getCpuLoweringDependentDialects(DialectRegistry &registry) {
     if (succeeded(parsePassPipeline(pipeline, pm)))
       pm.getDependentDialects(registry);
   }
-  registry.insert<arith::ArithDialect, func::FuncDialect,
-                  linalg::LinalgDialect, LLVM::LLVMDialect,
-                  memref::MemRefDialect, scf::SCFDialect,
+  registry.insert<arith::ArithDialect, func::FuncDialect, linalg::LinalgDialect,
+                  LLVM::LLVMDialect, memref::MemRefDialect, scf::SCFDialect,
                   vector::VectorDialect, bufferization::BufferizationDialect,
                   tensor::TensorDialect, ub::UBDialect>();
 }

@@ -41,6 +41,11 @@ mlir::LogicalResult describeEntry(mlir::func::FuncOp entry,
 /// calls and appends "name (location)" to `ops` for each id.
 void insertTraceHooks(mlir::ModuleOp module, std::vector<std::string> &ops);
 
+/// kernels=blas: a contraction that reads a linalg.transpose reads the
+/// transpose's input through the permuted map instead (as a linalg.generic),
+/// so BLAS gets the transposition as strides and no copy is made.
+void foldTransposesIntoContractions(mlir::ModuleOp module);
+
 /// Replaces contractions and NCHW convolutions on memrefs by calls of
 /// libsoaprt's BLAS kernels. Returns how many were replaced.
 int replaceKernelsByBlasCalls(mlir::ModuleOp module);
