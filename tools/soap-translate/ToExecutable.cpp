@@ -6,7 +6,8 @@
 // object file, linked with `c++` (or $CXX) against libsoaprt_driver,
 // libsoaprt, OpenBLAS, libm and the MPI libraries libsoaprt's backend was
 // built with (none when SOAP was built without MPI). libsoaprt is looked for in
-// $SOAP_RUNTIME_DIR, then in this build tree, then in the install prefix.
+// $SOAP_RUNTIME_DIR, then beside soap-translate (../lib), then in this
+// build tree, then in the install prefix.
 //
 //===----------------------------------------------------------------------===//
 
@@ -84,6 +85,18 @@ std::optional<std::string> runtimeDir(std::string &error) {
     error = std::string("SOAP_RUNTIME_DIR=") + env +
             " holds no libsoaprt.a and libsoaprt_driver.a";
     return std::nullopt;
+  }
+  // Beside this soap-translate first (BINDIR/../LIBDIR, so that an install
+  // moved to another prefix finds its own runtime), then the build tree,
+  // then the configured install prefix.
+  std::string self = llvm::sys::fs::getMainExecutable(
+      nullptr, reinterpret_cast<void *>(&runtimeDir));
+  if (!self.empty()) {
+    llvm::SmallString<256> beside(llvm::sys::path::parent_path(
+        llvm::sys::path::parent_path(self)));
+    llvm::sys::path::append(beside, SOAP_RUNTIME_LIBDIR);
+    if (has(std::string(beside)))
+      return std::string(beside);
   }
   for (const char *dir : {SOAP_BUILD_RUNTIME_DIR, SOAP_INSTALLED_RUNTIME_DIR})
     if (has(dir))
