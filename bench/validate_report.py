@@ -230,27 +230,23 @@ w("Read with the per-kind tables above and the traces (these are structural "
   "differences between the simulated and the executed step, not tuned to this "
   "run's numbers):")
 w("")
-w("- **Transposes of the real backward pass.** The executable's backward ops "
-  "include `linalg.transpose` copies feeding the gradient matmuls (lowered as "
-  "loops); the simulator estimates backward as forward time × gradient count and "
-  "has no such ops (row `transpose`: measured, no simulated counterpart).")
+w("- **Transposes of the real backward pass.** `--soap-lower-cpu` folds a "
+  "`linalg.transpose` that feeds a contraction into the contraction's map, so "
+  "most are gone from the executable (rows `transpose`: what is left); the "
+  "simulator estimates backward as forward time × gradient count.")
 w("- **Elementwise and reduction ops** (`generic`): the executable runs them as "
   "scalar loops (`--soap-lower-cpu`, `kernels=blas`), the profile database "
   "measures soap-profile's vectorized kernels, and the backward of an "
-  "elementwise op is estimated, not measured: the simulated `generic` time is "
-  "well below the measured one for every model.")
-w("- **Matmuls and convolutions**: the executable calls OpenBLAS; the profile "
-  "database measures soap-profile's own vectorized codegen, so measured and "
-  "profiled kernels are different code (for the MLP the profiled matmuls are "
-  "slower than OpenBLAS; for small convolutions they are faster).")
-w("- **Allocation and first touch.** The executable allocates its intermediate "
-  "buffers every step; large ones come from fresh mmap'ed pages, so the first "
-  "op to write them (often a `fill`) pays the page faults, and under MPI the "
-  "gradient all-reduce reads/writes fresh pages too. The simulator has no "
-  "allocation cost. With 2 ranks this is where most of the error is: "
-  "\"outside kernels\" (mostly the MPI_Allreduce calls) is many times the "
-  "simulated all-reduce time, which the calibrated alpha-beta model predicts "
-  "from ping-pong on reused buffers.")
+  "elementwise op is estimated, not measured. The executable's `generic` row "
+  "also holds the backward matmuls that read transposes (generic contractions "
+  "sent to OpenBLAS).")
+w("- **Matmuls and convolutions**: the executable calls OpenBLAS, and so does "
+  "the profile database (soap-profile's default `--codegen blas`, one thread "
+  "per device); the backward ones are estimated from the forward ones.")
+w("- **Allocation.** The driver keeps freed memory in the heap (glibc "
+  "`M_MMAP_THRESHOLD`), so steady-state steps reuse their buffers; what remains "
+  "in \"outside kernels\" is mostly the MPI calls and glue, which the "
+  "simulator models as the alpha-beta all-reduce only.")
 w("- **Two ranks on two cores**: mpirun, the OS and each rank's MPI progress "
   "share the only two cores; the simulator assumes each device is an idle core.")
 w("")

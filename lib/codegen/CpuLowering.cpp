@@ -87,8 +87,10 @@ LogicalResult runParsed(ModuleOp module, const char *pipeline,
   return run(pm);
 }
 
-/// Whether kernels=blas turns `op` into a runtime call (after
-/// bufferization), judged on tensors.
+} // namespace
+
+namespace codegen {
+
 bool blasTakes(linalg::LinalgOp op) {
   Type element;
   for (Value operand : op->getOperands()) {
@@ -103,10 +105,6 @@ bool blasTakes(linalg::LinalgOp op) {
   return isa<linalg::Conv2DNchwFchwOp>(op.getOperation()) ||
          linalg::isaContractionOpInterface(op);
 }
-
-} // namespace
-
-namespace codegen {
 
 void foldTransposesIntoContractions(ModuleOp module) {
   SmallVector<linalg::LinalgOp> contractions;

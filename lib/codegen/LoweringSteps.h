@@ -7,6 +7,8 @@
 #ifndef SOAP_LIB_CODEGEN_LOWERINGSTEPS_H
 #define SOAP_LIB_CODEGEN_LOWERINGSTEPS_H
 
+#include "soap/codegen/BlasKernels.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 
@@ -46,9 +48,7 @@ void insertTraceHooks(mlir::ModuleOp module, std::vector<std::string> &ops);
 /// so BLAS gets the transposition as strides and no copy is made.
 void foldTransposesIntoContractions(mlir::ModuleOp module);
 
-/// Replaces contractions and NCHW convolutions on memrefs by calls of
-/// libsoaprt's BLAS kernels. Returns how many were replaced.
-int replaceKernelsByBlasCalls(mlir::ModuleOp module);
+// replaceKernelsByBlasCalls and blasTakes: soap/codegen/BlasKernels.h.
 
 /// Tiles and vectorizes contractions and convolutions on tensors (before
 /// bufferization); ops the vectorizer declines stay linalg.

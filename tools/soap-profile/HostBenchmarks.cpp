@@ -139,7 +139,7 @@ static std::optional<double> measureMatmul(MLIRContext &context, int n,
   buffer.shape = {n, n};
   std::unique_ptr<CompiledKernel> kernel;
   kernel = compileText(context, text, {buffer, buffer, buffer}, codegen, error);
-  if (!kernel && codegen == Codegen::Vector)
+  if (!kernel && codegen != Codegen::Loops)
     kernel = compileText(context, text, {buffer, buffer, buffer},
                          Codegen::Loops, error);
   if (!kernel)

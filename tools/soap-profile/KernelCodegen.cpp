@@ -2,6 +2,8 @@
 
 #include "KernelCodegen.h"
 
+#include "soap/Runtime/Runtime.h"
+#include "soap/codegen/BlasKernels.h"
 #include "soap/codegen/Vectorize.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
@@ -43,7 +45,15 @@ using namespace mlir;
 namespace soap::profile {
 
 const char *codegenName(Codegen codegen) {
-  return codegen == Codegen::Vector ? "vector" : "loops";
+  switch (codegen) {
+  case Codegen::Blas:
+    return "blas";
+  case Codegen::Vector:
+    return "vector";
+  case Codegen::Loops:
+    break;
+  }
+  return "loops";
 }
 
 int64_t KernelBuffer::numElements() const {
@@ -236,6 +246,11 @@ bool lowerKernelToLLVM(ModuleOp module, Codegen codegen, std::string &error) {
   } else if (!runPipeline(module, "one-shot-bufferize, func.func(canonicalize)",
                           error)) {
     return false;
+  } else if (codegen == Codegen::Blas &&
+             codegen::replaceKernelsByBlasCalls(module) == 0) {
+    error = "no op became a libsoaprt BLAS call (the runtime's kernels "
+            "cannot express its dimensions)";
+    return false;
   }
   return runPipeline(
       module,
@@ -322,6 +337,23 @@ CompiledKernel::create(ModuleOp module, const std::string &function,
       error += ": " + diagnostics.text.substr(0, diagnostics.text.find('\n'));
     return nullptr;
   }
+  // Calls that replaceKernelsByBlasCalls made: libsoaprt is linked into
+  // soap-profile, so the kernels the executables call are right here.
+  (*engine)->registerSymbols([](llvm::orc::MangleAndInterner interner) {
+    llvm::orc::SymbolMap symbols;
+    auto add = [&](const char *name, auto *address) {
+      symbols[interner(name)] = {
+          llvm::orc::ExecutorAddr::fromPtr(reinterpret_cast<void *>(address)),
+          llvm::JITSymbolFlags::Exported};
+    };
+    add("soaprt_matmul_f32", &soaprt_matmul_f32);
+    add("soaprt_matmul_f64", &soaprt_matmul_f64);
+    add("soaprt_batch_matmul_f32", &soaprt_batch_matmul_f32);
+    add("soaprt_batch_matmul_f64", &soaprt_batch_matmul_f64);
+    add("soaprt_conv2d_nchw_fchw_f32", &soaprt_conv2d_nchw_fchw_f32);
+    add("soaprt_conv2d_nchw_fchw_f64", &soaprt_conv2d_nchw_fchw_f64);
+    return symbols;
+  });
   auto entry = (*engine)->lookupPacked(function);
   if (!entry) {
     error = "JIT: " + llvm::toString(entry.takeError());
@@ -452,13 +484,27 @@ compileOpKernel(Operation *op,
       buildKernelModule(op, operandShapes, error);
   if (!kernel)
     return nullptr;
+  if (codegen == Codegen::Blas) {
+    // The op as the kernel holds it (on tensors), as the lowering judges it.
+    bool blas = false;
+    kernel->module->walk([&](linalg::LinalgOp linalgOp) {
+      blas |= linalgOp.hasPureTensorSemantics() &&
+              codegen::blasTakes(linalgOp);
+    });
+    if (!blas)
+      codegen = Codegen::Vector;
+  }
   used = codegen;
   if (!lowerKernelToLLVM(*kernel->module, codegen, error)) {
-    if (codegen != Codegen::Vector)
+    if (codegen == Codegen::Loops)
       return nullptr;
-    // The vectorizer declined (or its lowering failed): scalar loops.
+    // The vectorizer declined (or its lowering failed), or BLAS did not take
+    // the op (the CPU lowering makes loops of it too): scalar loops.
     if (fallbackReason)
-      *fallbackReason = error.substr(0, error.find('\n'));
+      *fallbackReason =
+          std::string(codegen == Codegen::Blas ? "not blas: "
+                                               : "not vectorized: ") +
+          error.substr(0, error.find('\n'));
     kernel = buildKernelModule(op, operandShapes, error);
     if (!kernel)
       return nullptr;
@@ -469,5 +515,9 @@ compileOpKernel(Operation *op,
   return CompiledKernel::create(*kernel->module, "kernel", kernel->buffers,
                                 error);
 }
+
+extern "C" void openblas_set_num_threads(int);
+
+void useOneBlasThread() { openblas_set_num_threads(1); }
 
 } // namespace soap::profile

@@ -27,6 +27,13 @@ namespace soap::profile {
 
 /// How a kernel is lowered.
 enum class Codegen {
+  /// What `--soap-lower-cpu` (kernels=blas, its default) emits: an op it
+  /// sends to libsoaprt (soap::codegen::blasTakes: contractions and
+  /// conv_2d_nchw_fchw on f32/f64) becomes the same OpenBLAS-backed
+  /// soaprt_* call after bufferization (replaceKernelsByBlasCalls), or
+  /// scalar loops when that call cannot express it, as in the lowering;
+  /// other ops are compiled as Vector.
+  Blas,
   /// Tile the op so that its innermost loop becomes a vector (and, for
   /// contractions, a register block of the output), vectorize the tile,
   /// keep output tiles in registers across the reduction; falls back to
@@ -69,9 +76,10 @@ buildKernelModule(mlir::Operation *op,
 
 /// Lowers a kernel module (linalg on tensors as buildKernelModule makes it,
 /// or vector/scf/arith code on memrefs) to the LLVM dialect: tiling and
-/// vectorization (Codegen::Vector), one-shot bufferization, then upstream
-/// conversions. With Codegen::Vector the caller should rebuild the
-/// module and retry with Codegen::Loops when this fails.
+/// vectorization (Codegen::Vector), one-shot bufferization, libsoaprt calls
+/// (Codegen::Blas: fails when no op becomes one), then upstream
+/// conversions. With Codegen::Vector or Codegen::Blas the caller should
+/// rebuild the module and retry with Codegen::Loops when this fails.
 bool lowerKernelToLLVM(mlir::ModuleOp module, Codegen codegen,
                        std::string &error);
 
@@ -79,7 +87,8 @@ bool lowerKernelToLLVM(mlir::ModuleOp module, Codegen codegen,
 class CompiledKernel {
 public:
   /// JIT-compiles `module` (already in the LLVM dialect) at -O3 for the host
-  /// CPU, and allocates and fills `buffers`. `function` takes one pointer
+  /// CPU, and allocates and fills `buffers`. Calls of libsoaprt's BLAS
+  /// kernels resolve to the copies linked into soap-profile. `function` takes one pointer
   /// per buffer, then `extraArgs` (int64 values) when given.
   static std::unique_ptr<CompiledKernel>
   create(mlir::ModuleOp module, const std::string &function,
@@ -113,7 +122,8 @@ private:
 /// Builds, lowers and compiles a kernel for `op` (buildKernelModule, then
 /// lowerKernelToLLVM with `codegen`, falling back to Codegen::Loops), and
 /// says which codegen it used in `used` and, after a fallback, why in
-/// `fallbackReason`.
+/// `fallbackReason` ("not blas: ..." or "not vectorized: ..."). With Codegen::Blas an op that the CPU lowering does not
+/// send to BLAS is compiled as Codegen::Vector.
 std::unique_ptr<CompiledKernel>
 compileOpKernel(mlir::Operation *op,
                 const std::vector<std::vector<int64_t>> &operandShapes,
@@ -130,6 +140,11 @@ bool sameResults(CompiledKernel &a, CompiledKernel &b, std::string &difference);
 /// Registers the dialects and LLVM translations kernels need in `registry`,
 /// and initializes the native target (once).
 void registerKernelCodegen(mlir::DialectRegistry &registry);
+
+/// Makes OpenBLAS run on one thread (a device of cpu-local.json is one
+/// core, and executables run with OPENBLAS_NUM_THREADS=1), whatever
+/// OPENBLAS_NUM_THREADS says.
+void useOneBlasThread();
 
 } // namespace soap::profile
 

@@ -226,7 +226,7 @@ KernelProfileSummary profileKernels(const BuiltOpGraph &built,
                               error.substr(0, error.find('\n')));
       continue;
     }
-    if (options.check && used == Codegen::Vector) {
+    if (options.check && used != Codegen::Loops) {
       Codegen loops = Codegen::Loops;
       std::unique_ptr<CompiledKernel> reference = compileOpKernel(
           built.ops[item.node], shapes, Codegen::Loops, loops, error);
@@ -255,6 +255,7 @@ KernelProfileSummary profileKernels(const BuiltOpGraph &built,
     entry.backwardEstimated = true;
     db.record(item.key, entry);
     ++summary.measured;
+    summary.blas += used == Codegen::Blas;
     summary.vectorized += used == Codegen::Vector;
     if (!options.quiet) {
       os << "  " << item.key << ": " << formatSeconds(forward) << " ("
@@ -262,7 +263,7 @@ KernelProfileSummary profileKernels(const BuiltOpGraph &built,
       if (item.nodesSharingKey > 1)
         os << ", " << item.nodesSharingKey << " ops";
       if (options.verbose && !fallback.empty())
-        os << "; not vectorized: " << fallback;
+        os << "; " << fallback;
       os << ")\n";
     }
   }

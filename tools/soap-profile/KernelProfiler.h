@@ -37,11 +37,11 @@ struct KernelProfileOptions {
   double maxOpSeconds = 2;
   /// Skip a shard whose buffers need more bytes than this.
   int64_t maxBufferBytes = int64_t(1) << 30;
-  Codegen codegen = Codegen::Vector;
+  Codegen codegen = Codegen::Blas;
   bool quiet = false;   ///< no line per measured kernel
   bool verbose = false; ///< say why a kernel was not vectorized
-  /// Also compile each vectorized kernel as scalar loops and compare their
-  /// results (a check of the code generator).
+  /// Also compile each blas or vectorized kernel as scalar loops and compare
+  /// their results (a check of the code generator and the BLAS calls).
   bool check = false;
 };
 
@@ -74,11 +74,12 @@ localOperandShapes(const OpGraph &graph, int node,
 /// What profileKernels did.
 struct KernelProfileSummary {
   int measured = 0;
+  int blas = 0;       ///< measured kernels that call libsoaprt's BLAS
   int vectorized = 0; ///< measured kernels that Codegen::Vector compiled
   /// Shards not measured, with the reason (one line each).
   std::vector<std::string> notes;
   int notMeasuredForTime = 0; ///< left when the time budget ran out
-  int checked = 0;            ///< vectorized kernels that matched loops
+  int checked = 0; ///< blas or vectorized kernels that matched loops
   std::vector<std::string> mismatches; ///< kernels that did not
 };
 

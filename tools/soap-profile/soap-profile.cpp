@@ -3,7 +3,7 @@
 //   soap-profile MODEL.mlir -o profile.json [--machine NAME]
 //       [--strategy NAME|FILE.json]... [--devices N]... [--repeat N]
 //       [--warmup N] [--func NAME] [--max-seconds S] [--max-op-seconds S]
-//       [--max-buffer-mb M] [--codegen vector|loops] [--merge] [--quiet]
+//       [--max-buffer-mb M] [--codegen blas|vector|loops] [--merge] [--quiet]
 //   mpirun -np N soap-profile --mpi [-o MACHINE.json] [--base NAME]
 //       [--max-message-bytes B] [--stream-mb M] [--matmul-size N] [--quiet]
 //
@@ -18,6 +18,7 @@
 #include "MpiCalibration.h"
 
 #include "soap/Dialect/Registration.h"
+#include "soap/Runtime/Runtime.h"
 #include "soap/graph/OpGraphBuilder.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -76,11 +77,13 @@ static void printHelp(llvm::raw_ostream &os) {
         "  --max-op-seconds S   skip kernels whose run takes longer (2)\n"
         "  --max-buffer-mb M    skip kernels whose buffers are larger "
         "(1024)\n"
-        "  --codegen C          vector (tile and vectorize) or loops "
-        "(vector)\n"
+        "  --codegen C          blas (as executables: OpenBLAS calls for\n"
+        "                       contractions and NCHW convolutions, vector\n"
+        "                       for the rest), vector (tile and vectorize)\n"
+        "                       or loops (blas)\n"
         "  --merge              keep the entries already in the output file\n"
-        "  --check              compare each vectorized kernel's results with\n"
-        "                       scalar loops' (checks the code generator)\n"
+        "  --check              compare each blas or vectorized kernel's\n"
+        "                       results with scalar loops'\n"
         "  --quiet              no line per kernel, only the summary\n"
         "  --verbose            say why a kernel runs as scalar loops\n"
         "\nCalibrating the machine (--mpi, under mpirun on one node):\n"
@@ -217,13 +220,16 @@ static void registerEverything(mlir::DialectRegistry &registry) {
 
 /// `--codegen`'s value, or an error.
 static std::optional<Codegen> parseCodegen(const CommandLine &cl,
+                                           const char *byDefault,
                                            std::string &error) {
-  std::string text = cl.last("--codegen").value_or("vector");
+  std::string text = cl.last("--codegen").value_or(byDefault);
+  if (text == "blas")
+    return Codegen::Blas;
   if (text == "vector")
     return Codegen::Vector;
   if (text == "loops")
     return Codegen::Loops;
-  error = "--codegen must be vector or loops, got '" + text + "'";
+  error = "--codegen must be blas, vector or loops, got '" + text + "'";
   return std::nullopt;
 }
 
@@ -270,10 +276,12 @@ static int runMpiMode(int &argc, char **&argv, const CommandLine &cl) {
     return failOnRankZero(
         "--min-message-bytes is larger than --max-message-bytes");
   options.host.streamBytes = streamMb << 20;
-  std::optional<Codegen> codegen = parseCodegen(cl, error);
+  // The matmul efficiency is still that of the vectorized codegen.
+  std::optional<Codegen> codegen = parseCodegen(cl, "vector", error);
   if (!codegen)
     return failOnRankZero(error);
   options.host.codegen = *codegen;
+  useOneBlasThread();
 
   mlir::DialectRegistry registry;
   registerEverything(registry);
@@ -325,9 +333,12 @@ static int runKernelMode(const CommandLine &cl) {
   options.quiet = cl.quiet;
   options.check = cl.check;
   options.verbose = cl.verbose;
-  std::optional<Codegen> codegen = parseCodegen(cl, error);
+  std::optional<Codegen> codegen = parseCodegen(cl, "blas", error);
   if (!codegen)
     return fail(error);
+  // One device of cpu-local.json is one core: BLAS kernels run on one
+  // thread, as in executables (bench/validate.sh: OPENBLAS_NUM_THREADS=1).
+  useOneBlasThread();
   options.codegen = *codegen;
   if (cl.values.count("--strategy"))
     options.strategies = cl.values.at("--strategy");
@@ -408,8 +419,9 @@ static int runKernelMode(const CommandLine &cl) {
   for (const auto &[name, count] : skipped)
     skippedOps += count;
   os << "soap-profile: measured " << summary.measured << " kernel(s) ("
-     << summary.vectorized << " vectorized, "
-     << summary.measured - summary.vectorized << " scalar loops) in "
+     << summary.blas << " blas, " << summary.vectorized << " vectorized, "
+     << summary.measured - summary.blas - summary.vectorized
+     << " scalar loops) in "
      << llvm::formatv("{0:F1}", seconds) << " s; "
      << shards->size() - summary.measured << " kernel(s) not measured; "
      << skippedOps << " op(s) left to the roofline";
@@ -427,7 +439,7 @@ static int runKernelMode(const CommandLine &cl) {
     os << "soap-profile: note: " << note << "\n";
   if (options.check)
     os << "soap-profile: check: " << summary.checked
-       << " vectorized kernel(s) match scalar loops, "
+       << " blas or vectorized kernel(s) match scalar loops, "
        << summary.mismatches.size() << " do not\n";
   for (const std::string &mismatch : summary.mismatches)
     llvm::errs() << "soap-profile: check failed: " << mismatch << "\n";
@@ -446,5 +458,9 @@ int main(int argc, char **argv) {
   }
   if (cl->mpi)
     return runMpiMode(argc, argv, *cl);
+  // As the executables' driver does: on a CPU OpenBLAS does not recognise
+  // (virtual machines), name its core and start again, so that BLAS
+  // kernels are timed with the kernels executables get.
+  soaprt_select_blas_core(argv);
   return runKernelMode(*cl);
 }
