@@ -11,9 +11,9 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "PassSupport.h"
 #include "soap/Dialect/SoapDialect.h"
 #include "soap/Passes/Passes.h"
-#include "soap/graph/OpGraphBuilder.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -49,18 +49,10 @@ struct SoapLiftParamsPass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    std::string error;
-    FunctionOpInterface target = findTargetFunction(module, funcName, error);
-    if (!target) {
-      module.emitError() << "soap-lift-params: " << error;
+    func::FuncOp function =
+        findTargetFuncOp(module, funcName, "soap-lift-params");
+    if (!function)
       return signalPassFailure();
-    }
-    auto function = dyn_cast<func::FuncOp>(target.getOperation());
-    if (!function) {
-      target.emitError() << "soap-lift-params works on func.func, not '"
-                         << target->getName() << "'";
-      return signalPassFailure();
-    }
     int64_t threshold = minElements;
     if (threshold < 1) {
       module.emitError() << "soap-lift-params: min-elements must be at least "

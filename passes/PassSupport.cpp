@@ -8,7 +8,6 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 
-
 using namespace mlir;
 
 namespace soap {
@@ -92,6 +91,21 @@ LogicalResult prepareSimulation(ModuleOp module, const std::string &machineName,
       return module.emitError() << error;
   }
   return success();
+}
+
+func::FuncOp findTargetFuncOp(ModuleOp module, StringRef funcName,
+                              StringRef pass) {
+  std::string error;
+  FunctionOpInterface target = findTargetFunction(module, funcName, error);
+  if (!target) {
+    module.emitError() << pass << ": " << error;
+    return {};
+  }
+  auto function = dyn_cast<func::FuncOp>(target.getOperation());
+  if (!function)
+    target.emitError() << pass << " works on func.func, not '"
+                       << target->getName() << "'";
+  return function;
 }
 
 bool writeTextFile(const std::string &path, const std::string &text,

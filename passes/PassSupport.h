@@ -7,6 +7,7 @@
 #include "soap/graph/OpGraphBuilder.h"
 #include "soap/machine/Machine.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 
 #include <optional>
@@ -18,6 +19,12 @@ namespace soap {
 /// the module.
 std::optional<BuiltOpGraph> buildModuleGraph(mlir::ModuleOp module,
                                              llvm::StringRef funcName);
+
+/// The func.func a rewriting pass works on (findTargetFunction's choice),
+/// or null after an error prefixed with `pass` was emitted.
+mlir::func::FuncOp findTargetFuncOp(mlir::ModuleOp module,
+                                    llvm::StringRef funcName,
+                                    llvm::StringRef pass);
 
 /// `name` as a file, else as a machine in SOAP's machines/ folder (with or
 /// without ".json"), restricted to `devices` devices when positive.
@@ -44,12 +51,10 @@ struct SimulationSetup {
 
 /// Fills `setup` from pass options; emits an error on the module and fails
 /// when one of them is wrong.
-mlir::LogicalResult prepareSimulation(mlir::ModuleOp module,
-                                      const std::string &machineName,
-                                      int devices,
-                                      const std::string &profileFile,
-                                      const std::string &optimizerName,
-                                      SimulationSetup &setup);
+mlir::LogicalResult
+prepareSimulation(mlir::ModuleOp module, const std::string &machineName,
+                  int devices, const std::string &profileFile,
+                  const std::string &optimizerName, SimulationSetup &setup);
 
 /// Writes `text` to `path` atomically; false with `error` on failure.
 bool writeTextFile(const std::string &path, const std::string &text,

@@ -10,10 +10,10 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "PassSupport.h"
 #include "soap/Dialect/SoapDialect.h"
 #include "soap/Partition/BatchDimensions.h"
 #include "soap/Passes/Passes.h"
-#include "soap/graph/OpGraphBuilder.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -52,18 +52,10 @@ struct SoapSetBatchPass
                          << newBatch;
       return signalPassFailure();
     }
-    std::string error;
-    FunctionOpInterface target = findTargetFunction(module, funcName, error);
-    if (!target) {
-      module.emitError() << "soap-set-batch: " << error;
+    func::FuncOp function =
+        findTargetFuncOp(module, funcName, "soap-set-batch");
+    if (!function)
       return signalPassFailure();
-    }
-    auto function = dyn_cast<func::FuncOp>(target.getOperation());
-    if (!function) {
-      target.emitError() << "soap-set-batch works on func.func, not '"
-                         << target->getName() << "'";
-      return signalPassFailure();
-    }
 
     FailureOr<BatchDimensions> batchDims =
         BatchDimensions::find(function, "soap-set-batch", [&](unsigned index) {
