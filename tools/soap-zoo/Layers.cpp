@@ -80,6 +80,18 @@ std::pair<Value, Value> ModelBuilder::meanAndVariance(Value x, AffineMap all,
   return {mean, variance};
 }
 
+/// The body of batch and layer norm: (x - mean) * rsqrt(variance + eps)
+/// * gamma + beta, from args = (x, mean, variance, gamma, beta).
+static Value normalize(OpBuilder &b, Location l, ValueRange args,
+                       double epsilon) {
+  Value centered = arith::SubFOp::create(b, l, args[0], args[1]);
+  Value rstd = math::RsqrtOp::create(
+      b, l, arith::AddFOp::create(b, l, args[2], f32Constant(b, l, epsilon)));
+  Value normed = arith::MulFOp::create(b, l, centered, rstd);
+  return arith::AddFOp::create(
+      b, l, arith::MulFOp::create(b, l, normed, args[3]), args[4]);
+}
+
 Value ModelBuilder::batchNorm(Value x, StringRef name, double epsilon) {
   Scope scope(*this, name);
   ArrayRef<int64_t> shape = shapeOf(x);
@@ -89,18 +101,11 @@ Value ModelBuilder::batchNorm(Value x, StringRef name, double epsilon) {
   Value beta = param("bias", {channels}, "zeros");
   AffineMap all = identity(4), channel = dims(4, {1});
   auto [mean, variance] = meanAndVariance(x, all, channel, {1}, inverse);
-  return parallel(
-      {x, mean, variance, gamma, beta},
-      {all, channel, channel, channel, channel}, shape,
-      [epsilon](OpBuilder &b, Location l, ValueRange args) {
-        Value centered = arith::SubFOp::create(b, l, args[0], args[1]);
-        Value rstd = math::RsqrtOp::create(
-            b, l,
-            arith::AddFOp::create(b, l, args[2], f32Constant(b, l, epsilon)));
-        Value normed = arith::MulFOp::create(b, l, centered, rstd);
-        return arith::AddFOp::create(
-            b, l, arith::MulFOp::create(b, l, normed, args[3]), args[4]);
-      });
+  return parallel({x, mean, variance, gamma, beta},
+                  {all, channel, channel, channel, channel}, shape,
+                  [epsilon](OpBuilder &b, Location l, ValueRange args) {
+                    return normalize(b, l, args, epsilon);
+                  });
 }
 
 template <typename PoolOp>
@@ -160,15 +165,9 @@ Value ModelBuilder::layerNorm(Value x, StringRef name, double epsilon) {
   Value beta = param("bias", {width}, "zeros");
   AffineMap all = identity(2), row = dims(2, {0}), column = dims(2, {1});
   auto [mean, variance] = meanAndVariance(x, all, row, {0}, inverse);
-  return parallel(
-      {x, mean, variance, gamma, beta}, {all, row, row, column, column}, shape,
-      [epsilon](OpBuilder &b, Location l, ValueRange args) {
-        Value centered = arith::SubFOp::create(b, l, args[0], args[1]);
-        Value rstd = math::RsqrtOp::create(
-            b, l,
-            arith::AddFOp::create(b, l, args[2], f32Constant(b, l, epsilon)));
-        Value normed = arith::MulFOp::create(b, l, centered, rstd);
-        return arith::AddFOp::create(
-            b, l, arith::MulFOp::create(b, l, normed, args[3]), args[4]);
-      });
+  return parallel({x, mean, variance, gamma, beta},
+                  {all, row, row, column, column}, shape,
+                  [epsilon](OpBuilder &b, Location l, ValueRange args) {
+                    return normalize(b, l, args, epsilon);
+                  });
 }
