@@ -255,6 +255,8 @@ LogicalResult lowerModuleForCpu(ModuleOp module,
   return codegen::emitRuntimeInterface(module, kEntrySymbol, description);
 }
 
+const char *getCpuToLLVMPipeline() { return kToLLVMPipeline; }
+
 void getCpuLoweringDependentDialects(DialectRegistry &registry) {
   for (const char *pipeline :
        {kBufferizePipeline, kVectorCleanupPipeline, kToLLVMPipeline}) {

@@ -1,9 +1,9 @@
 //===- KernelCodegen.cpp - one op as a JIT-compiled CPU kernel ------------===//
 
 #include "KernelCodegen.h"
-
 #include "soap/Runtime/Runtime.h"
 #include "soap/codegen/BlasKernels.h"
+#include "soap/codegen/CpuLowering.h"
 #include "soap/codegen/Vectorize.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
@@ -252,19 +252,7 @@ bool lowerKernelToLLVM(ModuleOp module, Codegen codegen, std::string &error) {
             "cannot express its dimensions)";
     return false;
   }
-  return runPipeline(
-      module,
-      "func.func(convert-vector-to-scf{full-unroll=true}, "
-      "convert-linalg-to-loops, fold-memref-alias-ops, canonicalize, cse), "
-      "expand-strided-metadata, lower-affine, convert-scf-to-cf, "
-      "func.func(canonicalize, cse), "
-      "convert-vector-to-llvm, finalize-memref-to-llvm, "
-      "convert-math-to-llvm, convert-math-to-libm, convert-arith-to-llvm, "
-      "convert-ub-to-llvm, "
-      "convert-index-to-llvm, "
-      "convert-func-to-llvm{use-bare-ptr-memref-call-conv=true}, "
-      "convert-cf-to-llvm, reconcile-unrealized-casts",
-      error);
+  return runPipeline(module, getCpuToLLVMPipeline(), error);
 }
 
 //===----------------------------------------------------------------------===//
@@ -488,8 +476,7 @@ compileOpKernel(Operation *op,
     // The op as the kernel holds it (on tensors), as the lowering judges it.
     bool blas = false;
     kernel->module->walk([&](linalg::LinalgOp linalgOp) {
-      blas |= linalgOp.hasPureTensorSemantics() &&
-              codegen::blasTakes(linalgOp);
+      blas |= linalgOp.hasPureTensorSemantics() && codegen::blasTakes(linalgOp);
     });
     if (!blas)
       codegen = Codegen::Vector;

@@ -53,6 +53,11 @@ mlir::LogicalResult lowerModuleForCpu(mlir::ModuleOp module,
                                       const CpuLoweringOptions &options,
                                       PipelineRunner runPipeline);
 
+/// The last step of the lowering: bufferized linalg, vector, memref and
+/// arith/math to the LLVM dialect with bare-pointer calls. soap-profile
+/// lowers its kernels with it, so that it times the code executables run.
+const char *getCpuToLLVMPipeline();
+
 /// Adds the dialects the lowering creates to `registry` (call from a
 /// pass's getDependentDialects).
 void getCpuLoweringDependentDialects(mlir::DialectRegistry &registry);
