@@ -1,6 +1,7 @@
 //===- KernelCodegen.cpp - one op as a JIT-compiled CPU kernel ------------===//
 
 #include "KernelCodegen.h"
+
 #include "soap/Runtime/Runtime.h"
 #include "soap/codegen/BlasKernels.h"
 #include "soap/codegen/CpuLowering.h"

@@ -37,7 +37,10 @@ class BatchDimensions {
 public:
   /// The batch dimension of every argument for which `isInput(index)` holds
   /// (dimension 0 unless {soap.batch_dim = k}); they must agree on the batch
-  /// size. Errors are prefixed with `pass`.
+  /// size. Errors are prefixed with `pass`. It first gives every use of a
+  /// shared `tensor.empty` (or `linalg.fill` of one) its own copy, so that
+  /// CSE-merged inits do not tie unrelated dimensions to the batch: the
+  /// function changes even when the caller does not resize it.
   static mlir::FailureOr<BatchDimensions>
   find(mlir::func::FuncOp function, llvm::StringRef pass,
        llvm::function_ref<bool(unsigned)> isInput);
