@@ -60,7 +60,7 @@ struct SoapApplyStrategyPass
           names += (names.empty() ? "" : ", ") + n;
         module.emitError() << "unknown strategy '" << strategyName
                            << "'; expected " << names
-                           << ", or a strategy .json file";
+                           << ", random:SEED, or a strategy .json file";
         return signalPassFailure();
       }
     }

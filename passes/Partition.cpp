@@ -29,13 +29,6 @@ struct SoapPartitionPass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    int64_t count = devices;
-    if (count < 1) {
-      module.emitError() << "soap-partition: give the number of devices "
-                            "with devices=N (N >= 1), not "
-                         << count;
-      return signalPassFailure();
-    }
     auto function = module.lookupSymbol<func::FuncOp>(funcName);
     if (!function || function.isExternal()) {
       module.emitError() << "soap-partition: no function @" << funcName
@@ -43,20 +36,30 @@ struct SoapPartitionPass
                             "--soap-training-step)";
       return signalPassFailure();
     }
-    // Configs from --soap-search or --soap-apply-strategy describe more
-    // than this version partitions: say so rather than ignore them quietly.
-    unsigned configured = 0;
-    module.walk([&](Operation *op) {
+    bool configured = false;
+    function.walk([&](Operation *op) {
       if (op->hasAttr(SoapDialect::getConfigAttrName()))
-        ++configured;
+        configured = true;
     });
-    if (configured)
-      emitWarning(module.getLoc())
-          << "soap-partition: " << configured
-          << " ops carry #soap.config; this version partitions the batch "
-             "over all "
-          << count << " devices (data parallelism) and does not follow them";
-    if (failed(partitionBatch(function, count)))
+    int64_t declared = 0;
+    if (auto attr = module->getAttrOfType<IntegerAttr>(
+            SoapDialect::getNumDevicesAttrName()))
+      declared = attr.getInt();
+    int64_t count = devices > 0 ? static_cast<int64_t>(devices) : declared;
+    if (configured && declared > 0 && count != declared) {
+      module.emitError() << "soap-partition: devices=" << count
+                         << " but the configs are for soap.num_devices = "
+                         << declared << " devices";
+      return signalPassFailure();
+    }
+    if (count < 1) {
+      module.emitError() << "soap-partition: give the number of devices "
+                            "with devices=N (N >= 1), not "
+                         << count;
+      return signalPassFailure();
+    }
+    if (failed(configured ? partitionByConfigs(function, count)
+                          : partitionBatch(function, count)))
       return signalPassFailure();
     module->setAttr(SoapDialect::getNumDevicesAttrName(),
                     Builder(&getContext()).getI64IntegerAttr(count));

@@ -49,6 +49,9 @@ def SoapApplyStrategy : Pass<"soap-apply-strategy", "mlir::ModuleOp"> {
       their output features;
     - `megatron`: column- then row-parallel matmul pairs in groups of up to
       8 devices, data parallel across groups;
+    - `random:SEED`: a random valid config per op, drawn as the search draws
+      its proposals (any mix of splits, device blocks, devices shared by
+      several tasks, replicated ops); for testing the partitioner;
     - a path to a strategy JSON file (as written by --soap-export-strategy).
 
     Ops left replicated get no attribute. The module's `soap.num_devices`
@@ -60,7 +63,7 @@ def SoapApplyStrategy : Pass<"soap-apply-strategy", "mlir::ModuleOp"> {
   }];
   let options = [
     Option<"strategyName", "strategy", "std::string", /*default=*/"\"data-parallel\"",
-           "data-parallel, model-parallel, owt, megatron, or a strategy .json file">,
+           "data-parallel, model-parallel, owt, megatron, random:SEED, or a strategy .json file">,
     Option<"numDevices", "devices", "int", /*default=*/"0",
            "Number of devices (0: the module's soap.num_devices)">,
     Option<"funcName", "func", "std::string", /*default=*/"\"\"",

@@ -55,7 +55,11 @@ const char *kBufferizePipeline =
     "buffer-results-to-out-params{modify-public-functions=true "
     "hoist-static-allocs=true}, "
     "func.func(canonicalize, cse), "
-    "buffer-deallocation-pipeline, convert-bufferization-to-memref";
+    "buffer-deallocation-pipeline, convert-bufferization-to-memref, "
+    // The helper deallocation makes for buffers of unknown ownership (results
+    // of soap.on_devices guards) takes dynamic memrefs, which the bare-pointer
+    // calling convention cannot pass: it goes inline.
+    "inline, symbol-dce";
 
 /// After vectorized kernels are bufferized: fold the tiles' subviews into
 /// the transfers and hoist loop-invariant code, so output tiles stay in

@@ -5,6 +5,8 @@
 #include "soap/Dialect/SoapDialect.h"
 #include "soap/Partition/BatchDimensions.h"
 
+#include "Reductions.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -14,6 +16,8 @@
 
 using namespace mlir;
 using namespace soap;
+using soap::partition::combinerOf;
+using soap::partition::isIdentityFill;
 
 static constexpr llvm::StringLiteral kPass = "soap-partition";
 
@@ -23,50 +27,6 @@ static bool isBatchInput(func::FuncOp function, unsigned index) {
           index, SoapDialect::getRoleAttrName()))
     return role.getValue() == "input" || role.getValue() == "label";
   return !function.getArgAttr(index, SoapDialect::getParamAttrName());
-}
-
-/// How the body of `op` combines its output with new values: the
-/// combination of the partial results of the ranks.
-static std::optional<ReductionKind> combinerOf(linalg::LinalgOp op) {
-  auto yield = cast<linalg::YieldOp>(op.getBlock()->getTerminator());
-  if (yield.getNumOperands() != 1)
-    return std::nullopt;
-  Operation *combine = yield.getOperand(0).getDefiningOp();
-  if (!combine || combine->getNumOperands() != 2)
-    return std::nullopt;
-  Value out = op.getBlock()->getArguments().back();
-  if (!llvm::is_contained(combine->getOperands(), out))
-    return std::nullopt;
-  if (isa<arith::AddFOp, arith::AddIOp>(combine))
-    return ReductionKind::sum;
-  if (isa<arith::MaximumFOp, arith::MaxNumFOp, arith::MaxSIOp>(combine))
-    return ReductionKind::max;
-  if (isa<arith::MinimumFOp, arith::MinNumFOp, arith::MinSIOp>(combine))
-    return ReductionKind::min;
-  return std::nullopt;
-}
-
-/// True when `init` is filled with the identity of `kind`, so that adding
-/// up the ranks' partial results counts it once.
-static bool isIdentityFill(Value init, ReductionKind kind) {
-  auto fill = init.getDefiningOp<linalg::FillOp>();
-  if (!fill)
-    return false;
-  FloatAttr value;
-  if (!matchPattern(fill.getInputs()[0], m_Constant(&value)))
-    return false;
-  APFloat number = value.getValue();
-  switch (kind) {
-  case ReductionKind::sum:
-    return number.isZero();
-  case ReductionKind::max:
-    return number.isInfinity() && number.isNegative();
-  case ReductionKind::min:
-    return number.isInfinity() && !number.isNegative();
-  case ReductionKind::mean:
-    return false;
-  }
-  return false;
 }
 
 /// An op whose result holds one rank's part of a reduction over the batch.

@@ -2,6 +2,8 @@
 
 #include "soap/search/Strategies.h"
 
+#include "soap/search/ConfigSpace.h"
+
 #include <algorithm>
 #include <numeric>
 
@@ -180,6 +182,15 @@ Strategy megatronStrategy(const OpGraph &graph, int numDevices,
   return s;
 }
 
+Strategy randomStrategy(const OpGraph &graph, int numDevices, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  Strategy strategy;
+  strategy.numDevices = numDevices;
+  for (const OpNode &node : graph.nodes)
+    strategy.configs.push_back(randomConfig(node, numDevices, rng));
+  return strategy;
+}
+
 const std::vector<std::string> &baselineStrategyNames() {
   static const std::vector<std::string> names = {
       "data-parallel", "model-parallel", "owt", "megatron"};
@@ -196,6 +207,13 @@ std::optional<Strategy> strategyByName(const std::string &name,
     return owtStrategy(graph, numDevices);
   if (name == "megatron")
     return megatronStrategy(graph, numDevices);
+  if (name.rfind("random:", 0) == 0) {
+    // random:SEED: a random valid config per op, as the search proposes.
+    const std::string seed = name.substr(7);
+    if (seed.empty() || seed.find_first_not_of("0123456789") != std::string::npos)
+      return std::nullopt;
+    return randomStrategy(graph, numDevices, std::stoull(seed));
+  }
   return std::nullopt;
 }
 

@@ -25,6 +25,17 @@ namespace soap {
 mlir::LogicalResult partitionBatch(mlir::func::FuncOp function,
                                    int64_t devices);
 
+/// Partitions `function` over `devices` ranks as the #soap.config of its
+/// ops say (docs/partition.md): every op runs as the local ops of its
+/// tasks, linalg ops without a config follow the layout of their most
+/// split operand, other ops run whole on every device, and communication
+/// is derived from the layouts producers give and consumers read. The
+/// arguments and results keep their global shapes and are whole on every
+/// rank. Emits warnings for configs it cannot follow (those ops run whole)
+/// and for ops that gather split operands to run whole.
+mlir::LogicalResult partitionByConfigs(mlir::func::FuncOp function,
+                                       int64_t devices);
+
 } // namespace soap
 
 #endif // SOAP_PARTITION_PARTITION_H

@@ -5,6 +5,8 @@
 
 #include "soap/graph/Strategy.h"
 
+#include <cstdint>
+
 #include <optional>
 #include <string>
 #include <vector>
@@ -36,6 +38,10 @@ Strategy megatronStrategy(const OpGraph &graph, int numDevices,
 
 /// Names accepted by strategyByName: data-parallel, model-parallel, owt,
 /// megatron.
+/// A random valid config for every op (randomConfig), from `seed`: any mix
+/// of splits, device blocks, shared devices and replicated ops.
+Strategy randomStrategy(const OpGraph &graph, int numDevices, uint64_t seed);
+
 const std::vector<std::string> &baselineStrategyNames();
 std::optional<Strategy> strategyByName(const std::string &name,
                                        const OpGraph &graph, int numDevices);

@@ -1,0 +1,66 @@
+//===- Reductions.cpp - partial results of reductions ---------------------===//
+
+#include "Reductions.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/IR/Matchers.h"
+
+using namespace mlir;
+
+namespace soap::partition {
+
+std::optional<ReductionKind> combinerOf(linalg::LinalgOp op) {
+  if (op.getNumDpsInits() != 1 || op->getNumRegions() != 1)
+    return std::nullopt;
+  auto yield = cast<linalg::YieldOp>(op.getBlock()->getTerminator());
+  if (yield.getNumOperands() != 1)
+    return std::nullopt;
+  Operation *combine = yield.getOperand(0).getDefiningOp();
+  if (!combine || combine->getNumOperands() != 2)
+    return std::nullopt;
+  Value out = op.getBlock()->getArguments().back();
+  if (!llvm::is_contained(combine->getOperands(), out))
+    return std::nullopt;
+  if (isa<arith::AddFOp, arith::AddIOp>(combine))
+    return ReductionKind::sum;
+  if (isa<arith::MaximumFOp, arith::MaxNumFOp, arith::MaxSIOp>(combine))
+    return ReductionKind::max;
+  if (isa<arith::MinimumFOp, arith::MinNumFOp, arith::MinSIOp>(combine))
+    return ReductionKind::min;
+  return std::nullopt;
+}
+
+bool isIdentityFill(Value init, ReductionKind kind) {
+  auto fill = init.getDefiningOp<linalg::FillOp>();
+  if (!fill)
+    return false;
+  Attribute value;
+  if (!matchPattern(fill.getInputs()[0], m_Constant(&value)))
+    return false;
+  return value == identityOf(kind, getElementTypeOrSelf(init.getType()));
+}
+
+TypedAttr identityOf(ReductionKind kind, Type element) {
+  if (auto floatType = dyn_cast<FloatType>(element)) {
+    const llvm::fltSemantics &semantics = floatType.getFloatSemantics();
+    switch (kind) {
+    case ReductionKind::max:
+      return FloatAttr::get(element, APFloat::getInf(semantics, true));
+    case ReductionKind::min:
+      return FloatAttr::get(element, APFloat::getInf(semantics, false));
+    default:
+      return FloatAttr::get(element, APFloat::getZero(semantics));
+    }
+  }
+  unsigned width = element.isIndex() ? 64 : element.getIntOrFloatBitWidth();
+  switch (kind) {
+  case ReductionKind::max:
+    return IntegerAttr::get(element, APInt::getSignedMinValue(width));
+  case ReductionKind::min:
+    return IntegerAttr::get(element, APInt::getSignedMaxValue(width));
+  default:
+    return IntegerAttr::get(element, APInt(width, 0));
+  }
+}
+
+} // namespace soap::partition

@@ -1,0 +1,1071 @@
+//===- Spmd.cpp - a training step partitioned by its #soap.config ---------===//
+//
+// Walks the function in order and rewrites every op into the local ops of
+// the tasks its plan gives each device, keeping for every tensor a
+// distributed value: local SSA values ("pieces", one per task slot) and,
+// for each device, the box of the global tensor the piece holds there and
+// whether it holds partial sums.
+//
+// An op's plan comes from its #soap.config (degrees per loop, a device per
+// task); a linalg op without one follows the layout of its most split
+// operand, and any other op runs whole on every device. Before an op, each
+// operand is brought to the boxes the op's tasks read (through the
+// operand's indexing map, halos included):
+//
+//   - a piece that already holds them is used as is;
+//   - a whole copy on every device is sliced at rank-dependent offsets;
+//   - otherwise a whole copy is made once per value, by the cheapest
+//     collective that fits (all_reduce of partial sums, all_gather of a
+//     split along one dimension, broadcast from a device holding all of
+//     it), or in general by an all_reduce of identity-padded pieces, and
+//     then sliced.
+//
+// Several tasks on one device run one after the other (one slot each);
+// devices without a task in a slot skip it (soap.on_devices).
+//
+//===----------------------------------------------------------------------===//
+
+#include "soap/Partition/Partition.h"
+
+#include "Reductions.h"
+
+#include "soap/Dialect/SoapDialect.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/Transforms/RegionUtils.h"
+#include "llvm/ADT/MapVector.h"
+
+#include <numeric>
+
+using namespace mlir;
+using namespace soap;
+using namespace soap::partition;
+
+static constexpr llvm::StringLiteral kPass = "soap-partition";
+
+namespace {
+
+/// A block of a tensor: an offset and a size per dimension.
+struct Box {
+  SmallVector<int64_t> offsets, sizes;
+  bool operator==(const Box &other) const {
+    return offsets == other.offsets && sizes == other.sizes;
+  }
+};
+
+/// Per device: the box it holds or reads (none: nothing).
+using DeviceBoxes = SmallVector<std::optional<Box>>;
+
+/// One local SSA value of a distributed tensor (the same type on every
+/// rank) and what it holds on each device.
+struct Piece {
+  Value local;
+  DeviceBoxes boxes;
+  /// The task each device computed (-1: none); tells copies of one partial
+  /// result apart from different partial results.
+  SmallVector<int64_t> tasks;
+  std::optional<ReductionKind> partial;
+};
+
+/// A tensor of the global program in the partitioned one.
+struct DistValue {
+  SmallVector<Piece> pieces;
+  /// A tensor.empty, a fill of one, or a splat constant: rebuilt at
+  /// whatever shape a consumer needs instead of moved.
+  Operation *splat = nullptr;
+};
+
+/// How an op runs: degrees per loop, and for each slot the task of every
+/// device (-1: the device skips the slot).
+struct Plan {
+  SmallVector<int64_t> degrees;
+  SmallVector<SmallVector<int64_t>> slots;
+};
+
+/// An affine expression as a sum of coefficient × loop plus a constant.
+struct LinearExpr {
+  SmallVector<int64_t> coefficients;
+  int64_t constant = 0;
+};
+
+std::optional<LinearExpr> linearize(AffineExpr expr, unsigned numLoops) {
+  LinearExpr result;
+  result.coefficients.assign(numLoops, 0);
+  std::function<bool(AffineExpr, int64_t)> add = [&](AffineExpr e,
+                                                     int64_t scale) {
+    if (auto dim = dyn_cast<AffineDimExpr>(e)) {
+      result.coefficients[dim.getPosition()] += scale;
+      return true;
+    }
+    if (auto cst = dyn_cast<AffineConstantExpr>(e)) {
+      result.constant += scale * cst.getValue();
+      return true;
+    }
+    auto binary = dyn_cast<AffineBinaryOpExpr>(e);
+    if (!binary)
+      return false;
+    if (e.getKind() == AffineExprKind::Add)
+      return add(binary.getLHS(), scale) && add(binary.getRHS(), scale);
+    if (e.getKind() == AffineExprKind::Mul) {
+      if (auto c = dyn_cast<AffineConstantExpr>(binary.getRHS()))
+        return add(binary.getLHS(), scale * c.getValue());
+      if (auto c = dyn_cast<AffineConstantExpr>(binary.getLHS()))
+        return add(binary.getRHS(), scale * c.getValue());
+    }
+    return false;
+  };
+  if (!add(expr, 1))
+    return std::nullopt;
+  return result;
+}
+
+/// The loops of a linalg op as the partitioner sees them.
+struct LoopNest {
+  SmallVector<int64_t> sizes;
+  SmallVector<utils::IteratorType> iterators;
+  SmallVector<AffineMap> maps; // one per operand
+};
+
+/// The task grid coordinates of `task` (row-major, last loop fastest).
+SmallVector<int64_t> coordinatesOf(ArrayRef<int64_t> degrees, int64_t task) {
+  SmallVector<int64_t> coords(degrees.size());
+  for (int64_t l = static_cast<int64_t>(degrees.size()) - 1; l >= 0; --l) {
+    coords[l] = task % degrees[l];
+    task /= degrees[l];
+  }
+  return coords;
+}
+
+/// The box of an operand that a task reads through `map`: the local
+/// tensor's index i is the global index i + offset, so that the op keeps
+/// its maps on local loops that start at 0.
+std::optional<Box> accessBox(AffineMap map, ArrayRef<int64_t> loopSizes,
+                             ArrayRef<int64_t> degrees, int64_t task,
+                             ArrayRef<int64_t> shape) {
+  SmallVector<int64_t> coords = coordinatesOf(degrees, task);
+  Box box;
+  for (auto [dim, expr] : llvm::enumerate(map.getResults())) {
+    std::optional<LinearExpr> linear = linearize(expr, loopSizes.size());
+    if (!linear)
+      return std::nullopt;
+    int64_t offset = 0, extent = linear->constant + 1;
+    for (auto [l, c] : llvm::enumerate(linear->coefficients)) {
+      int64_t local = loopSizes[l] / degrees[l];
+      int64_t lo = coords[l] * local;
+      if (c < 0 && degrees[l] > 1)
+        return std::nullopt; // a split loop read backwards
+      offset += c * lo;
+      if (c > 0)
+        extent += c * (local - 1);
+    }
+    if (offset < 0 || offset + extent > shape[dim])
+      return std::nullopt;
+    box.offsets.push_back(offset);
+    box.sizes.push_back(extent);
+  }
+  return box;
+}
+
+Box wholeBox(RankedTensorType type) {
+  return Box{SmallVector<int64_t>(type.getRank(), 0),
+             SmallVector<int64_t>(type.getShape())};
+}
+
+class SpmdPartitioner {
+public:
+  SpmdPartitioner(func::FuncOp function, int64_t numDevices)
+      : function(function), numDevices(numDevices),
+        b(function.getContext()) {}
+
+  LogicalResult run();
+
+private:
+  // Plans.
+  std::optional<LoopNest> loopNestOf(linalg::LinalgOp op);
+  FailureOr<Plan> planFromConfig(linalg::LinalgOp op, const LoopNest &nest,
+                                 ConfigAttr config, std::string &why);
+  std::optional<Plan> planFromOperands(linalg::LinalgOp op,
+                                       const LoopNest &nest);
+  Plan replicatedPlan(unsigned numLoops) const;
+  std::optional<std::string> checkPlan(linalg::LinalgOp op,
+                                       const LoopNest &nest, const Plan &plan);
+
+  // Rewriting.
+  LogicalResult partitionLinalg(linalg::LinalgOp op, const LoopNest &nest,
+                                const Plan &plan);
+  LogicalResult runReplicated(Operation *op);
+  void recordSplat(Operation *op);
+  LogicalResult partitionReshape(Operation *op);
+
+  // Distributed values.
+  Value materialize(Value original, const DeviceBoxes &target, Location loc);
+  Value rebuildSplat(Operation *splat, RankedTensorType type, Location loc);
+  unsigned wholeEverywhere(Value original, Location loc);
+  Value universalGather(DistValue &value, RankedTensorType type,
+                        Location loc);
+  Value slice(Value whole, const DeviceBoxes &target, Location loc);
+
+  // Per-device constants.
+  Value perDevice(ArrayRef<int64_t> values, Location loc);
+  Value deviceIn(ArrayRef<bool> flags, Location loc);
+  Value identityTensor(RankedTensorType type, ReductionKind kind,
+                       Location loc);
+  SmallVector<int64_t> allDevices() const {
+    SmallVector<int64_t> all(numDevices);
+    std::iota(all.begin(), all.end(), 0);
+    return all;
+  }
+  DeviceBoxes everywhere(RankedTensorType type) const {
+    return DeviceBoxes(numDevices, wholeBox(type));
+  }
+
+  func::FuncOp function;
+  int64_t numDevices;
+  OpBuilder b;
+  Value rank;
+  llvm::DenseMap<Value, DistValue> dist;
+  IRMapping plain; // values that are not tensors
+  /// Ops that ran whole on every device although an operand was split or
+  /// a config asked for something else, by op name.
+  llvm::MapVector<StringRef, unsigned> replicatedOps;
+  unsigned configsNotFollowed = 0;
+  std::string firstNotFollowed;
+};
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Per-device constants
+//===----------------------------------------------------------------------===//
+
+Value SpmdPartitioner::perDevice(ArrayRef<int64_t> values, Location loc) {
+  if (llvm::all_equal(values))
+    return arith::ConstantIndexOp::create(b, loc, values.front());
+  auto type = RankedTensorType::get({numDevices}, b.getI64Type());
+  Value table = arith::ConstantOp::create(
+      b, loc, DenseIntElementsAttr::get(type, values));
+  Value entry = tensor::ExtractOp::create(b, loc, table, ValueRange{rank});
+  return arith::IndexCastOp::create(b, loc, b.getIndexType(), entry);
+}
+
+Value SpmdPartitioner::deviceIn(ArrayRef<bool> flags, Location loc) {
+  SmallVector<int64_t> values(flags.begin(), flags.end());
+  Value flag = perDevice(values, loc);
+  return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, flag,
+                               arith::ConstantIndexOp::create(b, loc, 0));
+}
+
+Value SpmdPartitioner::identityTensor(RankedTensorType type,
+                                      ReductionKind kind, Location loc) {
+  Value empty = tensor::EmptyOp::create(b, loc, type.getShape(),
+                                        type.getElementType());
+  Value identity = arith::ConstantOp::create(
+      b, loc, identityOf(kind, type.getElementType()));
+  return linalg::FillOp::create(b, loc, ValueRange{identity},
+                                ValueRange{empty})
+      .getResult(0);
+}
+
+//===----------------------------------------------------------------------===//
+// Distributed values
+//===----------------------------------------------------------------------===//
+
+static bool covers(const Piece &piece, const DeviceBoxes &target) {
+  if (piece.partial)
+    return false;
+  for (auto [have, want] : llvm::zip(piece.boxes, target))
+    if (want && (!have || !(*have == *want)))
+      return false;
+  return true;
+}
+
+Value SpmdPartitioner::rebuildSplat(Operation *splat, RankedTensorType type,
+                                    Location loc) {
+  if (isa<tensor::EmptyOp>(splat))
+    return tensor::EmptyOp::create(b, loc, type.getShape(),
+                                   type.getElementType());
+  if (auto fill = dyn_cast<linalg::FillOp>(splat)) {
+    Value empty = tensor::EmptyOp::create(b, loc, type.getShape(),
+                                          type.getElementType());
+    return linalg::FillOp::create(
+               b, loc, ValueRange{plain.lookupOrDefault(fill.getInputs()[0])},
+               ValueRange{empty})
+        .getResult(0);
+  }
+  auto constant = cast<arith::ConstantOp>(splat);
+  auto dense = cast<SplatElementsAttr>(constant.getValue());
+  return arith::ConstantOp::create(
+      b, loc, SplatElementsAttr::get(type, dense.getSplatValue<Attribute>()));
+}
+
+Value SpmdPartitioner::slice(Value whole, const DeviceBoxes &target,
+                             Location loc) {
+  auto type = cast<RankedTensorType>(whole.getType());
+  const Box *any = nullptr;
+  for (const std::optional<Box> &box : target)
+    if (box)
+      any = &*box;
+  SmallVector<OpFoldResult> offsets, sizes, strides;
+  for (int64_t dim = 0; dim < type.getRank(); ++dim) {
+    SmallVector<int64_t> perDim;
+    for (const std::optional<Box> &box : target)
+      perDim.push_back(box ? box->offsets[dim] : 0);
+    if (llvm::all_equal(perDim))
+      offsets.push_back(b.getIndexAttr(perDim.front()));
+    else
+      offsets.push_back(perDevice(perDim, loc));
+    sizes.push_back(b.getIndexAttr(any->sizes[dim]));
+    strides.push_back(b.getIndexAttr(1));
+  }
+  if (any->sizes == SmallVector<int64_t>(type.getShape()))
+    return whole;
+  auto sliceType = RankedTensorType::get(any->sizes, type.getElementType());
+  return tensor::ExtractSliceOp::create(b, loc, sliceType, whole, offsets,
+                                        sizes, strides);
+}
+
+/// The index of a piece of `original` that holds the whole tensor on every
+/// device, made by the cheapest collective that fits when there is none.
+unsigned SpmdPartitioner::wholeEverywhere(Value original, Location loc) {
+  auto type = cast<RankedTensorType>(original.getType());
+  DistValue &value = dist[original];
+  DeviceBoxes whole = everywhere(type);
+  for (auto [i, piece] : llvm::enumerate(value.pieces))
+    if (covers(piece, whole))
+      return i;
+
+  Value result;
+  SmallVector<int64_t> all = allDevices();
+  if (value.pieces.size() == 1) {
+    Piece &piece = value.pieces.front();
+    bool wholeOnAll = llvm::all_of(piece.boxes, [&](auto &box) {
+      return box && *box == wholeBox(type);
+    });
+    DenseSet<int64_t> tasks(piece.tasks.begin(), piece.tasks.end());
+    // Partial sums of distinct tasks on every device: all_reduce.
+    if (piece.partial && wholeOnAll &&
+        tasks.size() == static_cast<size_t>(numDevices))
+      result = AllReduceOp::create(
+          b, loc, type, ReductionKindAttr::get(b.getContext(), *piece.partial),
+          piece.local, b.getDenseI64ArrayAttr(all));
+    // A split along one dimension into one part per device: all_gather.
+    if (!result && !piece.partial &&
+        llvm::all_of(piece.boxes, [](auto &box) { return box.has_value(); })) {
+      std::optional<int64_t> splitDim;
+      bool oneSplit = true;
+      for (int64_t dim = 0; dim < type.getRank() && oneSplit; ++dim) {
+        int64_t size = piece.boxes.front()->sizes[dim];
+        if (size == type.getDimSize(dim))
+          continue;
+        if (splitDim || size * numDevices != type.getDimSize(dim))
+          oneSplit = false;
+        splitDim = dim;
+      }
+      if (oneSplit && splitDim) {
+        SmallVector<int64_t> group(numDevices, -1);
+        for (auto [device, box] : llvm::enumerate(piece.boxes)) {
+          int64_t part = box->offsets[*splitDim] / box->sizes[*splitDim];
+          if (group[part] != -1)
+            oneSplit = false;
+          else
+            group[part] = device;
+        }
+        if (oneSplit)
+          result = AllGatherOp::create(b, loc, type, piece.local,
+                                       b.getI64IntegerAttr(*splitDim),
+                                       b.getDenseI64ArrayAttr(group));
+      }
+    }
+    // One device holds all of it: broadcast from there.
+    if (!result && !piece.partial) {
+      for (auto [device, box] : llvm::enumerate(piece.boxes))
+        if (box && *box == wholeBox(type)) {
+          result = BroadcastOp::create(b, loc, type, piece.local,
+                                       b.getI64IntegerAttr(device),
+                                       b.getDenseI64ArrayAttr(all));
+          break;
+        }
+    }
+  }
+  if (!result)
+    result = universalGather(value, type, loc);
+  value.pieces.push_back(
+      Piece{result, whole, SmallVector<int64_t>(numDevices, 0), std::nullopt});
+  return value.pieces.size() - 1;
+}
+
+/// Every device adds the pieces it is responsible for into a tensor of the
+/// combination's identity; an all_reduce over all devices adds them up.
+/// A box held by several devices (copies) is counted once.
+Value SpmdPartitioner::universalGather(DistValue &value, RankedTensorType type,
+                                       Location loc) {
+  std::optional<ReductionKind> partial = value.pieces.front().partial;
+  ReductionKind kind = partial.value_or(ReductionKind::sum);
+  Value whole = identityTensor(type, kind, loc);
+  SmallVector<Box> seenBoxes;
+  for (Piece &piece : value.pieces) {
+    SmallVector<bool> contributes(numDevices, false);
+    DenseSet<int64_t> seenTasks;
+    for (int64_t device = 0; device < numDevices; ++device) {
+      const std::optional<Box> &box = piece.boxes[device];
+      if (!box)
+        continue;
+      if (piece.partial) {
+        contributes[device] = seenTasks.insert(piece.tasks[device]).second;
+      } else if (!llvm::is_contained(seenBoxes, *box)) {
+        seenBoxes.push_back(*box);
+        contributes[device] = true;
+      }
+    }
+    if (llvm::none_of(contributes, [](bool c) { return c; }))
+      continue;
+    DeviceBoxes where;
+    for (int64_t device = 0; device < numDevices; ++device)
+      where.push_back(contributes[device] ? piece.boxes[device]
+                                          : std::optional<Box>());
+    auto localType = cast<RankedTensorType>(piece.local.getType());
+    Value contribution = piece.local;
+    if (piece.partial) {
+      Value current = slice(whole, where, loc);
+      // current (+) piece, elementwise.
+      AffineMap identity = b.getMultiDimIdentityMap(localType.getRank());
+      Value init = tensor::EmptyOp::create(b, loc, localType.getShape(),
+                                           localType.getElementType());
+      contribution =
+          linalg::GenericOp::create(
+              b, loc, TypeRange{localType}, ValueRange{current, piece.local},
+              ValueRange{init},
+              ArrayRef<AffineMap>{identity, identity, identity},
+              SmallVector<utils::IteratorType>(localType.getRank(),
+                                               utils::IteratorType::parallel),
+              [&](OpBuilder &nb, Location l, ValueRange args) {
+                Value r;
+                bool isFloat = isa<FloatType>(args[0].getType());
+                switch (kind) {
+                case ReductionKind::max:
+                  r = isFloat ? arith::MaximumFOp::create(nb, l, args[0],
+                                                          args[1])
+                                    .getResult()
+                              : arith::MaxSIOp::create(nb, l, args[0], args[1])
+                                    .getResult();
+                  break;
+                case ReductionKind::min:
+                  r = isFloat ? arith::MinimumFOp::create(nb, l, args[0],
+                                                          args[1])
+                                    .getResult()
+                              : arith::MinSIOp::create(nb, l, args[0], args[1])
+                                    .getResult();
+                  break;
+                default:
+                  r = isFloat
+                          ? arith::AddFOp::create(nb, l, args[0], args[1])
+                                .getResult()
+                          : arith::AddIOp::create(nb, l, args[0], args[1])
+                                .getResult();
+                }
+                linalg::YieldOp::create(nb, l, r);
+              })
+              .getResult(0);
+    }
+    SmallVector<OpFoldResult> offsets, sizes, strides;
+    for (int64_t dim = 0; dim < type.getRank(); ++dim) {
+      SmallVector<int64_t> perDim;
+      for (const std::optional<Box> &box : where)
+        perDim.push_back(box ? box->offsets[dim] : 0);
+      offsets.push_back(llvm::all_equal(perDim)
+                            ? OpFoldResult(b.getIndexAttr(perDim.front()))
+                            : OpFoldResult(perDevice(perDim, loc)));
+      sizes.push_back(b.getIndexAttr(localType.getDimSize(dim)));
+      strides.push_back(b.getIndexAttr(1));
+    }
+    Value updated = tensor::InsertSliceOp::create(b, loc, contribution, whole,
+                                                  offsets, sizes, strides);
+    if (llvm::all_of(contributes, [](bool c) { return c; }))
+      whole = updated;
+    else
+      whole = arith::SelectOp::create(b, loc, deviceIn(contributes, loc),
+                                      updated, whole);
+  }
+  return AllReduceOp::create(b, loc, type,
+                             ReductionKindAttr::get(b.getContext(), kind),
+                             whole, b.getDenseI64ArrayAttr(allDevices()));
+}
+
+Value SpmdPartitioner::materialize(Value original, const DeviceBoxes &target,
+                                   Location loc) {
+  auto type = cast<RankedTensorType>(original.getType());
+  DistValue &value = dist[original];
+  const Box *any = nullptr;
+  for (const std::optional<Box> &box : target)
+    if (box)
+      any = &*box;
+  RankedTensorType localType =
+      any ? RankedTensorType::get(any->sizes, type.getElementType()) : type;
+  if (value.splat)
+    return rebuildSplat(value.splat, localType, loc);
+  if (!any) // no device reads it
+    return tensor::EmptyOp::create(b, loc, type.getShape(),
+                                   type.getElementType());
+  for (const Piece &piece : value.pieces)
+    if (covers(piece, target))
+      return piece.local;
+  unsigned whole = wholeEverywhere(original, loc);
+  return slice(dist[original].pieces[whole].local, target, loc);
+}
+
+//===----------------------------------------------------------------------===//
+// Plans
+//===----------------------------------------------------------------------===//
+
+std::optional<LoopNest> SpmdPartitioner::loopNestOf(linalg::LinalgOp op) {
+  if (!op.hasPureTensorSemantics())
+    return std::nullopt;
+  LoopNest nest;
+  nest.sizes = op.getStaticLoopRanges();
+  if (llvm::any_of(nest.sizes, ShapedType::isDynamic))
+    return std::nullopt;
+  for (Value operand : op->getOperands())
+    if (auto type = dyn_cast<RankedTensorType>(operand.getType());
+        type && !type.hasStaticShape())
+      return std::nullopt;
+  nest.iterators = op.getIteratorTypesArray();
+  nest.maps = op.getIndexingMapsArray();
+  return nest;
+}
+
+Plan SpmdPartitioner::replicatedPlan(unsigned numLoops) const {
+  return Plan{SmallVector<int64_t>(numLoops, 1),
+              {SmallVector<int64_t>(numDevices, 0)}};
+}
+
+/// Slots from a device per task: a device's k-th task runs in slot k.
+static Plan planForTasks(ArrayRef<int64_t> degrees, ArrayRef<int64_t> devices,
+                         int64_t numDevices) {
+  Plan plan;
+  plan.degrees.assign(degrees.begin(), degrees.end());
+  SmallVector<int64_t> used(numDevices, 0);
+  for (auto [task, device] : llvm::enumerate(devices)) {
+    int64_t slot = used[device]++;
+    if (static_cast<int64_t>(plan.slots.size()) <= slot)
+      plan.slots.emplace_back(numDevices, -1);
+    plan.slots[slot][device] = task;
+  }
+  return plan;
+}
+
+FailureOr<Plan> SpmdPartitioner::planFromConfig(linalg::LinalgOp op,
+                                                const LoopNest &nest,
+                                                ConfigAttr config,
+                                                std::string &why) {
+  ArrayRef<int64_t> degrees = config.getDegrees();
+  ArrayRef<int64_t> devices = config.getDevices();
+  if (degrees.size() != nest.sizes.size()) {
+    why = "it has " + std::to_string(nest.sizes.size()) + " loops, not " +
+          std::to_string(degrees.size());
+    return failure();
+  }
+  for (auto [l, degree] : llvm::enumerate(degrees))
+    if (degree < 1 || nest.sizes[l] % degree != 0) {
+      why = "degree " + std::to_string(degree) + " does not divide loop " +
+            std::to_string(l) + " of size " + std::to_string(nest.sizes[l]);
+      return failure();
+    }
+  for (int64_t device : devices)
+    if (device < 0 || device >= numDevices) {
+      why = "device " + std::to_string(device) + " is not in [0, " +
+            std::to_string(numDevices) + ")";
+      return failure();
+    }
+  if (static_cast<int64_t>(devices.size()) != config.getNumTasks()) {
+    why = "it has " + std::to_string(devices.size()) + " devices for " +
+          std::to_string(config.getNumTasks()) + " tasks";
+    return failure();
+  }
+  return planForTasks(degrees, devices, numDevices);
+}
+
+std::optional<std::string> SpmdPartitioner::checkPlan(linalg::LinalgOp op,
+                                                      const LoopNest &nest,
+                                                      const Plan &plan) {
+  int64_t numTasks = 1;
+  for (int64_t degree : plan.degrees)
+    numTasks *= degree;
+  for (OpOperand &operand : op->getOpOperands()) {
+    auto type = dyn_cast<RankedTensorType>(operand.get().getType());
+    if (!type)
+      continue;
+    AffineMap map = nest.maps[operand.getOperandNumber()];
+    for (int64_t task = 0; task < numTasks; ++task)
+      if (!accessBox(map, nest.sizes, plan.degrees, task, type.getShape()))
+        return "operand " + std::to_string(operand.getOperandNumber()) +
+               " is read through a map that a split loop cannot follow";
+  }
+  bool reductionSplit = false;
+  for (auto [l, degree] : llvm::enumerate(plan.degrees)) {
+    if (degree == 1)
+      continue;
+    if (nest.iterators[l] == utils::IteratorType::reduction) {
+      reductionSplit = true;
+      continue;
+    }
+    for (OpOperand &init : op.getDpsInitsMutable())
+      if (!op.getMatchingIndexingMap(&init).isFunctionOfDim(l))
+        return "parallel loop " + std::to_string(l) +
+               " is split but does not index output " +
+               std::to_string(init.getOperandNumber() - op.getNumDpsInputs());
+  }
+  if (reductionSplit && !combinerOf(op))
+    return std::string("a reduction loop is split but the op's partial "
+                       "results cannot be combined (not a sum, max or min "
+                       "of one output)");
+  return std::nullopt;
+}
+
+std::optional<Plan> SpmdPartitioner::planFromOperands(linalg::LinalgOp op,
+                                                      const LoopNest &nest) {
+  struct Candidate {
+    Plan plan;
+    int64_t tasks;
+    int64_t holders;
+  };
+  SmallVector<Candidate> candidates;
+  for (OpOperand &operand : op->getOpOperands()) {
+    auto type = dyn_cast<RankedTensorType>(operand.get().getType());
+    if (!type || (op.isDpsInit(&operand) &&
+                  !op.payloadUsesValueFromOperand(&operand)))
+      continue;
+    auto found = dist.find(operand.get());
+    if (found == dist.end() || found->second.splat ||
+        found->second.pieces.size() != 1)
+      continue;
+    const Piece &piece = found->second.pieces.front();
+    if (piece.partial)
+      continue;
+    AffineMap map = nest.maps[operand.getOperandNumber()];
+    const Box *any = nullptr;
+    int64_t holders = 0;
+    for (const std::optional<Box> &box : piece.boxes)
+      if (box) {
+        any = &*box;
+        ++holders;
+      }
+    if (!any)
+      continue;
+    SmallVector<int64_t> degrees(nest.sizes.size(), 1);
+    SmallVector<int64_t> loopOfDim(type.getRank(), -1);
+    bool usable = true;
+    for (int64_t dim = 0; dim < type.getRank() && usable; ++dim) {
+      int64_t size = any->sizes[dim];
+      if (size == type.getDimSize(dim))
+        continue;
+      auto expr = dyn_cast<AffineDimExpr>(map.getResult(dim));
+      if (!expr || type.getDimSize(dim) % size != 0 ||
+          degrees[expr.getPosition()] != 1) {
+        usable = false;
+        break;
+      }
+      degrees[expr.getPosition()] = type.getDimSize(dim) / size;
+      loopOfDim[dim] = expr.getPosition();
+    }
+    if (!usable)
+      continue;
+    Plan plan;
+    plan.degrees = degrees;
+    plan.slots.emplace_back(numDevices, -1);
+    int64_t numTasks = 1;
+    for (int64_t degree : degrees)
+      numTasks *= degree;
+    SmallVector<bool> covered(numTasks, false);
+    for (auto [device, box] : llvm::enumerate(piece.boxes)) {
+      if (!box)
+        continue;
+      SmallVector<int64_t> coords(degrees.size(), 0);
+      for (int64_t dim = 0; dim < type.getRank(); ++dim)
+        if (loopOfDim[dim] >= 0)
+          coords[loopOfDim[dim]] = box->offsets[dim] / box->sizes[dim];
+      int64_t task = 0;
+      for (auto [l, c] : llvm::enumerate(coords))
+        task = task * degrees[l] + c;
+      plan.slots[0][device] = task;
+      covered[task] = true;
+    }
+    if (!llvm::all_of(covered, [](bool c) { return c; }))
+      continue;
+    candidates.push_back({std::move(plan), numTasks, holders});
+  }
+  llvm::stable_sort(candidates, [](const Candidate &x, const Candidate &y) {
+    if (x.tasks != y.tasks)
+      return x.tasks > y.tasks;
+    return x.holders < y.holders;
+  });
+  for (Candidate &candidate : candidates)
+    if (!checkPlan(op, nest, candidate.plan))
+      return std::move(candidate.plan);
+  return std::nullopt;
+}
+
+//===----------------------------------------------------------------------===//
+// Rewriting ops
+//===----------------------------------------------------------------------===//
+
+LogicalResult SpmdPartitioner::partitionLinalg(linalg::LinalgOp op,
+                                               const LoopNest &nest,
+                                               const Plan &plan) {
+  Location loc = op.getLoc();
+  b.setInsertionPoint(op);
+  bool reductionSplit = false;
+  for (auto [l, degree] : llvm::enumerate(plan.degrees))
+    if (degree > 1 && nest.iterators[l] == utils::IteratorType::reduction)
+      reductionSplit = true;
+  std::optional<ReductionKind> kind;
+  if (reductionSplit)
+    kind = combinerOf(op);
+
+  // Tensors the body reads from above are needed whole.
+  IRMapping mapping = plain;
+  llvm::SetVector<Value> captured;
+  getUsedValuesDefinedAbove(op->getRegions(), captured);
+  for (Value value : captured)
+    if (auto type = dyn_cast<RankedTensorType>(value.getType()))
+      mapping.map(value, materialize(value, everywhere(type), loc));
+
+  SmallVector<SmallVector<Piece>> results(op->getNumResults());
+  for (ArrayRef<int64_t> slot : plan.slots) {
+    SmallVector<bool> active;
+    SmallVector<int64_t> activeDevices;
+    for (auto [device, task] : llvm::enumerate(slot)) {
+      active.push_back(task >= 0);
+      if (task >= 0)
+        activeDevices.push_back(device);
+    }
+    auto boxesOf = [&](AffineMap map, RankedTensorType type) {
+      DeviceBoxes boxes(numDevices);
+      for (int64_t device : activeDevices)
+        boxes[device] = *accessBox(map, nest.sizes, plan.degrees,
+                                   slot[device], type.getShape());
+      return boxes;
+    };
+
+    SmallVector<Value> operands;
+    for (OpOperand &operand : op->getOpOperands()) {
+      Value value = operand.get();
+      auto type = dyn_cast<RankedTensorType>(value.getType());
+      if (!type) {
+        operands.push_back(mapping.lookupOrDefault(value));
+        continue;
+      }
+      AffineMap map = nest.maps[operand.getOperandNumber()];
+      DeviceBoxes boxes = boxesOf(map, type);
+      Value local;
+      bool isInit = op.isDpsInit(&operand);
+      if (isInit && !op.payloadUsesValueFromOperand(&operand)) {
+        auto localType = RankedTensorType::get(
+            boxes[activeDevices.front()]->sizes, type.getElementType());
+        local = tensor::EmptyOp::create(b, loc, localType.getShape(),
+                                        localType.getElementType());
+      } else {
+        local = materialize(value, boxes, loc);
+      }
+      if (isInit && reductionSplit && !isIdentityFill(value, *kind)) {
+        // Only the tasks at the start of every split reduction loop add
+        // the init; the others start from the identity.
+        SmallVector<bool> first(numDevices, false);
+        for (int64_t device : activeDevices) {
+          SmallVector<int64_t> coords =
+              coordinatesOf(plan.degrees, slot[device]);
+          first[device] = true;
+          for (auto [l, c] : llvm::enumerate(coords))
+            if (nest.iterators[l] == utils::IteratorType::reduction && c != 0)
+              first[device] = false;
+        }
+        local = arith::SelectOp::create(
+            b, loc, deviceIn(first, loc), local,
+            identityTensor(cast<RankedTensorType>(local.getType()), *kind,
+                           loc));
+      }
+      operands.push_back(local);
+    }
+
+    // Offsets of split loops, for linalg.index in the body.
+    SmallVector<Value> loopOffsets(nest.sizes.size());
+    bool readsIndex = false;
+    op->walk([&](linalg::IndexOp) { readsIndex = true; });
+    if (readsIndex)
+      for (auto [l, degree] : llvm::enumerate(plan.degrees)) {
+        if (degree == 1)
+          continue;
+        SmallVector<int64_t> perDev(numDevices, 0);
+        for (int64_t device : activeDevices)
+          perDev[device] = coordinatesOf(plan.degrees, slot[device])[l] *
+                           (nest.sizes[l] / degree);
+        loopOffsets[l] = perDevice(perDev, loc);
+      }
+
+    OnDevicesOp guard;
+    OpBuilder::InsertionGuard insertion(b);
+    if (static_cast<int64_t>(activeDevices.size()) != numDevices) {
+      SmallVector<Type> types;
+      for (OpOperand &init : op.getDpsInitsMutable())
+        types.push_back(operands[init.getOperandNumber()].getType());
+      guard = OnDevicesOp::create(b, loc, types,
+                                  b.getDenseI64ArrayAttr(activeDevices));
+      b.setInsertionPointToStart(&guard.getBody().emplaceBlock());
+    }
+    IRMapping slotMapping = mapping; // a clone records its block arguments
+    Operation *local = b.clone(*op, slotMapping);
+    local->setOperands(operands);
+    local->removeAttr(SoapDialect::getConfigAttrName());
+    for (OpOperand &init : cast<linalg::LinalgOp>(local).getDpsInitsMutable())
+      local->getResult(init.getOperandNumber() - op.getNumDpsInputs())
+          .setType(init.get().getType());
+    local->walk([&](linalg::IndexOp index) {
+      Value offset = loopOffsets[index.getDim()];
+      if (!offset)
+        return;
+      OpBuilder::InsertionGuard inner(b);
+      b.setInsertionPointAfter(index);
+      Value global = arith::AddIOp::create(b, index.getLoc(), index, offset);
+      index.getResult().replaceAllUsesExcept(global, global.getDefiningOp());
+    });
+    ValueRange localResults = local->getResults();
+    if (guard) {
+      YieldOp::create(b, loc, local->getResults());
+      localResults = guard.getResults();
+    }
+    for (OpResult result : op->getResults()) {
+      unsigned i = result.getResultNumber();
+      auto type = cast<RankedTensorType>(result.getType());
+      Piece piece;
+      piece.local = localResults[i];
+      piece.boxes = boxesOf(op.getIndexingMapMatchingResult(result), type);
+      for (int64_t task : slot)
+        piece.tasks.push_back(task);
+      piece.partial = kind;
+      results[i].push_back(std::move(piece));
+    }
+  }
+  for (OpResult result : op->getResults())
+    dist[result].pieces = std::move(results[result.getResultNumber()]);
+  return success();
+}
+
+LogicalResult SpmdPartitioner::runReplicated(Operation *op) {
+  Location loc = op->getLoc();
+  b.setInsertionPoint(op);
+  IRMapping mapping = plain;
+  bool moved = false;
+  SmallVector<Value> reads(op->getOperands());
+  llvm::SetVector<Value> captured;
+  getUsedValuesDefinedAbove(op->getRegions(), captured);
+  reads.append(captured.begin(), captured.end());
+  for (Value value : reads) {
+    auto type = dyn_cast<RankedTensorType>(value.getType());
+    if (!type || mapping.contains(value))
+      continue;
+    if (!type.hasStaticShape())
+      return op->emitError() << kPass << ": operand of type " << type
+                             << " needs a static shape";
+    DistValue &distValue = dist[value];
+    if (!distValue.splat &&
+        llvm::none_of(distValue.pieces, [&](const Piece &piece) {
+          return covers(piece, everywhere(type));
+        }))
+      moved = true;
+    mapping.map(value, materialize(value, everywhere(type), loc));
+  }
+  if (moved && !isa<func::ReturnOp>(op))
+    ++replicatedOps[op->getName().getStringRef()];
+  Operation *local = b.clone(*op, mapping);
+  local->removeAttr(SoapDialect::getConfigAttrName());
+  for (auto [result, localResult] :
+       llvm::zip(op->getResults(), local->getResults())) {
+    auto type = dyn_cast<RankedTensorType>(result.getType());
+    if (!type) {
+      plain.map(result, localResult);
+      continue;
+    }
+    dist[result].pieces.push_back(Piece{localResult, everywhere(type),
+                                        SmallVector<int64_t>(numDevices, 0),
+                                        std::nullopt});
+  }
+  return success();
+}
+
+/// tensor.empty, a fill of a splat, and splat constants.
+static bool isSplat(Operation *op,
+                    const llvm::DenseMap<Value, DistValue> &dist) {
+  if (auto empty = dyn_cast<tensor::EmptyOp>(op))
+    return empty.getType().hasStaticShape();
+  if (auto fill = dyn_cast<linalg::FillOp>(op)) {
+    auto found = dist.find(fill.getDpsInits()[0]);
+    return fill.hasPureTensorSemantics() && found != dist.end() &&
+           found->second.splat;
+  }
+  if (auto constant = dyn_cast<arith::ConstantOp>(op))
+    return isa<RankedTensorType>(constant.getType()) &&
+           isa<SplatElementsAttr>(constant.getValue());
+  return false;
+}
+
+/// collapse_shape/expand_shape of a value split only along the outermost
+/// dimension of each group: the local values reshape the same way, and
+/// partial sums stay partial sums.
+LogicalResult SpmdPartitioner::partitionReshape(Operation *op) {
+  Value source = op->getOperand(0);
+  auto sourceType = cast<RankedTensorType>(source.getType());
+  auto resultType = cast<RankedTensorType>(op->getResult(0).getType());
+  auto found = dist.find(source);
+  if (found == dist.end() || found->second.splat ||
+      found->second.pieces.size() != 1)
+    return failure();
+  const Piece &piece = found->second.pieces.front();
+  bool collapse = isa<tensor::CollapseShapeOp>(op);
+  SmallVector<ReassociationIndices> groups =
+      collapse ? cast<tensor::CollapseShapeOp>(op).getReassociationIndices()
+               : cast<tensor::ExpandShapeOp>(op).getReassociationIndices();
+  // The wide side has one dimension per group member, the narrow side one
+  // per group.
+  RankedTensorType wide = collapse ? sourceType : resultType;
+  DeviceBoxes boxes(numDevices);
+  std::optional<SmallVector<int64_t>> localShape;
+  for (auto [device, box] : llvm::enumerate(piece.boxes)) {
+    if (!box)
+      continue;
+    Box out;
+    for (auto [g, group] : llvm::enumerate(groups)) {
+      int64_t inner = 1;
+      for (int64_t dim : llvm::drop_begin(group))
+        inner *= wide.getDimSize(dim);
+      if (collapse) {
+        for (int64_t dim : llvm::drop_begin(group))
+          if (box->sizes[dim] != wide.getDimSize(dim))
+            return failure();
+        out.offsets.push_back(box->offsets[group.front()] * inner);
+        out.sizes.push_back(box->sizes[group.front()] * inner);
+      } else {
+        int64_t offset = box->offsets[g], size = box->sizes[g];
+        if (offset % inner != 0 || size % inner != 0)
+          return failure();
+        out.offsets.push_back(offset / inner);
+        out.sizes.push_back(size / inner);
+        for (int64_t dim : llvm::drop_begin(group)) {
+          out.offsets.push_back(0);
+          out.sizes.push_back(wide.getDimSize(dim));
+        }
+      }
+    }
+    if (localShape && *localShape != out.sizes)
+      return failure();
+    localShape = out.sizes;
+    boxes[device] = std::move(out);
+  }
+  if (!localShape)
+    return failure();
+  b.setInsertionPoint(op);
+  auto localType =
+      RankedTensorType::get(*localShape, resultType.getElementType());
+  Value local;
+  if (collapse)
+    local = tensor::CollapseShapeOp::create(b, op->getLoc(), localType,
+                                            piece.local, groups);
+  else
+    local = tensor::ExpandShapeOp::create(b, op->getLoc(), localType,
+                                          piece.local, groups);
+  dist[op->getResult(0)].pieces.push_back(
+      Piece{local, std::move(boxes), piece.tasks, piece.partial});
+  return success();
+}
+
+LogicalResult SpmdPartitioner::run() {
+  Block &entry = function.getBody().front();
+  SmallVector<Operation *> originals;
+  for (Operation &op : entry)
+    originals.push_back(&op);
+  b.setInsertionPointToStart(&entry);
+  rank = RankOp::create(b, function.getLoc(), b.getIndexType());
+  for (BlockArgument argument : entry.getArguments())
+    if (auto type = dyn_cast<RankedTensorType>(argument.getType())) {
+      if (!type.hasStaticShape())
+        return function.emitError()
+               << kPass << ": argument " << argument.getArgNumber()
+               << " of type " << type << " needs a static shape";
+      dist[argument].pieces.push_back(Piece{argument, everywhere(type),
+                                            SmallVector<int64_t>(numDevices, 0),
+                                            std::nullopt});
+    }
+
+  for (Operation *op : originals) {
+    if (isSplat(op, dist)) {
+      dist[op->getResult(0)].splat = op;
+      continue;
+    }
+    if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op)) {
+      if (std::optional<LoopNest> nest = loopNestOf(linalgOp)) {
+        std::optional<Plan> plan;
+        if (auto config = op->getAttrOfType<ConfigAttr>(
+                SoapDialect::getConfigAttrName())) {
+          std::string why;
+          FailureOr<Plan> fromConfig =
+              planFromConfig(linalgOp, *nest, config, why);
+          if (succeeded(fromConfig)) {
+            if (std::optional<std::string> problem =
+                    checkPlan(linalgOp, *nest, *fromConfig))
+              why = *problem;
+            else
+              plan = std::move(*fromConfig);
+          }
+          if (!plan) {
+            ++configsNotFollowed;
+            if (firstNotFollowed.empty())
+              firstNotFollowed =
+                  "'" + op->getName().getStringRef().str() + "': " + why;
+          }
+        } else {
+          plan = planFromOperands(linalgOp, *nest);
+        }
+        if (!plan)
+          plan = replicatedPlan(nest->sizes.size());
+        if (failed(partitionLinalg(linalgOp, *nest, *plan)))
+          return failure();
+        continue;
+      }
+    }
+    if (isa<tensor::CollapseShapeOp, tensor::ExpandShapeOp>(op) &&
+        succeeded(partitionReshape(op)))
+      continue;
+    if (failed(runReplicated(op)))
+      return failure();
+  }
+
+  for (Operation *op : llvm::reverse(originals)) {
+    op->dropAllUses();
+    op->erase();
+  }
+
+  if (configsNotFollowed)
+    emitWarning(function.getLoc())
+        << kPass << ": " << configsNotFollowed
+        << " ops run whole on every device instead of following their "
+           "#soap.config (first: "
+        << firstNotFollowed << ")";
+  if (!replicatedOps.empty()) {
+    InFlightDiagnostic warning = emitWarning(function.getLoc());
+    warning << kPass << ": ops without a partitioned form run whole on "
+                        "every device, their split operands gathered first:";
+    for (auto [name, count] : replicatedOps)
+      warning << " " << name << " x" << count;
+  }
+  return success();
+}
+
+LogicalResult soap::partitionByConfigs(func::FuncOp function,
+                                       int64_t devices) {
+  if (!function.getBody().hasOneBlock())
+    return function.emitError()
+           << kPass << ": the function must have a single block";
+  return SpmdPartitioner(function, devices).run();
+}
