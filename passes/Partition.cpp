@@ -1,6 +1,7 @@
 //===- Partition.cpp - a training step as one SPMD program ----------------===//
 //
-// The pass around soap::partitionBatch (soap/Partition/Partition.h).
+// The pass around soap::partitionByConfigs and soap::partitionBatch
+// (soap/Partition/Partition.h).
 //
 //===----------------------------------------------------------------------===//
 
@@ -10,6 +11,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/BuiltinOps.h"
 

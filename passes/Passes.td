@@ -390,44 +390,65 @@ def SoapSetBatch : Pass<"soap-set-batch", "mlir::ModuleOp"> {
 }
 
 def SoapPartition : Pass<"soap-partition", "mlir::ModuleOp"> {
-  let summary = "Turn a training step into one SPMD program on local shards (data parallelism over the batch)";
+  let summary = "Turn a training step into one SPMD program on local shards, as its #soap.config say";
   let description = [{
     Rewrites `@train_step` (docs/train-step.md) into the program every rank
-    runs under `mpirun -np N`. This version partitions the sample (batch)
-    dimension over all N devices:
+    runs under `mpirun -np N` (docs/partition.md).
 
-    - each rank takes its rows of every input and label argument
-      (`tensor.extract_slice` at `soap.rank * batch/N`); the arguments keep
-      their global shape, so the driver feeds every rank the same data;
-    - every value derived from the batch (found as `--soap-set-batch` finds
-      it) shrinks to the local batch;
-    - every op that reduces over the batch (parameter gradients, the mean
-      loss, batch-norm statistics) is followed by a `soap.all_reduce` of its
-      combination (sum, max or min) over the devices, so that the loss,
-      parameters and optimizer state are whole and equal on every rank, and
-      equal to the single-device values up to rounding (batch norm uses the
-      statistics of the global batch);
-    - `linalg.index` of a batch loop counts global rows;
-    - the module gets `soap.num_devices = N`.
+    When ops carry `#soap.config` (from `--soap-apply-strategy` or
+    `--soap-search`, before `--soap-training-step`, which copies them onto
+    the forward ops of the step), they are followed:
 
-    A reduction over the batch whose partial results cannot be combined, an
-    init that is not the identity of its combination, or a result split
-    along the batch is an error naming the op.
+    - each op runs as the local ops of the tasks its config puts on each
+      device: any mix of sample, attribute, parameter and reduction splits,
+      on any devices, several tasks on one device run one after the other,
+      and devices without a task skip the op (`soap.on_devices`);
+    - a linalg op without a config (backward, loss and optimizer ops)
+      follows the layout of its most split operand, so the backward pass
+      runs where the forward pass ran; reshapes, pads and slices pass split
+      dimensions through; anything else runs whole on every device;
+    - communication comes from comparing the boxes a producer left on each
+      device with those a consumer reads (halos included): nothing, a local
+      slice, `soap.all_reduce` of partial sums, `soap.all_gather`,
+      `soap.broadcast`, or in general an all_reduce of identity-padded
+      parts;
+    - arguments and results keep their global shapes and are whole on
+      every rank.
+
+    A config that cannot be followed (a split reduction without a sum, max
+    or min, a split loop read backwards) runs whole with a warning naming
+    the op and the reason; ops that gather split operands to run whole are
+    counted in a warning.
+
+    Without configs, `devices=N` partitions the batch over all N devices:
+    inputs and labels are sliced at `soap.rank * batch/N`, every value
+    derived from the batch shrinks to the local batch (found as
+    `--soap-set-batch` finds it), and every op that reduces over the batch
+    is followed by a `soap.all_reduce` of its combination. A reduction over
+    the batch that cannot be combined, an init that is not the identity of
+    its combination, or a result split along the batch is an error naming
+    the op.
+
+    Either way the module gets `soap.num_devices = N`, and the step computes
+    what the single-device step computes, up to the order of float
+    additions.
 
     ```
-    soap-opt step.mlir --soap-partition="devices=4" --soap-lower-cpu \
+    soap-opt model.mlir --soap-apply-strategy="strategy=megatron devices=4" \
+      --soap-training-step --soap-partition --soap-lower-cpu \
       | soap-translate --soap-to-executable -o step.exe
     mpirun -np 4 ./step.exe --steps 10
     ```
   }];
   let options = [
     Option<"devices", "devices", "int64_t", /*default=*/"0",
-           "Number of devices (MPI ranks)">,
+           "Number of devices (MPI ranks; 0: the module's soap.num_devices)">,
     Option<"funcName", "func", "std::string", /*default=*/"\"train_step\"",
            "The training step to partition">,
   ];
   let dependentDialects = ["::soap::SoapDialect",
                            "::mlir::arith::ArithDialect",
+                           "::mlir::linalg::LinalgDialect",
                            "::mlir::tensor::TensorDialect"];
 }
 

@@ -200,6 +200,7 @@ private:
   LogicalResult runReplicated(Operation *op);
   void recordSplat(Operation *op);
   LogicalResult partitionReshape(Operation *op);
+  LogicalResult partitionPassThrough(Operation *op);
 
   // Distributed values.
   Value materialize(Value original, const DeviceBoxes &target, Location loc);
@@ -207,7 +208,10 @@ private:
   unsigned wholeEverywhere(Value original, Location loc);
   Value universalGather(DistValue &value, RankedTensorType type,
                         Location loc);
-  Value slice(Value whole, const DeviceBoxes &target, Location loc);
+  /// `source` (holding `held` on each device; null: the whole tensor)
+  /// sliced to the `target` box of each device.
+  Value slice(Value source, const DeviceBoxes &target,
+              const DeviceBoxes *held, Location loc);
 
   // Per-device constants.
   Value perDevice(ArrayRef<int64_t> values, Location loc);
@@ -302,18 +306,40 @@ Value SpmdPartitioner::rebuildSplat(Operation *splat, RankedTensorType type,
       b, loc, SplatElementsAttr::get(type, dense.getSplatValue<Attribute>()));
 }
 
-Value SpmdPartitioner::slice(Value whole, const DeviceBoxes &target,
-                             Location loc) {
-  auto type = cast<RankedTensorType>(whole.getType());
+/// True when every device that needs a box holds a non-partial box that
+/// contains it.
+static bool contains(const Piece &piece, const DeviceBoxes &target) {
+  if (piece.partial)
+    return false;
+  for (auto [have, want] : llvm::zip(piece.boxes, target)) {
+    if (!want)
+      continue;
+    if (!have)
+      return false;
+    for (auto [ho, hs, wo, ws] : llvm::zip(have->offsets, have->sizes,
+                                           want->offsets, want->sizes))
+      if (wo < ho || wo + ws > ho + hs)
+        return false;
+  }
+  return true;
+}
+
+Value SpmdPartitioner::slice(Value source, const DeviceBoxes &target,
+                             const DeviceBoxes *held, Location loc) {
+  auto type = cast<RankedTensorType>(source.getType());
   const Box *any = nullptr;
   for (const std::optional<Box> &box : target)
     if (box)
       any = &*box;
+  if (any->sizes == SmallVector<int64_t>(type.getShape()))
+    return source;
   SmallVector<OpFoldResult> offsets, sizes, strides;
   for (int64_t dim = 0; dim < type.getRank(); ++dim) {
     SmallVector<int64_t> perDim;
-    for (const std::optional<Box> &box : target)
-      perDim.push_back(box ? box->offsets[dim] : 0);
+    for (auto [device, box] : llvm::enumerate(target))
+      perDim.push_back(box ? box->offsets[dim] -
+                                 (held ? (*held)[device]->offsets[dim] : 0)
+                           : 0);
     if (llvm::all_equal(perDim))
       offsets.push_back(b.getIndexAttr(perDim.front()));
     else
@@ -321,10 +347,8 @@ Value SpmdPartitioner::slice(Value whole, const DeviceBoxes &target,
     sizes.push_back(b.getIndexAttr(any->sizes[dim]));
     strides.push_back(b.getIndexAttr(1));
   }
-  if (any->sizes == SmallVector<int64_t>(type.getShape()))
-    return whole;
   auto sliceType = RankedTensorType::get(any->sizes, type.getElementType());
-  return tensor::ExtractSliceOp::create(b, loc, sliceType, whole, offsets,
+  return tensor::ExtractSliceOp::create(b, loc, sliceType, source, offsets,
                                         sizes, strides);
 }
 
@@ -430,7 +454,7 @@ Value SpmdPartitioner::universalGather(DistValue &value, RankedTensorType type,
     auto localType = cast<RankedTensorType>(piece.local.getType());
     Value contribution = piece.local;
     if (piece.partial) {
-      Value current = slice(whole, where, loc);
+      Value current = slice(whole, where, nullptr, loc);
       // current (+) piece, elementwise.
       AffineMap identity = b.getMultiDimIdentityMap(localType.getRank());
       Value init = tensor::EmptyOp::create(b, loc, localType.getShape(),
@@ -513,8 +537,11 @@ Value SpmdPartitioner::materialize(Value original, const DeviceBoxes &target,
   for (const Piece &piece : value.pieces)
     if (covers(piece, target))
       return piece.local;
+  for (const Piece &piece : value.pieces)
+    if (contains(piece, target))
+      return slice(piece.local, target, &piece.boxes, loc);
   unsigned whole = wholeEverywhere(original, loc);
-  return slice(dist[original].pieces[whole].local, target, loc);
+  return slice(dist[original].pieces[whole].local, target, nullptr, loc);
 }
 
 //===----------------------------------------------------------------------===//
@@ -980,6 +1007,102 @@ LogicalResult SpmdPartitioner::partitionReshape(Operation *op) {
   return success();
 }
 
+/// tensor.pad, extract_slice and insert_slice of a value split only along
+/// dimensions the op leaves alone (no padding; the slice covers the whole
+/// dimension at stride 1): each device pads or slices its own part.
+LogicalResult SpmdPartitioner::partitionPassThrough(Operation *op) {
+  Value source = op->getOperand(0);
+  auto sourceType = dyn_cast<RankedTensorType>(source.getType());
+  auto resultType = dyn_cast<RankedTensorType>(op->getResult(0).getType());
+  if (!sourceType || !resultType || !resultType.hasStaticShape() ||
+      sourceType.getRank() != resultType.getRank())
+    return failure();
+  int64_t rankOf = sourceType.getRank();
+  SmallVector<bool> identity(rankOf, false);
+  auto wholeStride1 = [&](ArrayRef<int64_t> offsets, ArrayRef<int64_t> sizes,
+                          ArrayRef<int64_t> strides, RankedTensorType full) {
+    for (int64_t d = 0; d < rankOf; ++d)
+      identity[d] = offsets[d] == 0 && sizes[d] == full.getDimSize(d) &&
+                    strides[d] == 1;
+  };
+  if (auto pad = dyn_cast<tensor::PadOp>(op)) {
+    for (int64_t d = 0; d < rankOf; ++d)
+      identity[d] = pad.getStaticLow()[d] == 0 && pad.getStaticHigh()[d] == 0;
+  } else if (auto extract = dyn_cast<tensor::ExtractSliceOp>(op)) {
+    wholeStride1(extract.getStaticOffsets(), extract.getStaticSizes(),
+                 extract.getStaticStrides(), sourceType);
+  } else if (auto insert = dyn_cast<tensor::InsertSliceOp>(op)) {
+    wholeStride1(insert.getStaticOffsets(), insert.getStaticSizes(),
+                 insert.getStaticStrides(), resultType);
+  } else {
+    return failure();
+  }
+  auto found = dist.find(source);
+  if (found == dist.end() || found->second.splat ||
+      found->second.pieces.size() != 1 || found->second.pieces[0].partial)
+    return failure();
+  const Piece &piece = found->second.pieces.front();
+  DeviceBoxes boxes(numDevices);
+  SmallVector<int64_t> localShape;
+  bool split = false;
+  for (auto [device, box] : llvm::enumerate(piece.boxes)) {
+    if (!box)
+      continue;
+    Box out = wholeBox(resultType);
+    for (int64_t d = 0; d < rankOf; ++d) {
+      bool whole = box->offsets[d] == 0 &&
+                   box->sizes[d] == sourceType.getDimSize(d);
+      if (!whole && !identity[d])
+        return failure();
+      if (identity[d]) {
+        out.offsets[d] = box->offsets[d];
+        out.sizes[d] = box->sizes[d];
+        split |= !whole;
+      }
+    }
+    localShape = out.sizes;
+    boxes[device] = std::move(out);
+  }
+  if (!split || localShape.empty())
+    return failure(); // nothing to gain: run it whole
+  Location loc = op->getLoc();
+  b.setInsertionPoint(op);
+  auto localType =
+      RankedTensorType::get(localShape, resultType.getElementType());
+  IRMapping mapping = plain;
+  mapping.map(source, piece.local);
+  Operation *local;
+  auto withLocalSizes = [&](ArrayRef<int64_t> sizes) {
+    SmallVector<OpFoldResult> result;
+    for (int64_t d = 0; d < rankOf; ++d)
+      result.push_back(b.getIndexAttr(identity[d] ? localShape[d] : sizes[d]));
+    return result;
+  };
+  auto asAttrs = [&](ArrayRef<int64_t> values) {
+    return llvm::to_vector(llvm::map_range(
+        values, [&](int64_t v) -> OpFoldResult { return b.getIndexAttr(v); }));
+  };
+  if (auto insert = dyn_cast<tensor::InsertSliceOp>(op)) {
+    Value dest = materialize(insert.getDest(), boxes, loc);
+    local = tensor::InsertSliceOp::create(
+        b, loc, piece.local, dest, asAttrs(insert.getStaticOffsets()),
+        withLocalSizes(insert.getStaticSizes()),
+        asAttrs(insert.getStaticStrides()));
+  } else if (auto extract = dyn_cast<tensor::ExtractSliceOp>(op)) {
+    local = tensor::ExtractSliceOp::create(
+        b, loc, localType, piece.local, asAttrs(extract.getStaticOffsets()),
+        withLocalSizes(extract.getStaticSizes()),
+        asAttrs(extract.getStaticStrides()));
+  } else {
+    local = b.clone(*op, mapping);
+    local->getResult(0).setType(localType);
+    local->removeAttr(SoapDialect::getConfigAttrName());
+  }
+  dist[op->getResult(0)].pieces.push_back(
+      Piece{local->getResult(0), std::move(boxes), piece.tasks, std::nullopt});
+  return success();
+}
+
 LogicalResult SpmdPartitioner::run() {
   Block &entry = function.getBody().front();
   SmallVector<Operation *> originals;
@@ -1036,6 +1159,9 @@ LogicalResult SpmdPartitioner::run() {
     }
     if (isa<tensor::CollapseShapeOp, tensor::ExpandShapeOp>(op) &&
         succeeded(partitionReshape(op)))
+      continue;
+    if (isa<tensor::PadOp, tensor::ExtractSliceOp, tensor::InsertSliceOp>(op) &&
+        succeeded(partitionPassThrough(op)))
       continue;
     if (failed(runReplicated(op)))
       return failure();

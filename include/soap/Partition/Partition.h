@@ -1,14 +1,15 @@
 //===- Partition.h - a training step as one SPMD program --------*- C++ -*-===//
 //
 // --soap-partition turns the global @train_step into one SPMD program that
-// every rank runs on its own shard. This version partitions the sample
-// (batch) dimension over all devices: data parallelism with synchronised
-// statistics. Each rank takes its rows of the global inputs (offset
-// soap.rank * batch/N), every value derived from the batch shrinks to the
-// local batch, and every op that reduces over the batch (parameter
-// gradients, the mean loss, batch-norm statistics) is followed by a
-// soap.all_reduce over the devices, so that parameters, optimizer state
-// and the loss stay replicated and equal to the single-device values.
+// every rank runs on its own shard. With #soap.config on its ops, each op
+// runs as the tasks its config gives each device and communication is
+// derived from the layouts (partitionByConfigs). Without configs, the
+// batch is split over all devices (partitionBatch): each rank takes its
+// rows of the global inputs (offset soap.rank * batch/N), every value
+// derived from the batch shrinks to the local batch, and every op that
+// reduces over the batch is followed by a soap.all_reduce. Either way the
+// parameters, optimizer state and loss come out whole on every rank and
+// equal to the single-device values.
 //
 //===----------------------------------------------------------------------===//
 
