@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # Simulated against measured training-step time on this machine's CPU ranks
-# (issue 6, part 5). For each model and strategy available end to end today
-# (1 device; data parallel on 2 MPI ranks):
+# (issue 6, part 5). For each model: 1 device, and each strategy of
+# --strategies (default: data-parallel, owt, megatron, model-parallel) on
+# 2 MPI ranks, partitioned by --soap-partition as its configs say:
 #   1. calibrate a cpu-local machine file (mpirun -np 2 soap-profile --mpi)
 #      into a temporary file;
 #   2. measure the model's kernels into a profile database (soap-profile,
 #      whole ops and data-parallel halves);
 #   3. simulate the step (soap-simulate on the loss function) with the
 #      roofline alone and with the profile database;
-#   4. build the real executable (soap-training-step [| soap-partition]
-#      | soap-lower-cpu | soap-to-executable) and run it
+#   4. build the real executable ([soap-apply-strategy |] soap-training-step
+#      [| soap-partition] | soap-lower-cpu | soap-to-executable) and run it
 #      (OPENBLAS_NUM_THREADS=1: one core per rank, as the simulator's device
 #      is one core), taking the median step time after warm-up;
 #   5. write bench/results/validate.md (table, median |relative error|,
@@ -17,6 +18,7 @@
 #      bench/results/validate-traces/.
 #
 #   bench/validate.sh [--build DIR] [--steps N] [--warmup N] [--models "mlp resnet18 ..."]
+#                     [--strategies "data-parallel owt ..."]
 #                     [--wait-idle SECONDS] [--keep DIR]
 # --wait-idle: wait up to SECONDS for no `ninja` process and >= 80 % idle
 # CPUs before measuring (default 300); --keep DIR: keep the work files (executables, full traces).
@@ -26,6 +28,7 @@ BUILD=$ROOT/build
 STEPS=10
 WARMUP=3
 MODELS="mlp resnet18 rnnlm bert"
+STRATEGIES="data-parallel owt megatron model-parallel"
 WAIT_IDLE=300
 KEEP=""
 while [ $# -gt 0 ]; do
@@ -34,6 +37,7 @@ while [ $# -gt 0 ]; do
     --steps) STEPS=$2; shift 2 ;;
     --warmup) WARMUP=$2; shift 2 ;;
     --models) MODELS=$2; shift 2 ;;
+    --strategies) STRATEGIES=$2; shift 2 ;;
     --wait-idle) WAIT_IDLE=$2; shift 2 ;;
     --keep) KEEP=$2; shift 2 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
@@ -66,12 +70,14 @@ for m in $MODELS; do
   [ -n "${ZOO[$m]:-}" ] || { echo "unknown model $m (one of ${!ZOO[*]})" >&2; exit 2; }
   # shellcheck disable=SC2086
   "$BIN/soap-zoo" ${ZOO[$m]} -o "$WORK/$m.mlir"
-  for d in 1 2; do
-    part=()
-    [ "$d" = 1 ] || part=(--soap-partition="devices=$d")
-    log "building $m on $d device(s)"
-    "$BIN/soap-opt" "$WORK/$m.mlir" --soap-training-step "${part[@]}" --soap-lower-cpu |
-      "$BIN/soap-translate" --soap-to-executable -o "$WORK/$m.$d.exe"
+  log "building $m on 1 device"
+  "$BIN/soap-opt" "$WORK/$m.mlir" --soap-training-step --soap-lower-cpu |
+    "$BIN/soap-translate" --soap-to-executable -o "$WORK/$m.1.exe"
+  for st in $STRATEGIES; do
+    log "building $m, $st on 2 ranks"
+    "$BIN/soap-opt" "$WORK/$m.mlir" --soap-apply-strategy="strategy=$st devices=2" \
+      --soap-training-step --soap-partition --soap-lower-cpu 2> "$WORK/$m.2.$st.build.txt" |
+      "$BIN/soap-translate" --soap-to-executable -o "$WORK/$m.2.$st.exe"
   done
 done
 
@@ -100,25 +106,30 @@ MACHINE=$WORK/cpu-local.json
 : > "$WORK/runs.tsv"
 for m in $MODELS; do
   log "profiling $m's kernels"
+  profile_strategies=()
+  for st in $STRATEGIES; do profile_strategies+=(--strategy "$st"); done
   "$BIN/soap-profile" "$WORK/$m.mlir" -o "$WORK/$m.profile.json" --machine "$MACHINE" \
-    --strategy data-parallel --devices 2 --max-seconds 60 --quiet > "$WORK/$m.profile.txt" 2>&1
-  for d in 1 2; do
-    strategy=$([ "$d" = 1 ] && echo "1 device" || echo "data-parallel, $d ranks")
+    "${profile_strategies[@]}" --devices 2 --max-seconds 60 --quiet > "$WORK/$m.profile.txt" 2>&1
+  for key in 1 $(for st in $STRATEGIES; do echo "2.$st"; done); do
+    d=${key%%.*}
+    st=${key#*.}
+    [ "$d" = 1 ] && st=data-parallel
+    strategy=$([ "$d" = 1 ] && echo "1 device" || echo "$st, $d ranks")
     for src in roofline profile; do
       prof=""
       [ "$src" = roofline ] || prof=" profile=$WORK/$m.profile.json"
-      "$BIN/soap-opt" "$WORK/$m.mlir" --soap-apply-strategy="strategy=data-parallel devices=$d" \
-        --soap-simulate="machine=$MACHINE devices=$d report=$WORK/$m.$d.$src.report.json trace=$WORK/$m.$d.$src.sim.json$prof" \
-        -o /dev/null 2> "$WORK/$m.$d.$src.sim.txt"
+      "$BIN/soap-opt" "$WORK/$m.mlir" --soap-apply-strategy="strategy=$st devices=$d" \
+        --soap-simulate="machine=$MACHINE devices=$d report=$WORK/$m.$key.$src.report.json trace=$WORK/$m.$key.$src.sim.json$prof" \
+        -o /dev/null 2> "$WORK/$m.$key.$src.sim.txt"
     done
-    log "running $m on $d rank(s)"
+    log "running $m, $strategy"
     if [ "$d" = 1 ]; then
-      "$WORK/$m.$d.exe" --steps "$STEPS" --warmup "$WARMUP" --trace "$WORK/$m.$d.trace.json" > "$WORK/$m.$d.run.txt"
+      "$WORK/$m.$key.exe" --steps "$STEPS" --warmup "$WARMUP" --trace "$WORK/$m.$key.trace.json" > "$WORK/$m.$key.run.txt"
     else
-      "${MPIRUN[@]}" -np "$d" "$WORK/$m.$d.exe" --steps "$STEPS" --warmup "$WARMUP" \
-        --trace "$WORK/$m.$d.trace.json" > "$WORK/$m.$d.run.txt"
+      "${MPIRUN[@]}" -np "$d" "$WORK/$m.$key.exe" --steps "$STEPS" --warmup "$WARMUP" \
+        --trace "$WORK/$m.$key.trace.json" > "$WORK/$m.$key.run.txt"
     fi
-    printf '%s\t%s\t%s\n' "$m" "$d" "$strategy" >> "$WORK/runs.tsv"
+    printf '%s\t%s\t%s\t%s\n' "$m" "$d" "$strategy" "$key" >> "$WORK/runs.tsv"
   done
 done
 LOAD_AFTER=$(cut -d' ' -f1-3 /proc/loadavg)

@@ -98,9 +98,9 @@ def simulated(trace):
 runs = [l.split("\t") for l in read(os.path.join(W, "runs.tsv")).splitlines() if l]
 zoo = dict(x.split("=", 1) for x in args.zoo.split(";") if x)
 rows, details, total_bytes = [], [], 0
-for m, d, strategy in runs:
+for m, d, strategy, key in runs:
     d = int(d)
-    base = os.path.join(W, "%s.%d" % (m, d))
+    base = os.path.join(W, "%s.%s" % (m, key))
     run = read(base + ".run.txt")
     meas = float(re.search(r"median_ms=([0-9.]+)", run).group(1))
     sims = {}
@@ -111,7 +111,7 @@ for m, d, strategy in runs:
     skinds, supd, scomm, sbusy = simulated(base + ".profile.sim.json")
     rows.append(dict(model=m, d=d, strategy=strategy, meas=meas, sims=sims, err=err))
     # One-step traces, small.
-    stem = "%s-%ddev" % (m, d)
+    stem = "%s-%ddev" % (m, d) if d == 1 else "%s-%s" % (m, key.replace(".", "dev-", 1))
     for name, obj in (("measured", {"traceEvents": mev, "displayTimeUnit": "ms"}),
                       ("simulated", json.load(open(base + ".profile.sim.json")))):
         path = os.path.join(args.traces, "%s.%s.json" % (stem, name))
@@ -165,14 +165,15 @@ w("Load average (1/5/15 min) before measuring: %s; after: %s. `ninja` processes 
 w("")
 w("Measured: the executable's `median_ms` over %s steps after %s warm-up steps "
   "(`time_ms` of a step is the slowest rank's), `OPENBLAS_NUM_THREADS=1` so that "
-  "one device is one core, as in the simulator. Data parallel on 2 ranks uses both "
+  "one device is one core, as in the simulator. A strategy on 2 ranks "
+  "(`--soap-apply-strategy`, `--soap-training-step`, `--soap-partition`) uses both "
   "cores of this machine: mpirun, the OS and anything else running share them with "
   "the ranks (`--oversubscribe` is only needed because mpirun runs as root in a "
   "container; there is one rank per core)." % (args.steps, args.warmup))
-w("Simulated: `--soap-apply-strategy=\"strategy=data-parallel devices=N\" "
+w("Simulated: `--soap-apply-strategy=\"strategy=S devices=N\" "
   "--soap-simulate=\"machine=<calibrated cpu-local> devices=N\"` on the zoo's loss "
   "function, with the roofline alone and with a profile database of the model's "
-  "kernels (soap-profile: whole ops and data-parallel halves).")
+  "kernels (soap-profile: whole ops and the shards of every strategy measured).")
 w("")
 w("| model | strategy | simulated ms (profile) | simulated ms (roofline) | measured ms | error (profile) | error (roofline) |")
 w("| --- | --- | --- | --- | --- | --- | --- |")

@@ -6,9 +6,11 @@
 #   3. the MCMC search for a faster strategy, simulated the same way;
 #   4. a training step (autodiff + Adam), lowered for this CPU, built into a
 #      native executable and run for a few steps on one device;
-#   5. the same step partitioned data-parallel over 4 ranks (--soap-partition),
-#      run under mpirun, its losses next to the single-device ones, and its
-#      measured step time next to the simulated one.
+#   5. the same step partitioned by the strategy the search found
+#      (--soap-partition), run on 4 MPI ranks, its losses next to the
+#      single-device ones; then a strategy searched for this machine's cores
+#      (machines/cpu-local.json), its measured step time next to the
+#      simulated one.
 # Another model can be given: ./scripts/demo.sh path/to/model.mlir
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -66,9 +68,11 @@ echo "  $EXE --steps 10 --warmup 2"
 "$EXE" --steps 10 --warmup 2 | tee "$BUILD_DIR/demo-single.out" | sed 's/^/  /'
 
 echo
-echo "== 5. data parallel on 4 MPI ranks: --soap-partition=\"devices=4\", mpirun -np 4"
+echo "== 5. the searched strategy on 4 MPI ranks: --soap-training-step, --soap-partition, mpirun -np 4"
 EXE4=$BUILD_DIR/demo-model-4.exe
-"$OPT" "$MODEL" --soap-training-step="optimizer=adam lr=0.001" --soap-partition="devices=4" \
+# The search annotated the model's ops with #soap.config; the training step
+# copies them onto its forward ops, and --soap-partition follows them.
+"$OPT" "$BUILD_DIR/demo-partitioned.mlir" --soap-training-step="optimizer=adam lr=0.001" --soap-partition \
   --soap-lower-cpu | "$BUILD_DIR/bin/soap-translate" --soap-to-executable -o "$EXE4"
 # This machine may have fewer cores than ranks: allow oversubscription, one
 # BLAS thread per rank.
@@ -83,13 +87,15 @@ paste <(grep -E '^step=' "$BUILD_DIR/demo-single.out") <(grep -E '^step=' "$BUIL
 # machine file describes.
 cores=$(python3 -c "import json; m=json.load(open('machines/cpu-local.json')); print(m['nodes'] * m['devices_per_node'])" 2>/dev/null || echo 2)
 EXEC=$BUILD_DIR/demo-model-$cores.exe
-"$OPT" "$MODEL" --soap-training-step="optimizer=adam lr=0.001" --soap-partition="devices=$cores" \
+"$OPT" "$MODEL" --soap-search="machine=cpu-local devices=$cores budget=2000 threads=2" \
+  -o "$BUILD_DIR/demo-cpu-strategy.mlir" 2> "$BUILD_DIR/demo-cpu-search.log"
+"$OPT" "$BUILD_DIR/demo-cpu-strategy.mlir" --soap-training-step="optimizer=adam lr=0.001" --soap-partition \
   --soap-lower-cpu | "$BUILD_DIR/bin/soap-translate" --soap-to-executable -o "$EXEC"
 OPENBLAS_NUM_THREADS=1 mpirun --oversubscribe --allow-run-as-root -np "$cores" "$EXEC" --steps 20 --warmup 3 \
   > "$BUILD_DIR/demo-$cores.out"
 measured=$(grep -oE 'median_ms=[^ ]+' "$BUILD_DIR/demo-$cores.out" | cut -d= -f2)
-simulated=$("$OPT" "$MODEL" --soap-apply-strategy="strategy=data-parallel devices=$cores" \
+simulated=$("$OPT" "$BUILD_DIR/demo-cpu-strategy.mlir" \
   --soap-simulate="machine=cpu-local" -o /dev/null 2>&1 | grep -oE 'training step: [0-9.]+ ms' | grep -oE '[0-9.]+' || echo "?")
-echo "  step time, data parallel on $cores ranks (one per core of machines/cpu-local.json):"
+echo "  step time of the strategy searched for $cores ranks (one per core of machines/cpu-local.json):"
 echo "    measured ${measured} ms (median of 20 steps), simulated ${simulated} ms"
 echo "    (recalibrate the machine file with: mpirun -np $cores $BUILD_DIR/bin/soap-profile --mpi)"

@@ -669,7 +669,7 @@ std::optional<Plan> SpmdPartitioner::planFromOperands(linalg::LinalgOp op,
     if (found == dist.end() || found->second.splat ||
         found->second.pieces.size() != 1)
       continue;
-    const Piece &piece = found->second.pieces.front();
+    const Piece piece = found->second.pieces.front(); // dist may grow below
     if (piece.partial)
       continue;
     AffineMap map = nest.maps[operand.getOperandNumber()];
@@ -949,7 +949,7 @@ LogicalResult SpmdPartitioner::partitionReshape(Operation *op) {
   if (found == dist.end() || found->second.splat ||
       found->second.pieces.size() != 1)
     return failure();
-  const Piece &piece = found->second.pieces.front();
+  const Piece piece = found->second.pieces.front(); // dist may grow below
   bool collapse = isa<tensor::CollapseShapeOp>(op);
   SmallVector<ReassociationIndices> groups =
       collapse ? cast<tensor::CollapseShapeOp>(op).getReassociationIndices()
@@ -1041,7 +1041,7 @@ LogicalResult SpmdPartitioner::partitionPassThrough(Operation *op) {
   if (found == dist.end() || found->second.splat ||
       found->second.pieces.size() != 1 || found->second.pieces[0].partial)
     return failure();
-  const Piece &piece = found->second.pieces.front();
+  const Piece piece = found->second.pieces.front(); // dist may grow below
   DeviceBoxes boxes(numDevices);
   SmallVector<int64_t> localShape;
   bool split = false;
