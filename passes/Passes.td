@@ -410,8 +410,8 @@ def SoapPartition : Pass<"soap-partition", "mlir::ModuleOp"> {
     - communication comes from comparing the boxes a producer left on each
       device with those a consumer reads (halos included): nothing, a local
       slice, `soap.all_reduce` of partial sums, `soap.all_gather`,
-      `soap.broadcast`, or in general an all_reduce of identity-padded
-      parts;
+      `soap.reduce_scatter`, `soap.all_to_all`, `soap.broadcast`, or in
+      general an all_reduce of identity-padded parts;
     - arguments and results keep their global shapes and are whole on
       every rank.
 

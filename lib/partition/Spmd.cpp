@@ -352,6 +352,49 @@ Value SpmdPartitioner::slice(Value source, const DeviceBoxes &target,
                                         sizes, strides);
 }
 
+/// When every device holds one of `numDevices` equal parts of one
+/// dimension of `type` (whole along the others): that dimension, and the
+/// devices in the order of their parts.
+static std::optional<std::pair<int64_t, SmallVector<int64_t>>>
+oneDimensionSplit(const DeviceBoxes &boxes, RankedTensorType type,
+                  int64_t numDevices) {
+  if (!llvm::all_of(boxes, [](auto &box) { return box.has_value(); }))
+    return std::nullopt;
+  std::optional<int64_t> splitDim;
+  for (int64_t dim = 0; dim < type.getRank(); ++dim) {
+    int64_t size = boxes.front()->sizes[dim];
+    if (size == type.getDimSize(dim))
+      continue;
+    if (splitDim || size * numDevices != type.getDimSize(dim))
+      return std::nullopt;
+    splitDim = dim;
+  }
+  if (!splitDim)
+    return std::nullopt;
+  SmallVector<int64_t> group(numDevices, -1);
+  for (auto [device, box] : llvm::enumerate(boxes)) {
+    int64_t part = box->offsets[*splitDim] / box->sizes[*splitDim];
+    if (box->sizes[*splitDim] != boxes.front()->sizes[*splitDim] ||
+        group[part] != -1)
+      return std::nullopt;
+    group[part] = device;
+  }
+  return std::make_pair(*splitDim, group);
+}
+
+/// True when `piece` holds partial sums of a different task, over the
+/// whole tensor, on every device.
+static bool partialWholeEverywhere(const Piece &piece, RankedTensorType type,
+                                   int64_t numDevices) {
+  if (!piece.partial || !llvm::all_of(piece.boxes, [&](auto &box) {
+        return box && *box == wholeBox(type);
+      }))
+    return false;
+  DenseSet<int64_t> tasks(piece.tasks.begin(), piece.tasks.end());
+  return tasks.size() == static_cast<size_t>(numDevices) &&
+         !tasks.contains(-1);
+}
+
 /// The index of a piece of `original` that holds the whole tensor on every
 /// device, made by the cheapest collective that fits when there is none.
 unsigned SpmdPartitioner::wholeEverywhere(Value original, Location loc) {
@@ -366,44 +409,17 @@ unsigned SpmdPartitioner::wholeEverywhere(Value original, Location loc) {
   SmallVector<int64_t> all = allDevices();
   if (value.pieces.size() == 1) {
     Piece &piece = value.pieces.front();
-    bool wholeOnAll = llvm::all_of(piece.boxes, [&](auto &box) {
-      return box && *box == wholeBox(type);
-    });
-    DenseSet<int64_t> tasks(piece.tasks.begin(), piece.tasks.end());
     // Partial sums of distinct tasks on every device: all_reduce.
-    if (piece.partial && wholeOnAll &&
-        tasks.size() == static_cast<size_t>(numDevices))
+    if (partialWholeEverywhere(piece, type, numDevices))
       result = AllReduceOp::create(
           b, loc, type, ReductionKindAttr::get(b.getContext(), *piece.partial),
           piece.local, b.getDenseI64ArrayAttr(all));
     // A split along one dimension into one part per device: all_gather.
-    if (!result && !piece.partial &&
-        llvm::all_of(piece.boxes, [](auto &box) { return box.has_value(); })) {
-      std::optional<int64_t> splitDim;
-      bool oneSplit = true;
-      for (int64_t dim = 0; dim < type.getRank() && oneSplit; ++dim) {
-        int64_t size = piece.boxes.front()->sizes[dim];
-        if (size == type.getDimSize(dim))
-          continue;
-        if (splitDim || size * numDevices != type.getDimSize(dim))
-          oneSplit = false;
-        splitDim = dim;
-      }
-      if (oneSplit && splitDim) {
-        SmallVector<int64_t> group(numDevices, -1);
-        for (auto [device, box] : llvm::enumerate(piece.boxes)) {
-          int64_t part = box->offsets[*splitDim] / box->sizes[*splitDim];
-          if (group[part] != -1)
-            oneSplit = false;
-          else
-            group[part] = device;
-        }
-        if (oneSplit)
-          result = AllGatherOp::create(b, loc, type, piece.local,
-                                       b.getI64IntegerAttr(*splitDim),
-                                       b.getDenseI64ArrayAttr(group));
-      }
-    }
+    if (!result && !piece.partial)
+      if (auto split = oneDimensionSplit(piece.boxes, type, numDevices))
+        result = AllGatherOp::create(b, loc, type, piece.local,
+                                     b.getI64IntegerAttr(split->first),
+                                     b.getDenseI64ArrayAttr(split->second));
     // One device holds all of it: broadcast from there.
     if (!result && !piece.partial) {
       for (auto [device, box] : llvm::enumerate(piece.boxes))
@@ -540,6 +556,25 @@ Value SpmdPartitioner::materialize(Value original, const DeviceBoxes &target,
   for (const Piece &piece : value.pieces)
     if (contains(piece, target))
       return slice(piece.local, target, &piece.boxes, loc);
+  // One part per device along one dimension, from partial sums
+  // (reduce_scatter) or from parts along another dimension (all_to_all).
+  if (auto wanted = oneDimensionSplit(target, type, numDevices);
+      wanted && value.pieces.size() == 1) {
+    const Piece &piece = value.pieces.front();
+    ArrayRef<int64_t> group = wanted->second;
+    if (partialWholeEverywhere(piece, type, numDevices))
+      return ReduceScatterOp::create(
+          b, loc, localType,
+          ReductionKindAttr::get(b.getContext(), *piece.partial), piece.local,
+          b.getI64IntegerAttr(wanted->first), b.getDenseI64ArrayAttr(group));
+    auto held = oneDimensionSplit(piece.boxes, type, numDevices);
+    if (!piece.partial && held && held->first != wanted->first &&
+        ArrayRef<int64_t>(held->second) == group)
+      return AllToAllOp::create(b, loc, localType, piece.local,
+                                b.getI64IntegerAttr(wanted->first),
+                                b.getI64IntegerAttr(held->first),
+                                b.getDenseI64ArrayAttr(group));
+  }
   unsigned whole = wholeEverywhere(original, loc);
   return slice(dist[original].pieces[whole].local, target, nullptr, loc);
 }
