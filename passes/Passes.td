@@ -452,4 +452,63 @@ def SoapPartition : Pass<"soap-partition", "mlir::ModuleOp"> {
                            "::mlir::tensor::TensorDialect"];
 }
 
+def SoapExportShard : Pass<"soap-export-shard", "mlir::ModuleOp"> {
+  let summary = "Replace #soap.config by upstream shard annotations on a 1-D grid";
+  let description = [{
+    For other MLIR compilers and upstream's `sharding-propagation` and
+    `shard-partition` passes (docs/shard.md): adds `shard.grid @soap_grid`
+    of N devices, annotates every tensor argument and result as replicated
+    (`shard.shard`), and annotates the operands of each op whose config
+    splits one loop over devices 0..N-1 in order (`annotate_for_users`)
+    with the split that loop gives them. Configs that do not fit one 1-D
+    grid (several split loops, device subsets or another device order,
+    windows of a split loop) are dropped with a warning that names them.
+    All configs are removed.
+
+    ```
+    soap-opt step.mlir --soap-export-shard \
+      --pass-pipeline="builtin.module(func.func(sharding-propagation,shard-partition))"
+    ```
+  }];
+  let options = [
+    Option<"funcName", "func", "std::string", /*default=*/"\"\"",
+           "Function to export (default: the only one with #soap.config)">,
+    Option<"devices", "devices", "int64_t", /*default=*/"0",
+           "Devices of the grid (0: the module's soap.num_devices)">,
+  ];
+  let dependentDialects = ["::mlir::shard::ShardDialect"];
+}
+
+def SoapImportShard : Pass<"soap-import-shard", "mlir::ModuleOp"> {
+  let summary = "Turn upstream shard annotations into #soap.config";
+  let description = [{
+    For each function with `shard.shard` annotations on one static grid
+    (docs/shard.md): a linalg op whose operands are annotated for their
+    users gets a `#soap.config` whose degree for each loop is the product
+    of the grid axes that split the dimensions it indexes, with its tasks
+    on the grid's devices in row-major order (axes no split uses stay at
+    coordinate 0). Every annotation is then removed, and the module gets
+    `soap.num_devices`. Ops whose annotations contradict each other or use
+    halos or explicit offsets run replicated, with a warning.
+  }];
+  let dependentDialects = ["::soap::SoapDialect"];
+}
+
+def SoapLowerShard : Pass<"soap-lower-shard", "mlir::ModuleOp"> {
+  let summary = "Run shard-partitioned programs on SOAP's runtime: shard collectives to SOAP's";
+  let description = [{
+    After upstream `shard-partition` (docs/shard.md): the process indices
+    and grid shape of the module's one static grid become rank tables and
+    constants, `shard.all_reduce` (sum, max, min), `shard.all_gather`,
+    `shard.all_to_all` and `shard.all_slice` become `soap.all_reduce`,
+    `soap.all_gather`, `soap.all_to_all` and local slices over the devices
+    of each group (row-major device numbers), and
+    the module gets `soap.num_devices`. `--soap-lower-cpu` then builds it
+    like any SOAP program. Other shard ops get an error naming them.
+  }];
+  let dependentDialects = ["::soap::SoapDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
 #endif // SOAP_PASSES_TD

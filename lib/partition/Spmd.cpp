@@ -27,6 +27,7 @@
 
 #include "soap/Partition/Partition.h"
 
+#include "RankTables.h"
 #include "Reductions.h"
 
 #include "soap/Dialect/SoapDialect.h"
@@ -247,20 +248,11 @@ private:
 //===----------------------------------------------------------------------===//
 
 Value SpmdPartitioner::perDevice(ArrayRef<int64_t> values, Location loc) {
-  if (llvm::all_equal(values))
-    return arith::ConstantIndexOp::create(b, loc, values.front());
-  auto type = RankedTensorType::get({numDevices}, b.getI64Type());
-  Value table = arith::ConstantOp::create(
-      b, loc, DenseIntElementsAttr::get(type, values));
-  Value entry = tensor::ExtractOp::create(b, loc, table, ValueRange{rank});
-  return arith::IndexCastOp::create(b, loc, b.getIndexType(), entry);
+  return valueOfRank(b, loc, rank, values);
 }
 
 Value SpmdPartitioner::deviceIn(ArrayRef<bool> flags, Location loc) {
-  SmallVector<int64_t> values(flags.begin(), flags.end());
-  Value flag = perDevice(values, loc);
-  return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, flag,
-                               arith::ConstantIndexOp::create(b, loc, 0));
+  return flagOfRank(b, loc, rank, flags);
 }
 
 Value SpmdPartitioner::identityTensor(RankedTensorType type,
