@@ -195,4 +195,28 @@ FailureOr<SmallVector<Value>> buildGradients(OpBuilder &builder, Value loss,
   return gradients;
 }
 
+FailureOr<SmallVector<Value>> buildOpGradients(OpBuilder &builder,
+                                               Operation *op,
+                                               ValueRange resultAdjoints,
+                                               ArrayRef<unsigned> wrtOperands) {
+  GradientBuilder g(builder);
+  for (auto [result, adjoint] : llvm::zip(op->getResults(), resultAdjoints)) {
+    g.active.insert(result);
+    g.adjoints[result] = adjoint;
+  }
+  for (unsigned index : wrtOperands)
+    g.active.insert(op->getOperand(index));
+  if (failed(differentiateOp(g, op)))
+    return failure();
+  SmallVector<Value> gradients;
+  for (unsigned index : wrtOperands) {
+    Value operand = op->getOperand(index);
+    Value gradient = g.adjoint(operand);
+    if (!gradient)
+      gradient = g.zeros(op->getLoc(), cast<RankedTensorType>(operand.getType()));
+    gradients.push_back(gradient);
+  }
+  return gradients;
+}
+
 } // namespace soap::autodiff

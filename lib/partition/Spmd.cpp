@@ -78,6 +78,11 @@ struct DistValue {
   /// A tensor.empty, a fill of one, or a splat constant: rebuilt at
   /// whatever shape a consumer needs instead of moved.
   Operation *splat = nullptr;
+  /// A linalg.transpose without a config: each consumer transposes the
+  /// part of the input it reads, so that a transposed weight is never
+  /// copied whole and the CPU lowering can fold the transpose into a
+  /// contraction.
+  linalg::TransposeOp transpose;
 };
 
 /// How an op runs: degrees per loop, and for each slot the task of every
@@ -539,6 +544,26 @@ Value SpmdPartitioner::materialize(Value original, const DeviceBoxes &target,
       any ? RankedTensorType::get(any->sizes, type.getElementType()) : type;
   if (value.splat)
     return rebuildSplat(value.splat, localType, loc);
+  if (linalg::TransposeOp transpose = value.transpose) {
+    // Result dimension i is input dimension perm[i].
+    ArrayRef<int64_t> perm = transpose.getPermutation();
+    DeviceBoxes inputBoxes(numDevices);
+    for (auto [device, box] : llvm::enumerate(target)) {
+      if (!box)
+        continue;
+      Box in{SmallVector<int64_t>(perm.size()), SmallVector<int64_t>(perm.size())};
+      for (auto [i, p] : llvm::enumerate(perm)) {
+        in.offsets[p] = box->offsets[i];
+        in.sizes[p] = box->sizes[i];
+      }
+      inputBoxes[device] = std::move(in);
+    }
+    Value input = materialize(transpose.getInput(), inputBoxes, loc);
+    Value init = tensor::EmptyOp::create(b, loc, localType.getShape(),
+                                         localType.getElementType());
+    return linalg::TransposeOp::create(b, loc, input, init, perm)
+        .getResult()[0];
+  }
   if (!any) // no device reads it
     return tensor::EmptyOp::create(b, loc, type.getShape(),
                                    type.getElementType());
@@ -924,7 +949,7 @@ LogicalResult SpmdPartitioner::runReplicated(Operation *op) {
       return op->emitError() << kPass << ": operand of type " << type
                              << " needs a static shape";
     DistValue &distValue = dist[value];
-    if (!distValue.splat &&
+    if (!distValue.splat && !distValue.transpose &&
         llvm::none_of(distValue.pieces, [&](const Piece &piece) {
           return covers(piece, everywhere(type));
         }))
@@ -1151,6 +1176,12 @@ LogicalResult SpmdPartitioner::run() {
   for (Operation *op : originals) {
     if (isSplat(op, dist)) {
       dist[op->getResult(0)].splat = op;
+      continue;
+    }
+    if (auto transpose = dyn_cast<linalg::TransposeOp>(op);
+        transpose && transpose.hasPureTensorSemantics() &&
+        !op->hasAttr(SoapDialect::getConfigAttrName())) {
+      dist[transpose->getResult(0)].transpose = transpose;
       continue;
     }
     if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op)) {

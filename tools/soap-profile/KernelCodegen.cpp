@@ -71,21 +71,6 @@ static std::string typeString(Type type) {
   return s;
 }
 
-/// Collects the diagnostics emitted while alive into one line.
-class DiagnosticCollector {
-public:
-  explicit DiagnosticCollector(MLIRContext *context)
-      : handler(context, [this](Diagnostic &diag) {
-          if (!text.empty())
-            text += "; ";
-          text += diag.str();
-          return success();
-        }) {}
-  std::string text;
-
-private:
-  ScopedDiagnosticHandler handler;
-};
 
 std::optional<KernelModule>
 buildKernelModule(Operation *op,

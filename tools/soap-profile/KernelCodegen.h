@@ -16,6 +16,7 @@
 
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/OwningOpRef.h"
 
 #include <cstdint>
@@ -24,6 +25,22 @@
 #include <vector>
 
 namespace soap::profile {
+
+/// Collects the diagnostics emitted while alive into one line.
+class DiagnosticCollector {
+public:
+  explicit DiagnosticCollector(mlir::MLIRContext *context)
+      : handler(context, [this](mlir::Diagnostic &diag) {
+          if (!text.empty())
+            text += "; ";
+          text += diag.str();
+          return mlir::success();
+        }) {}
+  std::string text;
+
+private:
+  mlir::ScopedDiagnosticHandler handler;
+};
 
 /// How a kernel is lowered.
 enum class Codegen {

@@ -2,9 +2,15 @@
 
 #include "KernelProfiler.h"
 
+#include "soap/Autodiff/Autodiff.h"
+#include "soap/codegen/BlasKernels.h"
 #include "soap/search/Strategies.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Utils/StructuredOpsUtils.h"
+#include "mlir/IR/Diagnostics.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -158,6 +164,128 @@ static std::string formatSeconds(double seconds) {
   return s;
 }
 
+/// The operand numbers of node `node`'s op whose gradients the training
+/// step computes: inputs that are parameters or depend on them (as
+/// CostModel::gradientCount counts them).
+static SmallVector<unsigned> gradientOperands(const OpGraph &graph, int node,
+                                              Operation *op) {
+  const OpNode &n = graph.nodes[node];
+  SmallVector<unsigned> result;
+  if (!n.needsBackward)
+    return result;
+  size_t access = 0;
+  for (OpOperand &operand : op->getOpOperands()) {
+    if (!isa<RankedTensorType>(operand.get().getType()))
+      continue;
+    if (access >= n.accesses.size())
+      break;
+    const NodeAccess &a = n.accesses[access++];
+    if (a.role != AccessRole::Read)
+      continue;
+    const GraphTensor &t = graph.tensors[a.tensor];
+    if ((t.isParameter && t.producer < 0) ||
+        (t.producer >= 0 && graph.nodes[t.producer].needsBackward))
+      result.push_back(operand.getOperandNumber());
+  }
+  return result;
+}
+
+/// The seconds the backward ops of `op` take at a task's local operand
+/// `shapes`: the ops the training step emits for it (autodiff's rule for
+/// the op, given adjoints of its results), each compiled and timed as a
+/// kernel as the forward op is, and added up. A transpose that only feeds
+/// contractions BLAS takes costs nothing (the CPU lowering folds it into
+/// them). Nothing when the op has no gradient rule or a backward op cannot
+/// be compiled (`error` says why).
+static std::optional<double>
+measureBackward(Operation *op, const std::vector<std::vector<int64_t>> &shapes,
+                ArrayRef<unsigned> wrt, const KernelProfileOptions &options,
+                std::string &error) {
+  MLIRContext *context = op->getContext();
+  Location loc = UnknownLoc::get(context);
+  auto dps = dyn_cast<DestinationStyleOpInterface>(op);
+  if (!dps) {
+    error = "not a destination-style op";
+    return std::nullopt;
+  }
+  // @backward(operands at local shapes..., adjoints of the results...).
+  SmallVector<Type> argTypes;
+  size_t next = 0;
+  for (Value operand : op->getOperands())
+    if (auto tensor = dyn_cast<RankedTensorType>(operand.getType()))
+      argTypes.push_back(
+          RankedTensorType::get(shapes[next++], tensor.getElementType()));
+  SmallVector<Type> resultTypes;
+  {
+    size_t index = 0;
+    for (OpOperand &operand : op->getOpOperands()) {
+      if (!isa<RankedTensorType>(operand.get().getType()))
+        continue;
+      if (dps.isDpsInit(&operand))
+        resultTypes.push_back(argTypes[index]);
+      ++index;
+    }
+  }
+  llvm::append_range(argTypes, resultTypes);
+  OpBuilder b(context);
+  OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
+  b.setInsertionPointToEnd(module->getBody());
+  auto func = func::FuncOp::create(b, loc, "backward",
+                                   b.getFunctionType(argTypes, {}));
+  Block *entry = func.addEntryBlock();
+  b.setInsertionPointToStart(entry);
+  SmallVector<Value> operands;
+  next = 0;
+  for (Value operand : op->getOperands()) {
+    if (isa<RankedTensorType>(operand.getType())) {
+      operands.push_back(entry->getArgument(next++));
+      continue;
+    }
+    operands.push_back(arith::ConstantOp::create(
+        b, loc, cast<TypedAttr>(b.getZeroAttr(operand.getType()))));
+  }
+  Operation *copy = clone(b, op, resultTypes, operands);
+  copy->setDiscardableAttrs(DictionaryAttr::get(context));
+  DiagnosticCollector diagnostics(context);
+  FailureOr<SmallVector<Value>> gradients = autodiff::buildOpGradients(
+      b, copy, entry->getArguments().drop_front(next), wrt);
+  if (failed(gradients)) {
+    error = "no gradient rule: " + diagnostics.text;
+    return std::nullopt;
+  }
+  func::ReturnOp::create(b, loc);
+
+  double total = 0;
+  SmallVector<Operation *> backward;
+  func.walk([&](linalg::LinalgOp linalgOp) {
+    if (linalgOp.getOperation() != copy)
+      backward.push_back(linalgOp);
+  });
+  for (Operation *grad : backward) {
+    if (isa<linalg::TransposeOp>(grad) &&
+        llvm::all_of(grad->getUsers(), [](Operation *user) {
+          auto contraction = dyn_cast<linalg::LinalgOp>(user);
+          return contraction && codegen::blasTakes(contraction);
+        }))
+      continue;
+    std::vector<std::vector<int64_t>> gradShapes;
+    for (Value operand : grad->getOperands())
+      if (auto tensor = dyn_cast<RankedTensorType>(operand.getType()))
+        gradShapes.emplace_back(tensor.getShape().begin(),
+                                tensor.getShape().end());
+    Codegen used;
+    std::unique_ptr<CompiledKernel> kernel =
+        compileOpKernel(grad, gradShapes, options.codegen, used, error);
+    if (!kernel) {
+      error = "'" + grad->getName().getStringRef().str() +
+              "' of its backward: " + error.substr(0, error.find('\n'));
+      return std::nullopt;
+    }
+    total += kernel->medianSeconds(options.warmup, options.repeat);
+  }
+  return total;
+}
+
 KernelProfileSummary profileKernels(const BuiltOpGraph &built,
                                     const std::vector<ShardToMeasure> &shards,
                                     const Machine &machine,
@@ -253,6 +381,22 @@ KernelProfileSummary profileKernels(const BuiltOpGraph &built,
     entry.forward = forward;
     entry.backward = forward * CostModel::gradientCount(graph, item.node);
     entry.backwardEstimated = true;
+    std::optional<double> backward;
+    if (options.backward && graph.nodes[item.node].needsBackward) {
+      std::string why;
+      backward = measureBackward(
+          built.ops[item.node], shapes,
+          gradientOperands(graph, item.node, built.ops[item.node]), options,
+          why);
+      if (backward) {
+        entry.backward = *backward;
+        entry.backwardEstimated = false;
+        ++summary.backwardMeasured;
+      } else {
+        summary.notes.push_back(item.key + ": backward estimated (" + why +
+                                ")");
+      }
+    }
     db.record(item.key, entry);
     ++summary.measured;
     summary.blas += used == Codegen::Blas;
@@ -260,6 +404,8 @@ KernelProfileSummary profileKernels(const BuiltOpGraph &built,
     if (!options.quiet) {
       os << "  " << item.key << ": " << formatSeconds(forward) << " ("
          << codegenName(used) << ", roofline " << formatSeconds(estimate);
+      if (backward)
+        os << "; backward " << formatSeconds(*backward);
       if (item.nodesSharingKey > 1)
         os << ", " << item.nodesSharingKey << " ops";
       if (options.verbose && !fallback.empty())

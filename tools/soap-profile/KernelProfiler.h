@@ -43,6 +43,9 @@ struct KernelProfileOptions {
   /// Also compile each blas or vectorized kernel as scalar loops and compare
   /// their results (a check of the code generator and the BLAS calls).
   bool check = false;
+  /// Also measure each shard's backward ops (autodiff's rule for the op,
+  /// each op timed as a kernel); otherwise backward = forward × gradients.
+  bool backward = true;
 };
 
 /// One op shard to measure.
@@ -80,12 +83,16 @@ struct KernelProfileSummary {
   std::vector<std::string> notes;
   int notMeasuredForTime = 0; ///< left when the time budget ran out
   int checked = 0; ///< blas or vectorized kernels that matched loops
+  int backwardMeasured = 0; ///< shards whose backward ops were timed
   std::vector<std::string> mismatches; ///< kernels that did not
 };
 
 /// Measures `shards` of `built`'s ops and records them in `db`: the
-/// forward time (median of `repeat` runs after `warmup`), and as backward
-/// time the forward time times CostModel::gradientCount, marked estimated.
+/// forward time (median of `repeat` runs after `warmup`), and the backward
+/// time: the sum of the times of the ops the training step emits for the
+/// op's gradients (options.backward), or, when they cannot be built or
+/// compiled, the forward time times CostModel::gradientCount, marked
+/// estimated.
 /// `machine` names the device kind and gives the roofline estimate used to
 /// skip shards too slow to measure. Prints a line per kernel unless quiet.
 KernelProfileSummary profileKernels(const BuiltOpGraph &built,

@@ -82,6 +82,8 @@ static void printHelp(llvm::raw_ostream &os) {
         "                       for the rest), vector (tile and vectorize)\n"
         "                       or loops (blas)\n"
         "  --merge              keep the entries already in the output file\n"
+        "  --no-backward        estimate backward times (forward x gradients)\n"
+        "                       instead of timing the ops autodiff emits\n"
         "  --check              compare each blas or vectorized kernel's\n"
         "                       results with scalar loops'\n"
         "  --quiet              no line per kernel, only the summary\n"
@@ -107,7 +109,7 @@ static int fail(const llvm::Twine &message) {
 namespace {
 /// The command line, split into flags with values and positionals.
 struct CommandLine {
-  bool mpi = false, help = false, merge = false, quiet = false, check = false,
+  bool mpi = false, help = false, noBackward = false, merge = false, quiet = false, check = false,
        verbose = false;
   std::vector<std::string> positionals;
   std::map<std::string, std::vector<std::string>> values;
@@ -148,6 +150,10 @@ static std::optional<CommandLine> parseCommandLine(int argc, char **argv,
     std::string arg = argv[i];
     if (arg == "--help" || arg == "-h") {
       cl.help = true;
+      continue;
+    }
+    if (arg == "--no-backward") {
+      cl.noBackward = true;
       continue;
     }
     if (arg == "--mpi" || arg == "--merge" || arg == "--quiet" ||
@@ -333,6 +339,7 @@ static int runKernelMode(const CommandLine &cl) {
   options.quiet = cl.quiet;
   options.check = cl.check;
   options.verbose = cl.verbose;
+  options.backward = !cl.noBackward;
   std::optional<Codegen> codegen = parseCodegen(cl, "blas", error);
   if (!codegen)
     return fail(error);
@@ -421,7 +428,8 @@ static int runKernelMode(const CommandLine &cl) {
   os << "soap-profile: measured " << summary.measured << " kernel(s) ("
      << summary.blas << " blas, " << summary.vectorized << " vectorized, "
      << summary.measured - summary.blas - summary.vectorized
-     << " scalar loops) in "
+     << " scalar loops; " << summary.backwardMeasured
+     << " with their backward ops timed) in "
      << llvm::formatv("{0:F1}", seconds) << " s; "
      << shards->size() - summary.measured << " kernel(s) not measured; "
      << skippedOps << " op(s) left to the roofline";

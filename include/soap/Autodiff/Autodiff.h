@@ -26,6 +26,17 @@ mlir::FailureOr<llvm::SmallVector<mlir::Value>>
 buildGradients(mlir::OpBuilder &builder, mlir::Value loss,
                mlir::ArrayRef<mlir::Value> wrt);
 
+/// Emits, at the builder's insertion point, the backward ops of the one op
+/// `op` (already in the block): given the adjoints of its results
+/// (`resultAdjoints`, one per result), the gradients of the operands
+/// numbered `wrtOperands` (tensors), in that order. This is what the
+/// training step emits for `op`; soap-profile times it. Fails, after an
+/// error at `op`, when `op` has no gradient rule.
+mlir::FailureOr<llvm::SmallVector<mlir::Value>>
+buildOpGradients(mlir::OpBuilder &builder, mlir::Operation *op,
+                 mlir::ValueRange resultAdjoints,
+                 mlir::ArrayRef<unsigned> wrtOperands);
+
 /// Registers the dialects whose ops the gradients are made of (linalg,
 /// tensor, arith, math) as dependencies of a pass.
 void registerAutodiffDependencies(mlir::DialectRegistry &registry);
