@@ -424,10 +424,10 @@ def SoapPartition : Pass<"soap-partition", "mlir::ModuleOp"> {
     inputs and labels are sliced at `soap.rank * batch/N`, every value
     derived from the batch shrinks to the local batch (found as
     `--soap-set-batch` finds it), and every op that reduces over the batch
-    is followed by a `soap.all_reduce` of its combination. A reduction over
-    the batch that cannot be combined, an init that is not the identity of
-    its combination, or a result split along the batch is an error naming
-    the op.
+    is followed by a `soap.all_reduce` of its combination (an init that
+    holds values is added on rank 0 only). A reduction over the batch that
+    cannot be combined, or a result split along the batch, is an error
+    naming the op.
 
     Either way the module gets `soap.num_devices = N`, and the step computes
     what the single-device step computes, up to the order of float

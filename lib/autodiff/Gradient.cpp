@@ -102,11 +102,48 @@ Value GradientBuilder::slice(Location loc, Value source,
       getAsIndexOpFoldResult(context, strides));
 }
 
+/// When `gradient` is computed by an op that adds its result to its init
+/// (a contraction or convolution) into a zero fill used by it alone: that
+/// op, so that a gradient already accumulated can become its init.
+static linalg::LinalgOp accumulatingProducer(Value gradient) {
+  auto op = gradient.getDefiningOp<linalg::LinalgOp>();
+  if (!op || op.getNumDpsInits() != 1 || !gradient.use_empty())
+    return {};
+  if (!isa<linalg::MatmulOp, linalg::BatchMatmulOp, linalg::Conv2DNchwFchwOp>(
+          op.getOperation()) &&
+      !linalg::isaContractionOpInterface(op))
+    return {};
+  Value init = op.getDpsInits()[0];
+  auto fill = init.getDefiningOp<linalg::FillOp>();
+  if (!fill || !init.hasOneUse() || init.getType() != gradient.getType())
+    return {};
+  auto zero = fill.getInputs()[0].getDefiningOp<arith::ConstantOp>();
+  auto value = zero ? dyn_cast<FloatAttr>(zero.getValue()) : FloatAttr();
+  if (!value || !value.getValue().isZero())
+    return {};
+  return op;
+}
+
 void GradientBuilder::accumulate(Location loc, Value value, Value gradient) {
   if (!isActive(value))
     return;
   Value &slot = adjoints[value];
-  slot = slot ? add(loc, slot, gradient) : gradient;
+  if (!slot) {
+    slot = gradient;
+    return;
+  }
+  // A weight used several times (an RNN's, at every time step): the next
+  // gradient's contraction adds itself to the sum so far (BLAS's beta = 1)
+  // instead of a separate elementwise add over the whole weight.
+  if (linalg::LinalgOp producer = accumulatingProducer(gradient)) {
+    Operation *fill = producer.getDpsInits()[0].getDefiningOp();
+    producer.getDpsInitsMutable()[0].set(slot);
+    if (fill->use_empty())
+      fill->erase();
+    slot = gradient;
+    return;
+  }
+  slot = add(loc, slot, gradient);
 }
 
 //===----------------------------------------------------------------------===//

@@ -17,6 +17,7 @@
 using namespace mlir;
 using namespace soap;
 using soap::partition::combinerOf;
+using soap::partition::identityOf;
 using soap::partition::isIdentityFill;
 
 static constexpr llvm::StringLiteral kPass = "soap-partition";
@@ -33,6 +34,9 @@ static bool isBatchInput(func::FuncOp function, unsigned index) {
 struct PartialReduction {
   linalg::LinalgOp op;
   ReductionKind kind;
+  /// The init holds values (a gradient accumulated so far): only rank 0
+  /// adds them, the others start from the combination's identity.
+  bool initHoldsValues;
 };
 
 LogicalResult soap::partitionBatch(func::FuncOp function, int64_t devices) {
@@ -71,12 +75,8 @@ LogicalResult soap::partitionBatch(func::FuncOp function, int64_t devices) {
                << kPass << ": '" << op->getName()
                << "' reduces over the batch in a way whose partial results "
                   "cannot be combined (not a sum, max or min of one output)";
-      if (!isIdentityFill(op.getDpsInitOperand(0)->get(), *kind))
-        return op->emitError()
-               << kPass << ": '" << op->getName()
-               << "' reduces over the batch into an init that is not filled "
-                  "with the identity of its combination";
-      partials.push_back({op, *kind});
+      partials.push_back(
+          {op, *kind, !isIdentityFill(op.getDpsInitOperand(0)->get(), *kind)});
     }
     if (op->getNumRegions() == 1)
       op->getRegion(0).walk([&](linalg::IndexOp index) {
@@ -121,6 +121,27 @@ LogicalResult soap::partitionBatch(func::FuncOp function, int64_t devices) {
 
   if (failed(batchDims->resize(function, local)))
     return failure();
+
+  // An init that holds values counts once: on rank 0.
+  for (PartialReduction partial : partials) {
+    if (!partial.initHoldsValues)
+      continue;
+    OpOperand *init = partial.op.getDpsInitOperand(0);
+    auto type = cast<RankedTensorType>(init->get().getType());
+    Location loc = partial.op->getLoc();
+    builder.setInsertionPoint(partial.op);
+    Value empty = tensor::EmptyOp::create(builder, loc, type.getShape(),
+                                          type.getElementType());
+    Value identity = arith::ConstantOp::create(
+        builder, loc, identityOf(partial.kind, type.getElementType()));
+    Value filled = linalg::FillOp::create(builder, loc, ValueRange{identity},
+                                          ValueRange{empty})
+                       .getResult(0);
+    Value first = arith::CmpIOp::create(
+        builder, loc, arith::CmpIPredicate::eq, rank,
+        arith::ConstantIndexOp::create(builder, loc, 0));
+    init->set(arith::SelectOp::create(builder, loc, first, init->get(), filled));
+  }
 
   // Partial results become whole on every rank.
   SmallVector<int64_t> group(devices);

@@ -1,5 +1,5 @@
 // A training step (docs/train-step.md) whose loss sums over the batch into
-// the parameter itself: not the identity of a sum.
+// the parameter itself: an init that is not the identity of a sum.
 func.func @train_step(%p: tensor<f32> {soap.role = "param", soap.name = "p"},
                       %x: tensor<4xf32> {soap.role = "input", soap.name = "x"})
     -> (tensor<f32> {soap.role = "loss", soap.name = "loss"},
