@@ -122,6 +122,27 @@ LogicalResult soap::partitionBatch(func::FuncOp function, int64_t devices) {
   if (failed(batchDims->resize(function, local)))
     return failure();
 
+  // A partial result that only feeds the init of another reduction of the
+  // same kind stays partial: each rank adds its part into its next part (a
+  // weight's gradient accumulated over an RNN's time steps), and only the
+  // last one is combined over the ranks.
+  llvm::DenseSet<Operation *> chained;
+  for (PartialReduction &partial : partials) {
+    if (!partial.initHoldsValues)
+      continue;
+    Value init = partial.op.getDpsInitOperand(0)->get();
+    auto producer = init.getDefiningOp<linalg::LinalgOp>();
+    if (!producer || !init.hasOneUse())
+      continue;
+    auto feeding = llvm::find_if(partials, [&](const PartialReduction &p) {
+      return p.op == producer && p.kind == partial.kind;
+    });
+    if (feeding == partials.end())
+      continue;
+    chained.insert(producer);
+    partial.initHoldsValues = false;
+  }
+
   // An init that holds values counts once: on rank 0.
   for (PartialReduction partial : partials) {
     if (!partial.initHoldsValues)
@@ -147,6 +168,8 @@ LogicalResult soap::partitionBatch(func::FuncOp function, int64_t devices) {
   SmallVector<int64_t> group(devices);
   std::iota(group.begin(), group.end(), 0);
   for (PartialReduction partial : partials) {
+    if (chained.contains(partial.op))
+      continue;
     Value result = partial.op->getResult(0);
     builder.setInsertionPointAfter(partial.op);
     auto combined =

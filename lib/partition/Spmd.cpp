@@ -211,6 +211,8 @@ private:
   // Distributed values.
   Value materialize(Value original, const DeviceBoxes &target, Location loc);
   Value rebuildSplat(Operation *splat, RankedTensorType type, Location loc);
+  Value accumulatingInit(Value init, const DeviceBoxes &boxes,
+                         ReductionKind kind);
   unsigned wholeEverywhere(Value original, Location loc);
   Value universalGather(DistValue &value, RankedTensorType type,
                         Location loc);
@@ -532,6 +534,33 @@ Value SpmdPartitioner::universalGather(DistValue &value, RankedTensorType type,
                              whole, b.getDenseI64ArrayAttr(allDevices()));
 }
 
+/// The local value of `init` when it holds partial results of `kind` in
+/// exactly the `boxes` the op's tasks write, one distinct partial on each
+/// of those devices and none elsewhere: each device then adds its own
+/// partial into its task's, and the sum over the devices stays right (a
+/// weight's gradient accumulated over an RNN's time steps needs no
+/// all_reduce per step). Null otherwise.
+Value SpmdPartitioner::accumulatingInit(Value init, const DeviceBoxes &boxes,
+                                        ReductionKind kind) {
+  auto found = dist.find(init);
+  if (found == dist.end() || found->second.splat ||
+      found->second.transpose || found->second.pieces.empty())
+    return nullptr;
+  const Piece &piece = found->second.pieces.front();
+  if (piece.partial != kind)
+    return nullptr;
+  DenseSet<int64_t> tasks;
+  for (int64_t device = 0; device < numDevices; ++device) {
+    const std::optional<Box> &have = piece.boxes[device];
+    const std::optional<Box> &want = boxes[device];
+    if (have.has_value() != want.has_value() || (have && !(*have == *want)))
+      return nullptr;
+    if (have && !tasks.insert(piece.tasks[device]).second)
+      return nullptr;
+  }
+  return piece.local;
+}
+
 Value SpmdPartitioner::materialize(Value original, const DeviceBoxes &target,
                                    Location loc) {
   auto type = cast<RankedTensorType>(original.getType());
@@ -841,15 +870,21 @@ LogicalResult SpmdPartitioner::partitionLinalg(linalg::LinalgOp op,
       DeviceBoxes boxes = boxesOf(map, type);
       Value local;
       bool isInit = op.isDpsInit(&operand);
+      bool partialInit = false;
       if (isInit && !op.payloadUsesValueFromOperand(&operand)) {
         auto localType = RankedTensorType::get(
             boxes[activeDevices.front()]->sizes, type.getElementType());
         local = tensor::EmptyOp::create(b, loc, localType.getShape(),
                                         localType.getElementType());
+      } else if (isInit && reductionSplit &&
+                 (local = accumulatingInit(value, boxes, *kind))) {
+        // Partial sums added to partial sums stay partial sums.
+        partialInit = true;
       } else {
         local = materialize(value, boxes, loc);
       }
-      if (isInit && reductionSplit && !isIdentityFill(value, *kind)) {
+      if (isInit && reductionSplit && !partialInit &&
+          !isIdentityFill(value, *kind)) {
         // Only the tasks at the start of every split reduction loop add
         // the init; the others start from the identity.
         SmallVector<bool> first(numDevices, false);
