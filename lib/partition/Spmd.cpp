@@ -738,6 +738,7 @@ std::optional<Plan> SpmdPartitioner::planFromOperands(linalg::LinalgOp op,
   struct Candidate {
     Plan plan;
     int64_t tasks;
+    int64_t elements; ///< of the operand that would not move
     int64_t holders;
   };
   SmallVector<Candidate> candidates;
@@ -803,11 +804,17 @@ std::optional<Plan> SpmdPartitioner::planFromOperands(linalg::LinalgOp op,
     }
     if (!llvm::all_of(covered, [](bool c) { return c; }))
       continue;
-    candidates.push_back({std::move(plan), numTasks, holders});
+    candidates.push_back(
+        {std::move(plan), numTasks, type.getNumElements(), holders});
   }
+  // The most parallel plan; among equals, the one that leaves the largest
+  // operand where it is (an accumulated weight gradient rather than the
+  // activations it adds), then the one on fewest devices.
   llvm::stable_sort(candidates, [](const Candidate &x, const Candidate &y) {
     if (x.tasks != y.tasks)
       return x.tasks > y.tasks;
+    if (x.elements != y.elements)
+      return x.elements > y.elements;
     return x.holders < y.holders;
   });
   for (Candidate &candidate : candidates)
