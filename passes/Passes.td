@@ -405,8 +405,10 @@ def SoapPartition : Pass<"soap-partition", "mlir::ModuleOp"> {
       and devices without a task skip the op (`soap.on_devices`);
     - a linalg op without a config (backward, loss and optimizer ops)
       follows the layout of its most split operand, so the backward pass
-      runs where the forward pass ran; reshapes, pads and slices pass split
-      dimensions through; anything else runs whole on every device;
+      runs where the forward pass ran; reshapes, pads, slices and
+      concatenations pass split dimensions through; a transpose is done by
+      each consumer on the part it reads; anything else runs whole on
+      every device;
     - communication comes from comparing the boxes a producer left on each
       device with those a consumer reads (halos included): nothing, a local
       slice, `soap.all_reduce` of partial sums, `soap.all_gather`,

@@ -207,6 +207,7 @@ private:
   void recordSplat(Operation *op);
   LogicalResult partitionReshape(Operation *op);
   LogicalResult partitionPassThrough(Operation *op);
+  LogicalResult partitionConcat(tensor::ConcatOp op);
 
   // Distributed values.
   Value materialize(Value original, const DeviceBoxes &target, Location loc);
@@ -1103,31 +1104,56 @@ LogicalResult SpmdPartitioner::partitionReshape(Operation *op) {
 
 /// tensor.pad, extract_slice and insert_slice of a value split only along
 /// dimensions the op leaves alone (no padding; the slice covers the whole
-/// dimension at stride 1): each device pads or slices its own part.
+/// dimension at stride 1; rank-reducing slices drop only whole dimensions):
+/// each device pads or slices its own part.
 LogicalResult SpmdPartitioner::partitionPassThrough(Operation *op) {
   Value source = op->getOperand(0);
   auto sourceType = dyn_cast<RankedTensorType>(source.getType());
   auto resultType = dyn_cast<RankedTensorType>(op->getResult(0).getType());
   if (!sourceType || !resultType || !resultType.hasStaticShape() ||
-      sourceType.getRank() != resultType.getRank())
+      !sourceType.hasStaticShape())
     return failure();
-  int64_t rankOf = sourceType.getRank();
-  SmallVector<bool> identity(rankOf, false);
-  auto wholeStride1 = [&](ArrayRef<int64_t> offsets, ArrayRef<int64_t> sizes,
-                          ArrayRef<int64_t> strides, RankedTensorType full) {
-    for (int64_t d = 0; d < rankOf; ++d)
-      identity[d] = offsets[d] == 0 && sizes[d] == full.getDimSize(d) &&
-                    strides[d] == 1;
+  int64_t sourceRank = sourceType.getRank();
+  // For each source dimension: the result dimension it becomes (-1:
+  // dropped) and whether the op leaves it alone.
+  SmallVector<int64_t> resultDim(sourceRank, -1);
+  SmallVector<bool> identity(sourceRank, false);
+  auto alone = [](int64_t offset, int64_t size, int64_t stride, int64_t full) {
+    return offset == 0 && size == full && stride == 1;
   };
   if (auto pad = dyn_cast<tensor::PadOp>(op)) {
-    for (int64_t d = 0; d < rankOf; ++d)
+    for (int64_t d = 0; d < sourceRank; ++d) {
+      resultDim[d] = d;
       identity[d] = pad.getStaticLow()[d] == 0 && pad.getStaticHigh()[d] == 0;
+    }
   } else if (auto extract = dyn_cast<tensor::ExtractSliceOp>(op)) {
-    wholeStride1(extract.getStaticOffsets(), extract.getStaticSizes(),
-                 extract.getStaticStrides(), sourceType);
+    llvm::SmallBitVector dropped = extract.getDroppedDims();
+    int64_t next = 0;
+    for (int64_t d = 0; d < sourceRank; ++d) {
+      if (dropped.test(d))
+        continue;
+      resultDim[d] = next++;
+      identity[d] = alone(extract.getStaticOffsets()[d],
+                          extract.getStaticSizes()[d],
+                          extract.getStaticStrides()[d],
+                          sourceType.getDimSize(d));
+    }
   } else if (auto insert = dyn_cast<tensor::InsertSliceOp>(op)) {
-    wholeStride1(insert.getStaticOffsets(), insert.getStaticSizes(),
-                 insert.getStaticStrides(), resultType);
+    // Source dimension i is the i-th destination dimension of size other
+    // than a dropped unit.
+    llvm::SmallBitVector dropped = insert.getDroppedDims();
+    int64_t d = 0;
+    for (int64_t j = 0; j < resultType.getRank(); ++j) {
+      if (dropped.test(j))
+        continue;
+      if (d >= sourceRank)
+        return failure();
+      resultDim[d] = j;
+      identity[d] =
+          alone(insert.getStaticOffsets()[j], insert.getStaticSizes()[j],
+                insert.getStaticStrides()[j], resultType.getDimSize(j));
+      ++d;
+    }
   } else {
     return failure();
   }
@@ -1137,24 +1163,25 @@ LogicalResult SpmdPartitioner::partitionPassThrough(Operation *op) {
     return failure();
   const Piece piece = found->second.pieces.front(); // dist may grow below
   DeviceBoxes boxes(numDevices);
-  SmallVector<int64_t> localShape;
+  SmallVector<int64_t> localShape, localSourceShape;
   bool split = false;
   for (auto [device, box] : llvm::enumerate(piece.boxes)) {
     if (!box)
       continue;
     Box out = wholeBox(resultType);
-    for (int64_t d = 0; d < rankOf; ++d) {
+    for (int64_t d = 0; d < sourceRank; ++d) {
       bool whole = box->offsets[d] == 0 &&
                    box->sizes[d] == sourceType.getDimSize(d);
       if (!whole && !identity[d])
         return failure();
-      if (identity[d]) {
-        out.offsets[d] = box->offsets[d];
-        out.sizes[d] = box->sizes[d];
+      if (identity[d] && resultDim[d] >= 0) {
+        out.offsets[resultDim[d]] = box->offsets[d];
+        out.sizes[resultDim[d]] = box->sizes[d];
         split |= !whole;
       }
     }
     localShape = out.sizes;
+    localSourceShape = box->sizes;
     boxes[device] = std::move(out);
   }
   if (!split || localShape.empty())
@@ -1163,37 +1190,112 @@ LogicalResult SpmdPartitioner::partitionPassThrough(Operation *op) {
   b.setInsertionPoint(op);
   auto localType =
       RankedTensorType::get(localShape, resultType.getElementType());
-  IRMapping mapping = plain;
-  mapping.map(source, piece.local);
-  Operation *local;
-  auto withLocalSizes = [&](ArrayRef<int64_t> sizes) {
-    SmallVector<OpFoldResult> result;
-    for (int64_t d = 0; d < rankOf; ++d)
-      result.push_back(b.getIndexAttr(identity[d] ? localShape[d] : sizes[d]));
-    return result;
-  };
   auto asAttrs = [&](ArrayRef<int64_t> values) {
     return llvm::to_vector(llvm::map_range(
         values, [&](int64_t v) -> OpFoldResult { return b.getIndexAttr(v); }));
   };
+  Operation *local;
   if (auto insert = dyn_cast<tensor::InsertSliceOp>(op)) {
+    SmallVector<int64_t> sizes(insert.getStaticSizes());
+    for (int64_t d = 0; d < sourceRank; ++d)
+      if (identity[d])
+        sizes[resultDim[d]] = localSourceShape[d];
     Value dest = materialize(insert.getDest(), boxes, loc);
     local = tensor::InsertSliceOp::create(
         b, loc, piece.local, dest, asAttrs(insert.getStaticOffsets()),
-        withLocalSizes(insert.getStaticSizes()),
-        asAttrs(insert.getStaticStrides()));
+        asAttrs(sizes), asAttrs(insert.getStaticStrides()));
   } else if (auto extract = dyn_cast<tensor::ExtractSliceOp>(op)) {
+    SmallVector<int64_t> sizes(extract.getStaticSizes());
+    for (int64_t d = 0; d < sourceRank; ++d)
+      if (identity[d])
+        sizes[d] = localSourceShape[d];
     local = tensor::ExtractSliceOp::create(
         b, loc, localType, piece.local, asAttrs(extract.getStaticOffsets()),
-        withLocalSizes(extract.getStaticSizes()),
-        asAttrs(extract.getStaticStrides()));
+        asAttrs(sizes), asAttrs(extract.getStaticStrides()));
   } else {
+    IRMapping mapping = plain;
+    mapping.map(source, piece.local);
     local = b.clone(*op, mapping);
     local->getResult(0).setType(localType);
     local->removeAttr(SoapDialect::getConfigAttrName());
   }
   dist[op->getResult(0)].pieces.push_back(
       Piece{local->getResult(0), std::move(boxes), piece.tasks, std::nullopt});
+  return success();
+}
+
+/// tensor.concat of values split alike along the other dimensions (an
+/// LSTM cell's [input, state]): each device concatenates its parts.
+LogicalResult SpmdPartitioner::partitionConcat(tensor::ConcatOp op) {
+  auto resultType = cast<RankedTensorType>(op.getType());
+  int64_t dim = op.getDim();
+  // The layout comes from the inputs that are not splats (zeros, an
+  // initial state): they must agree; splats are rebuilt to match.
+  std::optional<Piece> first;
+  for (Value input : op.getInputs()) {
+    auto type = cast<RankedTensorType>(input.getType());
+    auto found = dist.find(input);
+    if (found == dist.end() || found->second.transpose)
+      return failure();
+    if (found->second.splat)
+      continue;
+    if (found->second.pieces.size() != 1 || found->second.pieces[0].partial)
+      return failure();
+    const Piece &piece = found->second.pieces.front();
+    for (auto [device, box] : llvm::enumerate(piece.boxes)) {
+      if (box && (box->offsets[dim] != 0 ||
+                  box->sizes[dim] != type.getDimSize(dim)))
+        return failure();
+      if (!first)
+        continue;
+      const std::optional<Box> &other = first->boxes[device];
+      if (box.has_value() != other.has_value())
+        return failure();
+      if (box)
+        for (int64_t d = 0; d < type.getRank(); ++d)
+          if (d != dim && (box->offsets[d] != other->offsets[d] ||
+                           box->sizes[d] != other->sizes[d]))
+            return failure();
+    }
+    if (!first)
+      first = piece;
+  }
+  if (!first)
+    return failure();
+  DeviceBoxes boxes(numDevices);
+  SmallVector<int64_t> localShape;
+  bool split = false;
+  for (auto [device, box] : llvm::enumerate(first->boxes)) {
+    if (!box)
+      continue;
+    Box out = *box;
+    out.sizes[dim] = resultType.getDimSize(dim);
+    split |= out.sizes != SmallVector<int64_t>(resultType.getShape());
+    localShape = out.sizes;
+    boxes[device] = std::move(out);
+  }
+  if (!split)
+    return failure();
+  b.setInsertionPoint(op);
+  SmallVector<Value> locals;
+  for (Value input : op.getInputs()) {
+    DistValue &value = dist[input];
+    if (!value.splat) {
+      locals.push_back(value.pieces.front().local);
+      continue;
+    }
+    SmallVector<int64_t> shape(localShape);
+    shape[dim] = cast<RankedTensorType>(input.getType()).getDimSize(dim);
+    locals.push_back(rebuildSplat(
+        value.splat, RankedTensorType::get(shape, resultType.getElementType()),
+        op.getLoc()));
+  }
+  Value local = tensor::ConcatOp::create(
+      b, op.getLoc(),
+      RankedTensorType::get(localShape, resultType.getElementType()), dim,
+      locals);
+  dist[op.getResult()].pieces.push_back(
+      Piece{local, std::move(boxes), first->tasks, std::nullopt});
   return success();
 }
 
@@ -1262,6 +1364,9 @@ LogicalResult SpmdPartitioner::run() {
       continue;
     if (isa<tensor::PadOp, tensor::ExtractSliceOp, tensor::InsertSliceOp>(op) &&
         succeeded(partitionPassThrough(op)))
+      continue;
+    if (auto concat = dyn_cast<tensor::ConcatOp>(op);
+        concat && succeeded(partitionConcat(concat)))
       continue;
     if (failed(runReplicated(op)))
       return failure();
