@@ -433,6 +433,51 @@ LogicalResult BatchDimensions::resize(func::FuncOp function, int64_t newBatch) {
     generic.setIndexingMapsAttr(Builder(context).getAffineMapArrayAttr(maps));
   }
 
+  auto newType = [&](Value value) {
+    auto type = cast<RankedTensorType>(value.getType());
+    auto found = dims.find(value);
+    return found == dims.end()
+               ? type
+               : rescaled(type, found->second, batch, newBatch);
+  };
+  // A reshape must keep each group's elements: an export that reads a
+  // dimension merged with the batch through a loop of another dimension
+  // (valid only at its own batch) cannot be resized.
+  WalkResult reshapes = function.walk([&](Operation *op) -> WalkResult {
+    Value wide, narrow;
+    SmallVector<ReassociationIndices> groups;
+    if (auto collapse = dyn_cast<tensor::CollapseShapeOp>(op)) {
+      wide = collapse.getSrc();
+      narrow = collapse.getResult();
+      groups = collapse.getReassociationIndices();
+    } else if (auto expand = dyn_cast<tensor::ExpandShapeOp>(op)) {
+      wide = expand.getResult();
+      narrow = expand.getSrc();
+      groups = expand.getReassociationIndices();
+    } else {
+      return WalkResult::advance();
+    }
+    if (!dims.count(wide) && !dims.count(narrow))
+      return WalkResult::advance();
+    RankedTensorType wideType = newType(wide), narrowType = newType(narrow);
+    for (auto [g, group] : llvm::enumerate(groups)) {
+      int64_t product = 1;
+      for (int64_t d : group)
+        product *= wideType.getDimSize(d);
+      if (product != narrowType.getDimSize(g))
+        return op->emitError()
+               << pass << ": '" << op->getName() << "' would merge "
+               << product << " elements into a dimension of "
+               << narrowType.getDimSize(g) << " at batch " << newBatch
+               << ": the model reads the batch through another dimension "
+                  "as well, which only holds at batch "
+               << batch;
+    }
+    return WalkResult::advance();
+  });
+  if (reshapes.wasInterrupted())
+    return failure();
+
   // Which dimensions rank-reducing slices drop, known from their types
   // before the retyping below.
   llvm::DenseMap<Operation *, llvm::SmallBitVector> droppedDims;
