@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "PassSupport.h"
 #include "soap/Partition/Partition.h"
 #include "soap/Dialect/SoapDialect.h"
 #include "soap/Passes/Passes.h"
@@ -38,20 +39,13 @@ struct SoapPartitionPass
                             "--soap-training-step)";
       return signalPassFailure();
     }
-    bool configured = false;
-    function.walk([&](Operation *op) {
-      if (op->hasAttr(SoapDialect::getConfigAttrName()))
-        configured = true;
-    });
-    int64_t declared = 0;
-    if (auto attr = module->getAttrOfType<IntegerAttr>(
-            SoapDialect::getNumDevicesAttrName()))
-      declared = attr.getInt();
-    int64_t count = devices > 0 ? static_cast<int64_t>(devices) : declared;
-    if (configured && declared > 0 && count != declared) {
+    bool configured = carriesConfigs(function);
+    std::optional<int64_t> declared = getDeclaredNumDevices(module);
+    int64_t count = resolveDeviceCount(module, devices, 0);
+    if (configured && declared && count != *declared) {
       module.emitError() << "soap-partition: devices=" << count
                          << " but the configs are for soap.num_devices = "
-                         << declared << " devices";
+                         << *declared << " devices";
       return signalPassFailure();
     }
     if (count < 1) {

@@ -59,6 +59,16 @@ std::optional<Machine> loadMachineByName(const std::string &name, int devices,
   return machine->withDevices(devices, error);
 }
 
+bool carriesConfigs(Operation *root) {
+  return root
+      ->walk([](Operation *op) {
+        return op->hasAttr(SoapDialect::getConfigAttrName())
+                   ? WalkResult::interrupt()
+                   : WalkResult::advance();
+      })
+      .wasInterrupted();
+}
+
 int resolveDeviceCount(ModuleOp module, int devices, int fallback) {
   if (devices > 0)
     return devices;

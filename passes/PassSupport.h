@@ -31,6 +31,9 @@ mlir::func::FuncOp findTargetFuncOp(mlir::ModuleOp module,
 std::optional<Machine> loadMachineByName(const std::string &name, int devices,
                                          std::string &error);
 
+/// True when an op nested in `root` carries #soap.config.
+bool carriesConfigs(mlir::Operation *root);
+
 /// `devices` when positive, else the module's soap.num_devices, else
 /// `fallback`.
 int resolveDeviceCount(mlir::ModuleOp module, int devices, int fallback);

@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "PassSupport.h"
 #include "soap/Partition/ShardInterop.h"
 #include "soap/Dialect/SoapDialect.h"
 #include "soap/Passes/Passes.h"
@@ -38,12 +39,8 @@ struct SoapExportShardPass
     for (auto function : module.getOps<func::FuncOp>()) {
       if (function.isExternal())
         continue;
-      bool configured = false;
-      function.walk([&](Operation *op) {
-        if (op->hasAttr(SoapDialect::getConfigAttrName()))
-          configured = true;
-      });
-      if (funcName.empty() ? !configured : function.getName() != funcName)
+      if (funcName.empty() ? !carriesConfigs(function)
+                           : function.getName() != funcName)
         continue;
       if (target) {
         module.emitError() << "soap-export-shard: several functions carry "
@@ -61,11 +58,7 @@ struct SoapExportShardPass
                                        " with a body");
       return signalPassFailure();
     }
-    int64_t count = devices;
-    if (count == 0)
-      if (auto declared = module->getAttrOfType<IntegerAttr>(
-              SoapDialect::getNumDevicesAttrName()))
-        count = declared.getInt();
+    int64_t count = resolveDeviceCount(module, devices, 0);
     if (count < 1) {
       module.emitError() << "soap-export-shard: give the number of devices "
                             "with devices=N or soap.num_devices";

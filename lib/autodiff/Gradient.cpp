@@ -109,8 +109,7 @@ static linalg::LinalgOp accumulatingProducer(Value gradient) {
   auto op = gradient.getDefiningOp<linalg::LinalgOp>();
   if (!op || op.getNumDpsInits() != 1 || !gradient.use_empty())
     return {};
-  if (!isa<linalg::MatmulOp, linalg::BatchMatmulOp, linalg::Conv2DNchwFchwOp>(
-          op.getOperation()) &&
+  if (!isa<linalg::Conv2DNchwFchwOp>(op.getOperation()) &&
       !linalg::isaContractionOpInterface(op))
     return {};
   Value init = op.getDpsInits()[0];

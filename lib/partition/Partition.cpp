@@ -17,7 +17,7 @@
 using namespace mlir;
 using namespace soap;
 using soap::partition::combinerOf;
-using soap::partition::identityOf;
+using soap::partition::identityFilled;
 using soap::partition::isIdentityFill;
 
 static constexpr llvm::StringLiteral kPass = "soap-partition";
@@ -151,13 +151,7 @@ LogicalResult soap::partitionBatch(func::FuncOp function, int64_t devices) {
     auto type = cast<RankedTensorType>(init->get().getType());
     Location loc = partial.op->getLoc();
     builder.setInsertionPoint(partial.op);
-    Value empty = tensor::EmptyOp::create(builder, loc, type.getShape(),
-                                          type.getElementType());
-    Value identity = arith::ConstantOp::create(
-        builder, loc, identityOf(partial.kind, type.getElementType()));
-    Value filled = linalg::FillOp::create(builder, loc, ValueRange{identity},
-                                          ValueRange{empty})
-                       .getResult(0);
+    Value filled = identityFilled(builder, loc, type, partial.kind);
     Value first = arith::CmpIOp::create(
         builder, loc, arith::CmpIPredicate::eq, rank,
         arith::ConstantIndexOp::create(builder, loc, 0));

@@ -3,6 +3,7 @@
 #include "Reductions.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Matchers.h"
 
 using namespace mlir;
@@ -61,6 +62,17 @@ TypedAttr identityOf(ReductionKind kind, Type element) {
   default:
     return IntegerAttr::get(element, APInt(width, 0));
   }
+}
+
+Value identityFilled(OpBuilder &b, Location loc, RankedTensorType type,
+                     ReductionKind kind) {
+  Value empty = tensor::EmptyOp::create(b, loc, type.getShape(),
+                                        type.getElementType());
+  Value identity =
+      arith::ConstantOp::create(b, loc, identityOf(kind, type.getElementType()));
+  return linalg::FillOp::create(b, loc, ValueRange{identity},
+                                ValueRange{empty})
+      .getResult(0);
 }
 
 } // namespace soap::partition

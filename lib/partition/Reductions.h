@@ -29,6 +29,11 @@ bool isIdentityFill(mlir::Value init, ReductionKind kind);
 /// integers for integers).
 mlir::TypedAttr identityOf(ReductionKind kind, mlir::Type element);
 
+/// A tensor of `type` filled with the identity of `kind` (tensor.empty and
+/// linalg.fill at the builder's insertion point).
+mlir::Value identityFilled(mlir::OpBuilder &b, mlir::Location loc,
+                           mlir::RankedTensorType type, ReductionKind kind);
+
 } // namespace soap::partition
 
 #endif // SOAP_LIB_PARTITION_REDUCTIONS_H

@@ -30,6 +30,7 @@
 #include "RankTables.h"
 #include "Reductions.h"
 
+#include "soap/Dialect/PartitionableInterface.h"
 #include "soap/Dialect/SoapDialect.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -92,45 +93,8 @@ struct Plan {
   SmallVector<SmallVector<int64_t>> slots;
 };
 
-/// An affine expression as a sum of coefficient × loop plus a constant.
-struct LinearExpr {
-  SmallVector<int64_t> coefficients;
-  int64_t constant = 0;
-};
-
-std::optional<LinearExpr> linearize(AffineExpr expr, unsigned numLoops) {
-  LinearExpr result;
-  result.coefficients.assign(numLoops, 0);
-  std::function<bool(AffineExpr, int64_t)> add = [&](AffineExpr e,
-                                                     int64_t scale) {
-    if (auto dim = dyn_cast<AffineDimExpr>(e)) {
-      result.coefficients[dim.getPosition()] += scale;
-      return true;
-    }
-    if (auto cst = dyn_cast<AffineConstantExpr>(e)) {
-      result.constant += scale * cst.getValue();
-      return true;
-    }
-    auto binary = dyn_cast<AffineBinaryOpExpr>(e);
-    if (!binary)
-      return false;
-    if (e.getKind() == AffineExprKind::Add)
-      return add(binary.getLHS(), scale) && add(binary.getRHS(), scale);
-    if (e.getKind() == AffineExprKind::Mul) {
-      if (auto c = dyn_cast<AffineConstantExpr>(binary.getRHS()))
-        return add(binary.getLHS(), scale * c.getValue());
-      if (auto c = dyn_cast<AffineConstantExpr>(binary.getLHS()))
-        return add(binary.getRHS(), scale * c.getValue());
-    }
-    return false;
-  };
-  if (!add(expr, 1))
-    return std::nullopt;
-  return result;
-}
-
 /// The loops of a linalg op as the partitioner sees them.
-struct LoopNest {
+struct LinalgLoops {
   SmallVector<int64_t> sizes;
   SmallVector<utils::IteratorType> iterators;
   SmallVector<AffineMap> maps; // one per operand
@@ -155,11 +119,11 @@ std::optional<Box> accessBox(AffineMap map, ArrayRef<int64_t> loopSizes,
   SmallVector<int64_t> coords = coordinatesOf(degrees, task);
   Box box;
   for (auto [dim, expr] : llvm::enumerate(map.getResults())) {
-    std::optional<LinearExpr> linear = linearize(expr, loopSizes.size());
-    if (!linear)
+    IndexExpr linear = toIndexExpr(expr);
+    if (!linear.isLinear)
       return std::nullopt;
-    int64_t offset = 0, extent = linear->constant + 1;
-    for (auto [l, c] : llvm::enumerate(linear->coefficients)) {
+    int64_t offset = 0, extent = linear.constant + 1;
+    for (auto [l, c] : linear.terms) {
       int64_t local = loopSizes[l] / degrees[l];
       int64_t lo = coords[l] * local;
       if (c < 0 && degrees[l] > 1)
@@ -191,17 +155,17 @@ public:
 
 private:
   // Plans.
-  std::optional<LoopNest> loopNestOf(linalg::LinalgOp op);
-  FailureOr<Plan> planFromConfig(linalg::LinalgOp op, const LoopNest &nest,
+  std::optional<LinalgLoops> loopNestOf(linalg::LinalgOp op);
+  FailureOr<Plan> planFromConfig(linalg::LinalgOp op, const LinalgLoops &nest,
                                  ConfigAttr config, std::string &why);
   std::optional<Plan> planFromOperands(linalg::LinalgOp op,
-                                       const LoopNest &nest);
+                                       const LinalgLoops &nest);
   Plan replicatedPlan(unsigned numLoops) const;
   std::optional<std::string> checkPlan(linalg::LinalgOp op,
-                                       const LoopNest &nest, const Plan &plan);
+                                       const LinalgLoops &nest, const Plan &plan);
 
   // Rewriting.
-  LogicalResult partitionLinalg(linalg::LinalgOp op, const LoopNest &nest,
+  LogicalResult partitionLinalg(linalg::LinalgOp op, const LinalgLoops &nest,
                                 const Plan &plan);
   LogicalResult runReplicated(Operation *op);
   void recordSplat(Operation *op);
@@ -217,6 +181,9 @@ private:
   unsigned wholeEverywhere(Value original, Location loc);
   Value universalGather(DistValue &value, RankedTensorType type,
                         Location loc);
+  SmallVector<OpFoldResult> offsetsOf(const DeviceBoxes &target,
+                                      const DeviceBoxes *held, int64_t rank,
+                                      Location loc);
   /// `source` (holding `held` on each device; null: the whole tensor)
   /// sliced to the `target` box of each device.
   Value slice(Value source, const DeviceBoxes &target,
@@ -225,8 +192,6 @@ private:
   // Per-device constants.
   Value perDevice(ArrayRef<int64_t> values, Location loc);
   Value deviceIn(ArrayRef<bool> flags, Location loc);
-  Value identityTensor(RankedTensorType type, ReductionKind kind,
-                       Location loc);
   SmallVector<int64_t> allDevices() const {
     SmallVector<int64_t> all(numDevices);
     std::iota(all.begin(), all.end(), 0);
@@ -261,17 +226,6 @@ Value SpmdPartitioner::perDevice(ArrayRef<int64_t> values, Location loc) {
 
 Value SpmdPartitioner::deviceIn(ArrayRef<bool> flags, Location loc) {
   return flagOfRank(b, loc, rank, flags);
-}
-
-Value SpmdPartitioner::identityTensor(RankedTensorType type,
-                                      ReductionKind kind, Location loc) {
-  Value empty = tensor::EmptyOp::create(b, loc, type.getShape(),
-                                        type.getElementType());
-  Value identity = arith::ConstantOp::create(
-      b, loc, identityOf(kind, type.getElementType()));
-  return linalg::FillOp::create(b, loc, ValueRange{identity},
-                                ValueRange{empty})
-      .getResult(0);
 }
 
 //===----------------------------------------------------------------------===//
@@ -324,17 +278,14 @@ static bool contains(const Piece &piece, const DeviceBoxes &target) {
   return true;
 }
 
-Value SpmdPartitioner::slice(Value source, const DeviceBoxes &target,
-                             const DeviceBoxes *held, Location loc) {
-  auto type = cast<RankedTensorType>(source.getType());
-  const Box *any = nullptr;
-  for (const std::optional<Box> &box : target)
-    if (box)
-      any = &*box;
-  if (any->sizes == SmallVector<int64_t>(type.getShape()))
-    return source;
-  SmallVector<OpFoldResult> offsets, sizes, strides;
-  for (int64_t dim = 0; dim < type.getRank(); ++dim) {
+/// Each device's offset of its `target` box within what it holds (`held`;
+/// null: the whole tensor), one per dimension: constants where every
+/// device agrees, else rank tables.
+SmallVector<OpFoldResult>
+SpmdPartitioner::offsetsOf(const DeviceBoxes &target, const DeviceBoxes *held,
+                           int64_t rank, Location loc) {
+  SmallVector<OpFoldResult> offsets;
+  for (int64_t dim = 0; dim < rank; ++dim) {
     SmallVector<int64_t> perDim;
     for (auto [device, box] : llvm::enumerate(target))
       perDim.push_back(box ? box->offsets[dim] -
@@ -344,9 +295,24 @@ Value SpmdPartitioner::slice(Value source, const DeviceBoxes &target,
       offsets.push_back(b.getIndexAttr(perDim.front()));
     else
       offsets.push_back(perDevice(perDim, loc));
-    sizes.push_back(b.getIndexAttr(any->sizes[dim]));
-    strides.push_back(b.getIndexAttr(1));
   }
+  return offsets;
+}
+
+Value SpmdPartitioner::slice(Value source, const DeviceBoxes &target,
+                             const DeviceBoxes *held, Location loc) {
+  auto type = cast<RankedTensorType>(source.getType());
+  const Box *any = nullptr;
+  for (const std::optional<Box> &box : target)
+    if (box)
+      any = &*box;
+  if (any->sizes == SmallVector<int64_t>(type.getShape()))
+    return source;
+  SmallVector<OpFoldResult> offsets =
+      offsetsOf(target, held, type.getRank(), loc);
+  SmallVector<OpFoldResult> sizes, strides(type.getRank(), b.getIndexAttr(1));
+  for (int64_t size : any->sizes)
+    sizes.push_back(b.getIndexAttr(size));
   auto sliceType = RankedTensorType::get(any->sizes, type.getElementType());
   return tensor::ExtractSliceOp::create(b, loc, sliceType, source, offsets,
                                         sizes, strides);
@@ -445,7 +411,7 @@ Value SpmdPartitioner::universalGather(DistValue &value, RankedTensorType type,
                                        Location loc) {
   std::optional<ReductionKind> partial = value.pieces.front().partial;
   ReductionKind kind = partial.value_or(ReductionKind::sum);
-  Value whole = identityTensor(type, kind, loc);
+  Value whole = identityFilled(b, loc, type, kind);
   SmallVector<Box> seenBoxes;
   for (Piece &piece : value.pieces) {
     SmallVector<bool> contributes(numDevices, false);
@@ -511,17 +477,11 @@ Value SpmdPartitioner::universalGather(DistValue &value, RankedTensorType type,
               })
               .getResult(0);
     }
-    SmallVector<OpFoldResult> offsets, sizes, strides;
-    for (int64_t dim = 0; dim < type.getRank(); ++dim) {
-      SmallVector<int64_t> perDim;
-      for (const std::optional<Box> &box : where)
-        perDim.push_back(box ? box->offsets[dim] : 0);
-      offsets.push_back(llvm::all_equal(perDim)
-                            ? OpFoldResult(b.getIndexAttr(perDim.front()))
-                            : OpFoldResult(perDevice(perDim, loc)));
-      sizes.push_back(b.getIndexAttr(localType.getDimSize(dim)));
-      strides.push_back(b.getIndexAttr(1));
-    }
+    SmallVector<OpFoldResult> offsets =
+        offsetsOf(where, nullptr, type.getRank(), loc);
+    SmallVector<OpFoldResult> sizes, strides(type.getRank(), b.getIndexAttr(1));
+    for (int64_t size : localType.getShape())
+      sizes.push_back(b.getIndexAttr(size));
     Value updated = tensor::InsertSliceOp::create(b, loc, contribution, whole,
                                                   offsets, sizes, strides);
     if (llvm::all_of(contributes, [](bool c) { return c; }))
@@ -630,10 +590,10 @@ Value SpmdPartitioner::materialize(Value original, const DeviceBoxes &target,
 // Plans
 //===----------------------------------------------------------------------===//
 
-std::optional<LoopNest> SpmdPartitioner::loopNestOf(linalg::LinalgOp op) {
+std::optional<LinalgLoops> SpmdPartitioner::loopNestOf(linalg::LinalgOp op) {
   if (!op.hasPureTensorSemantics())
     return std::nullopt;
-  LoopNest nest;
+  LinalgLoops nest;
   nest.sizes = op.getStaticLoopRanges();
   if (llvm::any_of(nest.sizes, ShapedType::isDynamic))
     return std::nullopt;
@@ -667,7 +627,7 @@ static Plan planForTasks(ArrayRef<int64_t> degrees, ArrayRef<int64_t> devices,
 }
 
 FailureOr<Plan> SpmdPartitioner::planFromConfig(linalg::LinalgOp op,
-                                                const LoopNest &nest,
+                                                const LinalgLoops &nest,
                                                 ConfigAttr config,
                                                 std::string &why) {
   ArrayRef<int64_t> degrees = config.getDegrees();
@@ -698,7 +658,7 @@ FailureOr<Plan> SpmdPartitioner::planFromConfig(linalg::LinalgOp op,
 }
 
 std::optional<std::string> SpmdPartitioner::checkPlan(linalg::LinalgOp op,
-                                                      const LoopNest &nest,
+                                                      const LinalgLoops &nest,
                                                       const Plan &plan) {
   int64_t numTasks = 1;
   for (int64_t degree : plan.degrees)
@@ -735,7 +695,7 @@ std::optional<std::string> SpmdPartitioner::checkPlan(linalg::LinalgOp op,
 }
 
 std::optional<Plan> SpmdPartitioner::planFromOperands(linalg::LinalgOp op,
-                                                      const LoopNest &nest) {
+                                                      const LinalgLoops &nest) {
   struct Candidate {
     Plan plan;
     int64_t tasks;
@@ -829,7 +789,7 @@ std::optional<Plan> SpmdPartitioner::planFromOperands(linalg::LinalgOp op,
 //===----------------------------------------------------------------------===//
 
 LogicalResult SpmdPartitioner::partitionLinalg(linalg::LinalgOp op,
-                                               const LoopNest &nest,
+                                               const LinalgLoops &nest,
                                                const Plan &plan) {
   Location loc = op.getLoc();
   b.setInsertionPoint(op);
@@ -906,8 +866,8 @@ LogicalResult SpmdPartitioner::partitionLinalg(linalg::LinalgOp op,
         }
         local = arith::SelectOp::create(
             b, loc, deviceIn(first, loc), local,
-            identityTensor(cast<RankedTensorType>(local.getType()), *kind,
-                           loc));
+            identityFilled(b, loc, cast<RankedTensorType>(local.getType()),
+                           *kind));
       }
       operands.push_back(local);
     }
@@ -1329,7 +1289,7 @@ LogicalResult SpmdPartitioner::run() {
       continue;
     }
     if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op)) {
-      if (std::optional<LoopNest> nest = loopNestOf(linalgOp)) {
+      if (std::optional<LinalgLoops> nest = loopNestOf(linalgOp)) {
         std::optional<Plan> plan;
         if (auto config = op->getAttrOfType<ConfigAttr>(
                 SoapDialect::getConfigAttrName())) {
