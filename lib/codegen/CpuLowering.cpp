@@ -157,11 +157,7 @@ void foldTransposesIntoContractions(ModuleOp module) {
 void vectorizeKernels(ModuleOp module, bool skipBlasKernels) {
   SmallVector<linalg::LinalgOp> targets;
   module.walk([&](linalg::LinalgOp op) {
-    if (!op.hasPureTensorSemantics() || op.hasDynamicShape())
-      return;
-    bool kernel = linalg::isaContractionOpInterface(op) ||
-                  linalg::isaConvolutionOpInterface(op);
-    if (kernel && !(skipBlasKernels && blasTakes(op)))
+    if (vectorizedByLowering(op, skipBlasKernels))
       targets.push_back(op);
   });
   for (linalg::LinalgOp op : targets) {
@@ -254,6 +250,7 @@ LogicalResult lowerModuleForCpu(ModuleOp module,
         failed(codegen::lowerVectorKernels(module)))
       return failure();
   }
+  codegen::approximateMathFunctions(module);
   if (failed(runParsed(module, kToLLVMPipeline, runPipeline)))
     return failure();
   return codegen::emitRuntimeInterface(module, kEntrySymbol, description);

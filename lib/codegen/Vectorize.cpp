@@ -6,11 +6,13 @@
 //===----------------------------------------------------------------------===//
 
 #include "soap/codegen/Vectorize.h"
+#include "soap/codegen/BlasKernels.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/SCF/Transforms/TileUsingInterface.h"
 #include "mlir/Dialect/Utils/StructuredOpsUtils.h"
@@ -25,6 +27,20 @@
 using namespace mlir;
 
 namespace soap::codegen {
+
+bool vectorizedByLowering(linalg::LinalgOp op, bool blasKernels) {
+  if (!op.hasPureTensorSemantics() || op.hasDynamicShape())
+    return false;
+  bool kernel = linalg::isaContractionOpInterface(op) ||
+                linalg::isaConvolutionOpInterface(op);
+  return kernel && !(blasKernels && blasTakes(op));
+}
+
+void approximateMathFunctions(Operation *root) {
+  RewritePatternSet patterns(root->getContext());
+  populateMathPolynomialApproximationPatterns(patterns);
+  (void)applyPatternsGreedily(root, std::move(patterns));
+}
 
 //===----------------------------------------------------------------------===//
 // Tiling and vectorization

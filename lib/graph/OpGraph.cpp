@@ -109,7 +109,10 @@ void OpGraph::markBackward() {
     nodes[n].needsBackward = any;
     if (any)
       for (const NodeAccess &a : nodes[n].accesses)
-        if (a.role == AccessRole::Write)
+        // Results: written ones, and the views a reshape or slice
+        // produces without moving data (role Unread).
+        if (a.role == AccessRole::Write ||
+            tensors[a.tensor].producer == static_cast<int>(n))
           dependsOnParam[a.tensor] = true;
   }
 }

@@ -1016,6 +1016,9 @@ std::string Simulator::chromeTrace() const {
     else if (t.kind != TaskKind::GradTransfer)
       name += " " + graph.nodes[node].opName + " #" + std::to_string(node);
     nlohmann::json args = {{"node", node}};
+    if (!ofParameter && t.kind != TaskKind::GradTransfer &&
+        !graph.nodes[node].location.empty())
+      args["location"] = graph.nodes[node].location;
     if (t.bytes)
       args["bytes"] = t.bytes;
     int pid = t.resources.empty() ? 0 : t.resources.front();

@@ -238,6 +238,7 @@ bool lowerKernelToLLVM(ModuleOp module, Codegen codegen, std::string &error) {
             "cannot express its dimensions)";
     return false;
   }
+  codegen::approximateMathFunctions(module);
   return runPipeline(module, getCpuToLLVMPipeline(), error);
 }
 
@@ -458,14 +459,17 @@ compileOpKernel(Operation *op,
       buildKernelModule(op, operandShapes, error);
   if (!kernel)
     return nullptr;
-  if (codegen == Codegen::Blas) {
-    // The op as the kernel holds it (on tensors), as the lowering judges it.
-    bool blas = false;
+  if (codegen != Codegen::Loops) {
+    // The op as the kernel holds it (on tensors), judged as the CPU
+    // lowering judges it: a BLAS call, a vectorized tile, or loops.
+    bool blasKernels = codegen == Codegen::Blas;
+    bool blas = false, vector = false;
     kernel->module->walk([&](linalg::LinalgOp linalgOp) {
-      blas |= linalgOp.hasPureTensorSemantics() && codegen::blasTakes(linalgOp);
+      blas |= blasKernels && linalgOp.hasPureTensorSemantics() &&
+              codegen::blasTakes(linalgOp);
+      vector |= codegen::vectorizedByLowering(linalgOp, blasKernels);
     });
-    if (!blas)
-      codegen = Codegen::Vector;
+    codegen = blas ? Codegen::Blas : vector ? Codegen::Vector : Codegen::Loops;
   }
   used = codegen;
   if (!lowerKernelToLLVM(*kernel->module, codegen, error)) {

@@ -77,10 +77,12 @@ static void printHelp(llvm::raw_ostream &os) {
         "  --max-op-seconds S   skip kernels whose run takes longer (2)\n"
         "  --max-buffer-mb M    skip kernels whose buffers are larger "
         "(1024)\n"
-        "  --codegen C          blas (as executables: OpenBLAS calls for\n"
-        "                       contractions and NCHW convolutions, vector\n"
-        "                       for the rest), vector (tile and vectorize)\n"
-        "                       or loops (blas)\n"
+        "  --codegen C          as executables compile the kernels: blas\n"
+        "                       (OpenBLAS calls for contractions and NCHW\n"
+        "                       convolutions, vectorized tiles for the other\n"
+        "                       contractions and convolutions, loops for the\n"
+        "                       rest), vector (tiles for every contraction and\n"
+        "                       convolution) or loops (blas)\n"
         "  --merge              keep the entries already in the output file\n"
         "  --no-backward        estimate backward times (forward x gradients)\n"
         "                       instead of timing the ops autodiff emits\n"
@@ -428,7 +430,7 @@ static int runKernelMode(const CommandLine &cl) {
   os << "soap-profile: measured " << summary.measured << " kernel(s) ("
      << summary.blas << " blas, " << summary.vectorized << " vectorized, "
      << summary.measured - summary.blas - summary.vectorized
-     << " scalar loops; " << summary.backwardMeasured
+     << " loops; " << summary.backwardMeasured
      << " with their backward ops timed) in "
      << llvm::formatv("{0:F1}", seconds) << " s; "
      << shards->size() - summary.measured << " kernel(s) not measured; "

@@ -31,6 +31,18 @@ llvm::SmallVector<int64_t> chooseTileSizes(mlir::linalg::LinalgOp op);
 /// then be left tiled but not vectorized, which is still correct code.
 bool tileAndVectorize(mlir::linalg::LinalgOp op, std::string &error);
 
+/// Whether the CPU lowering tiles and vectorizes `op` (contractions and
+/// convolutions on tensors with static shapes; with `blasKernels`, only
+/// those BLAS does not take). Everything else becomes loops that LLVM
+/// vectorizes where it can. soap-profile asks the same question, so that
+/// a profiled kernel is compiled as the executable compiles it.
+bool vectorizedByLowering(mlir::linalg::LinalgOp op, bool blasKernels);
+
+/// Replaces f32 transcendental functions (tanh, exp, log, erf, ...) in
+/// `root` by polynomial approximations in arith ops, which loops vectorize
+/// (libm calls do not); accurate to a few ulp.
+void approximateMathFunctions(mlir::Operation *root);
+
 /// Lowers vector.contract, multi-reductions, transposes and N-D transfers
 /// in `func` to 1-D vector operations that convert-vector-to-llvm handles.
 bool lowerVectorOps(mlir::func::FuncOp func, std::string &error);
