@@ -14,6 +14,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Comm.h"
+#include "Trace.h"
 
 #include "soap/Runtime/Runtime.h"
 
@@ -308,6 +309,7 @@ void soaprt_all_reduce(const void *in, void *out, int64_t count,
   if (!enter("soap.all_reduce", group, groupSize))
     return;
   size_t bytes = count * elementBytes(dtype);
+  CommEvent event("soap.all_reduce", bytes);
 #if SOAP_HAVE_MPI
   if (groupSize > 1) {
     check(MPI_Allreduce(in, out, checkedCount(count), mpiType(dtype),
@@ -327,6 +329,7 @@ void soaprt_all_gather(const void *in, void *out, int64_t outer,
   if (!enter("soap.all_gather", group, groupSize))
     return;
   size_t chunkBytes = chunk * elementBytes(dtype);
+  CommEvent event("soap.all_gather", outer * chunkBytes);
 #if SOAP_HAVE_MPI
   if (groupSize > 1) {
     // MPI concatenates whole buffers: [n][outer][chunk], then reorder.
@@ -355,6 +358,7 @@ void soaprt_reduce_scatter(const void *in, void *out, int64_t outer,
   if (!enter("soap.reduce_scatter", group, groupSize))
     return;
   size_t chunkBytes = chunk * elementBytes(dtype);
+  CommEvent event("soap.reduce_scatter", groupSize * outer * chunkBytes);
 #if SOAP_HAVE_MPI
   if (groupSize > 1) {
     // MPI scatters whole blocks: bring the input to [n][outer][chunk].
@@ -385,6 +389,7 @@ void soaprt_all_to_all(const void *in, void *out, int64_t splitOuter,
   if (!enter("soap.all_to_all", group, groupSize))
     return;
   size_t bytes = elementBytes(dtype);
+  CommEvent event("soap.all_to_all", splitOuter * splitChunk * bytes);
 #if SOAP_HAVE_MPI
   if (groupSize > 1) {
     std::vector<char> send(groupSize * splitOuter * splitChunk * bytes);
@@ -419,6 +424,7 @@ void soaprt_broadcast(const void *in, void *out, int64_t count,
                  " is not in the group",
              4);
   size_t bytes = count * elementBytes(dtype);
+  CommEvent event("soap.broadcast", bytes);
   if (root == state().rank)
     std::memcpy(out, in, bytes);
 #if SOAP_HAVE_MPI
@@ -436,6 +442,7 @@ void soaprt_send(const void *in, int64_t count, int64_t dtype,
   checkDevices("soap.send", to, pairs);
   State &s = state();
   size_t bytes = count * elementBytes(dtype);
+  CommEvent event("soap.send", bytes);
   for (int64_t i = 0; i < pairs; ++i) {
     if (from[i] != s.rank)
       continue;
@@ -466,6 +473,7 @@ void soaprt_recv(void *out, int64_t count, int64_t dtype,
   checkDevices("soap.recv", to, pairs);
   State &s = state();
   size_t bytes = count * elementBytes(dtype);
+  CommEvent event("soap.recv", bytes);
   for (int64_t i = 0; i < pairs; ++i) {
     if (to[i] != s.rank)
       continue;

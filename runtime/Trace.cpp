@@ -53,23 +53,45 @@ bool writeChromeTrace(const std::string &path,
                     {"pid", 0},
                     {"tid", 1},
                     {"args", {{"name", "kernels"}}}});
+  events.push_back({{"name", "thread_name"},
+                    {"ph", "M"},
+                    {"pid", 0},
+                    {"tid", 2},
+                    {"args", {{"name", "communication"}}}});
   for (const TraceEvent &event : traceEvents()) {
     bool isOp = event.category == "op";
+    bool isComm = event.category == "comm";
     std::string name = event.name;
     if (isOp && event.id >= 0 && static_cast<size_t>(event.id) < opNames.size())
       name = opNames[event.id];
+    nlohmann::json args = {{"id", event.id}};
+    if (isComm)
+      args = {{"bytes", event.bytes}};
     events.push_back({{"name", name},
                       {"cat", event.category},
                       {"ph", "X"},
                       {"ts", event.startUs},
                       {"dur", event.durationUs},
                       {"pid", 0},
-                      {"tid", isOp ? 1 : 0},
-                      {"args", {{"id", event.id}}}});
+                      {"tid", isOp ? 1 : isComm ? 2 : 0},
+                      {"args", args}});
   }
   nlohmann::json trace = {{"traceEvents", events},
                           {"displayTimeUnit", "ms"}};
   return writeFileAtomically(path, trace.dump() + "\n", error);
+}
+
+CommEvent::CommEvent(const char *name, int64_t bytes)
+    : name(name), bytes(bytes) {
+  if (opTracing)
+    startUs = nowUs();
+}
+
+CommEvent::~CommEvent() {
+  if (startUs < 0 || traceEvents().size() >= kMaxEvents)
+    return;
+  traceEvents().push_back(
+      {name, "comm", startUs, nowUs() - startUs, -1, bytes});
 }
 
 } // namespace soaprt

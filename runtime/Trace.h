@@ -19,9 +19,26 @@ namespace soaprt {
 /// One complete event ("ph": "X"); times in microseconds since the start.
 struct TraceEvent {
   std::string name;
-  std::string category; // "step" or "op"
+  std::string category; // "step", "op" or "comm"
   double startUs = 0, durationUs = 0;
   int64_t id = -1; // the op's index in soap_model_info's "ops", or the step
+  int64_t bytes = 0; // "comm": the bytes this rank contributes
+};
+
+/// Records a "comm" event (its own row of the trace) for the lifetime of
+/// the object, while kernel tracing is on: the time this rank spends in one
+/// communication call, waiting for the other ranks included.
+class CommEvent {
+public:
+  CommEvent(const char *name, int64_t bytes);
+  ~CommEvent();
+  CommEvent(const CommEvent &) = delete;
+  CommEvent &operator=(const CommEvent &) = delete;
+
+private:
+  const char *name;
+  int64_t bytes;
+  double startUs = -1;
 };
 
 /// Microseconds since the first call (a steady clock).

@@ -175,6 +175,12 @@ private:
 
   // Distributed values.
   Value materialize(Value original, const DeviceBoxes &target, Location loc);
+  /// Gives a lazy transpose (DistValue::transpose) pieces of its own: each
+  /// device transposes its parts of the input, so that ops which pass
+  /// split dimensions through (reshapes, slices, concatenations) need no
+  /// copy of the whole input. Contractions still read the lazy form.
+  /// The new ops go before `user`, the first op that needs the pieces.
+  void realizeTranspose(Value original, Operation *user);
   Value rebuildSplat(Operation *splat, RankedTensorType type, Location loc);
   Value accumulatingInit(Value init, const DeviceBoxes &boxes,
                          ReductionKind kind);
@@ -996,8 +1002,55 @@ static bool isSplat(Operation *op,
 /// collapse_shape/expand_shape of a value split only along the outermost
 /// dimension of each group: the local values reshape the same way, and
 /// partial sums stay partial sums.
+void SpmdPartitioner::realizeTranspose(Value original, Operation *user) {
+  auto found = dist.find(original);
+  if (found == dist.end() || !found->second.transpose ||
+      !found->second.pieces.empty())
+    return;
+  linalg::TransposeOp transpose = found->second.transpose;
+  Value input = transpose.getInput();
+  realizeTranspose(input, user);
+  auto in = dist.find(input);
+  if (in == dist.end() || in->second.splat)
+    return;
+  // Result dimension i is input dimension perm[i].
+  ArrayRef<int64_t> perm = transpose.getPermutation();
+  auto elementType =
+      cast<RankedTensorType>(original.getType()).getElementType();
+  SmallVector<Piece> pieces;
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(user);
+  for (const Piece &piece : in->second.pieces) {
+    DeviceBoxes boxes(numDevices);
+    for (auto [device, box] : llvm::enumerate(piece.boxes)) {
+      if (!box)
+        continue;
+      Box out{SmallVector<int64_t>(perm.size()),
+              SmallVector<int64_t>(perm.size())};
+      for (auto [i, p] : llvm::enumerate(perm)) {
+        out.offsets[i] = box->offsets[p];
+        out.sizes[i] = box->sizes[p];
+      }
+      boxes[device] = std::move(out);
+    }
+    auto localInput = cast<RankedTensorType>(piece.local.getType());
+    SmallVector<int64_t> shape;
+    for (int64_t p : perm)
+      shape.push_back(localInput.getDimSize(p));
+    Value init =
+        tensor::EmptyOp::create(b, transpose.getLoc(), shape, elementType);
+    Value local = linalg::TransposeOp::create(b, transpose.getLoc(),
+                                              piece.local, init, perm)
+                      .getResult()[0];
+    pieces.push_back(Piece{local, std::move(boxes), piece.tasks,
+                           piece.partial});
+  }
+  dist[original].pieces = std::move(pieces);
+}
+
 LogicalResult SpmdPartitioner::partitionReshape(Operation *op) {
   Value source = op->getOperand(0);
+  realizeTranspose(source, op);
   auto sourceType = cast<RankedTensorType>(source.getType());
   auto resultType = cast<RankedTensorType>(op->getResult(0).getType());
   auto found = dist.find(source);
@@ -1117,6 +1170,7 @@ LogicalResult SpmdPartitioner::partitionPassThrough(Operation *op) {
   } else {
     return failure();
   }
+  realizeTranspose(source, op);
   auto found = dist.find(source);
   if (found == dist.end() || found->second.splat ||
       found->second.pieces.size() != 1 || found->second.pieces[0].partial)
@@ -1192,10 +1246,12 @@ LogicalResult SpmdPartitioner::partitionConcat(tensor::ConcatOp op) {
   // The layout comes from the inputs that are not splats (zeros, an
   // initial state): they must agree; splats are rebuilt to match.
   std::optional<Piece> first;
+  for (Value input : op.getInputs())
+    realizeTranspose(input, op);
   for (Value input : op.getInputs()) {
     auto type = cast<RankedTensorType>(input.getType());
     auto found = dist.find(input);
-    if (found == dist.end() || found->second.transpose)
+    if (found == dist.end())
       return failure();
     if (found->second.splat)
       continue;
