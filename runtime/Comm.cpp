@@ -51,7 +51,17 @@ struct State {
 #endif
   /// Without MPI: sends from rank 0 to itself, by tag, until received.
   std::multimap<int64_t, std::vector<char>> selfMessages;
+  /// Staging buffers of the collectives that reorder blocks, kept across
+  /// calls: a fresh buffer per call costs a zero fill and page faults.
+  std::vector<char> stageIn, stageOut;
 };
+
+/// `buffer` with room for `bytes`, grown (never shrunk) as needed.
+char *staging(std::vector<char> &buffer, size_t bytes) {
+  if (buffer.size() < bytes)
+    buffer.resize(bytes);
+  return buffer.data();
+}
 
 State &state() {
   static State s;
@@ -333,12 +343,9 @@ void soaprt_all_gather(const void *in, void *out, int64_t outer,
 #if SOAP_HAVE_MPI
   if (groupSize > 1) {
     // MPI concatenates whole buffers: [n][outer][chunk], then reorder.
-    std::vector<char> gathered;
     char *target = static_cast<char *>(out);
-    if (outer > 1) {
-      gathered.resize(groupSize * outer * chunkBytes);
-      target = gathered.data();
-    }
+    if (outer > 1)
+      target = staging(state().stageOut, groupSize * outer * chunkBytes);
     int count = checkedCount(outer * chunk);
     check(MPI_Allgather(in, count, mpiType(dtype), target, count,
                         mpiType(dtype), groupComm(group, groupSize)),
@@ -362,13 +369,12 @@ void soaprt_reduce_scatter(const void *in, void *out, int64_t outer,
 #if SOAP_HAVE_MPI
   if (groupSize > 1) {
     // MPI scatters whole blocks: bring the input to [n][outer][chunk].
-    std::vector<char> packed;
     const void *source = in;
     if (outer > 1) {
-      packed.resize(groupSize * outer * chunkBytes);
-      swapLeading(static_cast<const char *>(in), packed.data(), outer,
-                  groupSize, chunkBytes);
-      source = packed.data();
+      char *packed = staging(state().stageIn, groupSize * outer * chunkBytes);
+      swapLeading(static_cast<const char *>(in), packed, outer, groupSize,
+                  chunkBytes);
+      source = packed;
     }
     check(MPI_Reduce_scatter_block(source, out, checkedCount(outer * chunk),
                                    mpiType(dtype), mpiOp(op),
@@ -392,15 +398,16 @@ void soaprt_all_to_all(const void *in, void *out, int64_t splitOuter,
   CommEvent event("soap.all_to_all", splitOuter * splitChunk * bytes);
 #if SOAP_HAVE_MPI
   if (groupSize > 1) {
-    std::vector<char> send(groupSize * splitOuter * splitChunk * bytes);
-    std::vector<char> recv(send.size());
-    swapLeading(static_cast<const char *>(in), send.data(), splitOuter,
-                groupSize, splitChunk * bytes);
+    size_t total = groupSize * splitOuter * splitChunk * bytes;
+    char *send = staging(state().stageIn, total);
+    char *recv = staging(state().stageOut, total);
+    swapLeading(static_cast<const char *>(in), send, splitOuter, groupSize,
+                splitChunk * bytes);
     int count = checkedCount(splitOuter * splitChunk);
-    check(MPI_Alltoall(send.data(), count, mpiType(dtype), recv.data(), count,
+    check(MPI_Alltoall(send, count, mpiType(dtype), recv, count,
                        mpiType(dtype), groupComm(group, groupSize)),
           "MPI_Alltoall");
-    swapLeading(recv.data(), static_cast<char *>(out), groupSize, concatOuter,
+    swapLeading(recv, static_cast<char *>(out), groupSize, concatOuter,
                 concatChunk * bytes);
     return;
   }

@@ -374,7 +374,8 @@ static bool readDeviceType(Reader &r, const json &value,
                            const std::string &path, DeviceType &type) {
   if (!r.object(value, path,
                 {"description", "peak_flops", "memory_bandwidth",
-                 "memory_bytes", "launch_overhead", "efficiency"}))
+                 "memory_bytes", "launch_overhead", "overlaps_communication",
+                 "efficiency"}))
     return false;
   if (const json *v = r.member(value, path, "description", false))
     if (!r.string(*v, childPath(path, "description"), type.description))
@@ -398,6 +399,12 @@ static bool readDeviceType(Reader &r, const json &value,
       !r.number(*launch, childPath(path, "launch_overhead"),
                 "a non-negative number (seconds)", type.launchOverhead))
     return false;
+  if (const json *v = r.member(value, path, "overlaps_communication", false)) {
+    if (!v->is_boolean())
+      return r.fail("'" + childPath(path, "overlaps_communication") +
+                    "' must be true or false, got " + v->dump());
+    type.overlapsCommunication = v->get<bool>();
+  }
   if (const json *v = r.member(value, path, "efficiency", false))
     if (!readNumberMap(r, *v, childPath(path, "efficiency"),
                        "a number in (0, 1]", type.efficiency))
@@ -611,6 +618,8 @@ std::string machineSpecToJson(const MachineSpec &spec) {
     t["memory_bandwidth"] = type.memoryBandwidth;
     t["memory_bytes"] = type.memoryBytes;
     t["launch_overhead"] = type.launchOverhead;
+    if (!type.overlapsCommunication)
+      t["overlaps_communication"] = false;
     if (!type.efficiency.empty()) {
       ordered_json efficiency = ordered_json::object();
       for (const std::string &opClass : machineOpClasses())

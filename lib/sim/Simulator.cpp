@@ -349,6 +349,7 @@ void Simulator::buildNode(int node) {
             task.duration = machine.allReduceTime(task.bytes, devices);
             for (LinkId link : machine.collectiveLinks(devices))
               task.resources.push_back(numDevices + link);
+            occupyDevices(task, devices);
           } else {
             // Several partial tasks on one device: a local sum.
             task.duration = cost.rooflineTime(
@@ -406,6 +407,7 @@ void Simulator::buildParameter(int tensorId) {
       task.duration = machine.allReduceTime(bytes, devices);
       for (LinkId link : machine.collectiveLinks(devices))
         task.resources.push_back(numDevices + link);
+      occupyDevices(task, devices);
       for (auto [node, t] : readers)
         task.preds.push_back(nodeTasks[node].bwd[t]);
       group.push_back(allReduce);
@@ -432,6 +434,14 @@ void Simulator::buildParameter(int tensorId) {
   }
 }
 
+void Simulator::occupyDevices(Task &task, const std::vector<int> &devices) {
+  if (machine.deviceType().overlapsCommunication)
+    return;
+  // After the links: reports and traces take a communication task's first
+  // resource as its link.
+  task.resources.insert(task.resources.end(), devices.begin(), devices.end());
+}
+
 int Simulator::addTransfer(TaskKind kind, const TaskKey &key, int64_t bytes,
                            int src, int dst, int pred) {
   int numDevices = machine.numDevices();
@@ -444,6 +454,7 @@ int Simulator::addTransfer(TaskKind kind, const TaskKey &key, int64_t bytes,
   t.dst = dst;
   for (LinkId link : machine.route(src, dst))
     t.resources.push_back(numDevices + link);
+  occupyDevices(t, {src, dst});
   t.duration = machine.transferTime(bytes, src, dst);
   t.preds = {pred};
   return id;
@@ -748,13 +759,15 @@ SimReport Simulator::report() const {
     case TaskKind::GradTransfer:
       r.totalCommBytes += t.bytes;
       for (int res : t.resources)
-        r.linkBytes[res - numDevices] += t.bytes;
+        if (res >= numDevices)
+          r.linkBytes[res - numDevices] += t.bytes;
       break;
     case TaskKind::AllReduce: {
       int64_t perDevice = Machine::allReduceBytesPerDevice(t.bytes, t.groupSize);
       r.totalCommBytes += perDevice * t.groupSize;
       for (int res : t.resources)
-        r.linkBytes[res - numDevices] += perDevice;
+        if (res >= numDevices)
+          r.linkBytes[res - numDevices] += perDevice;
       break;
     }
     }

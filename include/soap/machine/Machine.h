@@ -36,6 +36,11 @@ struct DeviceType {
   double memoryBandwidth = 0; ///< bytes/s
   int64_t memoryBytes = 0;    ///< bytes
   double launchOverhead = 0;  ///< seconds per kernel
+  /// Whether a device computes while its data moves (GPUs: copy engines and
+  /// NCCL on their own streams). When false (an MPI rank on a CPU core,
+  /// whose thread makes blocking MPI calls), a transfer or collective also
+  /// occupies the devices that take part in it.
+  bool overlapsCommunication = true;
   /// Fraction of the roofline that kernels of an op class reach (keys from
   /// machineOpClasses()); 1 where absent.
   std::map<std::string, double> efficiency;

@@ -101,6 +101,9 @@ private:
   void buildNode(int node);
   void buildEdge(int producer, int consumer);
   void buildParameter(int tensor);
+  /// Adds `devices` to a communication task's resources when the machine's
+  /// devices cannot compute while their data moves.
+  void occupyDevices(Task &task, const std::vector<int> &devices);
   /// A point-to-point transfer task over the route from src to dst.
   int addTransfer(TaskKind kind, const std::array<int32_t, 6> &key,
                   int64_t bytes, int src, int dst, int pred);
