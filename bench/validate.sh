@@ -25,7 +25,7 @@
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=$ROOT/build
-STEPS=10
+STEPS=30
 WARMUP=3
 MODELS="mlp resnet18 rnnlm bert"
 STRATEGIES="data-parallel owt megatron model-parallel"

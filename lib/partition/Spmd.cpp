@@ -175,11 +175,16 @@ private:
 
   // Distributed values.
   Value materialize(Value original, const DeviceBoxes &target, Location loc);
+  /// Where the parts of `original` are when it has one layout: its piece,
+  /// or for a lazy transpose its input's piece with permuted boxes (and no
+  /// local value). None for splats and values in several pieces.
+  std::optional<Piece> layoutOf(Value original);
   /// Gives a lazy transpose (DistValue::transpose) pieces of its own: each
   /// device transposes its parts of the input, so that ops which pass
   /// split dimensions through (reshapes, slices, concatenations) need no
   /// copy of the whole input. Contractions still read the lazy form.
   /// The new ops go before `user`, the first op that needs the pieces.
+  /// (layoutOf gives the layout alone, without new ops.)
   void realizeTranspose(Value original, Operation *user);
   Value rebuildSplat(Operation *splat, RankedTensorType type, Location loc);
   Value accumulatingInit(Value init, const DeviceBoxes &boxes,
@@ -714,13 +719,10 @@ std::optional<Plan> SpmdPartitioner::planFromOperands(linalg::LinalgOp op,
     if (!type || (op.isDpsInit(&operand) &&
                   !op.payloadUsesValueFromOperand(&operand)))
       continue;
-    auto found = dist.find(operand.get());
-    if (found == dist.end() || found->second.splat ||
-        found->second.pieces.size() != 1)
+    std::optional<Piece> layout = layoutOf(operand.get());
+    if (!layout || layout->partial)
       continue;
-    const Piece piece = found->second.pieces.front(); // dist may grow below
-    if (piece.partial)
-      continue;
+    const Piece piece = std::move(*layout);
     AffineMap map = nest.maps[operand.getOperandNumber()];
     const Box *any = nullptr;
     int64_t holders = 0;
@@ -1002,6 +1004,43 @@ static bool isSplat(Operation *op,
 /// collapse_shape/expand_shape of a value split only along the outermost
 /// dimension of each group: the local values reshape the same way, and
 /// partial sums stay partial sums.
+/// The boxes of a transpose's result given its input's: result dimension i
+/// is input dimension perm[i].
+static DeviceBoxes transposedBoxes(const DeviceBoxes &input,
+                                   ArrayRef<int64_t> perm) {
+  DeviceBoxes boxes(input.size());
+  for (auto [device, box] : llvm::enumerate(input)) {
+    if (!box)
+      continue;
+    Box out{SmallVector<int64_t>(perm.size()),
+            SmallVector<int64_t>(perm.size())};
+    for (auto [i, p] : llvm::enumerate(perm)) {
+      out.offsets[i] = box->offsets[p];
+      out.sizes[i] = box->sizes[p];
+    }
+    boxes[device] = std::move(out);
+  }
+  return boxes;
+}
+
+std::optional<Piece> SpmdPartitioner::layoutOf(Value original) {
+  auto found = dist.find(original);
+  if (found == dist.end() || found->second.splat)
+    return std::nullopt;
+  const DistValue &value = found->second;
+  if (value.pieces.size() == 1)
+    return value.pieces.front();
+  linalg::TransposeOp transpose = value.transpose;
+  if (!transpose || !value.pieces.empty())
+    return std::nullopt;
+  std::optional<Piece> input = layoutOf(transpose.getInput());
+  if (!input)
+    return std::nullopt;
+  ArrayRef<int64_t> perm = transpose.getPermutation();
+  return Piece{Value(), transposedBoxes(input->boxes, perm), input->tasks,
+               input->partial};
+}
+
 void SpmdPartitioner::realizeTranspose(Value original, Operation *user) {
   auto found = dist.find(original);
   if (found == dist.end() || !found->second.transpose ||
@@ -1013,7 +1052,6 @@ void SpmdPartitioner::realizeTranspose(Value original, Operation *user) {
   auto in = dist.find(input);
   if (in == dist.end() || in->second.splat)
     return;
-  // Result dimension i is input dimension perm[i].
   ArrayRef<int64_t> perm = transpose.getPermutation();
   auto elementType =
       cast<RankedTensorType>(original.getType()).getElementType();
@@ -1021,18 +1059,7 @@ void SpmdPartitioner::realizeTranspose(Value original, Operation *user) {
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPoint(user);
   for (const Piece &piece : in->second.pieces) {
-    DeviceBoxes boxes(numDevices);
-    for (auto [device, box] : llvm::enumerate(piece.boxes)) {
-      if (!box)
-        continue;
-      Box out{SmallVector<int64_t>(perm.size()),
-              SmallVector<int64_t>(perm.size())};
-      for (auto [i, p] : llvm::enumerate(perm)) {
-        out.offsets[i] = box->offsets[p];
-        out.sizes[i] = box->sizes[p];
-      }
-      boxes[device] = std::move(out);
-    }
+    DeviceBoxes boxes = transposedBoxes(piece.boxes, perm);
     auto localInput = cast<RankedTensorType>(piece.local.getType());
     SmallVector<int64_t> shape;
     for (int64_t p : perm)
