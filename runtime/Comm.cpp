@@ -125,8 +125,7 @@ void checkDevices(const char *what, const int64_t *devices, int64_t count) {
     if (devices[i] < 0 || devices[i] >= s.size)
       commFail(std::string(what) + " names device " +
                    std::to_string(devices[i]) + " but the job has " +
-                   std::to_string(s.size) + " rank" +
-                   (s.size == 1 ? "" : "s") +
+                   std::to_string(s.size) + " rank" + (s.size == 1 ? "" : "s") +
                    (s.active ? "" : " (run it under mpirun -np N)"),
                4);
 }
@@ -263,6 +262,21 @@ double commMaxOverRanks(double value) {
   return value;
 }
 
+void commGatherToRoot(const void *local, size_t bytes, void *all) {
+#if SOAP_HAVE_MPI
+  State &s = state();
+  if (s.active && s.size > 1) {
+    check(MPI_Gather(local, checkedCount(static_cast<int64_t>(bytes)),
+                     MPI_BYTE, all,
+                     checkedCount(static_cast<int64_t>(bytes)), MPI_BYTE, 0,
+                     s.world),
+          "MPI_Gather");
+    return;
+  }
+#endif
+  std::memcpy(all, local, bytes);
+}
+
 void commCompletePendingSends() {
 #if SOAP_HAVE_MPI
   State &s = state();
@@ -313,17 +327,16 @@ extern "C" {
 
 int64_t soaprt_rank(void) { return state().rank; }
 
-void soaprt_all_reduce(const void *in, void *out, int64_t count,
-                       int64_t dtype, int64_t op, const int64_t *group,
-                       int64_t groupSize) {
+void soaprt_all_reduce(const void *in, void *out, int64_t count, int64_t dtype,
+                       int64_t op, const int64_t *group, int64_t groupSize) {
   if (!enter("soap.all_reduce", group, groupSize))
     return;
   size_t bytes = count * elementBytes(dtype);
-  CommEvent event("soap.all_reduce", bytes);
+  ScopedEvent event("soap.all_reduce", "comm", bytes);
 #if SOAP_HAVE_MPI
   if (groupSize > 1) {
-    check(MPI_Allreduce(in, out, checkedCount(count), mpiType(dtype),
-                        mpiOp(op), groupComm(group, groupSize)),
+    check(MPI_Allreduce(in, out, checkedCount(count), mpiType(dtype), mpiOp(op),
+                        groupComm(group, groupSize)),
           "MPI_Allreduce");
     if (op == SOAPRT_MEAN)
       divideBy(out, count, dtype, groupSize);
@@ -333,13 +346,12 @@ void soaprt_all_reduce(const void *in, void *out, int64_t count,
   std::memcpy(out, in, bytes); // a group of one
 }
 
-void soaprt_all_gather(const void *in, void *out, int64_t outer,
-                       int64_t chunk, int64_t dtype, const int64_t *group,
-                       int64_t groupSize) {
+void soaprt_all_gather(const void *in, void *out, int64_t outer, int64_t chunk,
+                       int64_t dtype, const int64_t *group, int64_t groupSize) {
   if (!enter("soap.all_gather", group, groupSize))
     return;
   size_t chunkBytes = chunk * elementBytes(dtype);
-  CommEvent event("soap.all_gather", outer * chunkBytes);
+  ScopedEvent event("soap.all_gather", "comm", outer * chunkBytes);
 #if SOAP_HAVE_MPI
   if (groupSize > 1) {
     // MPI concatenates whole buffers: [n][outer][chunk], then reorder.
@@ -365,7 +377,8 @@ void soaprt_reduce_scatter(const void *in, void *out, int64_t outer,
   if (!enter("soap.reduce_scatter", group, groupSize))
     return;
   size_t chunkBytes = chunk * elementBytes(dtype);
-  CommEvent event("soap.reduce_scatter", groupSize * outer * chunkBytes);
+  ScopedEvent event("soap.reduce_scatter", "comm",
+                    groupSize * outer * chunkBytes);
 #if SOAP_HAVE_MPI
   if (groupSize > 1) {
     // MPI scatters whole blocks: bring the input to [n][outer][chunk].
@@ -390,12 +403,12 @@ void soaprt_reduce_scatter(const void *in, void *out, int64_t outer,
 
 void soaprt_all_to_all(const void *in, void *out, int64_t splitOuter,
                        int64_t splitChunk, int64_t concatOuter,
-                       int64_t concatChunk, int64_t dtype,
-                       const int64_t *group, int64_t groupSize) {
+                       int64_t concatChunk, int64_t dtype, const int64_t *group,
+                       int64_t groupSize) {
   if (!enter("soap.all_to_all", group, groupSize))
     return;
   size_t bytes = elementBytes(dtype);
-  CommEvent event("soap.all_to_all", splitOuter * splitChunk * bytes);
+  ScopedEvent event("soap.all_to_all", "comm", splitOuter * splitChunk * bytes);
 #if SOAP_HAVE_MPI
   if (groupSize > 1) {
     size_t total = groupSize * splitOuter * splitChunk * bytes;
@@ -404,8 +417,8 @@ void soaprt_all_to_all(const void *in, void *out, int64_t splitOuter,
     swapLeading(static_cast<const char *>(in), send, splitOuter, groupSize,
                 splitChunk * bytes);
     int count = checkedCount(splitOuter * splitChunk);
-    check(MPI_Alltoall(send, count, mpiType(dtype), recv, count,
-                       mpiType(dtype), groupComm(group, groupSize)),
+    check(MPI_Alltoall(send, count, mpiType(dtype), recv, count, mpiType(dtype),
+                       groupComm(group, groupSize)),
           "MPI_Alltoall");
     swapLeading(recv, static_cast<char *>(out), groupSize, concatOuter,
                 concatChunk * bytes);
@@ -417,9 +430,8 @@ void soaprt_all_to_all(const void *in, void *out, int64_t splitOuter,
   std::memcpy(out, in, splitOuter * splitChunk * bytes);
 }
 
-void soaprt_broadcast(const void *in, void *out, int64_t count,
-                      int64_t dtype, int64_t root, const int64_t *group,
-                      int64_t groupSize) {
+void soaprt_broadcast(const void *in, void *out, int64_t count, int64_t dtype,
+                      int64_t root, const int64_t *group, int64_t groupSize) {
   if (!enter("soap.broadcast", group, groupSize))
     return;
   int64_t rootIndex = -1;
@@ -431,7 +443,7 @@ void soaprt_broadcast(const void *in, void *out, int64_t count,
                  " is not in the group",
              4);
   size_t bytes = count * elementBytes(dtype);
-  CommEvent event("soap.broadcast", bytes);
+  ScopedEvent event("soap.broadcast", "comm", bytes);
   if (root == state().rank)
     std::memcpy(out, in, bytes);
 #if SOAP_HAVE_MPI
@@ -449,7 +461,7 @@ void soaprt_send(const void *in, int64_t count, int64_t dtype,
   checkDevices("soap.send", to, pairs);
   State &s = state();
   size_t bytes = count * elementBytes(dtype);
-  CommEvent event("soap.send", bytes);
+  ScopedEvent event("soap.send", "comm", bytes);
   for (int64_t i = 0; i < pairs; ++i) {
     if (from[i] != s.rank)
       continue;
@@ -473,31 +485,29 @@ void soaprt_send(const void *in, int64_t count, int64_t dtype,
   }
 }
 
-void soaprt_recv(void *out, int64_t count, int64_t dtype,
-                 const int64_t *from, const int64_t *to, int64_t pairs,
-                 int64_t tag) {
+void soaprt_recv(void *out, int64_t count, int64_t dtype, const int64_t *from,
+                 const int64_t *to, int64_t pairs, int64_t tag) {
   checkDevices("soap.recv", from, pairs);
   checkDevices("soap.recv", to, pairs);
   State &s = state();
   size_t bytes = count * elementBytes(dtype);
-  CommEvent event("soap.recv", bytes);
+  ScopedEvent event("soap.recv", "comm", bytes);
   for (int64_t i = 0; i < pairs; ++i) {
     if (to[i] != s.rank)
       continue;
 #if SOAP_HAVE_MPI
     if (s.active) {
       check(MPI_Recv(out, checkedCount(count), mpiType(dtype),
-                     static_cast<int>(from[i]), static_cast<int>(tag),
-                     s.world, MPI_STATUS_IGNORE),
+                     static_cast<int>(from[i]), static_cast<int>(tag), s.world,
+                     MPI_STATUS_IGNORE),
             "MPI_Recv");
       continue;
     }
 #endif
     auto it = s.selfMessages.find(tag);
     if (it == s.selfMessages.end() || it->second.size() != bytes)
-      commFail("soap.recv: no matching soap.send of " +
-                   std::to_string(bytes) + " bytes with tag " +
-                   std::to_string(tag),
+      commFail("soap.recv: no matching soap.send of " + std::to_string(bytes) +
+                   " bytes with tag " + std::to_string(tag),
                4);
     std::memcpy(out, it->second.data(), bytes);
     s.selfMessages.erase(it);

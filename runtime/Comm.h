@@ -34,6 +34,10 @@ double commMaxOverRanks(double value);
 /// step).
 void commCompletePendingSends();
 
+/// Rank 0 receives `bytes` from every rank, in rank order, into `all`
+/// (size x bytes; only rank 0's is written). One rank: a copy.
+void commGatherToRoot(const void *local, size_t bytes, void *all);
+
 /// Completes pending sends and shuts MPI down.
 void commFinalize();
 

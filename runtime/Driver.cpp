@@ -177,11 +177,8 @@ void setUp(Run &run, const Options &options) {
   if (!run.model.parse(soap_model_info, error))
     fail(error);
   ModelInfo &model = run.model;
-  for (size_t a = 0; a < model.args.size(); ++a) {
+  for (size_t a = 0; a < model.args.size(); ++a)
     run.args.emplace_back(model.args[a].bytes());
-    initialize(model.args[a], run.args.back(), options.seed,
-               soap_init_data[a]);
-  }
   for (size_t r = 0; r < model.results.size(); ++r) {
     const TensorSpec &spec = model.results[r];
     run.results.emplace_back(spec.bytes());
@@ -207,6 +204,24 @@ void setUp(Run &run, const Options &options) {
   run.refreshPointers();
 }
 
+/// Initial values of the arguments, once the rank is known: a sharded
+/// argument takes its part of the whole tensor (drawn from the same seed,
+/// so every partitioning starts from the single-device values).
+void initializeArgs(Run &run, uint64_t seed) {
+  for (size_t a = 0; a < run.model.args.size(); ++a) {
+    const TensorSpec &spec = run.model.args[a];
+    if (!spec.sharded()) {
+      initialize(spec, run.args[a], seed, soap_init_data[a]);
+      continue;
+    }
+    TensorSpec whole = spec.whole();
+    Buffer buffer(whole.bytes());
+    initialize(whole, buffer, seed, soap_init_data[a]);
+    copyShard(spec, commRank(), buffer.data(), run.args[a].data(),
+              /*toPart=*/true);
+  }
+}
+
 void loadCheckpoint(Run &run, const std::string &path, uint64_t &step) {
   std::string bytes, error;
   Checkpoint checkpoint;
@@ -221,15 +236,22 @@ void loadCheckpoint(Run &run, const std::string &path, uint64_t &step) {
     const NamedTensor *t = checkpoint.find(spec.name);
     if (!t)
       fail("checkpoint '" + path + "' has no tensor '" + spec.name + "'");
-    if (t->dtype != spec.dtype || t->shape != spec.shape)
+    TensorSpec whole = spec.whole();
+    if (t->dtype != whole.dtype || t->shape != whole.shape)
       fail("checkpoint '" + path + "': tensor '" + spec.name + "' is " +
            t->dtype + shapeString(t->shape) + " but the model expects " +
-           spec.dtype + spec.shapeString());
-    if (t->bytes.size() != spec.bytes())
+           whole.dtype + whole.shapeString());
+    if (t->bytes.size() != whole.bytes())
       fail("checkpoint '" + path + "': tensor '" + spec.name + "' has " +
            std::to_string(t->bytes.size()) + " bytes, expected " +
-           std::to_string(spec.bytes()));
-    std::memcpy(run.args[a].data(), t->bytes.data(), t->bytes.size());
+           std::to_string(whole.bytes()));
+    if (spec.sharded()) {
+      std::string copy = t->bytes; // copyShard reads a mutable whole
+      copyShard(spec, commRank(), copy.data(), run.args[a].data(),
+                /*toPart=*/true);
+    } else {
+      std::memcpy(run.args[a].data(), t->bytes.data(), t->bytes.size());
+    }
     ++used;
   }
   if (used != checkpoint.tensors.size())
@@ -244,7 +266,10 @@ void loadCheckpoint(Run &run, const std::string &path, uint64_t &step) {
   step = checkpoint.step;
 }
 
+/// Called on every rank: sharded state is gathered to rank 0, which writes
+/// the whole tensors.
 void saveCheckpoint(const Run &run, const std::string &path, uint64_t step) {
+  bool rank0 = commRank() == 0;
   Checkpoint checkpoint;
   checkpoint.step = step;
   for (size_t a = 0; a < run.model.args.size(); ++a) {
@@ -252,11 +277,27 @@ void saveCheckpoint(const Run &run, const std::string &path, uint64_t step) {
     if (!isState(spec.role))
       continue;
     const char *data = static_cast<const char *>(run.args[a].data());
+    if (!spec.sharded()) {
+      if (rank0)
+        checkpoint.tensors.push_back({spec.name, spec.dtype, spec.shape,
+                                      std::string(data, spec.bytes())});
+      continue;
+    }
+    int ranks = commWorldSize();
+    std::vector<char> parts(rank0 ? spec.bytes() * ranks : 1);
+    commGatherToRoot(data, spec.bytes(), parts.data());
+    if (!rank0)
+      continue;
+    TensorSpec whole = spec.whole();
+    std::string bytes(whole.bytes(), '\0');
+    for (int r = 0; r < ranks; ++r)
+      copyShard(spec, r, bytes.data(), parts.data() + r * spec.bytes(),
+                /*toPart=*/false);
     checkpoint.tensors.push_back(
-        {spec.name, spec.dtype, spec.shape, std::string(data, spec.bytes())});
+        {spec.name, spec.dtype, whole.shape, std::move(bytes)});
   }
   std::string error;
-  if (!writeFileAtomically(path, checkpoint.serialize(), error))
+  if (rank0 && !writeFileAtomically(path, checkpoint.serialize(), error))
     fail(error);
 }
 
@@ -379,6 +420,7 @@ int main(int argc, char **argv) {
   setUp(run, options);
   startRanks(run.model, &argc, &argv);
   bool rank0 = commRank() == 0;
+  initializeArgs(run, options.seed);
 
   uint64_t step = 0;
   if (!options.load.empty())
@@ -442,10 +484,9 @@ int main(int argc, char **argv) {
         options.steps, mean, median(times), loss);
   std::fflush(stdout);
 
-  // Parameters are replicated across ranks (or, for sharded ones, the
-  // checkpoint would need every shard): rank 0 writes the file.
+  // Every rank takes part (sharded state is gathered); rank 0 writes.
   std::string error;
-  if (!options.save.empty() && rank0)
+  if (!options.save.empty())
     saveCheckpoint(run, options.save, step);
   if (tracing && !writeChromeTrace(traceFileOfRank(options.trace),
                                    run.model.opNames, error))

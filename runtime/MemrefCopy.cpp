@@ -7,6 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Trace.h"
+
 #include <cstdint>
 #include <cstring>
 #include <vector>
@@ -44,13 +46,36 @@ extern "C" void memrefCopy(int64_t elemSize, UnrankedMemref *src,
     total *= from.sizes[d];
   if (total == 0)
     return;
-  // Walk the index space like an odometer.
-  std::vector<int64_t> index(static_cast<size_t>(rank), 0);
+  soaprt::ScopedEvent event("memref.copy", "copy", total * elemSize);
+  // The innermost dimensions that are contiguous in both buffers form one
+  // run, copied by one memcpy (a padded or sliced image: whole rows).
+  int64_t run = 1, outerRank = rank;
+  while (outerRank > 0) {
+    int64_t d = outerRank - 1;
+    if (from.sizes[d] != 1 && (from.strides[d] != run || to.strides[d] != run))
+      break;
+    run *= from.sizes[d];
+    --outerRank;
+  }
+  size_t runBytes = static_cast<size_t>(run * elemSize);
+  if (outerRank == 0) {
+    std::memcpy(to.data, from.data, runBytes);
+    return;
+  }
+  // Rows: the innermost outer dimension in a tight loop; the dimensions
+  // above it walked like an odometer.
+  int64_t rows = from.sizes[outerRank - 1];
+  int64_t fromRow = from.strides[outerRank - 1] * elemSize;
+  int64_t toRow = to.strides[outerRank - 1] * elemSize;
+  int64_t outer = outerRank - 1;
+  std::vector<int64_t> index(static_cast<size_t>(outer), 0);
   int64_t fromOffset = 0, toOffset = 0;
-  for (int64_t i = 0; i < total; ++i) {
-    std::memcpy(to.data + toOffset * elemSize, from.data + fromOffset * elemSize,
-                static_cast<size_t>(elemSize));
-    for (int64_t d = rank - 1; d >= 0; --d) {
+  for (int64_t i = 0; i < total; i += run * rows) {
+    const char *source = from.data + fromOffset * elemSize;
+    char *target = to.data + toOffset * elemSize;
+    for (int64_t r = 0; r < rows; ++r)
+      std::memcpy(target + r * toRow, source + r * fromRow, runBytes);
+    for (int64_t d = outer - 1; d >= 0; --d) {
       ++index[d];
       fromOffset += from.strides[d];
       toOffset += to.strides[d];

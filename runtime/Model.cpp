@@ -49,6 +49,24 @@ static bool parseSpec(const nlohmann::json &j, TensorSpec &spec,
   spec.init = j.value("init", "");
   if (j.contains("range") && j.at("range").is_number_integer())
     spec.range = j.at("range").get<int64_t>();
+  if (j.contains("global_shape")) {
+    spec.globalShape = j.at("global_shape").get<std::vector<int64_t>>();
+    spec.shardOffsets =
+        j.value("shard_offsets", std::vector<int64_t>{});
+    size_t rank = spec.shape.size();
+    bool fits = spec.globalShape.size() == rank && rank > 0 &&
+                !spec.shardOffsets.empty() &&
+                spec.shardOffsets.size() % rank == 0;
+    for (size_t i = 0; fits && i < spec.shardOffsets.size(); ++i)
+      fits = spec.shardOffsets[i] >= 0 &&
+             spec.shardOffsets[i] + spec.shape[i % rank] <=
+                 spec.globalShape[i % rank];
+    if (!fits) {
+      error = "'" + spec.name + "' has a shard that does not fit its global "
+                                "shape";
+      return false;
+    }
+  }
   static const char *known[] = {"f32", "f64", "f16", "bf16", "i1",
                                 "i8",  "i16", "i32", "i64"};
   for (const char *k : known)
@@ -91,7 +109,57 @@ bool ModelInfo::parse(const char *text, std::string &error) {
     }
     numDevices = j.at("num_devices").get<int64_t>();
   }
+  for (const auto *list : {&args, &results})
+    for (const TensorSpec &spec : *list)
+      if (spec.sharded() &&
+          spec.shardOffsets.size() != spec.shape.size() * numDevices) {
+        error = "'" + spec.name + "' has shard offsets for " +
+                std::to_string(spec.shardOffsets.size() / spec.shape.size()) +
+                " devices but the model runs on " +
+                std::to_string(numDevices);
+        return false;
+      }
   return true;
+}
+
+TensorSpec TensorSpec::whole() const {
+  TensorSpec spec = *this;
+  if (sharded()) {
+    spec.shape = globalShape;
+    spec.globalShape.clear();
+    spec.shardOffsets.clear();
+  }
+  return spec;
+}
+
+void copyShard(const TensorSpec &spec, int rank, void *whole, void *part,
+               bool toPart) {
+  size_t dims = spec.shape.size();
+  size_t elem = spec.elementBytes();
+  const int64_t *offsets = spec.shardOffsets.data() + rank * dims;
+  // Row-major strides of the whole tensor, in elements.
+  std::vector<int64_t> strides(dims, 1);
+  for (size_t d = dims - 1; d > 0; --d)
+    strides[d - 1] = strides[d] * spec.globalShape[d];
+  int64_t rows = spec.numElements() / spec.shape[dims - 1];
+  size_t rowBytes = spec.shape[dims - 1] * elem;
+  std::vector<int64_t> index(dims, 0); // of the row's first element
+  for (int64_t row = 0; row < rows; ++row) {
+    int64_t at = 0;
+    for (size_t d = 0; d < dims; ++d)
+      at += (index[d] + offsets[d]) * strides[d];
+    char *w = static_cast<char *>(whole) + at * elem;
+    char *p = static_cast<char *>(part) + row * rowBytes;
+    if (toPart)
+      std::memcpy(p, w, rowBytes);
+    else
+      std::memcpy(w, p, rowBytes);
+    for (size_t d = dims - 1; d-- > 0;) {
+      if (++index[d] < spec.shape[d])
+        break;
+      index[d] = 0;
+    }
+  }
 }
 
 void Buffer::Free::operator()(void *p) const { std::free(p); }

@@ -27,7 +27,14 @@ struct TensorSpec {
   std::string dtype; // f32, f64, f16, bf16, i1, i8, i16, i32, i64
   std::string init;  // params: fan-in, zeros, ones, data; else empty
   std::optional<int64_t> range;
+  /// Sharded training state (soap.shard): `shape` is this rank's part of a
+  /// tensor of `globalShape`, at shardOffsets[rank * rank(shape) ...]
+  /// (device-major); both empty when the tensor is whole on every rank.
+  std::vector<int64_t> globalShape, shardOffsets;
 
+  bool sharded() const { return !globalShape.empty(); }
+  /// The spec of the whole tensor (itself when not sharded).
+  TensorSpec whole() const;
   int64_t numElements() const;
   size_t elementBytes() const;
   size_t bytes() const { return numElements() * elementBytes(); }
@@ -69,6 +76,11 @@ private:
 /// `data` when given, else from `seed` and the spec's name.
 void initialize(const TensorSpec &spec, Buffer &buffer, uint64_t seed,
                 const void *data);
+
+/// Copies `rank`'s part of a sharded tensor between the whole tensor and
+/// the rank's buffer: whole -> part when `toPart`, else part -> whole.
+void copyShard(const TensorSpec &spec, int rank, void *whole, void *part,
+               bool toPart);
 
 /// Element `i` of a buffer of `dtype` as a double.
 double elementAsDouble(const void *data, const std::string &dtype, int64_t i);

@@ -61,11 +61,12 @@ bool writeChromeTrace(const std::string &path,
   for (const TraceEvent &event : traceEvents()) {
     bool isOp = event.category == "op";
     bool isComm = event.category == "comm";
+    bool isCopy = event.category == "copy";
     std::string name = event.name;
     if (isOp && event.id >= 0 && static_cast<size_t>(event.id) < opNames.size())
       name = opNames[event.id];
     nlohmann::json args = {{"id", event.id}};
-    if (isComm)
+    if (isComm || isCopy)
       args = {{"bytes", event.bytes}};
     events.push_back({{"name", name},
                       {"cat", event.category},
@@ -73,25 +74,26 @@ bool writeChromeTrace(const std::string &path,
                       {"ts", event.startUs},
                       {"dur", event.durationUs},
                       {"pid", 0},
-                      {"tid", isOp ? 1 : isComm ? 2 : 0},
+                      {"tid", isOp || isCopy ? 1
+                              : isComm       ? 2
+                                             : 0},
                       {"args", args}});
   }
-  nlohmann::json trace = {{"traceEvents", events},
-                          {"displayTimeUnit", "ms"}};
+  nlohmann::json trace = {{"traceEvents", events}, {"displayTimeUnit", "ms"}};
   return writeFileAtomically(path, trace.dump() + "\n", error);
 }
 
-CommEvent::CommEvent(const char *name, int64_t bytes)
-    : name(name), bytes(bytes) {
+ScopedEvent::ScopedEvent(const char *name, const char *category, int64_t bytes)
+    : name(name), category(category), bytes(bytes) {
   if (opTracing)
     startUs = nowUs();
 }
 
-CommEvent::~CommEvent() {
+ScopedEvent::~ScopedEvent() {
   if (startUs < 0 || traceEvents().size() >= kMaxEvents)
     return;
   traceEvents().push_back(
-      {name, "comm", startUs, nowUs() - startUs, -1, bytes});
+      {name, category, startUs, nowUs() - startUs, -1, bytes});
 }
 
 } // namespace soaprt

@@ -19,24 +19,26 @@ namespace soaprt {
 /// One complete event ("ph": "X"); times in microseconds since the start.
 struct TraceEvent {
   std::string name;
-  std::string category; // "step", "op" or "comm"
+  std::string category; // "step", "op", "comm" or "copy"
   double startUs = 0, durationUs = 0;
-  int64_t id = -1; // the op's index in soap_model_info's "ops", or the step
-  int64_t bytes = 0; // "comm": the bytes this rank contributes
+  int64_t id = -1;   // the op's index in soap_model_info's "ops", or the step
+  int64_t bytes = 0; // "comm": the bytes this rank contributes; "copy"
 };
 
-/// Records a "comm" event (its own row of the trace) for the lifetime of
-/// the object, while kernel tracing is on: the time this rank spends in one
-/// communication call, waiting for the other ranks included.
-class CommEvent {
+/// Records an event for the lifetime of the object, while kernel tracing is
+/// on: "comm" (a row of its own) for the time this rank spends in one
+/// communication call, waiting for the other ranks included; "copy" (on the
+/// kernels' row) for a strided copy the generated code calls the runtime
+/// for (pads, concatenations, slices).
+class ScopedEvent {
 public:
-  CommEvent(const char *name, int64_t bytes);
-  ~CommEvent();
-  CommEvent(const CommEvent &) = delete;
-  CommEvent &operator=(const CommEvent &) = delete;
+  ScopedEvent(const char *name, const char *category, int64_t bytes);
+  ~ScopedEvent();
+  ScopedEvent(const ScopedEvent &) = delete;
+  ScopedEvent &operator=(const ScopedEvent &) = delete;
 
 private:
-  const char *name;
+  const char *name, *category;
   int64_t bytes;
   double startUs = -1;
 };

@@ -315,6 +315,45 @@ static LogicalResult verifyStepAttribute(Operation *op, StringRef what,
   return success();
 }
 
+/// soap.shard on argument or result `index` of type `type`.
+static LogicalResult verifyShardAttribute(Operation *op, const char *what,
+                                          unsigned index, Type type,
+                                          NamedAttribute attr) {
+  auto error = [&]() {
+    return op->emitError() << "'" << attr.getName().getValue() << "' on "
+                           << what << " " << index;
+  };
+  auto dict = dyn_cast<DictionaryAttr>(attr.getValue());
+  auto global =
+      dict ? dyn_cast_or_null<DenseI64ArrayAttr>(dict.get("global_shape"))
+           : nullptr;
+  auto offsets = dict ? dyn_cast_or_null<DenseI64ArrayAttr>(dict.get("offsets"))
+                      : nullptr;
+  if (!global || !offsets || dict.size() != 2)
+    return error() << " must be {global_shape = array<i64: ...>, offsets = "
+                      "array<i64: ...>}";
+  auto tensor = dyn_cast_or_null<RankedTensorType>(type);
+  if (!tensor)
+    return success(); // a declaration's type is checked where it has one
+  int64_t rank = tensor.getRank();
+  if (static_cast<int64_t>(global.size()) != rank)
+    return error() << ": global_shape has " << global.size()
+                   << " dimensions but the value has " << rank;
+  if (rank == 0 || offsets.size() == 0 ||
+      static_cast<int64_t>(offsets.size()) % rank != 0)
+    return error() << ": offsets must hold " << rank
+                   << " numbers per device";
+  for (size_t i = 0; i < offsets.size(); ++i) {
+    int64_t dim = static_cast<int64_t>(i) % rank;
+    if (offsets[i] < 0 ||
+        offsets[i] + tensor.getDimSize(dim) > global[dim])
+      return error() << ": the shard at offset " << offsets[i]
+                     << " of dimension " << dim << " does not fit in "
+                     << global[dim];
+  }
+  return success();
+}
+
 LogicalResult SoapDialect::verifyOperationAttribute(Operation *op,
                                                     NamedAttribute attr) {
   StringRef name = attr.getName().getValue();
@@ -378,6 +417,13 @@ LogicalResult SoapDialect::verifyRegionArgAttribute(Operation *op,
       type = region.front().getArgument(argIndex).getType();
     return verifyStepAttribute(op, "argument", argIndex, type, attr);
   }
+  if (name == getShardAttrName()) {
+    Type type;
+    Region &region = op->getRegion(regionIndex);
+    if (!region.empty())
+      type = region.front().getArgument(argIndex).getType();
+    return verifyShardAttribute(op, "argument", argIndex, type, attr);
+  }
   return op->emitError() << "unknown SOAP argument attribute '" << name << "'";
 }
 
@@ -392,6 +438,13 @@ LogicalResult SoapDialect::verifyRegionResultAttribute(Operation *op,
       if (resultIndex < function.getNumResults())
         type = function.getResultTypes()[resultIndex];
     return verifyStepAttribute(op, "result", resultIndex, type, attr);
+  }
+  if (name == getShardAttrName()) {
+    Type type;
+    if (auto function = dyn_cast<FunctionOpInterface>(op))
+      if (resultIndex < function.getNumResults())
+        type = function.getResultTypes()[resultIndex];
+    return verifyShardAttribute(op, "result", resultIndex, type, attr);
   }
   return op->emitError() << "unknown SOAP result attribute '" << name << "'";
 }

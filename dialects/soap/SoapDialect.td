@@ -76,6 +76,14 @@ def Soap_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral getRangeAttrName() {
       return ::llvm::StringLiteral("soap.range");
     }
+    /// On an argument or result of a partitioned training step that holds
+    /// this device's shard of training state: {global_shape = array<i64:
+    /// ...>, offsets = array<i64: ...>}, the whole tensor's shape and each
+    /// device's offsets into it (device-major). The driver initializes,
+    /// saves and loads the whole tensor.
+    static constexpr ::llvm::StringLiteral getShardAttrName() {
+      return ::llvm::StringLiteral("soap.shard");
+    }
   }];
 }
 

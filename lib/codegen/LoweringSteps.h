@@ -23,6 +23,10 @@ struct TensorDescription {
   std::vector<int64_t> shape;
   int64_t range = -1;            // soap.range, or -1
   mlir::ElementsAttr initValues; // soap.init as an elements attribute
+  /// soap.shard: this value is each device's part of a tensor of
+  /// globalShape (initValues are the whole tensor's), at the offsets of
+  /// shardOffsets (device-major); both empty when not sharded.
+  std::vector<int64_t> globalShape, shardOffsets;
 };
 
 /// What the driver needs to know about the entry function.

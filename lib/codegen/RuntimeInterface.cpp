@@ -68,6 +68,18 @@ static LogicalResult describe(func::FuncOp entry, Type type,
     return success();
   if (auto range = attrs.getAs<IntegerAttr>("soap.range"))
     out.range = range.getInt();
+  ArrayRef<int64_t> wholeShape = tensor.getShape();
+  if (auto shard = attrs.getAs<DictionaryAttr>("soap.shard")) {
+    auto global = shard.getAs<DenseI64ArrayAttr>("global_shape");
+    auto offsets = shard.getAs<DenseI64ArrayAttr>("offsets");
+    if (!global || !offsets)
+      return entry.emitError() << what << " has a malformed soap.shard";
+    out.globalShape.assign(global.asArrayRef().begin(),
+                           global.asArrayRef().end());
+    out.shardOffsets.assign(offsets.asArrayRef().begin(),
+                            offsets.asArrayRef().end());
+    wholeShape = global.asArrayRef();
+  }
   Attribute init = attrs.get("soap.init");
   if (auto s = dyn_cast_or_null<StringAttr>(init)) {
     out.init = s.str();
@@ -79,11 +91,12 @@ static LogicalResult describe(func::FuncOp entry, Type type,
              << "\"; expected \"fan-in\", \"fan-in:N\", \"zeros\", "
                 "\"ones\" or values";
   } else if (auto values = dyn_cast_or_null<ElementsAttr>(init)) {
-    if (values.getShapedType().getShape() != tensor.getShape() ||
+    if (values.getShapedType().getShape() != wholeShape ||
         values.getElementType() != tensor.getElementType())
-      return entry.emitError() << what << " has initial values of type "
-                               << values.getShapedType()
-                               << ", not its own type " << type;
+      return entry.emitError()
+             << what << " has initial values of type "
+             << values.getShapedType() << ", not its own type "
+             << RankedTensorType::get(wholeShape, tensor.getElementType());
     out.init = "data";
     out.initValues = values;
   } else if (init) {
@@ -127,6 +140,10 @@ static llvm::json::Value toJson(const TensorDescription &t) {
     o["init"] = t.init;
   if (t.range >= 0)
     o["range"] = t.range;
+  if (!t.globalShape.empty()) {
+    o["global_shape"] = llvm::json::Array(t.globalShape);
+    o["shard_offsets"] = llvm::json::Array(t.shardOffsets);
+  }
   return o;
 }
 

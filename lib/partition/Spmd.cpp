@@ -172,6 +172,9 @@ private:
   LogicalResult partitionReshape(Operation *op);
   LogicalResult partitionPassThrough(Operation *op);
   LogicalResult partitionConcat(tensor::ConcatOp op);
+  /// Returns every value whole, except the sharded results, which stay in
+  /// their boxes; records the layouts (returnLayouts).
+  void partitionReturn(func::ReturnOp op);
 
   // Distributed values.
   Value materialize(Value original, const DeviceBoxes &target, Location loc);
@@ -217,6 +220,20 @@ private:
   OpBuilder b;
   Value rank;
   llvm::DenseMap<Value, DistValue> dist;
+
+public:
+  /// Training state kept sharded across steps: arguments that arrive as
+  /// local shards (by argument index) and results returned as local shards
+  /// (by result index), with the box each device holds.
+  llvm::DenseMap<unsigned, DeviceBoxes> shardedArgs, shardedResults;
+  /// Set by run(): where each returned value was before it was made whole
+  /// (none where it had no single layout).
+  SmallVector<std::optional<Piece>> returnLayouts;
+  /// Warnings about configs not followed and ops run whole; off for a
+  /// probing run.
+  bool warn = true;
+
+private:
   IRMapping plain; // values that are not tensors
   /// Ops that ran whole on every device although an operand was split or
   /// a config asked for something else, by op name.
@@ -1342,6 +1359,28 @@ LogicalResult SpmdPartitioner::partitionConcat(tensor::ConcatOp op) {
   return success();
 }
 
+void SpmdPartitioner::partitionReturn(func::ReturnOp op) {
+  b.setInsertionPoint(op);
+  SmallVector<Value> operands;
+  returnLayouts.clear();
+  for (auto [index, value] : llvm::enumerate(op.getOperands())) {
+    auto type = dyn_cast<RankedTensorType>(value.getType());
+    if (!type) {
+      returnLayouts.push_back(std::nullopt);
+      operands.push_back(value);
+      continue;
+    }
+    returnLayouts.push_back(layoutOf(value));
+    auto sharded = shardedResults.find(index);
+    operands.push_back(materialize(value,
+                                   sharded != shardedResults.end()
+                                       ? sharded->second
+                                       : everywhere(type),
+                                   op.getLoc()));
+  }
+  func::ReturnOp::create(b, op.getLoc(), operands);
+}
+
 LogicalResult SpmdPartitioner::run() {
   Block &entry = function.getBody().front();
   SmallVector<Operation *> originals;
@@ -1349,15 +1388,36 @@ LogicalResult SpmdPartitioner::run() {
     originals.push_back(&op);
   b.setInsertionPointToStart(&entry);
   rank = RankOp::create(b, function.getLoc(), b.getIndexType());
-  for (BlockArgument argument : entry.getArguments())
+  // A sharded argument gets a local twin right after it, which holds its
+  // shard; the global one (whose type the rewriting reads) goes at the end.
+  SmallVector<BlockArgument> globalArgs(entry.getArguments());
+  SmallVector<BlockArgument> replaced;
+  for (auto [original, argument] : llvm::enumerate(globalArgs))
     if (auto type = dyn_cast<RankedTensorType>(argument.getType())) {
       if (!type.hasStaticShape())
         return function.emitError()
-               << kPass << ": argument " << argument.getArgNumber()
-               << " of type " << type << " needs a static shape";
-      dist[argument].pieces.push_back(Piece{argument, everywhere(type),
-                                            SmallVector<int64_t>(numDevices, 0),
-                                            std::nullopt});
+               << kPass << ": argument " << original << " of type " << type
+               << " needs a static shape";
+      // Keyed by the original position (twins shift later arguments).
+      auto sharded = shardedArgs.find(original);
+      if (sharded == shardedArgs.end()) {
+        dist[argument].pieces.push_back(
+            Piece{argument, everywhere(type),
+                  SmallVector<int64_t>(numDevices, 0), std::nullopt});
+        continue;
+      }
+      unsigned index = argument.getArgNumber();
+      auto localType = RankedTensorType::get(sharded->second.front()->sizes,
+                                             type.getElementType());
+      if (failed(function.insertArgument(index + 1, localType,
+                                         function.getArgAttrDict(index),
+                                         argument.getLoc())))
+        return function.emitError()
+               << kPass << ": cannot add the shard of argument " << index;
+      dist[argument].pieces.push_back(
+          Piece{function.getArgument(index + 1), sharded->second,
+                SmallVector<int64_t>(numDevices, 0), std::nullopt});
+      replaced.push_back(argument);
     }
 
   for (Operation *op : originals) {
@@ -1411,6 +1471,10 @@ LogicalResult SpmdPartitioner::run() {
     if (auto concat = dyn_cast<tensor::ConcatOp>(op);
         concat && succeeded(partitionConcat(concat)))
       continue;
+    if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+      partitionReturn(ret);
+      continue;
+    }
     if (failed(runReplicated(op)))
       return failure();
   }
@@ -1419,7 +1483,17 @@ LogicalResult SpmdPartitioner::run() {
     op->dropAllUses();
     op->erase();
   }
+  llvm::BitVector unused(function.getNumArguments());
+  for (BlockArgument argument : replaced)
+    unused.set(argument.getArgNumber());
+  if (failed(function.eraseArguments(unused)))
+    return function.emitError() << kPass << ": cannot drop global arguments";
+  function.setType(FunctionType::get(
+      function.getContext(), entry.getArgumentTypes(),
+      entry.getTerminator()->getOperandTypes()));
 
+  if (!warn)
+    return success();
   if (configsNotFollowed)
     emitWarning(function.getLoc())
         << kPass << ": " << configsNotFollowed
@@ -1436,10 +1510,94 @@ LogicalResult SpmdPartitioner::run() {
   return success();
 }
 
+/// The argument that result `result` of a training step updates: the
+/// parameter or optimizer state of the same soap.role and soap.name.
+static std::optional<unsigned> stateArgumentOf(func::FuncOp function,
+                                               unsigned result) {
+  auto role = function.getResultAttrOfType<StringAttr>(result, "soap.role");
+  auto name = function.getResultAttrOfType<StringAttr>(result, "soap.name");
+  if (!role || !name ||
+      (role.getValue() != "param" && role.getValue() != "opt_state"))
+    return std::nullopt;
+  for (unsigned arg = 0; arg < function.getNumArguments(); ++arg)
+    if (function.getArgAttrOfType<StringAttr>(arg, "soap.role") == role &&
+        function.getArgAttrOfType<StringAttr>(arg, "soap.name") == name &&
+        function.getArgumentTypes()[arg] == function.getResultTypes()[result])
+      return arg;
+  return std::nullopt;
+}
+
+/// Whether every device holds a part of the same shape, and not all of
+/// them the whole tensor: state worth keeping sharded.
+static bool evenShards(const DeviceBoxes &boxes) {
+  if (boxes.empty() || !boxes.front())
+    return false;
+  bool split = false;
+  for (const std::optional<Box> &box : boxes) {
+    if (!box || box->sizes != boxes.front()->sizes)
+      return false;
+    split |= box->offsets != boxes.front()->offsets;
+  }
+  return split;
+}
+
 LogicalResult soap::partitionByConfigs(func::FuncOp function,
                                        int64_t devices) {
   if (!function.getBody().hasOneBlock())
     return function.emitError()
            << kPass << ": the function must have a single block";
-  return SpmdPartitioner(function, devices).run();
+  // A probing run on a copy finds where each updated parameter and
+  // optimizer state ends up; state split evenly over the devices then stays
+  // split across steps (the argument arrives as the local shard and the
+  // result leaves as one), instead of being gathered at the end of every
+  // step and sliced again at the start of the next.
+  llvm::DenseMap<unsigned, DeviceBoxes> shardedArgs, shardedResults;
+  {
+    func::FuncOp probe = function.clone();
+    SpmdPartitioner first(probe, devices);
+    first.warn = false;
+    bool ok;
+    {
+      ScopedDiagnosticHandler silence(function.getContext(),
+                                      [](Diagnostic &) { return success(); });
+      ok = succeeded(first.run());
+    }
+    if (ok)
+      for (auto [result, layout] : llvm::enumerate(first.returnLayouts)) {
+        std::optional<unsigned> arg = stateArgumentOf(function, result);
+        if (!arg || !layout || layout->partial || !evenShards(layout->boxes))
+          continue;
+        shardedArgs[*arg] = layout->boxes;
+        shardedResults[result] = layout->boxes;
+      }
+    probe.erase();
+  }
+  SmallVector<Type> argTypes(function.getArgumentTypes());
+  SmallVector<Type> resultTypes(function.getResultTypes());
+  SpmdPartitioner partitioner(function, devices);
+  partitioner.shardedArgs = shardedArgs;
+  partitioner.shardedResults = shardedResults;
+  if (failed(partitioner.run()))
+    return failure();
+  // The driver initializes, saves and loads the whole tensor: each sharded
+  // argument and result says which part of it every device holds.
+  Builder builder(function.getContext());
+  auto describe = [&](const DeviceBoxes &boxes, Type global) {
+    SmallVector<int64_t> offsets;
+    for (const std::optional<Box> &box : boxes)
+      offsets.append(box->offsets.begin(), box->offsets.end());
+    return builder.getDictionaryAttr(
+        {builder.getNamedAttr(
+             "global_shape",
+             builder.getDenseI64ArrayAttr(
+                 cast<RankedTensorType>(global).getShape())),
+         builder.getNamedAttr("offsets",
+                              builder.getDenseI64ArrayAttr(offsets))});
+  };
+  for (auto [arg, boxes] : shardedArgs)
+    function.setArgAttr(arg, SoapDialect::getShardAttrName(), describe(boxes, argTypes[arg]));
+  for (auto [result, boxes] : shardedResults)
+    function.setResultAttr(result, SoapDialect::getShardAttrName(),
+                           describe(boxes, resultTypes[result]));
+  return success();
 }

@@ -88,3 +88,24 @@ func.func @result_role(%x: tensor<f32>) -> (tensor<f32> {soap.role = "output"}) 
 func.func @result_init(%x: tensor<f32>) -> (tensor<f32> {soap.init = "zeros"}) {
   return %x : tensor<f32>
 }
+
+// -----
+
+// expected-error @+1 {{'soap.shard' on argument 0 must be {global_shape = array<i64: ...>, offsets = array<i64: ...>}}}
+func.func @shard_form(%w: tensor<2x4xf32> {soap.shard = {global_shape = [4, 4]}}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'soap.shard' on argument 0: the shard at offset 3 of dimension 0 does not fit in 4}}
+func.func @shard_fit(%w: tensor<2x4xf32> {soap.shard = {global_shape = array<i64: 4, 4>, offsets = array<i64: 0, 0, 3, 0>}}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'soap.shard' on result 0: global_shape has 1 dimensions but the value has 2}}
+func.func @shard_rank(%w: tensor<2x4xf32>) -> (tensor<2x4xf32> {soap.shard = {global_shape = array<i64: 4>, offsets = array<i64: 0, 2>}}) {
+  return %w : tensor<2x4xf32>
+}
