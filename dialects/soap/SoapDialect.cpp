@@ -415,6 +415,16 @@ LogicalResult SoapDialect::verifyRegionArgAttribute(Operation *op,
     Region &region = op->getRegion(regionIndex);
     if (!region.empty())
       type = region.front().getArgument(argIndex).getType();
+    // The initial values of a shard are the whole tensor's.
+    auto function = dyn_cast<FunctionOpInterface>(op);
+    auto tensor = dyn_cast_or_null<ShapedType>(type);
+    if (function && tensor && name == getInitAttrName())
+      if (auto shard = function.getArgAttrOfType<DictionaryAttr>(
+              argIndex, getShardAttrName()))
+        if (auto global =
+                dyn_cast_or_null<DenseI64ArrayAttr>(shard.get("global_shape")))
+          type = RankedTensorType::get(global.asArrayRef(),
+                                       tensor.getElementType());
     return verifyStepAttribute(op, "argument", argIndex, type, attr);
   }
   if (name == getShardAttrName()) {
