@@ -161,6 +161,9 @@ double CostModel::rooflineTime(double flops, double bytes,
   double efficiency = type.efficiencyFor(opClassName(opClass));
   double computeTime = flops > 0 ? flops / (peak * efficiency) : 0;
   double memoryTime = bytes / type.memoryBandwidth;
+  // Copies compute nothing: their efficiency is that of the bandwidth.
+  if (opClass == OpClass::DataMovement)
+    memoryTime /= efficiency;
   return type.launchOverhead + std::max(computeTime, memoryTime);
 }
 

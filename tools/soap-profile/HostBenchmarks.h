@@ -37,6 +37,10 @@ struct HostMeasurements {
   double triadBandwidth = 0; ///< bytes/s, STREAM triad (24 bytes per element)
   int64_t streamBytes = 0;   ///< bytes per array
   double callOverhead = 0;   ///< seconds per call of an empty kernel
+  /// bytes/s (read + written) of a pad the way executables pad: a fill of
+  /// the padded buffer and libsoaprt's strided copy of the interior
+  /// (8 x 32 x 16 x 16 f32 images into 18 x 18).
+  double padBandwidth = 0;
 };
 
 /// Runs the benchmarks on the calling thread (a few seconds).
