@@ -40,6 +40,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <unistd.h>
 
 using namespace mlir;
 
@@ -365,6 +366,22 @@ CompiledKernel::~CompiledKernel() {
     std::free(data);
 }
 
+bool CompiledKernel::coldCaches = false;
+
+/// Writes a buffer twice the size of the core's L2 cache (at least 1 MiB),
+/// one byte per cache line, so that the kernel's buffers have left the
+/// core's private caches (the shared last level may still hold them).
+static void evictPrivateCaches() {
+  static std::vector<char> scratch = [] {
+    long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+    size_t bytes = std::clamp<size_t>(l2 > 0 ? 2 * size_t(l2) : 8u << 20,
+                                      1u << 20, 64u << 20);
+    return std::vector<char>(bytes);
+  }();
+  for (size_t k = 0; k < scratch.size(); k += 64)
+    scratch[k] += 1;
+}
+
 double CompiledKernel::medianSeconds(int warmup, int repeat) {
   using Clock = std::chrono::steady_clock;
   // At least one untimed call: it also sizes the batches.
@@ -380,6 +397,8 @@ double CompiledKernel::medianSeconds(int warmup, int repeat) {
       std::clamp(2e-5 / std::max(perCall, 1e-12), 1.0, 10000.0));
   std::vector<double> times;
   for (int i = 0; i < std::max(repeat, 1); ++i) {
+    if (coldCaches)
+      evictPrivateCaches();
     auto begin = Clock::now();
     for (int j = 0; j < batch; ++j)
       run();

@@ -120,6 +120,11 @@ public:
   /// us are timed in batches of back-to-back calls (a sample is the batch's
   /// time per call), since one call is below the clock's resolution.
   double medianSeconds(int warmup, int repeat);
+  /// When set, every sample starts with the kernel's buffers out of the
+  /// core's private caches (evictPrivateCaches): in a training step, other
+  /// ops run between two runs of a kernel. Off: back to back on warm
+  /// buffers.
+  static bool coldCaches;
   void *buffer(size_t i) { return data[i]; }
   size_t numBuffers() const { return data.size(); }
   const KernelBuffer &bufferSpec(size_t i) const { return specs[i]; }

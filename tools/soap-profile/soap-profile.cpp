@@ -85,7 +85,10 @@ static void printHelp(llvm::raw_ostream &os) {
         "                       convolution) or loops (blas)\n"
         "  --merge              keep the entries already in the output file\n"
         "  --no-backward        estimate backward times (forward x gradients)\n"
-        "                       instead of timing the ops autodiff emits\n"
+        "                       instead of timing the ops autodiff emits\n"        "  --warm-cache         time kernels back to back on warm buffers\n"
+        "                       (default: each sample starts with the buffers\n"
+        "                       out of the core's private caches, as in a\n"
+        "                       training step where other ops ran between)\n"
         "  --check              compare each blas or vectorized kernel's\n"
         "                       results with scalar loops'\n"
         "  --quiet              no line per kernel, only the summary\n"
@@ -111,7 +114,8 @@ static int fail(const llvm::Twine &message) {
 namespace {
 /// The command line, split into flags with values and positionals.
 struct CommandLine {
-  bool mpi = false, help = false, noBackward = false, merge = false, quiet = false, check = false,
+  bool mpi = false, help = false, noBackward = false, warmCache = false,
+       merge = false, quiet = false, check = false,
        verbose = false;
   std::vector<std::string> positionals;
   std::map<std::string, std::vector<std::string>> values;
@@ -156,6 +160,10 @@ static std::optional<CommandLine> parseCommandLine(int argc, char **argv,
     }
     if (arg == "--no-backward") {
       cl.noBackward = true;
+      continue;
+    }
+    if (arg == "--warm-cache") {
+      cl.warmCache = true;
       continue;
     }
     if (arg == "--mpi" || arg == "--merge" || arg == "--quiet" ||
@@ -342,6 +350,7 @@ static int runKernelMode(const CommandLine &cl) {
   options.check = cl.check;
   options.verbose = cl.verbose;
   options.backward = !cl.noBackward;
+  CompiledKernel::coldCaches = !cl.warmCache;
   std::optional<Codegen> codegen = parseCodegen(cl, "blas", error);
   if (!codegen)
     return fail(error);
