@@ -81,12 +81,8 @@ LogicalResult prepareSimulation(ModuleOp module, const std::string &machineName,
                                 int devices, const std::string &profileFile,
                                 const std::string &optimizerName,
                                 SimulationSetup &setup) {
-  if (optimizerName == "sgd")
-    setup.optimizer = Optimizer::SGD;
-  else if (optimizerName == "momentum")
-    setup.optimizer = Optimizer::Momentum;
-  else if (optimizerName == "adam")
-    setup.optimizer = Optimizer::Adam;
+  if (std::optional<Optimizer> parsed = parseOptimizer(optimizerName))
+    setup.optimizer = *parsed;
   else
     return module.emitError() << "unknown optimizer '" << optimizerName
                               << "'; expected sgd, momentum or adam";

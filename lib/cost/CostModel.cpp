@@ -43,6 +43,37 @@ std::string ProfileDatabase::key(const OpGraph &graph, int node,
   return os.str();
 }
 
+std::string ProfileDatabase::updateKey(const std::string &optimizer,
+                                       int64_t elements,
+                                       const std::string &deviceKind) {
+  return "soap.update " + optimizer + " [" + std::to_string(elements) +
+         "] f32 " + deviceKind;
+}
+
+std::vector<std::pair<int64_t, double>>
+ProfileDatabase::updateCurve(const std::string &optimizer,
+                             const std::string &deviceKind) const {
+  std::string prefix = "soap.update " + optimizer + " [";
+  std::string suffix = "] f32 " + deviceKind;
+  std::vector<std::pair<int64_t, double>> curve;
+  for (auto it = entries.lower_bound(prefix);
+       it != entries.end() && it->first.compare(0, prefix.size(), prefix) == 0;
+       ++it) {
+    const std::string &key = it->first;
+    if (key.size() <= prefix.size() + suffix.size() ||
+        key.compare(key.size() - suffix.size(), suffix.size(), suffix) != 0)
+      continue;
+    std::string count = key.substr(
+        prefix.size(), key.size() - prefix.size() - suffix.size());
+    char *end = nullptr;
+    long long n = std::strtoll(count.c_str(), &end, 10);
+    if (end && *end == '\0' && n > 0)
+      curve.emplace_back(n, it->second.forward);
+  }
+  std::sort(curve.begin(), curve.end());
+  return curve;
+}
+
 std::optional<ProfileDatabase::Entry>
 ProfileDatabase::lookup(const std::string &key) const {
   auto it = entries.find(key);
@@ -149,9 +180,32 @@ int optimizerStateCopies(Optimizer optimizer) {
   return 0;
 }
 
+const char *optimizerName(Optimizer optimizer) {
+  switch (optimizer) {
+  case Optimizer::SGD:
+    return "sgd";
+  case Optimizer::Momentum:
+    return "momentum";
+  case Optimizer::Adam:
+    return "adam";
+  }
+  return "sgd";
+}
+
+std::optional<Optimizer> parseOptimizer(const std::string &name) {
+  for (Optimizer o : {Optimizer::SGD, Optimizer::Momentum, Optimizer::Adam})
+    if (name == optimizerName(o))
+      return o;
+  return std::nullopt;
+}
+
 CostModel::CostModel(const Machine &machine, const ProfileDatabase *profile,
                      Optimizer optimizer)
-    : target(machine), profile(profile), optimizerKind(optimizer) {}
+    : target(machine), profile(profile), optimizerKind(optimizer) {
+  if (profile)
+    updateCurve = profile->updateCurve(optimizerName(optimizer),
+                                       machine.deviceType().name);
+}
 
 double CostModel::rooflineTime(double flops, double bytes,
                                const std::string &dtype, OpClass opClass,
@@ -228,6 +282,23 @@ double CostModel::backwardTime(const OpGraph &graph, int node,
 }
 
 double CostModel::updateTime(int64_t bytes, int device) const {
+  if (!updateCurve.empty()) {
+    double n = static_cast<double>(bytes) / 4;
+    auto above = std::lower_bound(
+        updateCurve.begin(), updateCurve.end(), n,
+        [](const std::pair<int64_t, double> &p, double x) {
+          return p.first < x;
+        });
+    if (above == updateCurve.begin())
+      return above->second; // small: the smallest measured size's time
+    if (above == updateCurve.end()) {
+      const auto &last = updateCurve.back();
+      return last.second * n / last.first; // large: time per element
+    }
+    const auto &below = *(above - 1);
+    double f = (n - below.first) / double(above->first - below.first);
+    return below.second + f * (above->second - below.second);
+  }
   // Read the parameter, its gradient and the optimizer state; write the
   // parameter and the state.
   int state = optimizerStateCopies(optimizerKind);

@@ -419,3 +419,23 @@ TEST(OpGraphJson, ErrorsNameTheField) {
 }
 
 } // namespace
+
+// The optimizer update from soap-profile's measured sizes: linear between
+// two measured element counts, the smallest size's time below them, the
+// largest size's time per element above them, the roofline without any.
+TEST(CostModel, UpdateTimeInterpolatesMeasuredSizes) {
+  Machine machine = test::loadMachine("cpu-local", 2);
+  const std::string kind = machine.deviceType().name;
+  ProfileDatabase db;
+  db.record(ProfileDatabase::updateKey("momentum", 1000, kind), {2e-6, 0});
+  db.record(ProfileDatabase::updateKey("momentum", 3000, kind), {4e-6, 0});
+  db.record(ProfileDatabase::updateKey("sgd", 1000, kind), {1.0, 0});
+  CostModel cost(machine, &db, Optimizer::Momentum);
+  EXPECT_DOUBLE_EQ(cost.updateTime(4 * 2000, 0), 3e-6);
+  EXPECT_DOUBLE_EQ(cost.updateTime(4 * 10, 0), 2e-6);
+  EXPECT_DOUBLE_EQ(cost.updateTime(4 * 6000, 0), 8e-6);
+  CostModel adam(machine, &db, Optimizer::Adam);
+  CostModel roofline(machine, nullptr, Optimizer::Adam);
+  EXPECT_DOUBLE_EQ(adam.updateTime(4 * 2000, 0),
+                   roofline.updateTime(4 * 2000, 0));
+}

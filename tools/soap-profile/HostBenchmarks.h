@@ -43,6 +43,15 @@ struct HostMeasurements {
   double padBandwidth = 0;
 };
 
+/// Seconds of one update of `elements` f32 parameters by `optimizer`
+/// ("sgd", "momentum", "adam") in the elementwise form --soap-training-step
+/// emits (one linalg.generic per new tensor, results in fresh buffers),
+/// compiled as executables compile it; timed as kernels are (median of 11
+/// samples; CompiledKernel::coldCaches).
+std::optional<double> measureUpdate(mlir::MLIRContext &context,
+                                    const std::string &optimizer,
+                                    int64_t elements, std::string &error);
+
 /// Runs the benchmarks on the calling thread (a few seconds).
 std::optional<HostMeasurements> measureHost(mlir::MLIRContext &context,
                                             const HostBenchmarkOptions &options,

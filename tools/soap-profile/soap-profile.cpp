@@ -85,7 +85,11 @@ static void printHelp(llvm::raw_ostream &os) {
         "                       convolution) or loops (blas)\n"
         "  --merge              keep the entries already in the output file\n"
         "  --no-backward        estimate backward times (forward x gradients)\n"
-        "                       instead of timing the ops autodiff emits\n"        "  --warm-cache         time kernels back to back on warm buffers\n"
+        "                       instead of timing the ops autodiff emits\n"
+        "  --optimizer O        the optimizer whose update is measured, at\n"
+        "                       sizes up to the largest parameter: sgd,\n"
+        "                       momentum or adam (sgd, as --soap-simulate)\n"
+        "  --warm-cache         time kernels back to back on warm buffers\n"
         "                       (default: each sample starts with the buffers\n"
         "                       out of the core's private caches, as in a\n"
         "                       training step where other ops ran between)\n"
@@ -141,6 +145,7 @@ static const std::vector<std::string> &flagsWithValues() {
                                                  "--max-op-seconds",
                                                  "--max-buffer-mb",
                                                  "--codegen",
+                                                 "--optimizer",
                                                  "--base",
                                                  "--max-message-bytes",
                                                  "--min-message-bytes",
@@ -429,6 +434,33 @@ static int runKernelMode(const CommandLine &cl) {
        << deviceKind << " (" << machine->name() << ")\n";
   KernelProfileSummary summary =
       profileKernels(*built, *shards, *machine, options, db, os);
+  // The optimizer update: a few sizes up to the largest parameter, which the
+  // cost model interpolates (soap.update entries).
+  std::string optimizer = cl.last("--optimizer").value_or("sgd");
+  if (!parseOptimizer(optimizer))
+    return fail("--optimizer must be sgd, momentum or adam, got '" +
+                optimizer + "'");
+  int64_t largest = 0;
+  for (const GraphTensor &t : built->graph.tensors)
+    if (t.isParameter && t.producer < 0) {
+      int64_t n = 1;
+      for (int64_t d : t.shape)
+        n *= d;
+      largest = std::max(largest, n);
+    }
+  int updates = 0;
+  for (int64_t n = 256; largest > 0; n *= 4) {
+    std::optional<double> time = measureUpdate(context, optimizer, n, error);
+    if (!time)
+      return fail("measuring the " + optimizer + " update: " + error);
+    db.record(ProfileDatabase::updateKey(optimizer, n, deviceKind),
+              {*time, 0, false});
+    ++updates;
+    if (n >= largest)
+      break;
+  }
+  if (!db.save(*output, error))
+    return fail(error);
   if (!db.save(*output, error))
     return fail(error);
 
@@ -444,6 +476,8 @@ static int runKernelMode(const CommandLine &cl) {
      << llvm::formatv("{0:F1}", seconds) << " s; "
      << shards->size() - summary.measured << " kernel(s) not measured; "
      << skippedOps << " op(s) left to the roofline";
+  if (updates)
+    os << "; the " << optimizer << " update at " << updates << " size(s)";
   if (!skipped.empty()) {
     os << " (";
     bool first = true;

@@ -39,6 +39,17 @@ public:
                          const std::vector<int64_t> &shard,
                          const std::string &deviceKind);
 
+  /// The key of the optimizer update of `elements` parameter elements:
+  /// "soap.update sgd [4096] f32 x86-64-core" (soap-profile measures a few
+  /// sizes; the cost model interpolates).
+  static std::string updateKey(const std::string &optimizer, int64_t elements,
+                               const std::string &deviceKind);
+  /// The measured update times of `optimizer` on `deviceKind`, by element
+  /// count, sorted.
+  std::vector<std::pair<int64_t, double>>
+  updateCurve(const std::string &optimizer,
+              const std::string &deviceKind) const;
+
   std::optional<Entry> lookup(const std::string &key) const;
   void record(const std::string &key, Entry entry);
   size_t size() const { return entries.size(); }
@@ -59,6 +70,9 @@ private:
 enum class Optimizer { SGD, Momentum, Adam };
 /// Copies of the parameters an optimizer keeps (0, 1, 2).
 int optimizerStateCopies(Optimizer optimizer);
+/// "sgd", "momentum", "adam" (the --soap-training-step names).
+const char *optimizerName(Optimizer optimizer);
+std::optional<Optimizer> parseOptimizer(const std::string &name);
 
 class CostModel {
 public:
@@ -72,7 +86,9 @@ public:
   /// one, each costed like the forward task.
   double backwardTime(const OpGraph &graph, int node,
                       const std::vector<int64_t> &shard, int device) const;
-  /// Seconds to apply the optimizer to `bytes` of parameters on `device`.
+  /// Seconds to apply the optimizer to `bytes` of f32 parameters on
+  /// `device`: interpolated from the profile's measured updates when it has
+  /// them (linear in the element count), else the roofline.
   double updateTime(int64_t bytes, int device) const;
   /// The roofline estimate alone.
   double rooflineTime(double flops, double bytes, const std::string &dtype,
@@ -89,6 +105,8 @@ private:
   const Machine &target;
   const ProfileDatabase *profile;
   Optimizer optimizerKind;
+  /// Measured update times (profile), by element count.
+  std::vector<std::pair<int64_t, double>> updateCurve;
 };
 
 } // namespace soap
