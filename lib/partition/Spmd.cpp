@@ -740,6 +740,12 @@ std::optional<Plan> SpmdPartitioner::planFromOperands(linalg::LinalgOp op,
     if (!layout || layout->partial)
       continue;
     const Piece piece = std::move(*layout);
+    // A value every device holds whole (a parameter) can be read anywhere:
+    // it does not decide where the op runs. The op runs where its other
+    // operands are (a backward op on the device of its forward op), or
+    // everywhere when they are all replicated (the fallback plan).
+    if (covers(piece, everywhere(type)))
+      continue;
     AffineMap map = nest.maps[operand.getOperandNumber()];
     const Box *any = nullptr;
     int64_t holders = 0;
@@ -1242,8 +1248,13 @@ LogicalResult SpmdPartitioner::partitionPassThrough(Operation *op) {
     localSourceShape = box->sizes;
     boxes[device] = std::move(out);
   }
-  if (!split || localShape.empty())
-    return failure(); // nothing to gain: run it whole
+  // Nothing to gain when every device holds the whole source: run it
+  // whole. A source held by some devices only stays there (the others skip
+  // the op).
+  bool subset = llvm::any_of(piece.boxes,
+                             [](const std::optional<Box> &box) { return !box; });
+  if ((!split && !subset) || localShape.empty())
+    return failure();
   Location loc = op->getLoc();
   b.setInsertionPoint(op);
   auto localType =
@@ -1252,13 +1263,28 @@ LogicalResult SpmdPartitioner::partitionPassThrough(Operation *op) {
     return llvm::to_vector(llvm::map_range(
         values, [&](int64_t v) -> OpFoldResult { return b.getIndexAttr(v); }));
   };
+  // Communication first: a guard below must not hold a collective.
+  Value dest;
+  if (auto insert = dyn_cast<tensor::InsertSliceOp>(op))
+    dest = materialize(insert.getDest(), boxes, loc);
+  // Devices without a part skip the op.
+  OnDevicesOp guard;
+  OpBuilder::InsertionGuard insertion(b);
+  if (subset) {
+    SmallVector<int64_t> holders;
+    for (auto [device, box] : llvm::enumerate(boxes))
+      if (box)
+        holders.push_back(device);
+    guard = OnDevicesOp::create(b, loc, TypeRange{localType},
+                                b.getDenseI64ArrayAttr(holders));
+    b.setInsertionPointToStart(&guard.getBody().emplaceBlock());
+  }
   Operation *local;
   if (auto insert = dyn_cast<tensor::InsertSliceOp>(op)) {
     SmallVector<int64_t> sizes(insert.getStaticSizes());
     for (int64_t d = 0; d < sourceRank; ++d)
       if (identity[d])
         sizes[resultDim[d]] = localSourceShape[d];
-    Value dest = materialize(insert.getDest(), boxes, loc);
     local = tensor::InsertSliceOp::create(
         b, loc, piece.local, dest, asAttrs(insert.getStaticOffsets()),
         asAttrs(sizes), asAttrs(insert.getStaticStrides()));
@@ -1277,8 +1303,13 @@ LogicalResult SpmdPartitioner::partitionPassThrough(Operation *op) {
     local->getResult(0).setType(localType);
     local->removeAttr(SoapDialect::getConfigAttrName());
   }
+  Value result = local->getResult(0);
+  if (guard) {
+    YieldOp::create(b, loc, result);
+    result = guard.getResult(0);
+  }
   dist[op->getResult(0)].pieces.push_back(
-      Piece{local->getResult(0), std::move(boxes), piece.tasks, std::nullopt});
+      Piece{result, std::move(boxes), piece.tasks, std::nullopt});
   return success();
 }
 
