@@ -291,8 +291,9 @@ void saveCheckpoint(const Run &run, const std::string &path, uint64_t step) {
     TensorSpec whole = spec.whole();
     std::string bytes(whole.bytes(), '\0');
     for (int r = 0; r < ranks; ++r)
-      copyShard(spec, r, bytes.data(), parts.data() + r * spec.bytes(),
-                /*toPart=*/false);
+      if (spec.holds(r)) // the others' copies are not kept up to date
+        copyShard(spec, r, bytes.data(), parts.data() + r * spec.bytes(),
+                  /*toPart=*/false);
     checkpoint.tensors.push_back(
         {spec.name, spec.dtype, whole.shape, std::move(bytes)});
   }

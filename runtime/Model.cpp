@@ -53,6 +53,7 @@ static bool parseSpec(const nlohmann::json &j, TensorSpec &spec,
     spec.globalShape = j.at("global_shape").get<std::vector<int64_t>>();
     spec.shardOffsets =
         j.value("shard_offsets", std::vector<int64_t>{});
+    spec.shardHolders = j.value("shard_holders", std::vector<int64_t>{});
     size_t rank = spec.shape.size();
     bool fits = spec.globalShape.size() == rank && rank > 0 &&
                 !spec.shardOffsets.empty() &&
@@ -119,7 +120,22 @@ bool ModelInfo::parse(const char *text, std::string &error) {
                 std::to_string(numDevices);
         return false;
       }
+  for (const auto *list : {&args, &results})
+    for (const TensorSpec &spec : *list)
+      for (int64_t holder : spec.shardHolders)
+        if (holder < 0 || holder >= numDevices) {
+          error = "'" + spec.name + "' names holder device " +
+                  std::to_string(holder) + " but the model runs on " +
+                  std::to_string(numDevices);
+          return false;
+        }
   return true;
+}
+
+bool TensorSpec::holds(int rank) const {
+  return shardHolders.empty() ||
+         std::find(shardHolders.begin(), shardHolders.end(), rank) !=
+             shardHolders.end();
 }
 
 TensorSpec TensorSpec::whole() const {
@@ -128,6 +144,7 @@ TensorSpec TensorSpec::whole() const {
     spec.shape = globalShape;
     spec.globalShape.clear();
     spec.shardOffsets.clear();
+    spec.shardHolders.clear();
   }
   return spec;
 }

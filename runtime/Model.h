@@ -31,6 +31,10 @@ struct TensorSpec {
   /// tensor of `globalShape`, at shardOffsets[rank * rank(shape) ...]
   /// (device-major); both empty when the tensor is whole on every rank.
   std::vector<int64_t> globalShape, shardOffsets;
+  /// The ranks that hold a part (the others carry a value nothing reads);
+  /// empty: every rank.
+  std::vector<int64_t> shardHolders;
+  bool holds(int rank) const;
 
   bool sharded() const { return !globalShape.empty(); }
   /// The spec of the whole tensor (itself when not sharded).

@@ -329,9 +329,14 @@ static LogicalResult verifyShardAttribute(Operation *op, const char *what,
            : nullptr;
   auto offsets = dict ? dyn_cast_or_null<DenseI64ArrayAttr>(dict.get("offsets"))
                       : nullptr;
-  if (!global || !offsets || dict.size() != 2)
+  auto holders =
+      dict ? dyn_cast_or_null<DenseI64ArrayAttr>(dict.get("holders")) : nullptr;
+  if (!global || !offsets ||
+      dict.size() != (dict.get("holders") ? 3u : 2u) ||
+      (dict.get("holders") && !holders))
     return error() << " must be {global_shape = array<i64: ...>, offsets = "
-                      "array<i64: ...>}";
+                      "array<i64: ...>} with an optional holders = "
+                      "array<i64: ...>";
   auto tensor = dyn_cast_or_null<RankedTensorType>(type);
   if (!tensor)
     return success(); // a declaration's type is checked where it has one

@@ -79,8 +79,10 @@ def Soap_Dialect : Dialect {
     /// On an argument or result of a partitioned training step that holds
     /// this device's shard of training state: {global_shape = array<i64:
     /// ...>, offsets = array<i64: ...>}, the whole tensor's shape and each
-    /// device's offsets into it (device-major). The driver initializes,
-    /// saves and loads the whole tensor.
+    /// device's offsets into it (device-major), and optionally `holders =
+    /// array<i64: ...>`, the devices that hold a part when not all do (the
+    /// others carry a value nothing reads). The driver initializes, saves
+    /// and loads the whole tensor.
     static constexpr ::llvm::StringLiteral getShardAttrName() {
       return ::llvm::StringLiteral("soap.shard");
     }

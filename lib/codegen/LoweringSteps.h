@@ -27,6 +27,8 @@ struct TensorDescription {
   /// globalShape (initValues are the whole tensor's), at the offsets of
   /// shardOffsets (device-major); both empty when not sharded.
   std::vector<int64_t> globalShape, shardOffsets;
+  /// The devices that hold a part (soap.shard's holders); empty: all.
+  std::vector<int64_t> shardHolders;
 };
 
 /// What the driver needs to know about the entry function.

@@ -78,6 +78,9 @@ static LogicalResult describe(func::FuncOp entry, Type type,
                            global.asArrayRef().end());
     out.shardOffsets.assign(offsets.asArrayRef().begin(),
                             offsets.asArrayRef().end());
+    if (auto holders = shard.getAs<DenseI64ArrayAttr>("holders"))
+      out.shardHolders.assign(holders.asArrayRef().begin(),
+                              holders.asArrayRef().end());
     wholeShape = global.asArrayRef();
   }
   Attribute init = attrs.get("soap.init");
@@ -143,6 +146,8 @@ static llvm::json::Value toJson(const TensorDescription &t) {
   if (!t.globalShape.empty()) {
     o["global_shape"] = llvm::json::Array(t.globalShape);
     o["shard_offsets"] = llvm::json::Array(t.shardOffsets);
+    if (!t.shardHolders.empty())
+      o["shard_holders"] = llvm::json::Array(t.shardHolders);
   }
   return o;
 }

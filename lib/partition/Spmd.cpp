@@ -1438,8 +1438,10 @@ LogicalResult SpmdPartitioner::run() {
         continue;
       }
       unsigned index = argument.getArgNumber();
-      auto localType = RankedTensorType::get(sharded->second.front()->sizes,
-                                             type.getElementType());
+      const std::optional<Box> *held = llvm::find_if(
+          sharded->second, [](const std::optional<Box> &box) { return box; });
+      auto localType =
+          RankedTensorType::get((*held)->sizes, type.getElementType());
       if (failed(function.insertArgument(index + 1, localType,
                                          function.getArgAttrDict(index),
                                          argument.getLoc())))
@@ -1558,17 +1560,30 @@ static std::optional<unsigned> stateArgumentOf(func::FuncOp function,
   return std::nullopt;
 }
 
-/// Whether every device holds a part of the same shape, and not all of
-/// them the whole tensor: state worth keeping sharded.
-static bool evenShards(const DeviceBoxes &boxes) {
-  if (boxes.empty() || !boxes.front())
-    return false;
-  bool split = false;
+/// Whether state in this layout is worth keeping where it is across steps:
+/// every device holds a part of the same shape and the parts differ (a
+/// split), or some devices hold the whole tensor and the others nothing (an
+/// op placed on a device subset).
+static bool keepsLayout(const DeviceBoxes &boxes) {
+  const std::optional<Box> *first = nullptr;
+  bool split = false, subset = false;
   for (const std::optional<Box> &box : boxes) {
-    if (!box || box->sizes != boxes.front()->sizes)
+    if (!box) {
+      subset = true;
+      continue;
+    }
+    if (!first)
+      first = &box;
+    else if (box->sizes != (*first)->sizes)
       return false;
-    split |= box->offsets != boxes.front()->offsets;
+    else
+      split |= box->offsets != (*first)->offsets;
   }
+  if (!first)
+    return false;
+  if (subset) // whole on the holders
+    return !split && llvm::all_of((*first)->offsets,
+                                  [](int64_t o) { return o == 0; });
   return split;
 }
 
@@ -1596,7 +1611,7 @@ LogicalResult soap::partitionByConfigs(func::FuncOp function,
     if (ok)
       for (auto [result, layout] : llvm::enumerate(first.returnLayouts)) {
         std::optional<unsigned> arg = stateArgumentOf(function, result);
-        if (!arg || !layout || layout->partial || !evenShards(layout->boxes))
+        if (!arg || !layout || layout->partial || !keepsLayout(layout->boxes))
           continue;
         shardedArgs[*arg] = layout->boxes;
         shardedResults[result] = layout->boxes;
@@ -1614,16 +1629,23 @@ LogicalResult soap::partitionByConfigs(func::FuncOp function,
   // argument and result says which part of it every device holds.
   Builder builder(function.getContext());
   auto describe = [&](const DeviceBoxes &boxes, Type global) {
-    SmallVector<int64_t> offsets;
-    for (const std::optional<Box> &box : boxes)
-      offsets.append(box->offsets.begin(), box->offsets.end());
-    return builder.getDictionaryAttr(
-        {builder.getNamedAttr(
-             "global_shape",
-             builder.getDenseI64ArrayAttr(
-                 cast<RankedTensorType>(global).getShape())),
-         builder.getNamedAttr("offsets",
-                              builder.getDenseI64ArrayAttr(offsets))});
+    auto shape = cast<RankedTensorType>(global).getShape();
+    SmallVector<int64_t> offsets, holders;
+    for (auto [device, box] : llvm::enumerate(boxes)) {
+      if (box)
+        holders.push_back(device);
+      SmallVector<int64_t> zeros(shape.size(), 0);
+      ArrayRef<int64_t> at = box ? ArrayRef<int64_t>(box->offsets) : zeros;
+      offsets.append(at.begin(), at.end());
+    }
+    SmallVector<NamedAttribute> fields = {
+        builder.getNamedAttr("global_shape",
+                             builder.getDenseI64ArrayAttr(shape)),
+        builder.getNamedAttr("offsets", builder.getDenseI64ArrayAttr(offsets))};
+    if (holders.size() != boxes.size())
+      fields.push_back(builder.getNamedAttr(
+          "holders", builder.getDenseI64ArrayAttr(holders)));
+    return builder.getDictionaryAttr(fields);
   };
   for (auto [arg, boxes] : shardedArgs)
     function.setArgAttr(arg, SoapDialect::getShardAttrName(), describe(boxes, argTypes[arg]));
