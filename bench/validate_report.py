@@ -10,7 +10,7 @@ import re
 import statistics
 
 p = argparse.ArgumentParser()
-for a in ("work", "out", "traces", "steps", "warmup", "load-before", "load-after",
+for a in ("work", "out", "traces", "steps", "runs", "warmup", "load-before", "load-after",
           "ninja", "waited", "idle", "seconds", "zoo"):
     p.add_argument("--" + a, required=True)
 args = p.parse_args()
@@ -176,7 +176,7 @@ w("Load average (1/5/15 min) before measuring: %s; after: %s. `ninja` processes 
   "measuring (waited %s s for a quiet machine)." % (
       args.load_before, args.load_after, args.ninja, args.idle, args.waited))
 w("")
-w("Measured: the executable's `median_ms` over %s steps after %s warm-up steps "
+w("Measured: the lowest of " + args.runs + " runs' (`--runs`) `median_ms` over %s steps after %s warm-up steps "
   "(`time_ms` of a step is the slowest rank's), `OPENBLAS_NUM_THREADS=1` so that "
   "one device is one core, as in the simulator. A strategy on 2 ranks "
   "(`--soap-apply-strategy`, `--soap-training-step`, `--soap-partition`) uses both "
