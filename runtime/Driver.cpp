@@ -217,8 +217,7 @@ void initializeArgs(Run &run, uint64_t seed) {
     TensorSpec whole = spec.whole();
     Buffer buffer(whole.bytes());
     initialize(whole, buffer, seed, soap_init_data[a]);
-    copyShard(spec, commRank(), buffer.data(), run.args[a].data(),
-              /*toPart=*/true);
+    extractShard(spec, commRank(), buffer.data(), run.args[a].data());
   }
 }
 
@@ -246,9 +245,7 @@ void loadCheckpoint(Run &run, const std::string &path, uint64_t &step) {
            std::to_string(t->bytes.size()) + " bytes, expected " +
            std::to_string(whole.bytes()));
     if (spec.sharded()) {
-      std::string copy = t->bytes; // copyShard reads a mutable whole
-      copyShard(spec, commRank(), copy.data(), run.args[a].data(),
-                /*toPart=*/true);
+      extractShard(spec, commRank(), t->bytes.data(), run.args[a].data());
     } else {
       std::memcpy(run.args[a].data(), t->bytes.data(), t->bytes.size());
     }
@@ -292,8 +289,7 @@ void saveCheckpoint(const Run &run, const std::string &path, uint64_t step) {
     std::string bytes(whole.bytes(), '\0');
     for (int r = 0; r < ranks; ++r)
       if (spec.holds(r)) // the others' copies are not kept up to date
-        copyShard(spec, r, bytes.data(), parts.data() + r * spec.bytes(),
-                  /*toPart=*/false);
+        insertShard(spec, r, parts.data() + r * spec.bytes(), bytes.data());
     checkpoint.tensors.push_back(
         {spec.name, spec.dtype, whole.shape, std::move(bytes)});
   }

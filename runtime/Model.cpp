@@ -51,8 +51,7 @@ static bool parseSpec(const nlohmann::json &j, TensorSpec &spec,
     spec.range = j.at("range").get<int64_t>();
   if (j.contains("global_shape")) {
     spec.globalShape = j.at("global_shape").get<std::vector<int64_t>>();
-    spec.shardOffsets =
-        j.value("shard_offsets", std::vector<int64_t>{});
+    spec.shardOffsets = j.value("shard_offsets", std::vector<int64_t>{});
     spec.shardHolders = j.value("shard_holders", std::vector<int64_t>{});
     size_t rank = spec.shape.size();
     bool fits = spec.globalShape.size() == rank && rank > 0 &&
@@ -63,8 +62,8 @@ static bool parseSpec(const nlohmann::json &j, TensorSpec &spec,
              spec.shardOffsets[i] + spec.shape[i % rank] <=
                  spec.globalShape[i % rank];
     if (!fits) {
-      error = "'" + spec.name + "' has a shard that does not fit its global "
-                                "shape";
+      error =
+          "'" + spec.name + "' has a shard that does not fit its global shape";
       return false;
     }
   }
@@ -111,17 +110,14 @@ bool ModelInfo::parse(const char *text, std::string &error) {
     numDevices = j.at("num_devices").get<int64_t>();
   }
   for (const auto *list : {&args, &results})
-    for (const TensorSpec &spec : *list)
+    for (const TensorSpec &spec : *list) {
       if (spec.sharded() &&
           spec.shardOffsets.size() != spec.shape.size() * numDevices) {
         error = "'" + spec.name + "' has shard offsets for " +
                 std::to_string(spec.shardOffsets.size() / spec.shape.size()) +
-                " devices but the model runs on " +
-                std::to_string(numDevices);
+                " devices but the model runs on " + std::to_string(numDevices);
         return false;
       }
-  for (const auto *list : {&args, &results})
-    for (const TensorSpec &spec : *list)
       for (int64_t holder : spec.shardHolders)
         if (holder < 0 || holder >= numDevices) {
           error = "'" + spec.name + "' names holder device " +
@@ -129,6 +125,7 @@ bool ModelInfo::parse(const char *text, std::string &error) {
                   std::to_string(numDevices);
           return false;
         }
+    }
   return true;
 }
 
@@ -149,8 +146,10 @@ TensorSpec TensorSpec::whole() const {
   return spec;
 }
 
-void copyShard(const TensorSpec &spec, int rank, void *whole, void *part,
-               bool toPart) {
+/// Calls `row(offset in the whole tensor, offset in the part, bytes)` for
+/// each row (innermost dimension) of `rank`'s part, offsets in bytes.
+template <typename RowFn>
+static void forEachShardRow(const TensorSpec &spec, int rank, RowFn row) {
   size_t dims = spec.shape.size();
   size_t elem = spec.elementBytes();
   const int64_t *offsets = spec.shardOffsets.data() + rank * dims;
@@ -161,22 +160,33 @@ void copyShard(const TensorSpec &spec, int rank, void *whole, void *part,
   int64_t rows = spec.numElements() / spec.shape[dims - 1];
   size_t rowBytes = spec.shape[dims - 1] * elem;
   std::vector<int64_t> index(dims, 0); // of the row's first element
-  for (int64_t row = 0; row < rows; ++row) {
+  for (int64_t r = 0; r < rows; ++r) {
     int64_t at = 0;
     for (size_t d = 0; d < dims; ++d)
       at += (index[d] + offsets[d]) * strides[d];
-    char *w = static_cast<char *>(whole) + at * elem;
-    char *p = static_cast<char *>(part) + row * rowBytes;
-    if (toPart)
-      std::memcpy(p, w, rowBytes);
-    else
-      std::memcpy(w, p, rowBytes);
+    row(at * elem, r * rowBytes, rowBytes);
     for (size_t d = dims - 1; d-- > 0;) {
       if (++index[d] < spec.shape[d])
         break;
       index[d] = 0;
     }
   }
+}
+
+void extractShard(const TensorSpec &spec, int rank, const void *whole,
+                  void *part) {
+  forEachShardRow(spec, rank, [&](size_t w, size_t p, size_t bytes) {
+    std::memcpy(static_cast<char *>(part) + p,
+                static_cast<const char *>(whole) + w, bytes);
+  });
+}
+
+void insertShard(const TensorSpec &spec, int rank, const void *part,
+                 void *whole) {
+  forEachShardRow(spec, rank, [&](size_t w, size_t p, size_t bytes) {
+    std::memcpy(static_cast<char *>(whole) + w,
+                static_cast<const char *>(part) + p, bytes);
+  });
 }
 
 void Buffer::Free::operator()(void *p) const { std::free(p); }
@@ -266,9 +276,8 @@ double elementAsDouble(const void *data, const std::string &dtype, int64_t i) {
     return static_cast<double>(h);
   }
   if (dtype == "bf16") {
-    uint32_t bits = static_cast<uint32_t>(
-                        static_cast<const uint16_t *>(data)[i])
-                    << 16;
+    uint32_t bits =
+        static_cast<uint32_t>(static_cast<const uint16_t *>(data)[i]) << 16;
     float f;
     std::memcpy(&f, &bits, 4);
     return f;
@@ -305,8 +314,8 @@ void initialize(const TensorSpec &spec, Buffer &buffer, uint64_t seed,
       fanIn *= spec.shape[d];
     if (spec.init.rfind("fan-in:", 0) == 0)
       fanIn = std::strtoll(spec.init.c_str() + 7, nullptr, 10);
-    double bound = 1.0 / std::sqrt(static_cast<double>(std::max<int64_t>(
-                             fanIn, 1)));
+    double bound =
+        1.0 / std::sqrt(static_cast<double>(std::max<int64_t>(fanIn, 1)));
     for (int64_t i = 0; i < n; ++i)
       store(buffer.data(), spec.dtype, i,
             (2.0 * random.uniform() - 1.0) * bound);

@@ -81,10 +81,13 @@ private:
 void initialize(const TensorSpec &spec, Buffer &buffer, uint64_t seed,
                 const void *data);
 
-/// Copies `rank`'s part of a sharded tensor between the whole tensor and
-/// the rank's buffer: whole -> part when `toPart`, else part -> whole.
-void copyShard(const TensorSpec &spec, int rank, void *whole, void *part,
-               bool toPart);
+/// `rank`'s part of a sharded tensor, copied out of the whole tensor into
+/// the rank's buffer.
+void extractShard(const TensorSpec &spec, int rank, const void *whole,
+                  void *part);
+/// The reverse: `rank`'s part copied into its place in the whole tensor.
+void insertShard(const TensorSpec &spec, int rank, const void *part,
+                 void *whole);
 
 /// Element `i` of a buffer of `dtype` as a double.
 double elementAsDouble(const void *data, const std::string &dtype, int64_t i);
