@@ -1024,9 +1024,6 @@ static bool isSplat(Operation *op,
   return false;
 }
 
-/// collapse_shape/expand_shape of a value split only along the outermost
-/// dimension of each group: the local values reshape the same way, and
-/// partial sums stay partial sums.
 /// The boxes of a transpose's result given its input's: result dimension i
 /// is input dimension perm[i].
 static DeviceBoxes transposedBoxes(const DeviceBoxes &input,
@@ -1098,6 +1095,9 @@ void SpmdPartitioner::realizeTranspose(Value original, Operation *user) {
   dist[original].pieces = std::move(pieces);
 }
 
+/// collapse_shape/expand_shape of a value split only along the outermost
+/// dimension of each group: the local values reshape the same way, and
+/// partial sums stay partial sums.
 LogicalResult SpmdPartitioner::partitionReshape(Operation *op) {
   Value source = op->getOperand(0);
   realizeTranspose(source, op);
@@ -1593,11 +1593,15 @@ LogicalResult soap::partitionByConfigs(func::FuncOp function,
     return function.emitError()
            << kPass << ": the function must have a single block";
   // A probing run on a copy finds where each updated parameter and
-  // optimizer state ends up; state split evenly over the devices then stays
-  // split across steps (the argument arrives as the local shard and the
-  // result leaves as one), instead of being gathered at the end of every
-  // step and sliced again at the start of the next.
-  llvm::DenseMap<unsigned, DeviceBoxes> shardedArgs, shardedResults;
+  // optimizer state ends up; state in a layout worth keeping (keepsLayout)
+  // then stays there across steps (the argument arrives as the local part
+  // and the result leaves as one), instead of being made whole at the end of
+  // every step and split again at the start of the next.
+  struct KeptState {
+    unsigned arg, result;
+    DeviceBoxes boxes;
+  };
+  SmallVector<KeptState> kept;
   {
     func::FuncOp probe = function.clone();
     SpmdPartitioner first(probe, devices);
@@ -1611,27 +1615,24 @@ LogicalResult soap::partitionByConfigs(func::FuncOp function,
     if (ok)
       for (auto [result, layout] : llvm::enumerate(first.returnLayouts)) {
         std::optional<unsigned> arg = stateArgumentOf(function, result);
-        if (!arg || !layout || layout->partial || !keepsLayout(layout->boxes))
-          continue;
-        shardedArgs[*arg] = layout->boxes;
-        shardedResults[result] = layout->boxes;
+        if (arg && layout && !layout->partial && keepsLayout(layout->boxes))
+          kept.push_back({*arg, static_cast<unsigned>(result), layout->boxes});
       }
     probe.erase();
   }
-  SmallVector<Type> argTypes(function.getArgumentTypes());
-  SmallVector<Type> resultTypes(function.getResultTypes());
-  SpmdPartitioner partitioner(function, devices);
-  partitioner.shardedArgs = shardedArgs;
-  partitioner.shardedResults = shardedResults;
-  if (failed(partitioner.run()))
-    return failure();
-  // The driver initializes, saves and loads the whole tensor: each sharded
-  // argument and result says which part of it every device holds.
+  // The driver initializes, saves and loads the whole tensor: each kept
+  // argument and its result say which part of it every device holds (the
+  // argument's type, which stateArgumentOf matched to the result's, is the
+  // whole tensor's).
   Builder builder(function.getContext());
-  auto describe = [&](const DeviceBoxes &boxes, Type global) {
-    auto shape = cast<RankedTensorType>(global).getShape();
+  SmallVector<DictionaryAttr> shardAttrs;
+  SpmdPartitioner partitioner(function, devices);
+  for (const KeptState &state : kept) {
+    ArrayRef<int64_t> shape =
+        cast<RankedTensorType>(function.getArgumentTypes()[state.arg])
+            .getShape();
     SmallVector<int64_t> offsets, holders;
-    for (auto [device, box] : llvm::enumerate(boxes)) {
+    for (auto [device, box] : llvm::enumerate(state.boxes)) {
       if (box)
         holders.push_back(device);
       SmallVector<int64_t> zeros(shape.size(), 0);
@@ -1642,15 +1643,19 @@ LogicalResult soap::partitionByConfigs(func::FuncOp function,
         builder.getNamedAttr("global_shape",
                              builder.getDenseI64ArrayAttr(shape)),
         builder.getNamedAttr("offsets", builder.getDenseI64ArrayAttr(offsets))};
-    if (holders.size() != boxes.size())
+    if (holders.size() != state.boxes.size())
       fields.push_back(builder.getNamedAttr(
           "holders", builder.getDenseI64ArrayAttr(holders)));
-    return builder.getDictionaryAttr(fields);
-  };
-  for (auto [arg, boxes] : shardedArgs)
-    function.setArgAttr(arg, SoapDialect::getShardAttrName(), describe(boxes, argTypes[arg]));
-  for (auto [result, boxes] : shardedResults)
-    function.setResultAttr(result, SoapDialect::getShardAttrName(),
-                           describe(boxes, resultTypes[result]));
+    shardAttrs.push_back(builder.getDictionaryAttr(fields));
+    partitioner.shardedArgs[state.arg] = state.boxes;
+    partitioner.shardedResults[state.result] = state.boxes;
+  }
+  if (failed(partitioner.run()))
+    return failure();
+  for (auto [state, attr] : llvm::zip(kept, shardAttrs)) {
+    function.setArgAttr(state.arg, SoapDialect::getShardAttrName(), attr);
+    function.setResultAttr(state.result, SoapDialect::getShardAttrName(),
+                           attr);
+  }
   return success();
 }
