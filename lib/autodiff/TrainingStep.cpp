@@ -377,13 +377,23 @@ static SmallVector<StateArg> optimizerState(const TrainingStepOptions &options,
   return state;
 }
 
-/// Emits the update of every parameter; returns the new parameters and the
-/// new optimizer state, in argument order.
-static void emitUpdates(OpBuilder &b, Location loc,
-                        const TrainingStepOptions &options,
-                        ArrayRef<Value> params, ArrayRef<Value> gradients,
-                        ArrayRef<Value> state, SmallVector<Value> &newParams,
-                        SmallVector<Value> &newState) {
+SmallVector<RankedTensorType>
+optimizerStateTypes(const TrainingStepOptions &options,
+                    ArrayRef<RankedTensorType> paramTypes,
+                    MLIRContext *context) {
+  SmallVector<std::string> names(paramTypes.size());
+  SmallVector<RankedTensorType> types;
+  for (const StateArg &arg :
+       optimizerState(options, names, paramTypes, context))
+    types.push_back(arg.type);
+  return types;
+}
+
+void emitOptimizerUpdates(OpBuilder &b, Location loc,
+                          const TrainingStepOptions &options,
+                          ArrayRef<Value> params, ArrayRef<Value> gradients,
+                          ArrayRef<Value> state, SmallVector<Value> &newParams,
+                          SmallVector<Value> &newState) {
   UpdateBuilder u(b, loc);
   double lr = options.learningRate, decay = options.weightDecay;
   if (options.optimizer == OptimizerKind::Adam) {
@@ -579,8 +589,8 @@ FailureOr<func::FuncOp> buildTrainingStep(func::FuncOp lossFunction,
     return failure();
   }
   SmallVector<Value> newParams, newState;
-  emitUpdates(b, loc, options, paramValues, *gradients, stateValues, newParams,
-              newState);
+  emitOptimizerUpdates(b, loc, options, paramValues, *gradients, stateValues,
+                       newParams, newState);
 
   SmallVector<Value> results = {*lossValue};
   results.append(newParams);

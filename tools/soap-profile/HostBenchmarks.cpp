@@ -2,6 +2,12 @@
 
 #include "HostBenchmarks.h"
 
+#include "soap/Autodiff/TrainingStep.h"
+
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Parser/Parser.h"
 
@@ -249,101 +255,75 @@ static void measureStream(int64_t bytesPerArray, double &copy, double &triad) {
   (void)sink;
 }
 
-/// One elementwise generic over memref<N x f32>: `out` = body(ins...).
-static std::string updateGeneric(int64_t n, const std::vector<std::string> &ins,
-                                 const std::string &out,
-                                 const std::string &body) {
-  std::string mem = "memref<" + std::to_string(n) + "xf32>";
-  std::string s = "  linalg.generic {indexing_maps = [";
-  for (size_t i = 0; i <= ins.size(); ++i)
-    s += std::string(i ? ", " : "") + "affine_map<(i) -> (i)>";
-  s += "], iterator_types = [\"parallel\"]} ins(";
-  for (size_t i = 0; i < ins.size(); ++i)
-    s += (i ? ", " : "") + ins[i];
-  s += " : ";
-  for (size_t i = 0; i < ins.size(); ++i)
-    s += (i ? ", " : "") + mem;
-  s += ") outs(" + out + " : " + mem + ") {\n  ^bb0(";
-  for (size_t i = 0; i < ins.size(); ++i)
-    s += "%a" + std::to_string(i) + ": f32, ";
-  s += "%o: f32):\n" + body + "  }\n";
-  return s;
-}
-
 std::optional<double> measureUpdate(MLIRContext &context,
                                     const std::string &optimizer,
                                     int64_t elements, std::string &error) {
-  // Buffers: parameter, gradient, then the optimizer state, then the
-  // fresh results.
-  std::vector<std::string> names;
-  std::string text;
-  auto c = [](const char *name, double v) {
-    return llvm::formatv("    %{0} = arith.constant {1:e} : f32\n", name, v)
-        .str();
-  };
-  if (optimizer == "sgd") {
-    names = {"p", "g", "p2"};
-    text = updateGeneric(elements, {"%p", "%g"}, "%p2",
-                         c("lr", 0.01) +
-                             "    %t = arith.mulf %lr, %a1 : f32\n"
-                             "    %r = arith.subf %a0, %t : f32\n"
-                             "    linalg.yield %r : f32\n");
-  } else if (optimizer == "momentum") {
-    names = {"p", "g", "v", "v2", "p2"};
-    text = updateGeneric(elements, {"%v", "%g"}, "%v2",
-                         c("mu", 0.9) +
-                             "    %t = arith.mulf %mu, %a0 : f32\n"
-                             "    %r = arith.addf %t, %a1 : f32\n"
-                             "    linalg.yield %r : f32\n") +
-           updateGeneric(elements, {"%p", "%v2"}, "%p2",
-                         c("lr", 0.01) +
-                             "    %t = arith.mulf %lr, %a1 : f32\n"
-                             "    %r = arith.subf %a0, %t : f32\n"
-                             "    linalg.yield %r : f32\n");
-  } else if (optimizer == "adam") {
-    names = {"p", "g", "m", "v", "m2", "v2", "p2"};
-    text = updateGeneric(elements, {"%m", "%g"}, "%m2",
-                         c("b1", 0.9) + c("c1", 0.1) +
-                             "    %t = arith.mulf %b1, %a0 : f32\n"
-                             "    %u = arith.mulf %c1, %a1 : f32\n"
-                             "    %r = arith.addf %t, %u : f32\n"
-                             "    linalg.yield %r : f32\n") +
-           updateGeneric(elements, {"%v", "%g"}, "%v2",
-                         c("b2", 0.999) + c("c2", 0.001) +
-                             "    %t = arith.mulf %b2, %a0 : f32\n"
-                             "    %s = arith.mulf %a1, %a1 : f32\n"
-                             "    %u = arith.mulf %c2, %s : f32\n"
-                             "    %r = arith.addf %t, %u : f32\n"
-                             "    linalg.yield %r : f32\n") +
-           updateGeneric(elements, {"%p", "%m2", "%v2"}, "%p2",
-                         c("lr", 0.001) + c("k1", 10.0) + c("k2", 1000.0) +
-                             c("eps", 1e-8) +
-                             "    %mh = arith.mulf %a1, %k1 : f32\n"
-                             "    %vh = arith.mulf %a2, %k2 : f32\n"
-                             "    %sq = math.sqrt %vh : f32\n"
-                             "    %de = arith.addf %sq, %eps : f32\n"
-                             "    %q = arith.divf %mh, %de : f32\n"
-                             "    %t = arith.mulf %lr, %q : f32\n"
-                             "    %r = arith.subf %a0, %t : f32\n"
-                             "    linalg.yield %r : f32\n");
-  } else {
+  autodiff::TrainingStepOptions options;
+  std::optional<autodiff::OptimizerKind> kind =
+      autodiff::parseOptimizerKind(optimizer);
+  if (!kind) {
     error = "unknown optimizer '" + optimizer + "'";
     return std::nullopt;
   }
-  std::string mem = "memref<" + std::to_string(elements) + "xf32>";
-  std::string signature;
-  for (size_t i = 0; i < names.size(); ++i)
-    signature += (i ? ", %" : "%") + names[i] + ": " + mem;
-  std::string module = "func.func @kernel(" + signature + ") {\n" + text +
-                       "  return\n}\n";
-  std::vector<KernelBuffer> buffers(names.size());
-  for (KernelBuffer &buffer : buffers) {
-    buffer.shape = {elements};
+  options.optimizer = *kind;
+  // One parameter of `elements` f32, its gradient and its optimizer state
+  // in buffers; the new parameter and state written into buffers of their
+  // own (as bufferization gives @train_step's results).
+  auto param = RankedTensorType::get({elements}, Float32Type::get(&context));
+  SmallVector<RankedTensorType> inputs = {param, param};
+  llvm::append_range(inputs,
+                     autodiff::optimizerStateTypes(options, param, &context));
+  SmallVector<RankedTensorType> outputs(inputs.begin() + 1, inputs.end());
+  outputs.front() = param; // the new parameter, then the new state
+  std::vector<KernelBuffer> buffers;
+  SmallVector<Type> argTypes;
+  for (RankedTensorType type :
+       llvm::concat<RankedTensorType>(inputs, outputs)) {
+    KernelBuffer buffer;
+    buffer.shape.assign(type.getShape().begin(), type.getShape().end());
     buffer.elementBytes = 4;
     buffer.dtype = "f32";
+    buffers.push_back(std::move(buffer));
+    argTypes.push_back(MemRefType::get(type.getShape(), type.getElementType()));
   }
-  auto kernel =
-      compileText(context, module, buffers, Codegen::Loops, error);
+  OpBuilder b(&context);
+  Location loc = UnknownLoc::get(&context);
+  OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
+  b.setInsertionPointToEnd(module->getBody());
+  auto func =
+      func::FuncOp::create(b, loc, "kernel", b.getFunctionType(argTypes, {}));
+  Block *entry = func.addEntryBlock();
+  b.setInsertionPointToStart(entry);
+  SmallVector<Value> values;
+  for (auto [type, buffer] : llvm::zip(inputs, entry->getArguments()))
+    values.push_back(bufferization::ToTensorOp::create(
+        b, loc, type, buffer, /*restrict=*/true, /*writable=*/false));
+  SmallVector<Value> newParams, newState;
+  autodiff::emitOptimizerUpdates(b, loc, options, values[0], values[1],
+                                 ArrayRef<Value>(values).drop_front(2),
+                                 newParams, newState);
+  for (auto [value, buffer] :
+       llvm::zip(llvm::concat<Value>(newParams, newState),
+                 entry->getArguments().drop_front(inputs.size()))) {
+    // The op writes straight into the buffer instead of a fresh tensor
+    // (no allocation and copy per run: executables reuse their freed
+    // buffers), as buildKernelModule's kernels do.
+    auto op = value.getDefiningOp<DestinationStyleOpInterface>();
+    if (op && op.getNumDpsInits() == 1 &&
+        op.getDpsInits()[0].getDefiningOp<tensor::EmptyOp>()) {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPoint(op);
+      op.getDpsInitsMutable()[0].set(bufferization::ToTensorOp::create(
+          b, loc, value.getType(), buffer, /*restrict=*/true,
+          /*writable=*/true));
+    }
+    bufferization::MaterializeInDestinationOp::create(
+        b, loc, Type(), value, buffer, /*restrict=*/false, /*writable=*/true);
+  }
+  func::ReturnOp::create(b, loc);
+  if (!lowerKernelToLLVM(*module, Codegen::Loops, error))
+    return std::nullopt;
+  auto kernel = CompiledKernel::create(*module, "kernel", buffers, error);
   if (!kernel)
     return std::nullopt;
   return kernel->medianSeconds(3, 11);

@@ -44,10 +44,10 @@ struct HostMeasurements {
 };
 
 /// Seconds of one update of `elements` f32 parameters by `optimizer`
-/// ("sgd", "momentum", "adam") in the elementwise form --soap-training-step
-/// emits (one linalg.generic per new tensor, results in fresh buffers),
-/// compiled as executables compile it; timed as kernels are (median of 11
-/// samples; CompiledKernel::coldCaches).
+/// ("sgd", "momentum", "adam"): the ops --soap-training-step emits for it
+/// (autodiff::emitOptimizerUpdates), results in buffers of their own,
+/// compiled as executables compile them; timed as kernels are (median of
+/// 11 samples; CompiledKernel::coldCaches).
 std::optional<double> measureUpdate(mlir::MLIRContext &context,
                                     const std::string &optimizer,
                                     int64_t elements, std::string &error);

@@ -56,6 +56,26 @@ mlir::FailureOr<mlir::func::FuncOp>
 buildTrainingStep(mlir::func::FuncOp lossFunction,
                   const TrainingStepOptions &options);
 
+/// The types of the optimizer state @train_step keeps for parameters of
+/// `paramTypes`, in argument order (docs/train-step.md): per parameter its
+/// velocity (momentum) or m and v (adam), then adam's step counter.
+llvm::SmallVector<mlir::RankedTensorType>
+optimizerStateTypes(const TrainingStepOptions &options,
+                    llvm::ArrayRef<mlir::RankedTensorType> paramTypes,
+                    mlir::MLIRContext *context);
+
+/// Emits the optimizer update @train_step applies: from the parameters,
+/// their gradients and the optimizer state (in optimizerStateTypes' order),
+/// appends the new parameters and the new state, in the same order.
+/// soap-profile times exactly these ops.
+void emitOptimizerUpdates(mlir::OpBuilder &b, mlir::Location loc,
+                          const TrainingStepOptions &options,
+                          llvm::ArrayRef<mlir::Value> params,
+                          llvm::ArrayRef<mlir::Value> gradients,
+                          llvm::ArrayRef<mlir::Value> state,
+                          llvm::SmallVector<mlir::Value> &newParams,
+                          llvm::SmallVector<mlir::Value> &newState);
+
 /// Adds `@name(args of lossFunction [, labels]) -> (loss, gradient of each
 /// {soap.param} argument)`: the training step without the update, for
 /// gradient checks. With `withGradients` false it returns the loss only.
