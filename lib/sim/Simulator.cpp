@@ -6,11 +6,14 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cassert>
+#include <cstring>
 #include <cmath>
 #include <limits>
 #include <queue>
 #include <set>
 #include <tuple>
+#include <unordered_map>
 
 namespace soap {
 
@@ -80,18 +83,67 @@ struct Simulator::Task {
   TaskKind kind = TaskKind::Forward;
   bool alive = false;
   TaskKey key{};
-  TaskRank rank = 0;
   double duration = 0;
   int64_t bytes = 0;
   int device = -1; ///< compute tasks and updates
   int src = -1, dst = -1;
+  int group = -1;
   std::vector<int> resources; ///< devices, then numDevices + link id
   std::vector<int> preds;
   int groupSize = 0; ///< all-reduce
 };
 
+/// The tasks of one op and kind (an op's forward shards, its backward
+/// shards, its partial-sum all-reduces; the transfers or gradient transfers
+/// of one producer/consumer edge; a parameter's all-reduces or updates).
+/// The scheduler takes whole groups, so it keeps per group, in flat arrays,
+/// what it reads for each of the group's tasks.
+struct Simulator::Group {
+  bool alive = false;
+  TaskRank rank = 0;
+  std::vector<int> tasks;
+  std::vector<int> predGroups; ///< distinct groups this one waits for
+  /// What schedule() reads, in one block (it walks thousands of groups per
+  /// call: one block is one cache miss, not six). First, per task: the
+  /// number of its predecessors, then their ids; from `workAt` on, per
+  /// task: its id, its duration (two words), the number of its resources,
+  /// then the resources.
+  std::vector<int32_t> view;
+  int workAt = 0;
+  int readyAt = 0; ///< where schedule() put its tasks' ready times
+};
+
+/// max by value: std::max returns a reference, which makes compilers keep
+/// a running maximum in memory instead of a register.
+static inline double later(double a, double b) { return a < b ? b : a; }
+
+/// The latest of `s` and the free times of resources [first, last).
+static inline double latestFree(const double *free, const int32_t *first,
+                                const int32_t *last, double s) {
+  if (last - first == 1) // most tasks: one device or one link
+    return later(s, free[*first]);
+  double a = s, b = 0;
+  for (; last - first >= 2; first += 2) {
+    a = later(a, free[first[0]]);
+    b = later(b, free[first[1]]);
+  }
+  if (first != last)
+    a = later(a, free[*first]);
+  return later(a, b);
+}
+
+static double loadTime(const int32_t *at) {
+  double t;
+  std::memcpy(&t, at, sizeof(t));
+  return t;
+}
+static void storeTime(int32_t *at, double t) {
+  std::memcpy(at, &t, sizeof(t));
+}
+
 struct Simulator::NodeTasks {
   std::vector<int> fwd, bwd, sync;
+  int fwdGroup = -1, bwdGroup = -1, syncGroup = -1;
   /// [access][task]: the all-reduce that completes the partial sums the
   /// task writes through that access, or -1.
   std::vector<std::vector<int>> reducedBy;
@@ -101,6 +153,44 @@ struct Simulator::EdgeTasks {
   std::vector<std::vector<int>> fwdDeps; ///< per consumer task
   std::vector<std::vector<int>> bwdDeps; ///< per producer task
   std::vector<int> owned;                ///< transfer tasks
+  int transferGroup = -1, gradGroup = -1;
+};
+
+using Box = std::vector<std::pair<int64_t, int64_t>>; // inclusive ranges
+
+/// The report's totals, kept up to date as tasks come and go. Everything is
+/// an integer (busy time in femtoseconds), so totals do not depend on the
+/// order tasks were added in: a delta simulation reports exactly what a
+/// full one does.
+struct Simulator::Accounts {
+  std::vector<int64_t> busyFs, memory, linkBytes;
+  int64_t commBytes = 0, numTasks = 0;
+  /// Regions of parameters and inputs resident on a device, with the
+  /// number of tasks there that read them: (tensor, device, region).
+  struct Key {
+    int tensor, device;
+    Box box;
+    bool operator==(const Key &o) const {
+      return tensor == o.tensor && device == o.device && box == o.box;
+    }
+  };
+  struct Hash {
+    size_t operator()(const Key &k) const {
+      size_t h = std::hash<int64_t>()((int64_t(k.tensor) << 20) ^ k.device);
+      for (auto [lo, hi] : k.box)
+        h = h * 1000003u ^ std::hash<int64_t>()(lo * 7919 + hi);
+      return h;
+    }
+  };
+  std::unordered_map<Key, int, Hash> resident;
+
+  void reset(int numDevices, size_t numLinks) {
+    busyFs.assign(numDevices, 0);
+    memory.assign(numDevices, 0);
+    linkBytes.assign(numLinks, 0);
+    commBytes = numTasks = 0;
+    resident.clear();
+  }
 };
 
 /// What simulateDelta changed, to put it back.
@@ -115,15 +205,23 @@ struct Simulator::UndoLog {
   std::vector<NodeEntry> nodes;
   std::vector<std::pair<std::pair<int, int>, EdgeTasks>> edges;
   std::vector<std::pair<int, std::vector<int>>> parameterTasks;
+  std::vector<std::pair<int, std::array<int, 2>>> parameterGroups;
   std::vector<std::pair<int, std::vector<int>>> preds;
   std::vector<std::pair<int, Task>> removed;
-  size_t taskCount = 0;
-  std::vector<int> freeIds;
-  std::vector<double> readyTime, startTime, endTime;
+  std::vector<std::pair<int, Group>> removedGroups;
+  std::vector<int> relinkedGroups, addedGroups;
+  size_t taskCount = 0, groupCount = 0;
+  std::vector<int> freeIds, freeGroupIds;
+  // The schedule after the kept prefix, as it was.
+  size_t prefix = 0;
   std::vector<int> order;
+  std::vector<double> orderReady, checkpointFree, checkpointEnd;
+  double scheduleEnd = 0;
+  std::vector<int> taskIds;
+  std::vector<double> taskTimes; ///< start and end of each of taskIds
+  std::vector<std::pair<int, double>> groupTimes;
 };
 
-using Box = std::vector<std::pair<int64_t, int64_t>>; // inclusive ranges
 
 struct Simulator::Placement {
   bool replicated = false;
@@ -208,7 +306,9 @@ Simulator::Simulator(const OpGraph &graph, const CostModel &cost,
   placements.resize(n);
   nodeTasks.resize(n);
   undoLog = std::make_unique<UndoLog>();
+  accounts = std::make_unique<Accounts>();
   parameterTasks.resize(graph.tensors.size());
+  parameterGroups.assign(graph.tensors.size(), {-1, -1});
   parameterReaders.resize(graph.tensors.size());
   parametersReadBy.resize(n);
   if (options.training)
@@ -243,9 +343,122 @@ int Simulator::newTask() {
   } else {
     id = tasks.size();
     tasks.emplace_back();
+    startTime.push_back(0);
+    endTime.push_back(0);
   }
   tasks[id].alive = true;
   return id;
+}
+
+int Simulator::addGroup(std::vector<int> taskIds) {
+  if (taskIds.empty())
+    return -1;
+  int id;
+  if (!freeGroupIds.empty()) {
+    id = freeGroupIds.back();
+    freeGroupIds.pop_back();
+    groups[id] = Group();
+  } else {
+    id = groups.size();
+    groups.emplace_back();
+    groupReady.push_back(0);
+    changedGroup.push_back(0);
+  }
+  Group &group = groups[id];
+  group.alive = true;
+  // Ordered by what the group is (the first three fields of its tasks'
+  // keys: kind, op or tensor, peer), independently of ids.
+  const TaskKey &key = tasks[taskIds.front()].key;
+  group.rank = rankOf({key[0], key[1], key[2], 0, 0, 0});
+  for (int t : taskIds) {
+    tasks[t].group = id;
+    accountTask(tasks[t], 1);
+  }
+  group.tasks = std::move(taskIds);
+  if (!changedGroup[id]) {
+    changedGroup[id] = 1;
+    changedGroups.push_back(id);
+  }
+  return id;
+}
+
+void Simulator::removeGroup(int id, std::vector<int> &removed) {
+  if (id < 0)
+    return;
+  Group &group = groups[id];
+  for (int t : group.tasks) {
+    accountTask(tasks[t], -1);
+    tasks[t].alive = false;
+    removed.push_back(t);
+  }
+  group.alive = false;
+}
+
+void Simulator::sealGroup(int id) {
+  Group &group = groups[id];
+  group.predGroups.clear();
+  std::vector<int32_t> &view = group.view;
+  view.clear();
+  for (int t : group.tasks) {
+    const std::vector<int> &preds = tasks[t].preds;
+    view.push_back(preds.size());
+    view.insert(view.end(), preds.begin(), preds.end());
+  }
+  group.workAt = view.size();
+  for (int t : group.tasks) {
+    const Task &task = tasks[t];
+    view.push_back(t);
+    view.resize(view.size() + 2);
+    storeTime(view.data() + view.size() - 2, task.duration);
+    view.push_back(task.resources.size());
+    view.insert(view.end(), task.resources.begin(), task.resources.end());
+    for (int p : task.preds) {
+      int pg = tasks[p].group;
+      assert(pg != id && "a task waits for its own group");
+      if (std::find(group.predGroups.begin(), group.predGroups.end(), pg) ==
+          group.predGroups.end())
+        group.predGroups.push_back(pg);
+    }
+  }
+  if (!changedGroup[id]) {
+    changedGroup[id] = 1;
+    changedGroups.push_back(id);
+  }
+}
+
+static int64_t femtoseconds(double seconds) {
+  return std::llround(seconds * 1e15);
+}
+
+void Simulator::accountTask(const Task &t, int sign) {
+  Accounts &acc = *accounts;
+  int numDevices = machine.numDevices();
+  acc.numTasks += sign;
+  switch (t.kind) {
+  case TaskKind::Forward:
+  case TaskKind::Backward:
+  case TaskKind::Update:
+    acc.busyFs[t.device] += sign * femtoseconds(t.duration);
+    break;
+  case TaskKind::Transfer:
+  case TaskKind::GradTransfer:
+    acc.commBytes += sign * t.bytes;
+    for (int res : t.resources)
+      if (res >= numDevices)
+        acc.linkBytes[res - numDevices] += sign * t.bytes;
+    // Received activations stay for the backward pass.
+    if (t.kind == TaskKind::Transfer)
+      acc.memory[t.dst] += sign * t.bytes;
+    break;
+  case TaskKind::AllReduce: {
+    int64_t perDevice = Machine::allReduceBytesPerDevice(t.bytes, t.groupSize);
+    acc.commBytes += sign * perDevice * t.groupSize;
+    for (int res : t.resources)
+      if (res >= numDevices)
+        acc.linkBytes[res - numDevices] += sign * perDevice;
+    break;
+  }
+  }
 }
 
 const Simulator::Placement &Simulator::placement(int node) {
@@ -371,6 +584,46 @@ void Simulator::buildNode(int node) {
   }
   if (backward)
     addShardTasks(TaskKind::Backward, p.backward, group.bwd);
+  group.fwdGroup = addGroup(group.fwd);
+  group.syncGroup = addGroup(group.sync);
+  group.bwdGroup = addGroup(group.bwd);
+  accountNodeMemory(node, p, 1);
+}
+
+void Simulator::accountNodeMemory(int node, const Placement &p, int sign) {
+  // Parameters (with their gradients and optimizer state when training)
+  // and inputs a device reads, each region once however many of its tasks
+  // read it; every forward output (kept for the backward pass).
+  const OpNode &n = graph.nodes[node];
+  Accounts &acc = *accounts;
+  int64_t parameterCopies =
+      options.training ? 2 + optimizerStateCopies(cost.optimizer()) : 1;
+  for (size_t t = 0; t < p.devices.size(); ++t)
+    for (size_t a = 0; a < n.accesses.size(); ++a) {
+      const NodeAccess &access = n.accesses[a];
+      const GraphTensor &tensor = graph.tensors[access.tensor];
+      int device = p.devices[t];
+      int64_t bytes = boxVolume(p.boxes[t][a]) * tensor.elementBytes;
+      if (tensor.producer < 0) {
+        if (access.role != AccessRole::Read)
+          continue;
+        int64_t copies = tensor.isParameter ? parameterCopies : 1;
+        Accounts::Key key{access.tensor, device, p.boxes[t][a]};
+        if (sign > 0) {
+          if (acc.resident[key]++ == 0)
+            acc.memory[device] += bytes * copies;
+        } else {
+          auto it = acc.resident.find(key);
+          assert(it != acc.resident.end());
+          if (--it->second == 0) {
+            acc.memory[device] -= bytes * copies;
+            acc.resident.erase(it);
+          }
+        }
+      } else if (tensor.producer == node && access.role == AccessRole::Write) {
+        acc.memory[device] += sign * bytes;
+      }
+    }
 }
 
 void Simulator::buildParameter(int tensorId) {
@@ -380,6 +633,7 @@ void Simulator::buildParameter(int tensorId) {
   // devices that read the same region all-reduce it once.
   std::vector<int> &group = parameterTasks[tensorId];
   group.clear();
+  std::vector<int> allReduces, updates;
   const GraphTensor &tensor = graph.tensors[tensorId];
   int numDevices = machine.numDevices();
   std::map<Box, std::vector<std::pair<int, size_t>>> regions; // (node, task)
@@ -411,6 +665,7 @@ void Simulator::buildParameter(int tensorId) {
       for (auto [node, t] : readers)
         task.preds.push_back(nodeTasks[node].bwd[t]);
       group.push_back(allReduce);
+      allReduces.push_back(allReduce);
     }
     for (int device : devices) {
       int id = newTask();
@@ -429,9 +684,12 @@ void Simulator::buildParameter(int tensorId) {
             task.preds.push_back(nodeTasks[node].bwd[t]);
       }
       group.push_back(id);
+      updates.push_back(id);
     }
     ++region;
   }
+  parameterGroups[tensorId] = {addGroup(std::move(allReduces)),
+                               addGroup(std::move(updates))};
 }
 
 void Simulator::occupyDevices(Task &task, const std::vector<int> &devices) {
@@ -467,6 +725,7 @@ void Simulator::buildEdge(int producer, int consumer) {
   const Placement &cp = placement(consumer);
   EdgeTasks &edge = edges[{producer, consumer}];
   edge = EdgeTasks();
+  std::vector<int> transfers, gradients;
   edge.fwdDeps.resize(cp.devices.size());
   edge.bwdDeps.resize(pp.devices.size());
   bool backward = options.training && pn.needsBackward && cn.needsBackward;
@@ -540,6 +799,7 @@ void Simulator::buildEdge(int producer, int consumer) {
                               static_cast<int32_t>(ca)},
                              bytes, src, dst, fwdSource);
         edge.owned.push_back(id);
+        transfers.push_back(id);
         edge.fwdDeps[u].push_back(id);
         if (!backward)
           continue;
@@ -549,10 +809,13 @@ void Simulator::buildEdge(int producer, int consumer) {
                                static_cast<int32_t>(ca)},
                               bytes, dst, src, nodeTasks[consumer].bwd[u]);
         edge.owned.push_back(gid);
+        gradients.push_back(gid);
         edge.bwdDeps[s].push_back(gid);
       }
     }
   }
+  edge.transferGroup = addGroup(std::move(transfers));
+  edge.gradGroup = addGroup(std::move(gradients));
 }
 
 void Simulator::linkForward(int node) {
@@ -582,7 +845,15 @@ void Simulator::linkBackward(int node) {
 void Simulator::buildAll() {
   tasks.clear();
   freeIds.clear();
+  startTime.clear();
+  endTime.clear();
+  groups.clear();
+  freeGroupIds.clear();
+  groupReady.clear();
+  changedGroup.clear();
+  changedGroups.clear();
   edges.clear();
+  accounts->reset(machine.numDevices(), machine.links().size());
   size_t n = graph.nodes.size();
   for (size_t i = 0; i < n; ++i)
     buildNode(i);
@@ -596,15 +867,16 @@ void Simulator::buildAll() {
     linkForward(i);
     linkBackward(i);
   }
+  for (size_t g = 0; g < groups.size(); ++g)
+    sealGroup(g);
 }
 
 void Simulator::removeNode(int node, std::vector<int> &removed) {
   NodeTasks &group = nodeTasks[node];
-  for (const std::vector<int> *list : {&group.fwd, &group.bwd, &group.sync})
-    for (int id : *list) {
-      tasks[id].alive = false;
-      removed.push_back(id);
-    }
+  removeGroup(group.fwdGroup, removed);
+  removeGroup(group.syncGroup, removed);
+  removeGroup(group.bwdGroup, removed);
+  accountNodeMemory(node, *placements[node], -1);
   group = NodeTasks();
 }
 
@@ -613,10 +885,8 @@ void Simulator::removeEdge(int producer, int consumer,
   auto it = edges.find({producer, consumer});
   if (it == edges.end())
     return;
-  for (int id : it->second.owned) {
-    tasks[id].alive = false;
-    removed.push_back(id);
-  }
+  removeGroup(it->second.transferGroup, removed);
+  removeGroup(it->second.gradGroup, removed);
   edges.erase(it);
 }
 
@@ -624,189 +894,193 @@ void Simulator::removeEdge(int producer, int consumer,
 // Scheduling
 //===----------------------------------------------------------------------===//
 
-void Simulator::schedule(double resumeTime, const std::vector<char> &changed) {
-  size_t n = tasks.size();
-  int numResources = machine.numDevices() + machine.links().size();
-  std::vector<double> ready(n, 0), start(n, 0), end(n, 0);
-  std::vector<char> inPrefix(n, 0);
-  std::vector<double> resourceFree(numResources, 0);
-  std::vector<int> newOrder;
-  newOrder.reserve(n);
-  if (haveSchedule) {
-    for (int id : order) {
-      if (id >= static_cast<int>(n) || !tasks[id].alive || changed[id] ||
-          readyTime[id] >= resumeTime)
-        continue;
-      inPrefix[id] = 1;
-      ready[id] = readyTime[id];
-      start[id] = startTime[id];
-      end[id] = endTime[id];
-      for (int r : tasks[id].resources)
-        resourceFree[r] = std::max(resourceFree[r], end[id]);
-      newOrder.push_back(id);
+/// Groups between two snapshots of the resources' free times.
+static constexpr size_t kCheckpoint = 64;
+
+void Simulator::schedule(size_t prefix, bool logForUndo) {
+  size_t numResources = machine.numDevices() + machine.links().size();
+  UndoLog &log = *undoLog;
+  // The resources after the kept prefix: the last checkpoint before it,
+  // then the prefix's groups after that checkpoint.
+  size_t checkpoint = prefix / kCheckpoint;
+  resourceFree.assign(checkpointFree.begin() + checkpoint * numResources,
+                      checkpointFree.begin() +
+                          (checkpoint + 1) * numResources);
+  double maxEnd = checkpointEnd[checkpoint];
+  for (size_t i = checkpoint * kCheckpoint; i < prefix; ++i) {
+    const Group &g = groups[order[i]];
+    const int32_t *at = g.view.data() + g.workAt;
+    const int32_t *viewEnd = g.view.data() + g.view.size();
+    while (at != viewEnd) {
+      double e = endTime[at[0]];
+      maxEnd = std::max(maxEnd, e);
+      at += 3;
+      for (int r = 1; r <= at[0]; ++r)
+        resourceFree[at[r]] = std::max(resourceFree[at[r]], e);
+      at += 1 + at[0];
     }
   }
-  for (Task &task : tasks)
-    if (task.alive && task.rank == 0)
-      task.rank = rankOf(task.key);
-  // Successors in compressed form.
-  std::vector<int> succCount(n + 1, 0), remaining(n, 0);
-  for (size_t id = 0; id < n; ++id) {
-    if (!tasks[id].alive || inPrefix[id])
-      continue;
-    for (int p : tasks[id].preds) {
-      if (inPrefix[p]) {
-        ready[id] = std::max(ready[id], end[p]);
-        continue;
+  if (logForUndo) {
+    log.prefix = prefix;
+    log.order.assign(order.begin() + prefix, order.end());
+    log.orderReady.assign(orderReady.begin() + prefix, orderReady.end());
+    log.checkpointFree = checkpointFree;
+    log.checkpointEnd = checkpointEnd;
+    log.scheduleEnd = scheduleEnd;
+    log.taskIds.clear();
+    log.taskTimes.clear();
+    log.groupTimes.clear();
+  }
+
+  // The groups to schedule: those taken after the prefix last time that
+  // did not change, and every new or relinked one.
+  size_t numGroups = groups.size();
+  inSuffix.resize(numGroups, 0);
+  remaining.resize(numGroups);
+  readyScratch.clear();
+  readyScratch.reserve(tasks.size());
+  succStart.resize(numGroups);
+  succFill.resize(numGroups);
+  suffix.clear();
+  auto addToSuffix = [&](int g) {
+    if (g < static_cast<int>(numGroups) && groups[g].alive && !inSuffix[g]) {
+      inSuffix[g] = 1;
+      suffix.push_back(g);
+    }
+  };
+  for (size_t i = prefix; i < order.size(); ++i)
+    if (!changedGroup[order[i]])
+      addToSuffix(order[i]);
+  for (int g : changedGroups)
+    addToSuffix(g);
+  order.resize(prefix);
+  orderReady.resize(prefix);
+  checkpointFree.resize((checkpoint + 1) * numResources);
+  checkpointEnd.resize(checkpoint + 1);
+
+  // Successors among them.
+  for (int g : suffix) {
+    remaining[g] = 0;
+    succFill[g] = 0;
+  }
+  for (int g : suffix)
+    for (int p : groups[g].predGroups)
+      if (inSuffix[p]) {
+        ++remaining[g];
+        ++succFill[p];
       }
-      ++remaining[id];
-      ++succCount[p + 1];
-    }
+  int total = 0;
+  for (int g : suffix) {
+    succStart[g] = total;
+    total += succFill[g];
+    succFill[g] = succStart[g];
   }
-  for (size_t i = 0; i < n; ++i)
-    succCount[i + 1] += succCount[i];
-  std::vector<int> succ(succCount[n]);
-  std::vector<int> fill(succCount.begin(), succCount.end() - 1);
-  for (size_t id = 0; id < n; ++id) {
-    if (!tasks[id].alive || inPrefix[id])
-      continue;
-    for (int p : tasks[id].preds)
-      if (!inPrefix[p])
-        succ[fill[p]++] = id;
-  }
+  succ.resize(total);
+  for (int g : suffix)
+    for (int p : groups[g].predGroups)
+      if (inSuffix[p])
+        succ[succFill[p]++] = g;
+
   struct Entry {
     double ready;
     TaskRank rank;
-    int id;
+    int group;
     bool operator>(const Entry &o) const {
       return ready != o.ready ? ready > o.ready : rank > o.rank;
     }
   };
-  // What the loop below needs, in flat arrays read in task order once,
-  // rather than chased through every task's own vectors.
-  std::vector<double> duration(n, 0);
-  std::vector<TaskRank> rank(n, 0);
-  std::vector<int> resourceStart(n + 1, 0), resourceList;
-  resourceList.reserve(n + n / 2);
-  for (size_t id = 0; id < n; ++id) {
-    const Task &task = tasks[id];
-    if (task.alive && !inPrefix[id]) {
-      duration[id] = task.duration;
-      rank[id] = task.rank;
-      resourceList.insert(resourceList.end(), task.resources.begin(),
-                          task.resources.end());
+  std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> heap;
+  // A group is ready when the last of its tasks is (each task when the last
+  // of its predecessors ends), and not before the groups it waits for were
+  // taken: so groups are taken in order of non-decreasing ready time.
+  auto push = [&](int id) {
+    Group &g = groups[id];
+    double groupTime = 0;
+    for (int p : g.predGroups)
+      groupTime = std::max(groupTime, groupReady[p]);
+    g.readyAt = readyScratch.size();
+    const int32_t *at = g.view.data(), *predsEnd = at + g.workAt;
+    const double *ends = endTime.data();
+    while (at != predsEnd) {
+      double ready = 0;
+      for (int p = 1; p <= at[0]; ++p)
+        ready = later(ready, ends[at[p]]);
+      readyScratch.push_back(ready);
+      groupTime = later(groupTime, ready);
+      at += 1 + at[0];
     }
-    resourceStart[id + 1] = resourceList.size();
-  }
-  std::vector<Entry> heapStorage;
-  heapStorage.reserve(1024);
-  std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> heap(
-      std::greater<Entry>(), std::move(heapStorage));
-  for (size_t id = 0; id < n; ++id)
-    if (tasks[id].alive && !inPrefix[id] && remaining[id] == 0)
-      heap.push({ready[id], rank[id], static_cast<int>(id)});
+    heap.push({groupTime, g.rank, id});
+  };
+  for (int g : suffix)
+    if (remaining[g] == 0)
+      push(g);
+  // Groups are taken in order of (ready time, key); each task starts when
+  // it is ready and its resources are free, and holds them until it ends.
   while (!heap.empty()) {
-    int id = heap.top().id;
+    Entry top = heap.top();
     heap.pop();
-    double s = ready[id];
-    const int *firstResource = resourceList.data() + resourceStart[id];
-    const int *lastResource = resourceList.data() + resourceStart[id + 1];
-    for (const int *r = firstResource; r != lastResource; ++r)
-      s = std::max(s, resourceFree[*r]);
-    double e = s + duration[id];
-    start[id] = s;
-    end[id] = e;
-    for (const int *r = firstResource; r != lastResource; ++r)
-      resourceFree[*r] = e;
-    newOrder.push_back(id);
-    for (int i = succCount[id]; i < succCount[id + 1]; ++i) {
-      int v = succ[i];
-      ready[v] = std::max(ready[v], e);
-      if (--remaining[v] == 0)
-        heap.push({ready[v], rank[v], v});
+    int id = top.group;
+    if (order.size() % kCheckpoint == 0 &&
+        order.size() / kCheckpoint == checkpointEnd.size()) {
+      checkpointFree.insert(checkpointFree.end(), resourceFree.begin(),
+                            resourceFree.end());
+      checkpointEnd.push_back(maxEnd);
     }
+    if (logForUndo)
+      log.groupTimes.emplace_back(id, groupReady[id]);
+    groupReady[id] = top.ready;
+    order.push_back(id);
+    orderReady.push_back(top.ready);
+    const Group &g = groups[id];
+    const int32_t *at = g.view.data() + g.workAt;
+    const int32_t *viewEnd = g.view.data() + g.view.size();
+    const double *ready = readyScratch.data() + g.readyAt;
+    while (at != viewEnd) {
+      int task = at[0];
+      double duration = loadTime(at + 1);
+      double s = *ready++;
+      at += 3;
+      const int32_t *first = at + 1, *last = at + 1 + at[0];
+      at = last;
+      double *free = resourceFree.data();
+      s = latestFree(free, first, last, s);
+      double e = s + duration;
+      if (logForUndo) {
+        log.taskIds.push_back(task);
+        log.taskTimes.push_back(startTime[task]);
+        log.taskTimes.push_back(endTime[task]);
+      }
+      startTime[task] = s;
+      endTime[task] = e;
+      for (const int32_t *r = first; r != last; ++r)
+        free[*r] = e;
+      maxEnd = later(maxEnd, e);
+    }
+    for (int i = succStart[id]; i < succFill[id]; ++i)
+      if (--remaining[succ[i]] == 0)
+        push(succ[i]);
   }
-  std::swap(readyTime, ready);
-  std::swap(startTime, start);
-  std::swap(endTime, end);
-  std::swap(order, newOrder);
-  if (undoLog->valid) {
-    undoLog->readyTime = std::move(ready);
-    undoLog->startTime = std::move(start);
-    undoLog->endTime = std::move(end);
-    undoLog->order = std::move(newOrder);
-  }
+  assert(order.size() == numGroups - freeGroupIds.size() &&
+         "every live group is scheduled once");
+  scheduleEnd = maxEnd;
+  for (int g : suffix)
+    inSuffix[g] = 0;
+  for (int g : changedGroups)
+    changedGroup[g] = 0;
+  changedGroups.clear();
   haveSchedule = true;
 }
 
 SimReport Simulator::report() const {
+  const Accounts &acc = *accounts;
   SimReport r;
-  int numDevices = machine.numDevices();
-  r.deviceBusy.assign(numDevices, 0);
-  r.devicePeakMemory.assign(numDevices, 0);
-  r.linkBytes.assign(machine.links().size(), 0);
-  for (int id : order) {
-    const Task &t = tasks[id];
-    r.stepTime = std::max(r.stepTime, endTime[id]);
-    ++r.numTasks;
-    switch (t.kind) {
-    case TaskKind::Forward:
-    case TaskKind::Backward:
-    case TaskKind::Update:
-      r.deviceBusy[t.device] += t.duration;
-      break;
-    case TaskKind::Transfer:
-    case TaskKind::GradTransfer:
-      r.totalCommBytes += t.bytes;
-      for (int res : t.resources)
-        if (res >= numDevices)
-          r.linkBytes[res - numDevices] += t.bytes;
-      break;
-    case TaskKind::AllReduce: {
-      int64_t perDevice = Machine::allReduceBytesPerDevice(t.bytes, t.groupSize);
-      r.totalCommBytes += perDevice * t.groupSize;
-      for (int res : t.resources)
-        if (res >= numDevices)
-          r.linkBytes[res - numDevices] += perDevice;
-      break;
-    }
-    }
-  }
-  // Memory: parameters (with gradients and optimizer state when training),
-  // inputs, every forward output (kept for the backward pass), and received
-  // transfers. Regions read by several tasks of a device count once.
-  int64_t parameterCopies =
-      options.training ? 2 + optimizerStateCopies(cost.optimizer()) : 1;
-  std::map<std::pair<int, int>, std::set<Box>> resident; // (tensor, device)
-  for (size_t node = 0; node < graph.nodes.size(); ++node) {
-    const OpNode &n = graph.nodes[node];
-    const Placement &p = *placements[node];
-    for (size_t t = 0; t < p.devices.size(); ++t)
-      for (size_t a = 0; a < n.accesses.size(); ++a) {
-        const NodeAccess &access = n.accesses[a];
-        const GraphTensor &tensor = graph.tensors[access.tensor];
-        if (tensor.producer < 0) {
-          if (access.role == AccessRole::Read)
-            resident[{access.tensor, p.devices[t]}].insert(p.boxes[t][a]);
-        } else if (tensor.producer == static_cast<int>(node) &&
-                   access.role == AccessRole::Write) {
-          r.devicePeakMemory[p.devices[t]] +=
-              boxVolume(p.boxes[t][a]) * tensor.elementBytes;
-        }
-      }
-  }
-  for (const auto &[key, boxes] : resident) {
-    const GraphTensor &tensor = graph.tensors[key.first];
-    int64_t copies = tensor.isParameter ? parameterCopies : 1;
-    for (const Box &box : boxes)
-      r.devicePeakMemory[key.second] +=
-          boxVolume(box) * tensor.elementBytes * copies;
-  }
-  for (int id : order) {
-    const Task &t = tasks[id];
-    if (t.kind == TaskKind::Transfer)
-      r.devicePeakMemory[t.dst] += t.bytes;
-  }
+  r.stepTime = scheduleEnd;
+  for (int64_t fs : acc.busyFs)
+    r.deviceBusy.push_back(fs / 1e15);
+  r.devicePeakMemory = acc.memory;
+  r.linkBytes = acc.linkBytes;
+  r.totalCommBytes = acc.commBytes;
+  r.numTasks = acc.numTasks;
   return r;
 }
 
@@ -819,10 +1093,13 @@ SimReport Simulator::simulate(const Strategy &strategy) {
   current = strategy;
   for (auto &p : placements)
     p.reset();
-  haveSchedule = false;
   buildAll();
-  std::vector<char> changed(tasks.size(), 1);
-  schedule(0, changed);
+  size_t numResources = machine.numDevices() + machine.links().size();
+  order.clear();
+  orderReady.clear();
+  checkpointFree.assign(numResources, 0);
+  checkpointEnd.assign(1, 0);
+  schedule(0, false);
   return report();
 }
 
@@ -860,26 +1137,30 @@ SimReport Simulator::simulateDelta(
     params.insert(parametersReadBy[node].begin(),
                   parametersReadBy[node].end());
   }
-  auto forEachTouched = [&](auto &&visit) {
-    for (int node : nodes) {
-      visit(nodeTasks[node].fwd);
-      visit(nodeTasks[node].bwd);
-      visit(nodeTasks[node].sync);
-    }
-    for (int t : params)
-      visit(parameterTasks[t]);
-    for (const auto &key : edgeKeys)
-      visit(edges[key].owned);
-    for (int c : relinkForward)
-      visit(nodeTasks[c].fwd);
-    for (int p : relinkBackward)
-      visit(nodeTasks[p].bwd);
-  };
+  // Nothing taken before the earliest ready time of a touched group can
+  // differ.
   double resume = std::numeric_limits<double>::infinity();
-  forEachTouched([&](const std::vector<int> &ids) {
-    for (int id : ids)
-      resume = std::min(resume, readyTime[id]);
-  });
+  auto touch = [&](int g) {
+    if (g >= 0)
+      resume = std::min(resume, groupReady[g]);
+  };
+  for (int node : nodes) {
+    touch(nodeTasks[node].fwdGroup);
+    touch(nodeTasks[node].syncGroup);
+    touch(nodeTasks[node].bwdGroup);
+  }
+  for (int t : params) {
+    touch(parameterGroups[t][0]);
+    touch(parameterGroups[t][1]);
+  }
+  for (const auto &key : edgeKeys) {
+    touch(edges[key].transferGroup);
+    touch(edges[key].gradGroup);
+  }
+  for (int c : relinkForward)
+    touch(nodeTasks[c].fwdGroup);
+  for (int p : relinkBackward)
+    touch(nodeTasks[p].bwdGroup);
 
   // Remember what changes, for undo().
   UndoLog &log = *undoLog;
@@ -887,40 +1168,73 @@ SimReport Simulator::simulateDelta(
   log.nodes.clear();
   log.edges.clear();
   log.parameterTasks.clear();
+  log.parameterGroups.clear();
   log.preds.clear();
   log.removed.clear();
+  log.removedGroups.clear();
+  log.relinkedGroups.clear();
+  log.addedGroups.clear();
   for (int node : nodes)
     log.nodes.push_back({node, current.configs[node], nullptr,
                          nodeTasks[node]});
   for (const auto &key : edgeKeys)
     log.edges.emplace_back(key, edges[key]);
-  for (int t : params)
+  for (int t : params) {
     log.parameterTasks.emplace_back(t, parameterTasks[t]);
-  for (int c : relinkForward)
+    log.parameterGroups.emplace_back(t, parameterGroups[t]);
+  }
+  for (int c : relinkForward) {
     for (int id : nodeTasks[c].fwd)
       log.preds.emplace_back(id, tasks[id].preds);
-  for (int p : relinkBackward)
+    if (nodeTasks[c].fwdGroup >= 0)
+      log.relinkedGroups.push_back(nodeTasks[c].fwdGroup);
+  }
+  for (int p : relinkBackward) {
     for (int id : nodeTasks[p].bwd)
       log.preds.emplace_back(id, tasks[id].preds);
+    if (nodeTasks[p].bwdGroup >= 0)
+      log.relinkedGroups.push_back(nodeTasks[p].bwdGroup);
+  }
   log.taskCount = tasks.size();
+  log.groupCount = groups.size();
   log.freeIds = freeIds;
+  log.freeGroupIds = freeGroupIds;
 
   // Remove.
-  std::vector<int> removed;
-  for (int node : nodes)
+  std::vector<int> removed, removedGroups;
+  auto drop = [&](int g) {
+    if (g < 0)
+      return;
+    removeGroup(g, removed);
+    removedGroups.push_back(g);
+  };
+  for (int node : nodes) {
+    const NodeTasks &group = nodeTasks[node];
+    removedGroups.insert(removedGroups.end(),
+                         {group.fwdGroup, group.syncGroup, group.bwdGroup});
     removeNode(node, removed);
-  for (int t : params) {
-    for (int id : parameterTasks[t]) {
-      tasks[id].alive = false;
-      removed.push_back(id);
-    }
-    parameterTasks[t].clear();
   }
-  for (const auto &key : edgeKeys)
+  for (int t : params) {
+    drop(parameterGroups[t][0]);
+    drop(parameterGroups[t][1]);
+    parameterTasks[t].clear();
+    parameterGroups[t] = {-1, -1};
+  }
+  for (const auto &key : edgeKeys) {
+    const EdgeTasks &edge = edges[key];
+    removedGroups.insert(removedGroups.end(),
+                         {edge.transferGroup, edge.gradGroup});
     removeEdge(key.first, key.second, removed);
+  }
   for (int id : removed)
     log.removed.emplace_back(id, tasks[id]);
-  // Freed ids are reused: scheduling order depends on task keys, not ids.
+  for (int g : removedGroups)
+    if (g >= 0) {
+      log.removedGroups.emplace_back(g, std::move(groups[g]));
+      groups[g] = Group();
+      freeGroupIds.push_back(g);
+    }
+  // Freed ids are reused: scheduling order depends on keys, not ids.
   freeIds.insert(freeIds.end(), removed.begin(), removed.end());
 
   // Rebuild.
@@ -928,12 +1242,15 @@ SimReport Simulator::simulateDelta(
     entry.placement = std::move(placements[entry.node]);
   for (const auto &[node, config] : changes)
     current.configs[node] = config;
+  size_t firstNew = changedGroups.size();
   for (int node : nodes)
     buildNode(node);
   for (int t : params)
     buildParameter(t);
   for (const auto &key : edgeKeys)
     buildEdge(key.first, key.second);
+  log.addedGroups.assign(changedGroups.begin() + firstNew,
+                         changedGroups.end());
   for (int node : nodes) {
     linkForward(node);
     linkBackward(node);
@@ -942,33 +1259,34 @@ SimReport Simulator::simulateDelta(
     linkForward(c);
   for (int p : relinkBackward)
     linkBackward(p);
+  for (int g : log.addedGroups)
+    sealGroup(g);
+  for (int g : log.relinkedGroups)
+    sealGroup(g);
 
-  // Tasks that changed, as they are now.
-  std::vector<char> changed(tasks.size(), 0);
-  std::vector<int> after;
-  forEachTouched([&](const std::vector<int> &ids) {
-    for (int id : ids) {
-      changed[id] = 1;
-      after.push_back(id);
-    }
-  });
-  // A changed task whose predecessors are all unchanged becomes ready when
-  // the last of them ends in the old schedule; nothing before the earliest
-  // such time (or the earliest old ready time of a changed task) differs.
-  for (int id : after) {
-    bool allUnchanged = true;
+  // A changed group whose predecessors are all unchanged becomes ready when
+  // the last of them ends in the old schedule; nothing taken before the
+  // earliest such time (or the earliest old ready time of a touched group)
+  // differs.
+  for (int id : changedGroups) {
+    const Group &g = groups[id];
+    bool allUnchanged = std::none_of(
+        g.predGroups.begin(), g.predGroups.end(),
+        [&](int p) { return changedGroup[p] != 0; });
+    if (!allUnchanged)
+      continue;
     double readyAt = 0;
-    for (int p : tasks[id].preds) {
-      if (changed[p]) {
-        allUnchanged = false;
-        break;
-      }
-      readyAt = std::max(readyAt, endTime[p]);
-    }
-    if (allUnchanged)
-      resume = std::min(resume, readyAt);
+    for (int t : g.tasks)
+      for (int p : tasks[t].preds)
+        readyAt = std::max(readyAt, endTime[p]);
+    for (int p : g.predGroups)
+      readyAt = std::max(readyAt, groupReady[p]);
+    resume = std::min(resume, readyAt);
   }
-  schedule(resume, changed);
+  size_t prefix =
+      std::lower_bound(orderReady.begin(), orderReady.end(), resume) -
+      orderReady.begin();
+  schedule(prefix, true);
   return report();
 }
 
@@ -977,32 +1295,74 @@ bool Simulator::undo() {
   if (!log.valid)
     return false;
   log.valid = false;
+  // Take out what the change added to the totals.
+  for (int g : log.addedGroups)
+    for (int t : groups[g].tasks)
+      accountTask(tasks[t], -1);
+  for (auto &entry : log.nodes)
+    accountNodeMemory(entry.node, *placements[entry.node], -1);
   // Ids freed before the change and reused by it are free again; tasks
   // appended by it go; removed tasks come back as they were.
   for (int id : log.freeIds)
     if (id < static_cast<int>(log.taskCount))
       tasks[id].alive = false;
   tasks.resize(log.taskCount);
+  startTime.resize(log.taskCount);
+  endTime.resize(log.taskCount);
   for (auto &[id, task] : log.removed) {
     tasks[id] = std::move(task);
     tasks[id].alive = true;
   }
   freeIds = std::move(log.freeIds);
+  for (int g : log.freeGroupIds)
+    if (g < static_cast<int>(log.groupCount))
+      groups[g].alive = false;
+  groups.resize(log.groupCount);
+  groupReady.resize(log.groupCount);
+  changedGroup.resize(log.groupCount);
+  for (auto &[id, group] : log.removedGroups) {
+    groups[id] = std::move(group);
+    groups[id].alive = true;
+    for (int t : groups[id].tasks)
+      accountTask(tasks[t], 1);
+  }
+  freeGroupIds = std::move(log.freeGroupIds);
   for (auto &[id, preds] : log.preds)
     tasks[id].preds = std::move(preds);
   for (auto &[key, edge] : log.edges)
     edges[key] = std::move(edge);
   for (auto &[t, ids] : log.parameterTasks)
     parameterTasks[t] = std::move(ids);
+  for (auto &[t, ids] : log.parameterGroups)
+    parameterGroups[t] = ids;
   for (auto &entry : log.nodes) {
     nodeTasks[entry.node] = std::move(entry.tasks);
     placements[entry.node] = std::move(entry.placement);
     current.configs[entry.node] = entry.config;
+    accountNodeMemory(entry.node, *placements[entry.node], 1);
   }
-  readyTime = std::move(log.readyTime);
-  startTime = std::move(log.startTime);
-  endTime = std::move(log.endTime);
-  order = std::move(log.order);
+  for (int g : log.relinkedGroups)
+    sealGroup(g);
+  for (int g : changedGroups)
+    changedGroup[g] = 0;
+  changedGroups.clear();
+  // The schedule after the prefix, as it was.
+  order.resize(log.prefix);
+  order.insert(order.end(), log.order.begin(), log.order.end());
+  orderReady.resize(log.prefix);
+  orderReady.insert(orderReady.end(), log.orderReady.begin(),
+                    log.orderReady.end());
+  checkpointFree = std::move(log.checkpointFree);
+  checkpointEnd = std::move(log.checkpointEnd);
+  scheduleEnd = log.scheduleEnd;
+  for (size_t i = 0; i < log.taskIds.size(); ++i)
+    if (log.taskIds[i] < static_cast<int>(log.taskCount)) {
+      startTime[log.taskIds[i]] = log.taskTimes[2 * i];
+      endTime[log.taskIds[i]] = log.taskTimes[2 * i + 1];
+    }
+  for (auto [g, ready] : log.groupTimes)
+    if (g < static_cast<int>(log.groupCount))
+      groupReady[g] = ready;
   return true;
 }
 
@@ -1019,7 +1379,8 @@ std::string Simulator::chromeTrace() const {
                       {"ph", "M"},
                       {"pid", numDevices + l},
                       {"args", {{"name", "link " + machine.link(l).name}}}});
-  for (int id : order) {
+  for (int g : order)
+    for (int id : groups[g].tasks) {
     const Task &t = tasks[id];
     std::string name = taskKindName(t.kind);
     int node = t.key[1];
@@ -1043,7 +1404,7 @@ std::string Simulator::chromeTrace() const {
                       {"ts", startTime[id] * 1e6},
                       {"dur", t.duration * 1e6},
                       {"args", args}});
-  }
+    }
   return nlohmann::json({{"traceEvents", events}, {"displayTimeUnit", "ms"}})
       .dump();
 }

@@ -92,10 +92,12 @@ public:
 
 private:
   struct Task;
+  struct Group;
   struct NodeTasks;
   struct EdgeTasks;
   struct Placement;
   struct UndoLog;
+  struct Accounts;
 
   void buildAll();
   void buildNode(int node);
@@ -112,7 +114,18 @@ private:
   void removeNode(int node, std::vector<int> &removed);
   void removeEdge(int producer, int consumer, std::vector<int> &removed);
   int newTask();
-  void schedule(double resumeTime, const std::vector<char> &changed);
+  /// Makes the tasks one group (nothing when empty; returns -1 then) and
+  /// counts them in the report's totals.
+  int addGroup(std::vector<int> taskIds);
+  void removeGroup(int group, std::vector<int> &removed);
+  /// Rebuilds a group's scheduling view from its tasks' predecessors.
+  void sealGroup(int group);
+  /// Adds (sign 1) or takes out (-1) a task's or an op's share of the
+  /// report's totals (busy time, traffic, memory).
+  void accountTask(const Task &task, int sign);
+  void accountNodeMemory(int node, const Placement &p, int sign);
+  /// Keeps the schedule's first `prefix` groups and schedules the rest.
+  void schedule(size_t prefix, bool logForUndo);
   SimReport report() const;
   const Placement &placement(int node);
 
@@ -125,20 +138,36 @@ private:
   std::vector<std::vector<int>> producersOf, consumersOf;
   std::vector<Task> tasks;
   std::vector<int> freeIds;
+  std::vector<Group> groups;
+  std::vector<int> freeGroupIds;
+  std::vector<char> changedGroup; ///< rebuilt or relinked by this delta
+  std::vector<int> changedGroups;
   std::vector<NodeTasks> nodeTasks;
   std::map<std::pair<int, int>, EdgeTasks> edges;
   std::vector<std::unique_ptr<Placement>> placements;
   std::unique_ptr<UndoLog> undoLog;
-  /// Per parameter tensor: its gradient all-reduces and updates, and the
-  /// (node, access) pairs that read it; per node, the parameters it reads.
+  std::unique_ptr<Accounts> accounts;
+  /// Per parameter tensor: its gradient all-reduces and updates (and their
+  /// two groups), and the (node, access) pairs that read it; per node, the
+  /// parameters it reads.
   std::vector<std::vector<int>> parameterTasks;
+  std::vector<std::array<int, 2>> parameterGroups;
   std::vector<std::vector<std::pair<int, int>>> parameterReaders;
   std::vector<std::vector<int>> parametersReadBy;
 
-  // The last schedule.
-  std::vector<double> readyTime, startTime, endTime;
-  std::vector<int> order; ///< task ids in the order they were scheduled
+  // The last schedule: every task's start and end; the groups in the order
+  // they were taken, with their ready times (non-decreasing); every
+  // kCheckpoint groups, the resources' free times and the latest end so far.
+  std::vector<double> startTime, endTime, groupReady;
+  std::vector<int> order;
+  std::vector<double> orderReady;
+  std::vector<double> checkpointFree, checkpointEnd;
+  double scheduleEnd = 0;
   bool haveSchedule = false;
+  // Scratch space of schedule(), kept to avoid reallocating it.
+  std::vector<double> readyScratch, resourceFree;
+  std::vector<int> remaining, succStart, succFill, succ, suffix;
+  std::vector<char> inSuffix;
 };
 
 } // namespace soap
