@@ -3,14 +3,15 @@
 // From an OpGraph, a Strategy and a Machine, builds the task graph (forward
 // and backward tasks per shard, a transfer for every producer/consumer shard
 // overlap on different devices, gradient all-reduces for parameters read on
-// several devices, optimizer updates) and schedules it: event-driven list
-// scheduling with FIFO queues per device and per link, tasks taken in order
-// of (ready time, task key).
+// several devices, optimizer updates) and schedules it op by op: the tasks
+// of one op and kind form a group, groups are taken in order of (ready time,
+// key), each task starts when it is ready and its resources (device, links)
+// are free, and each resource serves tasks in the order they were taken.
 //
 // Delta simulation: after one op's config changes, only the tasks of that op
-// and of its edges are rebuilt, and scheduling resumes at the earliest time
-// the change can matter, reusing the untouched prefix of the previous
-// schedule. Its report equals the full simulation's exactly.
+// and of its edges are rebuilt, and scheduling resumes after the last group
+// the change cannot affect, from a checkpoint of the resources' state. Its
+// report equals the full simulation's exactly.
 //
 //===----------------------------------------------------------------------===//
 
