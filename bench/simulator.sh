@@ -27,14 +27,20 @@ out=bench/results/simulator-proposals.md
 {
   echo "# Time to evaluate one proposal: full vs delta simulation"
   echo
-  echo "Median over $PROPOSALS random single-op config changes (full simulations"
-  echo "sampled every 10th), a training step of each model at its default size"
-  echo "(\`soap-zoo NAME\`), starting from data parallelism. Measured on"
+  echo "A training step of each model at its default size (\`soap-zoo NAME\`),"
+  echo "starting from data parallelism. $PROPOSALS random single-op config changes,"
+  echo "each simulated incrementally (delta) and then undone, as the search does"
+  echo "with a rejected proposal: median times. Every 10th of them also simulated"
+  echo "in full (timed apart, so as not to evict the delta state from the caches)."
+  echo "Then $PROPOSALS more random changes, all kept: the strategy drifts towards"
+  echo "random configs with several times as many tasks (transfers between"
+  echo "mismatched shards), and the last columns give the task count and the"
+  echo "median delta time there, the worst case. Measured on"
   echo "$(nproc) cores of $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(date -u +%Y-%m-%d)."
   echo "Command: \`bench/simulator.sh $PROPOSALS\`."
   echo
-  echo "| model | machine | devices | ops | tasks | full (ms) | delta (ms) | speedup |"
-  echo "| --- | --- | --- | --- | --- | --- | --- | --- |"
+  echo "| model | machine | devices | ops | tasks | full (ms) | delta (ms) | undo (ms) | speedup | tasks after drift | delta after drift (ms) |"
+  echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
   for m in "${paper[@]}"; do
     for machine in p100-4x4:16 k80-16x4:16; do
       "$BENCH" proposals "$work/$m.mlir" "machines/${machine%%:*}.json" "${machine##*:}" "$PROPOSALS" \
