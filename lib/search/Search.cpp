@@ -169,7 +169,7 @@ SearchResult searchStrategy(const OpGraph &graph, const CostModel &cost,
   int64_t round = options.roundLength > 0
                       ? options.roundLength
                       : std::clamp<int64_t>(
-                            budget == INT64_MAX ? 25 : budget / numChains / 10,
+                            budget == INT64_MAX ? 200 : budget / numChains / 10,
                             10, 2000);
   int threads = std::clamp(options.threads, 1, numChains);
   int numNodes = graph.nodes.size();
@@ -280,9 +280,23 @@ SearchResult searchStrategy(const OpGraph &graph, const CostModel &cost,
       break;
     if (result.iterations >= budget)
       break;
-    // Restart every chain from the best strategy found so far.
+    // Restart every chain from the best strategy found so far: by a delta
+    // simulation of the ops whose configs differ when they are few (it
+    // gives what a full simulation would, faster), and not at all for a
+    // chain that is there already.
     for (auto &chain : chains) {
-      chain->cost = searchCost(chain->simulator.simulate(result.best), limit);
+      Simulator &sim = chain->simulator;
+      std::vector<std::pair<int, ParallelConfig>> differing;
+      for (int n = 0; n < numNodes; ++n) {
+        const ParallelConfig &now = sim.strategy().configs[n];
+        const ParallelConfig &best = result.best.configs[n];
+        if (now.degrees != best.degrees || now.devices != best.devices)
+          differing.emplace_back(n, best);
+      }
+      if (differing.size() * 4 > static_cast<size_t>(numNodes))
+        chain->cost = searchCost(sim.simulate(result.best), limit);
+      else if (!differing.empty())
+        chain->cost = searchCost(sim.simulateDelta(differing), limit);
       chain->bestCost = chain->cost;
       chain->best = result.best;
     }
