@@ -1177,21 +1177,23 @@ SimReport Simulator::simulateDelta(
   for (int node : nodes)
     log.nodes.push_back({node, current.configs[node], nullptr,
                          nodeTasks[node]});
+  // Moved: removeEdge() below needs only the edges' group ids, which a move
+  // leaves in place.
   for (const auto &key : edgeKeys)
-    log.edges.emplace_back(key, edges[key]);
+    log.edges.emplace_back(key, std::move(edges[key]));
   for (int t : params) {
     log.parameterTasks.emplace_back(t, parameterTasks[t]);
     log.parameterGroups.emplace_back(t, parameterGroups[t]);
   }
   for (int c : relinkForward) {
     for (int id : nodeTasks[c].fwd)
-      log.preds.emplace_back(id, tasks[id].preds);
+      log.preds.emplace_back(id, std::move(tasks[id].preds));
     if (nodeTasks[c].fwdGroup >= 0)
       log.relinkedGroups.push_back(nodeTasks[c].fwdGroup);
   }
   for (int p : relinkBackward) {
     for (int id : nodeTasks[p].bwd)
-      log.preds.emplace_back(id, tasks[id].preds);
+      log.preds.emplace_back(id, std::move(tasks[id].preds));
     if (nodeTasks[p].bwdGroup >= 0)
       log.relinkedGroups.push_back(nodeTasks[p].bwdGroup);
   }
@@ -1227,7 +1229,7 @@ SimReport Simulator::simulateDelta(
     removeEdge(key.first, key.second, removed);
   }
   for (int id : removed)
-    log.removed.emplace_back(id, tasks[id]);
+    log.removed.emplace_back(id, std::move(tasks[id]));
   for (int g : removedGroups)
     if (g >= 0) {
       log.removedGroups.emplace_back(g, std::move(groups[g]));
