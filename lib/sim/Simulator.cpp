@@ -218,7 +218,7 @@ struct Simulator::UndoLog {
   std::vector<double> orderReady, checkpointFree, checkpointEnd;
   double scheduleEnd = 0;
   std::vector<int> taskIds;
-  std::vector<double> taskTimes; ///< start and end of each of taskIds
+  std::vector<double> taskEnds; ///< the end of each of taskIds
   std::vector<std::pair<int, double>> groupTimes;
 };
 
@@ -343,7 +343,6 @@ int Simulator::newTask() {
   } else {
     id = tasks.size();
     tasks.emplace_back();
-    startTime.push_back(0);
     endTime.push_back(0);
   }
   tasks[id].alive = true;
@@ -845,7 +844,6 @@ void Simulator::linkBackward(int node) {
 void Simulator::buildAll() {
   tasks.clear();
   freeIds.clear();
-  startTime.clear();
   endTime.clear();
   groups.clear();
   freeGroupIds.clear();
@@ -895,7 +893,7 @@ void Simulator::removeEdge(int producer, int consumer,
 //===----------------------------------------------------------------------===//
 
 /// Groups between two snapshots of the resources' free times.
-static constexpr size_t kCheckpoint = 64;
+static constexpr size_t kCheckpoint = 16;
 
 void Simulator::schedule(size_t prefix, bool logForUndo) {
   size_t numResources = machine.numDevices() + machine.links().size();
@@ -928,7 +926,7 @@ void Simulator::schedule(size_t prefix, bool logForUndo) {
     log.checkpointEnd = checkpointEnd;
     log.scheduleEnd = scheduleEnd;
     log.taskIds.clear();
-    log.taskTimes.clear();
+    log.taskEnds.clear();
     log.groupTimes.clear();
   }
 
@@ -1047,10 +1045,8 @@ void Simulator::schedule(size_t prefix, bool logForUndo) {
       double e = s + duration;
       if (logForUndo) {
         log.taskIds.push_back(task);
-        log.taskTimes.push_back(startTime[task]);
-        log.taskTimes.push_back(endTime[task]);
+        log.taskEnds.push_back(endTime[task]);
       }
-      startTime[task] = s;
       endTime[task] = e;
       for (const int32_t *r = first; r != last; ++r)
         free[*r] = e;
@@ -1309,7 +1305,6 @@ bool Simulator::undo() {
     if (id < static_cast<int>(log.taskCount))
       tasks[id].alive = false;
   tasks.resize(log.taskCount);
-  startTime.resize(log.taskCount);
   endTime.resize(log.taskCount);
   for (auto &[id, task] : log.removed) {
     tasks[id] = std::move(task);
@@ -1358,10 +1353,8 @@ bool Simulator::undo() {
   checkpointEnd = std::move(log.checkpointEnd);
   scheduleEnd = log.scheduleEnd;
   for (size_t i = 0; i < log.taskIds.size(); ++i)
-    if (log.taskIds[i] < static_cast<int>(log.taskCount)) {
-      startTime[log.taskIds[i]] = log.taskTimes[2 * i];
-      endTime[log.taskIds[i]] = log.taskTimes[2 * i + 1];
-    }
+    if (log.taskIds[i] < static_cast<int>(log.taskCount))
+      endTime[log.taskIds[i]] = log.taskEnds[i];
   for (auto [g, ready] : log.groupTimes)
     if (g < static_cast<int>(log.groupCount))
       groupReady[g] = ready;
@@ -1403,7 +1396,7 @@ std::string Simulator::chromeTrace() const {
                       {"ph", "X"},
                       {"pid", pid},
                       {"tid", 0},
-                      {"ts", startTime[id] * 1e6},
+                      {"ts", (endTime[id] - t.duration) * 1e6},
                       {"dur", t.duration * 1e6},
                       {"args", args}});
     }

@@ -156,10 +156,11 @@ private:
   std::vector<std::vector<std::pair<int, int>>> parameterReaders;
   std::vector<std::vector<int>> parametersReadBy;
 
-  // The last schedule: every task's start and end; the groups in the order
-  // they were taken, with their ready times (non-decreasing); every
-  // kCheckpoint groups, the resources' free times and the latest end so far.
-  std::vector<double> startTime, endTime, groupReady;
+  // The last schedule: every task's end (it started `duration` before); the
+  // groups in the order they were taken, with their ready times
+  // (non-decreasing); every kCheckpoint groups, the resources' free times
+  // and the latest end so far.
+  std::vector<double> endTime, groupReady;
   std::vector<int> order;
   std::vector<double> orderReady;
   std::vector<double> checkpointFree, checkpointEnd;
