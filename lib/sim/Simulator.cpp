@@ -152,7 +152,6 @@ struct Simulator::NodeTasks {
 struct Simulator::EdgeTasks {
   std::vector<std::vector<int>> fwdDeps; ///< per consumer task
   std::vector<std::vector<int>> bwdDeps; ///< per producer task
-  std::vector<int> owned;                ///< transfer tasks
   int transferGroup = -1, gradGroup = -1;
 };
 
@@ -204,7 +203,6 @@ struct Simulator::UndoLog {
   bool valid = false;
   std::vector<NodeEntry> nodes;
   std::vector<std::pair<std::pair<int, int>, EdgeTasks>> edges;
-  std::vector<std::pair<int, std::vector<int>>> parameterTasks;
   std::vector<std::pair<int, std::array<int, 2>>> parameterGroups;
   std::vector<std::pair<int, std::vector<int>>> preds;
   std::vector<std::pair<int, Task>> removed;
@@ -307,7 +305,6 @@ Simulator::Simulator(const OpGraph &graph, const CostModel &cost,
   nodeTasks.resize(n);
   undoLog = std::make_unique<UndoLog>();
   accounts = std::make_unique<Accounts>();
-  parameterTasks.resize(graph.tensors.size());
   parameterGroups.assign(graph.tensors.size(), {-1, -1});
   parameterReaders.resize(graph.tensors.size());
   parametersReadBy.resize(n);
@@ -384,13 +381,15 @@ int Simulator::addGroup(std::vector<int> taskIds) {
 void Simulator::removeGroup(int id, std::vector<int> &removed) {
   if (id < 0)
     return;
-  Group &group = groups[id];
-  for (int t : group.tasks) {
+  for (int t : groups[id].tasks) {
     accountTask(tasks[t], -1);
     tasks[t].alive = false;
     removed.push_back(t);
   }
-  group.alive = false;
+  // Kept for undo(); the id is reused, as task ids are.
+  undoLog->removedGroups.emplace_back(id, std::move(groups[id]));
+  groups[id] = Group();
+  freeGroupIds.push_back(id);
 }
 
 void Simulator::sealGroup(int id) {
@@ -630,8 +629,6 @@ void Simulator::buildParameter(int tensorId) {
   // region of it holds a gradient for that region; gradients of the tasks
   // on one device add up locally (a weight used at every time step), and
   // devices that read the same region all-reduce it once.
-  std::vector<int> &group = parameterTasks[tensorId];
-  group.clear();
   std::vector<int> allReduces, updates;
   const GraphTensor &tensor = graph.tensors[tensorId];
   int numDevices = machine.numDevices();
@@ -663,7 +660,6 @@ void Simulator::buildParameter(int tensorId) {
       occupyDevices(task, devices);
       for (auto [node, t] : readers)
         task.preds.push_back(nodeTasks[node].bwd[t]);
-      group.push_back(allReduce);
       allReduces.push_back(allReduce);
     }
     for (int device : devices) {
@@ -682,7 +678,6 @@ void Simulator::buildParameter(int tensorId) {
           if (placements[node]->devices[t] == device)
             task.preds.push_back(nodeTasks[node].bwd[t]);
       }
-      group.push_back(id);
       updates.push_back(id);
     }
     ++region;
@@ -797,7 +792,6 @@ void Simulator::buildEdge(int producer, int consumer) {
                               static_cast<int32_t>(s),
                               static_cast<int32_t>(ca)},
                              bytes, src, dst, fwdSource);
-        edge.owned.push_back(id);
         transfers.push_back(id);
         edge.fwdDeps[u].push_back(id);
         if (!backward)
@@ -807,7 +801,6 @@ void Simulator::buildEdge(int producer, int consumer) {
                                static_cast<int32_t>(u),
                                static_cast<int32_t>(ca)},
                               bytes, dst, src, nodeTasks[consumer].bwd[u]);
-        edge.owned.push_back(gid);
         gradients.push_back(gid);
         edge.bwdDeps[s].push_back(gid);
       }
@@ -891,6 +884,28 @@ void Simulator::removeEdge(int producer, int consumer,
 //===----------------------------------------------------------------------===//
 // Scheduling
 //===----------------------------------------------------------------------===//
+
+double Simulator::readyTimeOf(const Group &g,
+                              std::vector<double> *taskReady) const {
+  // When the last of its tasks is ready (each when the last of its
+  // predecessors ends), and not before the groups it waits for were taken:
+  // so groups are taken in order of non-decreasing ready time.
+  double groupTime = 0;
+  for (int p : g.predGroups)
+    groupTime = later(groupTime, groupReady[p]);
+  const int32_t *at = g.view.data(), *predsEnd = at + g.workAt;
+  const double *ends = endTime.data();
+  while (at != predsEnd) {
+    double ready = 0;
+    for (int p = 1; p <= at[0]; ++p)
+      ready = later(ready, ends[at[p]]);
+    if (taskReady)
+      taskReady->push_back(ready);
+    groupTime = later(groupTime, ready);
+    at += 1 + at[0];
+  }
+  return groupTime;
+}
 
 /// Groups between two snapshots of the resources' free times.
 static constexpr size_t kCheckpoint = 16;
@@ -988,26 +1003,10 @@ void Simulator::schedule(size_t prefix, bool logForUndo) {
     }
   };
   std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> heap;
-  // A group is ready when the last of its tasks is (each task when the last
-  // of its predecessors ends), and not before the groups it waits for were
-  // taken: so groups are taken in order of non-decreasing ready time.
   auto push = [&](int id) {
     Group &g = groups[id];
-    double groupTime = 0;
-    for (int p : g.predGroups)
-      groupTime = std::max(groupTime, groupReady[p]);
     g.readyAt = readyScratch.size();
-    const int32_t *at = g.view.data(), *predsEnd = at + g.workAt;
-    const double *ends = endTime.data();
-    while (at != predsEnd) {
-      double ready = 0;
-      for (int p = 1; p <= at[0]; ++p)
-        ready = later(ready, ends[at[p]]);
-      readyScratch.push_back(ready);
-      groupTime = later(groupTime, ready);
-      at += 1 + at[0];
-    }
-    heap.push({groupTime, g.rank, id});
+    heap.push({readyTimeOf(g, &readyScratch), g.rank, id});
   };
   for (int g : suffix)
     if (remaining[g] == 0)
@@ -1163,7 +1162,6 @@ SimReport Simulator::simulateDelta(
   log.valid = true;
   log.nodes.clear();
   log.edges.clear();
-  log.parameterTasks.clear();
   log.parameterGroups.clear();
   log.preds.clear();
   log.removed.clear();
@@ -1177,10 +1175,8 @@ SimReport Simulator::simulateDelta(
   // leaves in place.
   for (const auto &key : edgeKeys)
     log.edges.emplace_back(key, std::move(edges[key]));
-  for (int t : params) {
-    log.parameterTasks.emplace_back(t, parameterTasks[t]);
+  for (int t : params)
     log.parameterGroups.emplace_back(t, parameterGroups[t]);
-  }
   for (int c : relinkForward) {
     for (int id : nodeTasks[c].fwd)
       log.preds.emplace_back(id, std::move(tasks[id].preds));
@@ -1199,39 +1195,18 @@ SimReport Simulator::simulateDelta(
   log.freeGroupIds = freeGroupIds;
 
   // Remove.
-  std::vector<int> removed, removedGroups;
-  auto drop = [&](int g) {
-    if (g < 0)
-      return;
-    removeGroup(g, removed);
-    removedGroups.push_back(g);
-  };
-  for (int node : nodes) {
-    const NodeTasks &group = nodeTasks[node];
-    removedGroups.insert(removedGroups.end(),
-                         {group.fwdGroup, group.syncGroup, group.bwdGroup});
+  std::vector<int> removed;
+  for (int node : nodes)
     removeNode(node, removed);
-  }
   for (int t : params) {
-    drop(parameterGroups[t][0]);
-    drop(parameterGroups[t][1]);
-    parameterTasks[t].clear();
+    removeGroup(parameterGroups[t][0], removed);
+    removeGroup(parameterGroups[t][1], removed);
     parameterGroups[t] = {-1, -1};
   }
-  for (const auto &key : edgeKeys) {
-    const EdgeTasks &edge = edges[key];
-    removedGroups.insert(removedGroups.end(),
-                         {edge.transferGroup, edge.gradGroup});
+  for (const auto &key : edgeKeys)
     removeEdge(key.first, key.second, removed);
-  }
   for (int id : removed)
     log.removed.emplace_back(id, std::move(tasks[id]));
-  for (int g : removedGroups)
-    if (g >= 0) {
-      log.removedGroups.emplace_back(g, std::move(groups[g]));
-      groups[g] = Group();
-      freeGroupIds.push_back(g);
-    }
   // Freed ids are reused: scheduling order depends on keys, not ids.
   freeIds.insert(freeIds.end(), removed.begin(), removed.end());
 
@@ -1271,15 +1246,8 @@ SimReport Simulator::simulateDelta(
     bool allUnchanged = std::none_of(
         g.predGroups.begin(), g.predGroups.end(),
         [&](int p) { return changedGroup[p] != 0; });
-    if (!allUnchanged)
-      continue;
-    double readyAt = 0;
-    for (int t : g.tasks)
-      for (int p : tasks[t].preds)
-        readyAt = std::max(readyAt, endTime[p]);
-    for (int p : g.predGroups)
-      readyAt = std::max(readyAt, groupReady[p]);
-    resume = std::min(resume, readyAt);
+    if (allUnchanged)
+      resume = std::min(resume, readyTimeOf(g, nullptr));
   }
   size_t prefix =
       std::lower_bound(orderReady.begin(), orderReady.end(), resume) -
@@ -1328,8 +1296,6 @@ bool Simulator::undo() {
     tasks[id].preds = std::move(preds);
   for (auto &[key, edge] : log.edges)
     edges[key] = std::move(edge);
-  for (auto &[t, ids] : log.parameterTasks)
-    parameterTasks[t] = std::move(ids);
   for (auto &[t, ids] : log.parameterGroups)
     parameterGroups[t] = ids;
   for (auto &entry : log.nodes) {
@@ -1376,29 +1342,29 @@ std::string Simulator::chromeTrace() const {
                       {"args", {{"name", "link " + machine.link(l).name}}}});
   for (int g : order)
     for (int id : groups[g].tasks) {
-    const Task &t = tasks[id];
-    std::string name = taskKindName(t.kind);
-    int node = t.key[1];
-    bool ofParameter = t.key[0] == 4 || t.key[0] == 5;
-    if (ofParameter)
-      name += " " + graph.tensors[node].name;
-    else if (t.kind != TaskKind::GradTransfer)
-      name += " " + graph.nodes[node].opName + " #" + std::to_string(node);
-    nlohmann::json args = {{"node", node}};
-    if (!ofParameter && t.kind != TaskKind::GradTransfer &&
-        !graph.nodes[node].location.empty())
-      args["location"] = graph.nodes[node].location;
-    if (t.bytes)
-      args["bytes"] = t.bytes;
-    int pid = t.resources.empty() ? 0 : t.resources.front();
-    events.push_back({{"name", name},
-                      {"cat", taskKindName(t.kind)},
-                      {"ph", "X"},
-                      {"pid", pid},
-                      {"tid", 0},
-                      {"ts", (endTime[id] - t.duration) * 1e6},
-                      {"dur", t.duration * 1e6},
-                      {"args", args}});
+      const Task &t = tasks[id];
+      std::string name = taskKindName(t.kind);
+      int node = t.key[1];
+      bool ofParameter = t.key[0] == 4 || t.key[0] == 5;
+      if (ofParameter)
+        name += " " + graph.tensors[node].name;
+      else if (t.kind != TaskKind::GradTransfer)
+        name += " " + graph.nodes[node].opName + " #" + std::to_string(node);
+      nlohmann::json args = {{"node", node}};
+      if (!ofParameter && t.kind != TaskKind::GradTransfer &&
+          !graph.nodes[node].location.empty())
+        args["location"] = graph.nodes[node].location;
+      if (t.bytes)
+        args["bytes"] = t.bytes;
+      int pid = t.resources.empty() ? 0 : t.resources.front();
+      events.push_back({{"name", name},
+                        {"cat", taskKindName(t.kind)},
+                        {"ph", "X"},
+                        {"pid", pid},
+                        {"tid", 0},
+                        {"ts", (endTime[id] - t.duration) * 1e6},
+                        {"dur", t.duration * 1e6},
+                        {"args", args}});
     }
   return nlohmann::json({{"traceEvents", events}, {"displayTimeUnit", "ms"}})
       .dump();

@@ -118,6 +118,8 @@ private:
   /// Makes the tasks one group (nothing when empty; returns -1 then) and
   /// counts them in the report's totals.
   int addGroup(std::vector<int> taskIds);
+  /// Takes a group's tasks out (their ids go to `removed`), keeps the
+  /// group for undo() and frees its id.
   void removeGroup(int group, std::vector<int> &removed);
   /// Rebuilds a group's scheduling view from its tasks' predecessors.
   void sealGroup(int group);
@@ -125,6 +127,10 @@ private:
   /// report's totals (busy time, traffic, memory).
   void accountTask(const Task &task, int sign);
   void accountNodeMemory(int node, const Placement &p, int sign);
+  /// When a group is ready in the current schedule; each of its tasks'
+  /// ready times is appended to `taskReady` when given.
+  double readyTimeOf(const Group &group,
+                     std::vector<double> *taskReady) const;
   /// Keeps the schedule's first `prefix` groups and schedules the rest.
   void schedule(size_t prefix, bool logForUndo);
   SimReport report() const;
@@ -148,10 +154,9 @@ private:
   std::vector<std::unique_ptr<Placement>> placements;
   std::unique_ptr<UndoLog> undoLog;
   std::unique_ptr<Accounts> accounts;
-  /// Per parameter tensor: its gradient all-reduces and updates (and their
-  /// two groups), and the (node, access) pairs that read it; per node, the
+  /// Per parameter tensor: the groups of its gradient all-reduces and of
+  /// its updates, and the (node, access) pairs that read it; per node, the
   /// parameters it reads.
-  std::vector<std::vector<int>> parameterTasks;
   std::vector<std::array<int, 2>> parameterGroups;
   std::vector<std::vector<std::pair<int, int>>> parameterReaders;
   std::vector<std::vector<int>> parametersReadBy;
