@@ -71,6 +71,11 @@ struct Piece {
   /// result apart from different partial results.
   SmallVector<int64_t> tasks;
   std::optional<ReductionKind> partial;
+  /// A re-split copy of the value (an all_to_all or a reduce_scatter of
+  /// the piece its producer wrote): kept so that every consumer that reads
+  /// this layout reuses it, but never combined with the producer's pieces
+  /// and invisible to the choice of plans (layoutOf).
+  bool derived = false;
 };
 
 /// A tensor of the global program in the partitioned one.
@@ -85,6 +90,20 @@ struct DistValue {
   /// contraction.
   linalg::TransposeOp transpose;
 };
+
+/// The one piece the value has besides re-split copies (the piece its
+/// producer wrote, or a whole copy made from several).
+static const Piece *onlyProducedPiece(const DistValue &value) {
+  const Piece *only = nullptr;
+  for (const Piece &piece : value.pieces) {
+    if (piece.derived)
+      continue;
+    if (only)
+      return nullptr;
+    only = &piece;
+  }
+  return only;
+}
 
 /// How an op runs: degrees per loop, and for each slot the task of every
 /// device (-1: the device skips the slot).
@@ -401,8 +420,8 @@ unsigned SpmdPartitioner::wholeEverywhere(Value original, Location loc) {
 
   Value result;
   SmallVector<int64_t> all = allDevices();
-  if (value.pieces.size() == 1) {
-    Piece &piece = value.pieces.front();
+  if (const Piece *only = onlyProducedPiece(value)) {
+    const Piece &piece = *only;
     // Partial sums of distinct tasks on every device: all_reduce.
     if (partialWholeEverywhere(piece, type, numDevices))
       result = AllReduceOp::create(
@@ -442,6 +461,8 @@ Value SpmdPartitioner::universalGather(DistValue &value, RankedTensorType type,
   Value whole = identityFilled(b, loc, type, kind);
   SmallVector<Box> seenBoxes;
   for (Piece &piece : value.pieces) {
+    if (piece.derived)
+      continue;
     SmallVector<bool> contributes(numDevices, false);
     DenseSet<int64_t> seenTasks;
     for (int64_t device = 0; device < numDevices; ++device) {
@@ -593,22 +614,33 @@ Value SpmdPartitioner::materialize(Value original, const DeviceBoxes &target,
       return slice(piece.local, target, &piece.boxes, loc);
   // One part per device along one dimension, from partial sums
   // (reduce_scatter) or from parts along another dimension (all_to_all).
+  // The result is kept as a derived piece: other consumers that read this
+  // layout (a weight read by every time step of an RNN) reuse it instead of
+  // re-splitting the value again.
+  const Piece *only = onlyProducedPiece(value);
   if (auto wanted = oneDimensionSplit(target, type, numDevices);
-      wanted && value.pieces.size() == 1) {
-    const Piece &piece = value.pieces.front();
+      wanted && only) {
+    const Piece &piece = *only;
     ArrayRef<int64_t> group = wanted->second;
+    Value resplit;
     if (partialWholeEverywhere(piece, type, numDevices))
-      return ReduceScatterOp::create(
+      resplit = ReduceScatterOp::create(
           b, loc, localType,
           ReductionKindAttr::get(b.getContext(), *piece.partial), piece.local,
           b.getI64IntegerAttr(wanted->first), b.getDenseI64ArrayAttr(group));
     auto held = oneDimensionSplit(piece.boxes, type, numDevices);
-    if (!piece.partial && held && held->first != wanted->first &&
+    if (!resplit && !piece.partial && held && held->first != wanted->first &&
         ArrayRef<int64_t>(held->second) == group)
-      return AllToAllOp::create(b, loc, localType, piece.local,
-                                b.getI64IntegerAttr(wanted->first),
-                                b.getI64IntegerAttr(held->first),
-                                b.getDenseI64ArrayAttr(group));
+      resplit = AllToAllOp::create(b, loc, localType, piece.local,
+                                   b.getI64IntegerAttr(wanted->first),
+                                   b.getI64IntegerAttr(held->first),
+                                   b.getDenseI64ArrayAttr(group));
+    if (resplit) {
+      value.pieces.push_back(Piece{resplit, target,
+                                   SmallVector<int64_t>(numDevices, 0),
+                                   std::nullopt, /*derived=*/true});
+      return resplit;
+    }
   }
   unsigned whole = wholeEverywhere(original, loc);
   return slice(dist[original].pieces[whole].local, target, nullptr, loc);
@@ -1048,8 +1080,8 @@ std::optional<Piece> SpmdPartitioner::layoutOf(Value original) {
   if (found == dist.end() || found->second.splat)
     return std::nullopt;
   const DistValue &value = found->second;
-  if (value.pieces.size() == 1)
-    return value.pieces.front();
+  if (const Piece *only = onlyProducedPiece(value))
+    return *only;
   linalg::TransposeOp transpose = value.transpose;
   if (!transpose || !value.pieces.empty())
     return std::nullopt;
@@ -1105,9 +1137,9 @@ LogicalResult SpmdPartitioner::partitionReshape(Operation *op) {
   auto resultType = cast<RankedTensorType>(op->getResult(0).getType());
   auto found = dist.find(source);
   if (found == dist.end() || found->second.splat ||
-      found->second.pieces.size() != 1)
+      !onlyProducedPiece(found->second))
     return failure();
-  const Piece piece = found->second.pieces.front(); // dist may grow below
+  const Piece piece = *onlyProducedPiece(found->second); // dist may grow
   bool collapse = isa<tensor::CollapseShapeOp>(op);
   SmallVector<ReassociationIndices> groups =
       collapse ? cast<tensor::CollapseShapeOp>(op).getReassociationIndices()
@@ -1223,9 +1255,10 @@ LogicalResult SpmdPartitioner::partitionPassThrough(Operation *op) {
   realizeTranspose(source, op);
   auto found = dist.find(source);
   if (found == dist.end() || found->second.splat ||
-      found->second.pieces.size() != 1 || found->second.pieces[0].partial)
+      !onlyProducedPiece(found->second) ||
+      onlyProducedPiece(found->second)->partial)
     return failure();
-  const Piece piece = found->second.pieces.front(); // dist may grow below
+  const Piece piece = *onlyProducedPiece(found->second); // dist may grow
   DeviceBoxes boxes(numDevices);
   SmallVector<int64_t> localShape, localSourceShape;
   bool split = false;
@@ -1330,9 +1363,10 @@ LogicalResult SpmdPartitioner::partitionConcat(tensor::ConcatOp op) {
       return failure();
     if (found->second.splat)
       continue;
-    if (found->second.pieces.size() != 1 || found->second.pieces[0].partial)
+    const Piece *only = onlyProducedPiece(found->second);
+    if (!only || only->partial)
       return failure();
-    const Piece &piece = found->second.pieces.front();
+    const Piece &piece = *only;
     for (auto [device, box] : llvm::enumerate(piece.boxes)) {
       if (box && (box->offsets[dim] != 0 ||
                   box->sizes[dim] != type.getDimSize(dim)))
