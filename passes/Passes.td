@@ -302,6 +302,54 @@ def SoapLowerCpu : Pass<"soap-lower-cpu", "mlir::ModuleOp"> {
   ];
 }
 
+def SoapLowerGpu : Pass<"soap-lower-gpu", "mlir::ModuleOp"> {
+  let summary = "Lower a training step to the LLVM dialect for NVIDIA GPUs (cuBLAS, cuDNN and generated CUDA kernels), with the runtime's C ABI";
+  let description = [{
+    Compiles `@train_step` (docs/train-step.md; `entry=` names another
+    function) for a host that drives one NVIDIA GPU per rank. Bufferization,
+    deallocation and communication are those of `--soap-lower-cpu`; then:
+
+    - f32 contractions whose matrices cuBLAS can read (a unit stride in one
+      of their two dimensions), `linalg.conv_2d_nchw_fchw` and undilated
+      `linalg.pooling_nchw_max/sum` become calls of libsoaprt's cuBLAS and
+      cuDNN kernels; `math=` picks their arithmetic: `f32` (exact),
+      `tf32` (tensor cores, 10-bit mantissa inputs) or `bf16`;
+    - every other op (elementwise chains, reductions, softmax, layer norm,
+      embeddings, copies) becomes a CUDA kernel generated through MLIR's
+      gpu and NVVM dialects: one thread per point of the op's parallel
+      loops, its reduction loops inside the thread; kernels are compiled
+      for `chip=` and embedded as PTX (`format=isa`, compiled by the driver
+      when the executable starts) or machine code (`format=fatbin`, which
+      needs `ptxas` from the CUDA toolkit at compile time);
+    - every buffer lives in device memory (libsoaprt allocates it on the
+      GPU's stream); constants that kernels read are copied there at the
+      start of each step.
+
+    The module gets `soap.target = "gpu"` and `soap_model_info` gets
+    `"target": "gpu"`: `soap-translate --soap-to-executable` then links the
+    GPU runtime, CUDA, cuBLAS, cuDNN and NCCL. See docs/lowering.md.
+
+    ```
+    soap-opt model.mlir --soap-training-step --soap-lower-gpu="math=tf32" |
+      soap-translate --soap-to-executable -o model.exe
+    ```
+  }];
+  let options = [
+    Option<"entry", "entry", "std::string", /*default=*/"\"train_step\"",
+           "The function to compile">,
+    Option<"math", "math", "std::string", /*default=*/"\"f32\"",
+           "Arithmetic of cuBLAS/cuDNN calls: f32, tf32 or bf16">,
+    Option<"chip", "chip", "std::string", /*default=*/"\"sm_90\"",
+           "GPU architecture the kernels are compiled for">,
+    Option<"features", "features", "std::string", /*default=*/"\"+ptx80\"",
+           "PTX features of the kernels">,
+    Option<"format", "format", "std::string", /*default=*/"\"isa\"",
+           "Embedded kernels: isa (PTX) or fatbin (needs ptxas)">,
+    Option<"traceOps", "trace-ops", "bool", /*default=*/"true",
+           "Call soaprt_op_begin/end around every op (for --trace)">,
+  ];
+}
+
 def SoapMarkTrainStep : Pass<"soap-mark-train-step", "mlir::ModuleOp"> {
   let summary = "Mark a plain function that is already a training step as @train_step";
   let description = [{

@@ -47,3 +47,13 @@ if mpirun:
     timeout = shutil.which("timeout")
     prefix = timeout + " --kill-after=10 300 " if timeout else ""
     config.substitutions.append(("%mpirun", prefix + mpirun + mpirun_flags))
+
+# GPU lowering tests (REQUIRES: cuda-toolkit) need the CUDA toolkit at
+# compile time: libdevice for math functions in kernels, and ptxas (%ptxas)
+# to check that the generated PTX assembles. No GPU is needed.
+cuda_root = os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH") or "/usr/local/cuda"
+ptxas = shutil.which("ptxas") or os.path.join(cuda_root, "bin", "ptxas")
+libdevice = os.path.join(cuda_root, "nvvm", "libdevice", "libdevice.10.bc")
+if os.access(ptxas, os.X_OK) and os.path.isfile(libdevice):
+    config.available_features.add("cuda-toolkit")
+    config.substitutions.append(("%ptxas", ptxas))

@@ -375,6 +375,14 @@ LogicalResult SoapDialect::verifyOperationAttribute(Operation *op,
       return op->emitError() << "'" << name << "' must be a positive integer";
     return success();
   }
+  if (name == getTargetAttrName()) {
+    auto target = dyn_cast<StringAttr>(attr.getValue());
+    if (!isa<ModuleOp>(op) || !target ||
+        (target.getValue() != "cpu" && target.getValue() != "gpu"))
+      return op->emitError() << "'" << name
+                             << "' must be \"cpu\" or \"gpu\" on a module";
+    return success();
+  }
   if (name == getLayoutAttrName()) {
     auto layout = dyn_cast<LayoutAttr>(attr.getValue());
     if (!layout)

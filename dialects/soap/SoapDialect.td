@@ -49,6 +49,12 @@ def Soap_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral getNumDevicesAttrName() {
       return ::llvm::StringLiteral("soap.num_devices");
     }
+    /// Name of the module attribute saying which processors a lowered
+    /// module was compiled for: "cpu" (--soap-lower-cpu, the default when
+    /// absent) or "gpu" (--soap-lower-gpu).
+    static constexpr ::llvm::StringLiteral getTargetAttrName() {
+      return ::llvm::StringLiteral("soap.target");
+    }
     /// Name of the argument attribute marking a trainable parameter.
     static constexpr ::llvm::StringLiteral getParamAttrName() {
       return ::llvm::StringLiteral("soap.param");

@@ -79,7 +79,10 @@ const char *kToLLVMPipeline =
     "convert-func-to-llvm{use-bare-ptr-memref-call-conv=true}, "
     "convert-cf-to-llvm, reconcile-unrealized-casts";
 
-const char *kEntrySymbol = "soap_train_step";
+
+} // namespace
+
+namespace codegen {
 
 LogicalResult runParsed(ModuleOp module, const char *pipeline,
                         PipelineRunner run) {
@@ -91,9 +94,7 @@ LogicalResult runParsed(ModuleOp module, const char *pipeline,
   return run(pm);
 }
 
-} // namespace
-
-namespace codegen {
+const char *getBufferizePipeline() { return kBufferizePipeline; }
 
 bool blasTakes(linalg::LinalgOp op) {
   Type element;
@@ -181,20 +182,18 @@ LogicalResult lowerVectorKernels(ModuleOp module) {
 
 } // namespace codegen
 
-LogicalResult lowerModuleForCpu(ModuleOp module,
-                                const CpuLoweringOptions &options,
-                                PipelineRunner runPipeline) {
-  auto entry = module.lookupSymbol<func::FuncOp>(options.entry);
+LogicalResult codegen::prepareEntry(ModuleOp module, StringRef entryName,
+                                    codegen::ModelDescription &description) {
+  auto entry = module.lookupSymbol<func::FuncOp>(entryName);
   if (!entry || entry.isExternal())
     return module.emitError()
-           << "no function @" << options.entry
+           << "no function @" << entryName
            << " with a body to compile (a training step: see "
               "docs/train-step.md; --soap-mark-train-step marks a plain "
               "function as one)";
-  if (options.entry != kEntrySymbol && module.lookupSymbol(kEntrySymbol))
+  if (entryName != kEntrySymbol && module.lookupSymbol(kEntrySymbol))
     return module.emitError() << "the symbol @" << kEntrySymbol
                               << " is reserved for the lowered entry";
-  codegen::ModelDescription description;
   if (failed(codegen::describeEntry(entry, description)))
     return failure();
   if (llvm::none_of(description.results,
@@ -229,7 +228,14 @@ LogicalResult lowerModuleForCpu(ModuleOp module,
 
   // SPMD programs: guards, the rank and communication (on tensors, so that
   // bufferization gives every result a buffer of its own).
-  if (failed(codegen::lowerCommunicationOps(module)))
+  return codegen::lowerCommunicationOps(module);
+}
+
+LogicalResult lowerModuleForCpu(ModuleOp module,
+                                const CpuLoweringOptions &options,
+                                PipelineRunner runPipeline) {
+  codegen::ModelDescription description;
+  if (failed(codegen::prepareEntry(module, options.entry, description)))
     return failure();
 
   if (options.kernels == KernelCodegen::Blas)
@@ -240,20 +246,21 @@ LogicalResult lowerModuleForCpu(ModuleOp module,
   if (options.kernels != KernelCodegen::Loops)
     codegen::vectorizeKernels(module, options.kernels == KernelCodegen::Blas);
 
-  if (failed(runParsed(module, kBufferizePipeline, runPipeline)))
+  if (failed(codegen::runParsed(module, kBufferizePipeline, runPipeline)))
     return failure();
   codegen::replaceCommunicationPlaceholders(module);
   if (options.kernels == KernelCodegen::Blas)
     codegen::replaceKernelsByBlasCalls(module);
   if (options.kernels != KernelCodegen::Loops) {
-    if (failed(runParsed(module, kVectorCleanupPipeline, runPipeline)) ||
+    if (failed(codegen::runParsed(module, kVectorCleanupPipeline, runPipeline)) ||
         failed(codegen::lowerVectorKernels(module)))
       return failure();
   }
   codegen::approximateMathFunctions(module);
-  if (failed(runParsed(module, kToLLVMPipeline, runPipeline)))
+  if (failed(codegen::runParsed(module, kToLLVMPipeline, runPipeline)))
     return failure();
-  return codegen::emitRuntimeInterface(module, kEntrySymbol, description);
+  return codegen::emitRuntimeInterface(module, codegen::kEntrySymbol,
+                                       description);
 }
 
 const char *getCpuToLLVMPipeline() { return kToLLVMPipeline; }

@@ -149,8 +149,48 @@ loopStrides(OpBuilder &b, Location loc, AffineMap map,
   return strides;
 }
 
+/// Where the kernel calls go: libsoaprt's CPU kernels (soaprt_*) or its
+/// GPU kernels (soaprt_gpu_*, which take the math mode first).
+struct CallTarget {
+  std::string prefix = "soaprt_";
+  std::optional<int64_t> math;
+  /// cuBLAS reads a matrix with one unit-stride dimension only.
+  bool needsUnitStride = false;
+};
+
+/// Whether every matrix the call passes has, in the memref type, a static
+/// unit stride along one of its two loops (or a size of 1 there).
+bool hasUnitStrideMatrices(linalg::LinalgOp op,
+                           ArrayRef<std::pair<OpOperand *, std::array<int64_t, 2>>>
+                               matrices) {
+  SmallVector<int64_t> sizes = op.getStaticLoopRanges();
+  for (auto [operand, loops] : matrices) {
+    auto type = cast<MemRefType>(operand->get().getType());
+    SmallVector<int64_t> strides;
+    int64_t offset;
+    if (failed(type.getStridesAndOffset(strides, offset)))
+      return false;
+    AffineMap map = op.getMatchingIndexingMap(operand);
+    bool unit = false;
+    for (int64_t loop : loops) {
+      if (loop < 0 || sizes[loop] == 1) {
+        unit = true;
+        continue;
+      }
+      for (auto [i, expr] : llvm::enumerate(map.getResults()))
+        if (cast<AffineDimExpr>(expr).getPosition() == loop &&
+            strides[i] == 1)
+          unit = true;
+    }
+    if (!unit)
+      return false;
+  }
+  return true;
+}
+
 /// C += A * B over (batch,) m, n, k as one runtime call.
-bool replaceContraction(linalg::LinalgOp op, const std::string &suffix) {
+bool replaceContraction(linalg::LinalgOp op, const std::string &suffix,
+                        const CallTarget &target) {
   if (op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1)
     return false;
   FailureOr<linalg::ContractionDimensions> dims =
@@ -169,12 +209,20 @@ bool replaceContraction(linalg::LinalgOp op, const std::string &suffix) {
   int64_t k = dims->k[0];
   auto size = [&](int64_t loop) { return loop < 0 ? 1 : sizes[loop]; };
 
+  if (target.needsUnitStride &&
+      !hasUnitStrideMatrices(op, {{op.getDpsInputOperand(0), {m, k}},
+                                  {op.getDpsInputOperand(1), {k, n}},
+                                  {op.getDpsInitOperand(0), {m, n}}}))
+    return false;
+
   OpBuilder b(op);
   Location loc = op.getLoc();
   SmallVector<Value> args;
   auto constant = [&](int64_t v) {
     return arith::ConstantIntOp::create(b, loc, v, 64).getResult();
   };
+  if (target.math)
+    args.push_back(constant(*target.math));
   bool batched = !dims->batch.empty();
   if (batched)
     args.push_back(constant(sizes[dims->batch[0]]));
@@ -201,9 +249,8 @@ bool replaceContraction(linalg::LinalgOp op, const std::string &suffix) {
     // Nothing uses the partial call arguments; erase them with the op kept.
     return false;
   }
-  std::string name =
-      std::string(batched ? "soaprt_batch_matmul_" : "soaprt_matmul_") +
-      suffix;
+  std::string name = target.prefix +
+                     (batched ? "batch_matmul_" : "matmul_") + suffix;
   auto module = op->getParentOfType<ModuleOp>();
   func::FuncOp callee = declareRuntimeFunction(
       module, name, ValueRange(args).getTypes());
@@ -213,8 +260,8 @@ bool replaceContraction(linalg::LinalgOp op, const std::string &suffix) {
 }
 
 /// linalg.conv_2d_nchw_fchw as a call of soaprt_conv2d_nchw_fchw_*.
-bool replaceConvolution(linalg::Conv2DNchwFchwOp op,
-                        const std::string &suffix) {
+bool replaceConvolution(linalg::Conv2DNchwFchwOp op, const std::string &suffix,
+                        const CallTarget &target) {
   auto in = cast<MemRefType>(op.getInputs()[0].getType());
   auto filter = cast<MemRefType>(op.getInputs()[1].getType());
   auto out = cast<MemRefType>(op.getOutputs()[0].getType());
@@ -226,6 +273,8 @@ bool replaceConvolution(linalg::Conv2DNchwFchwOp op,
     return arith::ConstantIntOp::create(b, loc, v, 64).getResult();
   };
   SmallVector<Value> args;
+  if (target.math)
+    args.push_back(constant(*target.math));
   for (int64_t v :
        {in.getDimSize(0), in.getDimSize(1), in.getDimSize(2), in.getDimSize(3),
         filter.getDimSize(0), filter.getDimSize(2), filter.getDimSize(3),
@@ -239,28 +288,79 @@ bool replaceConvolution(linalg::Conv2DNchwFchwOp op,
     args.append(strided.strides);
   }
   func::FuncOp callee = declareRuntimeFunction(
-      op->getParentOfType<ModuleOp>(), "soaprt_conv2d_nchw_fchw_" + suffix,
+      op->getParentOfType<ModuleOp>(),
+      target.prefix + "conv2d_nchw_fchw_" + suffix,
       ValueRange(args).getTypes());
   func::CallOp::create(b, loc, callee, args);
   op->erase();
   return true;
 }
 
-} // namespace
+/// linalg.pooling_nchw_max/sum (no dilation) as a call of
+/// soaprt_gpu_pool2d_nchw_f32(kind, sizes..., in, strides..., out,
+/// strides...): kind 0 is max, 1 is sum.
+bool replacePooling(linalg::LinalgOp op, int64_t kind) {
+  DenseIntElementsAttr stridesAttr =
+      op->getAttrOfType<DenseIntElementsAttr>("strides");
+  DenseIntElementsAttr dilationsAttr =
+      op->getAttrOfType<DenseIntElementsAttr>("dilations");
+  if (!stridesAttr || !dilationsAttr)
+    return false;
+  SmallVector<int64_t> strides(stridesAttr.getValues<int64_t>());
+  SmallVector<int64_t> dilations(dilationsAttr.getValues<int64_t>());
+  if (dilations != SmallVector<int64_t>{1, 1})
+    return false;
+  Value input = op.getDpsInputOperand(0)->get();
+  Value window = op.getDpsInputOperand(1)->get();
+  Value output = op.getDpsInitOperand(0)->get();
+  auto in = cast<MemRefType>(input.getType());
+  auto win = cast<MemRefType>(window.getType());
+  auto out = cast<MemRefType>(output.getType());
+  OpBuilder b(op);
+  Location loc = op.getLoc();
+  SmallVector<Value> args;
+  for (int64_t v :
+       {kind, in.getDimSize(0), in.getDimSize(1), in.getDimSize(2),
+        in.getDimSize(3), win.getDimSize(0), win.getDimSize(1),
+        out.getDimSize(2), out.getDimSize(3), strides[0], strides[1],
+        dilations[0], dilations[1]})
+    args.push_back(arith::ConstantIntOp::create(b, loc, v, 64));
+  for (Value operand : {input, output}) {
+    StridedOperand strided = stridedOperand(b, loc, operand);
+    args.push_back(strided.pointer);
+    args.append(strided.strides);
+  }
+  func::FuncOp callee =
+      declareRuntimeFunction(op->getParentOfType<ModuleOp>(),
+                             "soaprt_gpu_pool2d_nchw_f32",
+                             ValueRange(args).getTypes());
+  func::CallOp::create(b, loc, callee, args);
+  op->erase();
+  return true;
+}
 
-int replaceKernelsByBlasCalls(ModuleOp module) {
+int replaceKernelsByCalls(ModuleOp module, const CallTarget &target) {
   SmallVector<linalg::LinalgOp> candidates;
   module.walk([&](linalg::LinalgOp op) {
     if (op.hasPureBufferSemantics())
       candidates.push_back(op);
   });
+  bool gpu = target.math.has_value();
   int replaced = 0;
   for (linalg::LinalgOp op : candidates) {
     std::optional<std::string> suffix = kernelSuffix(op);
-    if (!suffix)
+    if (!suffix || (gpu && *suffix != "f32"))
       continue;
     if (auto conv = dyn_cast<linalg::Conv2DNchwFchwOp>(op.getOperation())) {
-      replaced += replaceConvolution(conv, *suffix);
+      replaced += replaceConvolution(conv, *suffix, target);
+      continue;
+    }
+    if (gpu && isa<linalg::PoolingNchwMaxOp>(op.getOperation())) {
+      replaced += replacePooling(op, 0);
+      continue;
+    }
+    if (gpu && isa<linalg::PoolingNchwSumOp>(op.getOperation())) {
+      replaced += replacePooling(op, 1);
       continue;
     }
     if (!linalg::isaContractionOpInterface(op))
@@ -270,9 +370,23 @@ int replaceKernelsByBlasCalls(ModuleOp module) {
           return map.isProjectedPermutation(false);
         }))
       continue;
-    replaced += replaceContraction(op, *suffix);
+    replaced += replaceContraction(op, *suffix, target);
   }
   return replaced;
+}
+
+} // namespace
+
+int replaceKernelsByBlasCalls(ModuleOp module) {
+  return replaceKernelsByCalls(module, CallTarget());
+}
+
+int replaceKernelsByGpuLibraryCalls(ModuleOp module, int64_t math) {
+  CallTarget target;
+  target.prefix = "soaprt_gpu_";
+  target.math = math;
+  target.needsUnitStride = true;
+  return replaceKernelsByCalls(module, target);
 }
 
 } // namespace soap::codegen

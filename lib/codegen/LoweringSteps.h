@@ -8,6 +8,7 @@
 #define SOAP_LIB_CODEGEN_LOWERINGSTEPS_H
 
 #include "soap/codegen/BlasKernels.h"
+#include "soap/codegen/CpuLowering.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -37,7 +38,28 @@ struct ModelDescription {
   std::vector<TensorDescription> args, results;
   std::vector<std::string> ops; // traced ops, by id
   int64_t numDevices = 1;        // soap.num_devices of the module
+  std::string target = "cpu";    // where the step runs: cpu or gpu
 };
+
+/// The steps every lowering starts with: finds the entry `entryName`,
+/// describes it (and checks that it has a loss), renames it
+/// soap_train_step (public; every other function private), makes its
+/// arguments read-only, and lowers guards, the rank and communication ops
+/// (lowerCommunicationOps). Emits an error and fails when it cannot.
+mlir::LogicalResult prepareEntry(mlir::ModuleOp module,
+                                 llvm::StringRef entryName,
+                                 ModelDescription &description);
+
+/// Parses `pipeline` (textual, on the module) and runs it with `run`.
+mlir::LogicalResult runParsed(mlir::ModuleOp module, const char *pipeline,
+                              PipelineRunner run);
+
+/// One-shot bufferization across function boundaries with identity
+/// layouts, results to out-params and ownership-based deallocation.
+const char *getBufferizePipeline();
+
+/// The name the entry has after prepareEntry.
+inline constexpr const char *kEntrySymbol = "soap_train_step";
 
 /// Reads the entry's signature and soap.* attributes; fails with an error
 /// on the function when an argument or result is not a statically shaped

@@ -165,6 +165,8 @@ static std::string modelInfoJson(const ModelDescription &d) {
                           {"results", std::move(results)},
                           {"ops", std::move(ops)},
                           {"num_devices", d.numDevices}};
+  if (d.target != "cpu")
+    root["target"] = d.target;
   std::string s;
   llvm::raw_string_ostream os(s);
   os << llvm::json::Value(std::move(root));

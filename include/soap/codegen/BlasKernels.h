@@ -28,6 +28,15 @@ bool blasTakes(mlir::linalg::LinalgOp op);
 /// Returns how many were replaced.
 int replaceKernelsByBlasCalls(mlir::ModuleOp module);
 
+/// The GPU lowering's counterpart: f32 contractions whose matrices cuBLAS
+/// can read (a static unit stride in one of their two dimensions), NCHW
+/// convolutions and undilated NCHW max/sum poolings become calls of
+/// libsoaprt's cuBLAS/cuDNN kernels (soaprt_gpu_matmul_f32,
+/// soaprt_gpu_batch_matmul_f32, soaprt_gpu_conv2d_nchw_fchw_f32,
+/// soaprt_gpu_pool2d_nchw_f32), with `math` (SOAPRT_MATH_*) as the first
+/// argument of the matmuls and convolutions. Returns how many.
+int replaceKernelsByGpuLibraryCalls(mlir::ModuleOp module, int64_t math);
+
 } // namespace soap::codegen
 
 #endif // SOAP_CODEGEN_BLASKERNELS_H

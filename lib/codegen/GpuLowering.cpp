@@ -1,0 +1,537 @@
+//===- GpuLowering.cpp - a training step to LLVM for NVIDIA GPUs ---------===//
+//
+// The order of the steps:
+//   1. as the CPU lowering: describe and rename the entry, communication
+//      ops, trace hooks, transposes folded into contractions, one-shot
+//      bufferization with deallocation, communication calls;
+//   2. f32 contractions, NCHW convolutions and poolings become calls of
+//      libsoaprt's cuBLAS/cuDNN kernels (KernelCalls.cpp);
+//   3. every other op becomes one CUDA kernel: memref.copy becomes
+//      linalg.copy; each linalg op is generalized with its parallel loops
+//      first and lowered to an scf.parallel over them (reductions as scf.for
+//      inside); the scf.parallel becomes a gpu.launch of 256-thread blocks,
+//      one thread per point of the parallel loops (an op without parallel
+//      loops runs on one thread);
+//   4. constants that kernels read are copied to device memory at the start
+//      of the step;
+//   5. kernels are outlined, compiled through NVVM to PTX (or a fatbin) and
+//      embedded; the host code goes to the LLVM dialect with every buffer
+//      allocated by libsoaprt in device memory (_mlir_memref_to_llvm_alloc);
+//   6. the C ABI for the driver, with "target": "gpu" in soap_model_info,
+//      and soap.target = "gpu" on the module for soap-translate.
+//
+//===----------------------------------------------------------------------===//
+
+#include "soap/codegen/GpuLowering.h"
+
+#include "LoweringSteps.h"
+#include "soap/Dialect/SoapDialect.h"
+#include "soap/codegen/BlasKernels.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Utils/Utils.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/UB/IR/UBOps.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "mlir/Target/LLVM/NVVM/Target.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/GPU/GPUToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
+
+#include "llvm/ADT/StringSwitch.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
+
+#include <cstdlib>
+
+using namespace mlir;
+
+namespace soap {
+
+namespace {
+
+/// Marks the scf.execute_region that holds one op's loops until they
+/// become a kernel.
+constexpr llvm::StringLiteral kKernelMarker = "soap_gpu_kernel";
+
+/// Threads per block of generated kernels.
+constexpr int64_t kBlockSize = 256;
+
+const char *kToParallelLoopsPipeline =
+    "func.func(convert-linalg-to-parallel-loops)";
+
+std::string toLLVMPipeline(const GpuLoweringOptions &options,
+                           StringRef libdevice) {
+  return llvm::formatv(
+      "gpu-kernel-outlining, "
+      "nvvm-attach-target{{chip={0} features={1} O=3 l={3}}, "
+      "gpu.module(convert-gpu-to-nvvm, canonicalize, cse, "
+      "reconcile-unrealized-casts), "
+      "func.func(fold-memref-alias-ops, canonicalize, cse), "
+      "expand-strided-metadata, lower-affine, convert-scf-to-cf, "
+      "func.func(canonicalize, cse), "
+      "finalize-memref-to-llvm{{use-generic-functions=true}, "
+      "convert-math-to-llvm, convert-math-to-libm, convert-arith-to-llvm, "
+      "convert-ub-to-llvm, convert-index-to-llvm, "
+      "convert-func-to-llvm{{use-bare-ptr-memref-call-conv=true}, "
+      "convert-cf-to-llvm, gpu-to-llvm, reconcile-unrealized-casts, "
+      "gpu-module-to-binary{{format={2}}",
+      options.chip, options.features, options.format, libdevice);
+}
+
+/// libdevice (the CUDA math library as LLVM bitcode) of the CUDA toolkit:
+/// under $CUDA_HOME, $CUDA_PATH or $CUDA_ROOT, next to the ptxas on PATH,
+/// or under /usr/local/cuda. Empty when none has it.
+std::string findLibdevice() {
+  SmallVector<std::string> roots;
+  for (const char *variable : {"CUDA_HOME", "CUDA_PATH", "CUDA_ROOT"})
+    if (const char *value = std::getenv(variable))
+      roots.push_back(value);
+  if (llvm::ErrorOr<std::string> ptxas =
+          llvm::sys::findProgramByName("ptxas"))
+    roots.push_back(llvm::sys::path::parent_path(
+                        llvm::sys::path::parent_path(*ptxas))
+                        .str());
+  roots.push_back("/usr/local/cuda");
+  for (const std::string &root : roots) {
+    SmallString<256> path(root);
+    llvm::sys::path::append(path, "nvvm", "libdevice", "libdevice.10.bc");
+    if (llvm::sys::fs::exists(path))
+      return path.str().str();
+  }
+  return "";
+}
+
+Value constantIndex(OpBuilder &b, Location loc, int64_t value) {
+  return arith::ConstantIndexOp::create(b, loc, value);
+}
+
+/// Elementwise chains become one kernel: an elementwise producer with one
+/// use fuses into its consumer, unless the consumer is a contraction or a
+/// convolution (which stay whole for cuBLAS and cuDNN).
+LogicalResult fuseElementwiseChains(ModuleOp module) {
+  MLIRContext *context = module.getContext();
+  RewritePatternSet patterns(context);
+  linalg::populateElementwiseOpsFusionPatterns(
+      patterns, [](OpOperand *fused) {
+        Operation *producer = fused->get().getDefiningOp();
+        auto consumer = dyn_cast<linalg::LinalgOp>(fused->getOwner());
+        return producer && producer->hasOneUse() && consumer &&
+               !linalg::isaContractionOpInterface(consumer) &&
+               !linalg::isaConvolutionOpInterface(consumer);
+      });
+  linalg::populateEraseUnusedOperandsAndResultsPatterns(patterns);
+  if (failed(applyPatternsGreedily(module, std::move(patterns))))
+    return module.emitError() << "elementwise fusion did not converge";
+  return success();
+}
+
+/// memref.copy (from bufferization) between device buffers: a kernel.
+void copiesToLinalg(ModuleOp module) {
+  SmallVector<memref::CopyOp> copies;
+  module.walk([&](memref::CopyOp copy) { copies.push_back(copy); });
+  for (memref::CopyOp copy : copies) {
+    OpBuilder b(copy);
+    linalg::CopyOp::create(b, copy.getLoc(), copy.getSource(),
+                           copy.getTarget());
+    copy.erase();
+  }
+}
+
+/// Each linalg op left on buffers: generalized, parallel loops first, alone
+/// in a marked scf.execute_region.
+void isolateKernels(ModuleOp module) {
+  SmallVector<linalg::LinalgOp> ops;
+  module.walk([&](linalg::LinalgOp op) {
+    if (op.hasPureBufferSemantics())
+      ops.push_back(op);
+  });
+  IRRewriter rewriter(module.getContext());
+  for (linalg::LinalgOp op : ops) {
+    rewriter.setInsertionPoint(op);
+    Operation *kernel = op;
+    auto generic = dyn_cast<linalg::GenericOp>(op.getOperation());
+    if (!generic) {
+      FailureOr<linalg::GenericOp> generalized =
+          linalg::generalizeNamedOp(rewriter, op);
+      if (succeeded(generalized)) {
+        generic = *generalized;
+        kernel = generic;
+      }
+    }
+    if (generic) {
+      SmallVector<unsigned> order;
+      SmallVector<utils::IteratorType> iterators =
+          generic.getIteratorTypesArray();
+      for (auto [i, it] : llvm::enumerate(iterators))
+        if (it == utils::IteratorType::parallel)
+          order.push_back(i);
+      for (auto [i, it] : llvm::enumerate(iterators))
+        if (it != utils::IteratorType::parallel)
+          order.push_back(i);
+      bool identity = llvm::all_of(llvm::enumerate(order), [](auto p) {
+        return p.index() == p.value();
+      });
+      if (!identity) {
+        FailureOr<linalg::GenericOp> interchanged =
+            linalg::interchangeGenericOp(rewriter, generic, order);
+        if (succeeded(interchanged))
+          kernel = *interchanged;
+      }
+    }
+    rewriter.setInsertionPoint(kernel);
+    auto region =
+        scf::ExecuteRegionOp::create(rewriter, kernel->getLoc(), TypeRange{});
+    region->setAttr(kKernelMarker, rewriter.getUnitAttr());
+    Block &block = region.getRegion().emplaceBlock();
+    kernel->moveBefore(&block, block.end());
+    rewriter.setInsertionPointToEnd(&block);
+    scf::YieldOp::create(rewriter, kernel->getLoc());
+  }
+}
+
+/// A gpu.launch of `grid` blocks of `block` threads before `before`, with
+/// an empty body (but its terminator); returns the launch.
+gpu::LaunchOp createLaunch(OpBuilder &b, Location loc, int64_t grid,
+                           int64_t block) {
+  Value one = constantIndex(b, loc, 1);
+  auto launch = gpu::LaunchOp::create(b, loc, constantIndex(b, loc, grid), one,
+                                      one, constantIndex(b, loc, block), one,
+                                      one);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToEnd(&launch.getBody().front());
+  gpu::TerminatorOp::create(b, loc);
+  return launch;
+}
+
+/// One thread per point of `loop`'s iteration space: the thread's linear
+/// index is split into the loop's induction variables (the last one
+/// fastest, so that neighbouring threads touch neighbouring elements of
+/// row-major buffers). False when a bound is not a constant.
+bool parallelLoopToLaunch(OpBuilder &b, scf::ParallelOp loop) {
+  SmallVector<int64_t> lower, counts, steps;
+  for (auto [lb, ub, step] : llvm::zip(loop.getLowerBound(),
+                                       loop.getUpperBound(), loop.getStep())) {
+    std::optional<int64_t> l = getConstantIntValue(lb);
+    std::optional<int64_t> u = getConstantIntValue(ub);
+    std::optional<int64_t> s = getConstantIntValue(step);
+    if (!l || !u || !s || *s <= 0)
+      return false;
+    lower.push_back(*l);
+    steps.push_back(*s);
+    counts.push_back(std::max<int64_t>(0, (*u - *l + *s - 1) / *s));
+  }
+  int64_t total = 1;
+  for (int64_t c : counts)
+    total *= c;
+  Location loc = loop.getLoc();
+  b.setInsertionPoint(loop);
+  if (total == 0) {
+    loop.erase();
+    return true;
+  }
+  int64_t block = std::min(total, kBlockSize);
+  gpu::LaunchOp launch = createLaunch(b, loc, (total + block - 1) / block,
+                                      block);
+  Block &body = launch.getBody().front();
+  b.setInsertionPoint(body.getTerminator());
+  Value id = arith::AddIOp::create(
+      b, loc,
+      arith::MulIOp::create(b, loc, launch.getBlockIds().x,
+                            constantIndex(b, loc, block)),
+      launch.getThreadIds().x);
+  Value inRange = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, id,
+                                        constantIndex(b, loc, total));
+  auto guard = scf::IfOp::create(b, loc, inRange, /*withElseRegion=*/false);
+  b.setInsertionPoint(guard.thenBlock()->getTerminator());
+  IRMapping mapping;
+  Value rest = id;
+  for (int64_t k = counts.size() - 1; k >= 0; --k) {
+    Value count = constantIndex(b, loc, counts[k]);
+    Value index = k == 0 ? rest : arith::RemUIOp::create(b, loc, rest, count);
+    if (k > 0)
+      rest = arith::DivUIOp::create(b, loc, rest, count);
+    Value iv = index;
+    if (steps[k] != 1)
+      iv = arith::MulIOp::create(b, loc, iv, constantIndex(b, loc, steps[k]));
+    if (lower[k] != 0)
+      iv = arith::AddIOp::create(b, loc, iv, constantIndex(b, loc, lower[k]));
+    mapping.map(loop.getInductionVars()[k], iv);
+  }
+  for (Operation &op : loop.getBody()->without_terminator())
+    b.clone(op, mapping);
+  loop.erase();
+  return true;
+}
+
+/// The ops of `block` but its terminator, on one GPU thread.
+void runOnOneThread(OpBuilder &b, Block &block) {
+  Operation *first = &block.front();
+  if (first == block.getTerminator())
+    return;
+  SmallVector<Operation *> ops;
+  for (Operation &op : block.without_terminator())
+    ops.push_back(&op);
+  b.setInsertionPoint(first);
+  gpu::LaunchOp launch = createLaunch(b, first->getLoc(), 1, 1);
+  Block &body = launch.getBody().front();
+  for (Operation *op : ops)
+    op->moveBefore(body.getTerminator());
+}
+
+/// Every marked execute_region: its loops become a kernel launch, then the
+/// region is inlined where it stands.
+void launchKernels(ModuleOp module) {
+  SmallVector<scf::ExecuteRegionOp> regions;
+  module.walk([&](scf::ExecuteRegionOp region) {
+    if (region->hasAttr(kKernelMarker))
+      regions.push_back(region);
+  });
+  IRRewriter rewriter(module.getContext());
+  for (scf::ExecuteRegionOp region : regions) {
+    Block &block = region.getRegion().front();
+    scf::ParallelOp loop;
+    bool onlyLoop = true;
+    for (Operation &op : block.without_terminator()) {
+      if (auto parallel = dyn_cast<scf::ParallelOp>(op)) {
+        onlyLoop &= !loop;
+        loop = parallel;
+      } else if (!isMemoryEffectFree(&op) || op.getNumRegions() != 0) {
+        onlyLoop = false;
+      }
+    }
+    if (!(loop && onlyLoop && parallelLoopToLaunch(rewriter, loop)))
+      runOnOneThread(rewriter, block);
+    rewriter.eraseOp(block.getTerminator());
+    rewriter.inlineBlockBefore(&block, region);
+    rewriter.eraseOp(region);
+  }
+}
+
+/// A pointer (!llvm.ptr) to the first element of `memref`.
+Value pointerTo(OpBuilder &b, Location loc, Value memref) {
+  Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
+  Value asInt = arith::IndexCastOp::create(b, loc, b.getI64Type(), base);
+  return LLVM::IntToPtrOp::create(
+      b, loc, LLVM::LLVMPointerType::get(b.getContext()), asInt);
+}
+
+/// Constants (memref.global) that kernels read live in host memory: each
+/// function copies the ones its kernels read into device buffers at its
+/// start (mgpuMemcpy) and frees them before it returns.
+LogicalResult copyGlobalsToDevice(ModuleOp module) {
+  MLIRContext *context = module.getContext();
+  Type ptr = LLVM::LLVMPointerType::get(context);
+  Type i64 = IntegerType::get(context, 64);
+  for (auto function : module.getOps<func::FuncOp>()) {
+    if (function.isExternal())
+      continue;
+    // Uses inside kernels of each global, by symbol.
+    llvm::MapVector<StringAttr, SmallVector<OpOperand *>> uses;
+    DenseMap<StringAttr, MemRefType> types;
+    function.walk([&](gpu::LaunchOp launch) {
+      launch.getBody().walk([&](Operation *op) {
+        for (OpOperand &operand : op->getOpOperands()) {
+          auto global = operand.get().getDefiningOp<memref::GetGlobalOp>();
+          if (!global || launch->isAncestor(global))
+            continue;
+          uses[global.getNameAttr().getAttr()].push_back(&operand);
+          types[global.getNameAttr().getAttr()] = global.getType();
+        }
+      });
+    });
+    if (uses.empty())
+      continue;
+    if (!function.getBody().hasOneBlock())
+      return function.emitError()
+             << "the GPU lowering needs a function body of one block";
+    Block &entry = function.getBody().front();
+    OpBuilder b(context);
+    b.setInsertionPointToStart(&entry);
+    Location loc = function.getLoc();
+    auto memcpy = module.lookupSymbol<func::FuncOp>("mgpuMemcpy");
+    if (!memcpy) {
+      OpBuilder top(context);
+      top.setInsertionPointToStart(module.getBody());
+      memcpy = func::FuncOp::create(
+          top, loc, "mgpuMemcpy",
+          top.getFunctionType({ptr, ptr, i64, ptr}, {}));
+      memcpy.setPrivate();
+    }
+    SmallVector<Value> copies;
+    for (auto &[name, operands] : uses) {
+      MemRefType type = types[name];
+      if (!type.hasStaticShape() || !type.getLayout().isIdentity())
+        return function.emitError()
+               << "a kernel reads the constant @" << name.getValue()
+               << " of type " << type
+               << ", which the GPU lowering cannot copy to the device";
+      Value host = memref::GetGlobalOp::create(b, loc, type, name.getValue());
+      Value device = memref::AllocOp::create(b, loc, type);
+      int64_t bytes =
+          type.getNumElements() * type.getElementTypeBitWidth() / 8;
+      Value size = arith::ConstantIntOp::create(b, loc, bytes, 64);
+      Value stream = LLVM::ZeroOp::create(b, loc, ptr);
+      func::CallOp::create(
+          b, loc, memcpy,
+          ValueRange{pointerTo(b, loc, device), pointerTo(b, loc, host), size,
+                     stream});
+      for (OpOperand *operand : operands)
+        operand->set(device);
+      copies.push_back(device);
+    }
+    function.walk([&](func::ReturnOp ret) {
+      OpBuilder at(ret);
+      for (Value device : copies)
+        memref::DeallocOp::create(at, ret.getLoc(), device);
+    });
+  }
+  return success();
+}
+
+/// Buffers that only host code reads and writes (the pointer arrays of the
+/// deallocation of buffers with dynamic ownership) go on the host stack
+/// instead of device memory.
+void keepHostBuffersOnHost(ModuleOp module) {
+  SmallVector<memref::AllocOp> allocs;
+  module.walk([&](memref::AllocOp alloc) {
+    if (alloc->getParentOfType<gpu::LaunchOp>() ||
+        !alloc.getType().hasStaticShape() ||
+        alloc.getType().getNumElements() > 4096)
+      return;
+    bool hostOnly = !alloc->use_empty();
+    for (Operation *user : alloc->getUsers()) {
+      bool access = isa<memref::LoadOp, memref::StoreOp>(user) &&
+                    !user->getParentOfType<gpu::LaunchOp>();
+      hostOnly &= access || isa<memref::DeallocOp>(user);
+    }
+    if (hostOnly)
+      allocs.push_back(alloc);
+  });
+  for (memref::AllocOp alloc : allocs) {
+    OpBuilder b(alloc);
+    auto alloca = memref::AllocaOp::create(b, alloc.getLoc(), alloc.getType());
+    for (Operation *user : llvm::make_early_inc_range(alloc->getUsers()))
+      if (isa<memref::DeallocOp>(user))
+        user->erase();
+    alloc.replaceAllUsesWith(alloca.getResult());
+    alloc.erase();
+  }
+}
+
+/// Host code may read and write only host memory: constants, stack
+/// buffers. Anything else left outside a kernel is an error.
+LogicalResult checkHostAccesses(ModuleOp module) {
+  WalkResult result = module->walk<WalkOrder::PreOrder>([&](Operation *op) {
+    if (isa<gpu::GPUModuleOp>(op) || isa<gpu::LaunchOp>(op))
+      return WalkResult::skip();
+    Value memref;
+    if (auto load = dyn_cast<memref::LoadOp>(op))
+      memref = load.getMemRef();
+    else if (auto store = dyn_cast<memref::StoreOp>(op))
+      memref = store.getMemRef();
+    if (!memref)
+      return WalkResult::advance();
+    Operation *def = memref.getDefiningOp();
+    if (def && isa<memref::GetGlobalOp, memref::AllocaOp>(def))
+      return WalkResult::advance();
+    op->emitError() << "the GPU lowering cannot access this buffer from the "
+                       "host (it lives in device memory): "
+                    << *op;
+    return WalkResult::interrupt();
+  });
+  return failure(result.wasInterrupted());
+}
+
+} // namespace
+
+std::optional<GpuMath> parseGpuMath(StringRef name) {
+  return llvm::StringSwitch<std::optional<GpuMath>>(name)
+      .Case("f32", GpuMath::F32)
+      .Case("tf32", GpuMath::TF32)
+      .Case("bf16", GpuMath::BF16)
+      .Default(std::nullopt);
+}
+
+LogicalResult lowerModuleForGpu(ModuleOp module,
+                                const GpuLoweringOptions &options,
+                                PipelineRunner runPipeline) {
+  if (options.format != "isa" && options.format != "fatbin")
+    return module.emitError() << "format=" << options.format
+                              << " is not one of isa (PTX), fatbin";
+  codegen::ModelDescription description;
+  description.target = "gpu";
+  if (failed(codegen::prepareEntry(module, options.entry, description)))
+    return failure();
+  codegen::foldTransposesIntoContractions(module);
+  if (failed(fuseElementwiseChains(module)))
+    return failure();
+  if (options.traceOps)
+    codegen::insertTraceHooks(module, description.ops);
+  if (failed(codegen::runParsed(module, codegen::getBufferizePipeline(),
+                                runPipeline)))
+    return failure();
+  codegen::replaceCommunicationPlaceholders(module);
+  codegen::replaceKernelsByGpuLibraryCalls(module,
+                                           static_cast<int64_t>(options.math));
+  copiesToLinalg(module);
+  isolateKernels(module);
+  if (failed(codegen::runParsed(module, kToParallelLoopsPipeline,
+                                runPipeline)))
+    return failure();
+  launchKernels(module);
+  keepHostBuffersOnHost(module);
+  if (failed(copyGlobalsToDevice(module)) ||
+      failed(checkHostAccesses(module)))
+    return failure();
+  module->setAttr("gpu.container_module", UnitAttr::get(module.getContext()));
+  module->setAttr(SoapDialect::getTargetAttrName(),
+                  StringAttr::get(module.getContext(), "gpu"));
+  std::string libdevice = findLibdevice();
+  if (libdevice.empty())
+    return module.emitError()
+           << "the GPU lowering needs libdevice "
+              "(nvvm/libdevice/libdevice.10.bc) from the CUDA toolkit: set "
+              "CUDA_HOME to the toolkit, or put its ptxas on PATH";
+  std::string pipeline = toLLVMPipeline(options, libdevice);
+  if (failed(codegen::runParsed(module, pipeline.c_str(), runPipeline)))
+    return failure();
+  return codegen::emitRuntimeInterface(module, codegen::kEntrySymbol,
+                                       description);
+}
+
+void getGpuLoweringDependentDialects(DialectRegistry &registry) {
+  getCpuLoweringDependentDialects(registry);
+  GpuLoweringOptions defaults;
+  std::string pipeline = toLLVMPipeline(defaults, "");
+  for (const char *text : {kToParallelLoopsPipeline, pipeline.c_str()}) {
+    OpPassManager pm(ModuleOp::getOperationName());
+    if (succeeded(parsePassPipeline(text, pm)))
+      pm.getDependentDialects(registry);
+  }
+  registry.insert<gpu::GPUDialect, NVVM::NVVMDialect, math::MathDialect>();
+  // gpu-module-to-binary translates kernels to LLVM IR and compiles them.
+  NVVM::registerNVVMTargetInterfaceExternalModels(registry);
+  registerBuiltinDialectTranslation(registry);
+  registerLLVMDialectTranslation(registry);
+  registerNVVMDialectTranslation(registry);
+  registerGPUDialectTranslation(registry);
+}
+
+} // namespace soap
