@@ -219,14 +219,12 @@ LtPlan &ltPlan(const Gemm &g, int64_t math) {
       cublasLt(), plan.desc, plan.a, plan.b, plan.c, plan.c, preference, 1,
       &result, &found);
   cublasLtMatmulPreferenceDestroy(preference);
-  // No algorithm (an unusual layout): cublasGemmEx takes over.
+  // No algorithm for this combination (a layout or compute type cuBLASLt
+  // does not take): cublasGemmEx runs it, and reports what is wrong.
   if (status == CUBLAS_STATUS_SUCCESS && found > 0) {
     plan.algo = result.algo;
     plan.workspace = result.workspaceSize;
     plan.usable = true;
-  } else if (status != CUBLAS_STATUS_SUCCESS &&
-             status != CUBLAS_STATUS_NOT_SUPPORTED) {
-    check(status, "cublasLtMatmulAlgoGetHeuristic");
   }
   return plan;
 }
@@ -456,7 +454,9 @@ void soaprt_gpu_conv2d_nchw_fchw_f32(
     int chosen = -1;
     for (int i = 0; i < returned && chosen < 0; ++i)
       if (perf[i].status == CUDNN_STATUS_SUCCESS &&
-          (math != SOAPRT_MATH_F32 || perf[i].mathType != CUDNN_TENSOR_OP_MATH))
+          (math != SOAPRT_MATH_F32 ||
+           (perf[i].mathType != CUDNN_TENSOR_OP_MATH &&
+            perf[i].mathType != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION)))
         chosen = i;
     if (chosen < 0)
       failWith(std::string(what) +

@@ -296,8 +296,7 @@ LogicalResult toExecutable(Operation *op, llvm::raw_ostream &output) {
     if (!module.lookupSymbol(symbol))
       return module.emitError()
              << "the module has no @" << symbol
-             << "; lower it with soap-opt --soap-lower-cpu (or "
-                "--soap-lower-gpu) first";
+             << "; lower it with soap-opt --soap-lower-cpu first";
   std::string error;
   std::optional<std::string> rtDir = runtimeDir(error);
   if (!rtDir)

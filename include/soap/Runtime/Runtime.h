@@ -3,7 +3,9 @@
  * Code that `--soap-lower-cpu` emits calls the soaprt_* kernels below, and
  * defines the soap_* symbols at the end that the driver (runtime/Driver.cpp)
  * reads. Everything is plain C so that any code generator can target it.
- * The communication calls (MPI backend, runtime/Comm.cpp) are here too.
+ * The communication calls (MPI backend, runtime/Comm.cpp) are here too, and
+ * what `--soap-lower-gpu` code calls: the soaprt_gpu_* kernels and MLIR's
+ * mgpu* GPU runtime ABI (libsoaprt_gpu, runtime/Gpu*.cpp).
  *
  *===----------------------------------------------------------------------===*/
 
@@ -263,7 +265,10 @@ void mgpuMemset16(void *dst, unsigned short value, size_t count,
 void soap_train_step_packed(void **buffers);
 
 /** A NUL-terminated JSON object describing the entry's arguments and
- *  results, the traced ops and the device count (docs/lowering.md). */
+ *  results, the traced ops and the device count (docs/lowering.md).
+ *  `"target": "gpu"` (absent: "cpu") says that soap_train_step_packed takes
+ *  device pointers: the driver then keeps device copies of the arguments
+ *  and results (and needs libsoaprt_gpu). */
 extern const char soap_model_info[];
 
 /** One pointer per argument: its initial values (dense row-major), or null
