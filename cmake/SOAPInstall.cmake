@@ -40,3 +40,6 @@ install(DIRECTORY ${PROJECT_SOURCE_DIR}/machines/
 # The runtime that soap-translate --soap-to-executable links into every
 # executable; an installed soap-translate looks for it in the libdir.
 install(TARGETS soaprt soaprt_driver ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
+if(TARGET soaprt_gpu)
+  install(TARGETS soaprt_gpu ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
+endif()

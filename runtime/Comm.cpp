@@ -14,6 +14,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Comm.h"
+#include "GpuHooks.h"
 #include "Trace.h"
 
 #include "soap/Runtime/Runtime.h"
@@ -278,6 +279,8 @@ void commGatherToRoot(const void *local, size_t bytes, void *all) {
 }
 
 void commCompletePendingSends() {
+  if (gpuHooks)
+    gpuHooks->completePendingSends();
 #if SOAP_HAVE_MPI
   State &s = state();
   for (State::PendingSend *send : s.sends) {
@@ -304,6 +307,12 @@ void commFinalize() {
 #endif
 }
 
+bool commEnter(const char *what, const int64_t *group, int64_t size) {
+  return enter(what, group, size);
+}
+
+size_t commElementBytes(int64_t dtype) { return elementBytes(dtype); }
+
 void commFail(const std::string &message, int code) {
   State &s = state();
   std::fflush(stdout);
@@ -329,6 +338,8 @@ int64_t soaprt_rank(void) { return state().rank; }
 
 void soaprt_all_reduce(const void *in, void *out, int64_t count, int64_t dtype,
                        int64_t op, const int64_t *group, int64_t groupSize) {
+  if (onGpu(in) || onGpu(out)) // device buffers: GpuComm.cpp
+    return gpuHooks->allReduce(in, out, count, dtype, op, group, groupSize);
   if (!enter("soap.all_reduce", group, groupSize))
     return;
   size_t bytes = count * elementBytes(dtype);
@@ -348,6 +359,8 @@ void soaprt_all_reduce(const void *in, void *out, int64_t count, int64_t dtype,
 
 void soaprt_all_gather(const void *in, void *out, int64_t outer, int64_t chunk,
                        int64_t dtype, const int64_t *group, int64_t groupSize) {
+  if (onGpu(in) || onGpu(out))
+    return gpuHooks->allGather(in, out, outer, chunk, dtype, group, groupSize);
   if (!enter("soap.all_gather", group, groupSize))
     return;
   size_t chunkBytes = chunk * elementBytes(dtype);
@@ -374,6 +387,9 @@ void soaprt_all_gather(const void *in, void *out, int64_t outer, int64_t chunk,
 void soaprt_reduce_scatter(const void *in, void *out, int64_t outer,
                            int64_t chunk, int64_t dtype, int64_t op,
                            const int64_t *group, int64_t groupSize) {
+  if (onGpu(in) || onGpu(out))
+    return gpuHooks->reduceScatter(in, out, outer, chunk, dtype, op, group,
+                                   groupSize);
   if (!enter("soap.reduce_scatter", group, groupSize))
     return;
   size_t chunkBytes = chunk * elementBytes(dtype);
@@ -405,6 +421,9 @@ void soaprt_all_to_all(const void *in, void *out, int64_t splitOuter,
                        int64_t splitChunk, int64_t concatOuter,
                        int64_t concatChunk, int64_t dtype, const int64_t *group,
                        int64_t groupSize) {
+  if (onGpu(in) || onGpu(out))
+    return gpuHooks->allToAll(in, out, splitOuter, splitChunk, concatOuter,
+                              concatChunk, dtype, group, groupSize);
   if (!enter("soap.all_to_all", group, groupSize))
     return;
   size_t bytes = elementBytes(dtype);
@@ -432,6 +451,8 @@ void soaprt_all_to_all(const void *in, void *out, int64_t splitOuter,
 
 void soaprt_broadcast(const void *in, void *out, int64_t count, int64_t dtype,
                       int64_t root, const int64_t *group, int64_t groupSize) {
+  if (onGpu(in) || onGpu(out))
+    return gpuHooks->broadcast(in, out, count, dtype, root, group, groupSize);
   if (!enter("soap.broadcast", group, groupSize))
     return;
   int64_t rootIndex = -1;
@@ -457,6 +478,8 @@ void soaprt_broadcast(const void *in, void *out, int64_t count, int64_t dtype,
 void soaprt_send(const void *in, int64_t count, int64_t dtype,
                  const int64_t *from, const int64_t *to, int64_t pairs,
                  int64_t tag) {
+  if (onGpu(in))
+    return gpuHooks->send(in, count, dtype, from, to, pairs, tag);
   checkDevices("soap.send", from, pairs);
   checkDevices("soap.send", to, pairs);
   State &s = state();
@@ -487,6 +510,8 @@ void soaprt_send(const void *in, int64_t count, int64_t dtype,
 
 void soaprt_recv(void *out, int64_t count, int64_t dtype, const int64_t *from,
                  const int64_t *to, int64_t pairs, int64_t tag) {
+  if (onGpu(out))
+    return gpuHooks->recv(out, count, dtype, from, to, pairs, tag);
   checkDevices("soap.recv", from, pairs);
   checkDevices("soap.recv", to, pairs);
   State &s = state();

@@ -10,6 +10,8 @@
 #ifndef SOAP_RUNTIME_COMM_H
 #define SOAP_RUNTIME_COMM_H
 
+#include <cstddef>
+#include <cstdint>
 #include <string>
 
 namespace soaprt {
@@ -37,6 +39,12 @@ void commCompletePendingSends();
 /// Rank 0 receives `bytes` from every rank, in rank order, into `all`
 /// (size x bytes; only rank 0's is written). One rank: a copy.
 void commGatherToRoot(const void *local, size_t bytes, void *all);
+
+/// For the GPU backend (GpuComm.cpp): checks that every rank of `group`
+/// exists and returns whether this rank is a member (as the MPI
+/// collectives do first), and the size of an element of `dtype`.
+bool commEnter(const char *what, const int64_t *group, int64_t size);
+size_t commElementBytes(int64_t dtype);
 
 /// Completes pending sends and shuts MPI down.
 void commFinalize();

@@ -8,11 +8,20 @@
 // devices) every rank runs this loop on its shard after MPI starts; rank 0
 // alone prints, saves and reports the slowest rank's step times.
 //
+// A GPU model ("target": "gpu" in soap_model_info) keeps the host buffers
+// for initial values, data files, checkpoints and gathering, and device
+// copies that the step receives (through libsoaprt_gpu's GpuHooks, so that
+// this file needs no CUDA): arguments go to the device once (and after each
+// data fill), results replace their arguments on the device by pointer
+// swaps, the loss comes back after each step, and state is copied back
+// before it is saved.
+//
 //===----------------------------------------------------------------------===//
 
 #include "Checkpoint.h"
 #include "Comm.h"
 #include "FileIO.h"
+#include "GpuHooks.h"
 #include "Model.h"
 #include "Trace.h"
 #include "soap/Runtime/Runtime.h"
@@ -63,7 +72,8 @@ struct Options {
 };
 
 /// Exit codes (docs/runtime.md).
-constexpr int kFileError = 1, kUsageError = 2, kLossError = 3, kRankError = 4;
+constexpr int kFileError = 1, kUsageError = 2, kLossError = 3, kRankError = 4,
+              kGpuError = 5;
 
 /// Under MPI the message names the rank and the whole job ends.
 [[noreturn]] void fail(const std::string &message, int code = kFileError) {
@@ -146,24 +156,82 @@ struct Run {
   std::vector<int> feedsBack;
   int lossResult = -1;
   std::vector<void *> pointers;
+  /// A GPU model: device copies of args and results, which the step gets.
+  bool gpu = false;
+  std::vector<void *> deviceArgs, deviceResults;
 
+  ~Run() {
+    for (auto *list : {&deviceArgs, &deviceResults})
+      for (void *p : *list)
+        gpuHooks->free(p);
+  }
   void refreshPointers() {
     pointers.clear();
+    if (gpu) {
+      pointers.insert(pointers.end(), deviceArgs.begin(), deviceArgs.end());
+      pointers.insert(pointers.end(), deviceResults.begin(),
+                      deviceResults.end());
+      return;
+    }
     for (Buffer &b : args)
       pointers.push_back(b.data());
     for (Buffer &b : results)
       pointers.push_back(b.data());
   }
-  double loss() const {
+  /// Starts the GPU (after MPI: the device follows the rank) and allocates
+  /// the device buffers; results start zeroed like the host ones.
+  void startDevice() {
+    gpuHooks->start();
+    for (Buffer &b : args)
+      deviceArgs.push_back(gpuHooks->alloc(b.size()));
+    for (Buffer &b : results) {
+      deviceResults.push_back(gpuHooks->alloc(b.size()));
+      gpuHooks->toDevice(deviceResults.back(), b.data(), b.size());
+    }
+    for (size_t a = 0; a < args.size(); ++a)
+      upload(a);
+    refreshPointers();
+  }
+  /// Host argument -> its device copy.
+  void upload(size_t a) {
+    if (gpu)
+      gpuHooks->toDevice(deviceArgs[a], args[a].data(), args[a].size());
+  }
+  /// After the step function returns: on a GPU, issue deferred sends and
+  /// wait for the device, so that times and the loss are the step's.
+  void finishStep() {
+    if (!gpu)
+      return;
+    commCompletePendingSends();
+    gpuHooks->synchronize();
+  }
+  double loss() {
     const TensorSpec &spec = model.results[lossResult];
+    if (gpu)
+      gpuHooks->toHost(results[lossResult].data(), deviceResults[lossResult],
+                       spec.elementBytes());
     return elementAsDouble(results[lossResult].data(), spec.dtype, 0);
   }
+  /// A GPU model's training state back in the host buffers (to save it).
+  void downloadState() {
+    if (!gpu)
+      return;
+    for (size_t a = 0; a < args.size(); ++a)
+      if (model.args[a].role == "param" || model.args[a].role == "opt_state")
+        gpuHooks->toHost(args[a].data(), deviceArgs[a], args[a].size());
+  }
   /// Results replace their arguments (the step never writes arguments, so
-  /// the old values become the next step's result buffers).
+  /// the old values become the next step's result buffers). On a GPU the
+  /// device pointers are swapped; the host copies of state go stale until
+  /// downloadState.
   void feedBack() {
     for (size_t r = 0; r < results.size(); ++r)
-      if (feedsBack[r] >= 0)
-        args[feedsBack[r]].swap(results[r]);
+      if (feedsBack[r] >= 0) {
+        if (gpu)
+          std::swap(deviceArgs[feedsBack[r]], deviceResults[r]);
+        else
+          args[feedsBack[r]].swap(results[r]);
+      }
     refreshPointers();
   }
 };
@@ -177,6 +245,14 @@ void setUp(Run &run, const Options &options) {
   if (!run.model.parse(soap_model_info, error))
     fail(error);
   ModelInfo &model = run.model;
+  if (model.target == "gpu") {
+    if (!gpuHooks)
+      fail("this executable runs a GPU model (\"target\": \"gpu\") but "
+           "was linked without libsoaprt_gpu (SOAP was built without CUDA, "
+           "cuDNN and NCCL?)",
+           kGpuError);
+    run.gpu = true;
+  }
   for (size_t a = 0; a < model.args.size(); ++a)
     run.args.emplace_back(model.args[a].bytes());
   for (size_t r = 0; r < model.results.size(); ++r) {
@@ -343,6 +419,7 @@ struct DataSource {
       size_t which = static_cast<size_t>(step % batches[a]);
       std::memcpy(run.args[a].data(), perArg[a]->bytes.data() + which * bytes,
                   bytes);
+      run.upload(a);
     }
   }
 };
@@ -426,12 +503,15 @@ int main(int argc, char **argv) {
   bool haveData = !options.data.empty();
   if (haveData)
     data.open(run, options.data);
+  if (run.gpu)
+    run.startDevice();
 
   // Warm-up steps run on the current state and discard their results.
   for (long i = 0; i < options.warmup; ++i) {
     if (haveData)
       data.fill(run, step);
     soap_train_step_packed(run.pointers.data());
+    run.finishStep();
     commCompletePendingSends();
   }
 
@@ -444,6 +524,7 @@ int main(int argc, char **argv) {
       data.fill(run, step);
     double start = nowUs();
     soap_train_step_packed(run.pointers.data());
+    run.finishStep();
     double elapsed = nowUs() - start;
     commCompletePendingSends();
     ++step;
@@ -483,8 +564,10 @@ int main(int argc, char **argv) {
 
   // Every rank takes part (sharded state is gathered); rank 0 writes.
   std::string error;
-  if (!options.save.empty())
+  if (!options.save.empty()) {
+    run.downloadState();
     saveCheckpoint(run, options.save, step);
+  }
   if (tracing && !writeChromeTrace(traceFileOfRank(options.trace),
                                    run.model.opNames, error))
     fail(error);

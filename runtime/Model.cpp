@@ -100,6 +100,16 @@ bool ModelInfo::parse(const char *text, std::string &error) {
     for (const auto &op : j.at("ops"))
       opNames.push_back(op.is_string() ? op.get<std::string>()
                                        : op.value("name", std::string("op")));
+  if (j.contains("target")) {
+    const auto &value = j.at("target");
+    if (!value.is_string() ||
+        (value.get<std::string>() != "cpu" && value.get<std::string>() != "gpu")) {
+      error = "the model description's 'target' is " + value.dump() +
+              ", not \"cpu\" or \"gpu\"";
+      return false;
+    }
+    target = value.get<std::string>();
+  }
   if (j.contains("num_devices")) {
     if (!j.at("num_devices").is_number_integer() ||
         j.at("num_devices").get<int64_t>() < 1) {

@@ -51,6 +51,9 @@ struct ModelInfo {
   std::vector<TensorSpec> args, results;
   std::vector<std::string> opNames; // "linalg.matmul (model.mlir:12:5)"
   int64_t numDevices = 1;           // ranks the SPMD program runs on
+  /// Where the step runs: "cpu" (host buffers), or "gpu" (the step takes
+  /// device buffers; the driver needs libsoaprt_gpu). Absent means cpu.
+  std::string target = "cpu";
 
   /// Parses soap_model_info; false with `error` when it is malformed.
   bool parse(const char *json, std::string &error);

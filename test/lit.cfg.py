@@ -57,3 +57,25 @@ libdevice = os.path.join(cuda_root, "nvvm", "libdevice", "libdevice.10.bc")
 if os.access(ptxas, os.X_OK) and os.path.isfile(libdevice):
     config.available_features.add("cuda-toolkit")
     config.substitutions.append(("%ptxas", ptxas))
+
+# GPU: "soap-gpu-runtime" when SOAP was built with libsoaprt_gpu (CUDA,
+# cuDNN, NCCL found), "cuda-gpu" when, in addition, nvidia-smi lists a GPU
+# here (GPU-only tests say REQUIRES: cuda-gpu). %gpu_pipeline lowers
+# upstream gpu/func ops to LLVM with PTX kernels (JIT-compiled by the
+# driver at run time, so any NVIDIA GPU runs them and ptxas is not needed).
+if config.soap_have_cuda.upper() in ("ON", "TRUE", "1", "YES"):
+    config.available_features.add("soap-gpu-runtime")
+    nvidia_smi = shutil.which("nvidia-smi")
+    if nvidia_smi:
+        import subprocess
+        try:
+            listing = subprocess.run([nvidia_smi, "-L"], capture_output=True,
+                                     text=True, timeout=60)
+            if listing.returncode == 0 and "GPU " in listing.stdout:
+                config.available_features.add("cuda-gpu")
+        except (OSError, subprocess.SubprocessError):
+            pass
+config.substitutions.append(
+    ("%gpu_pipeline",
+     "--gpu-lower-to-nvvm-pipeline=\"cubin-chip=sm_75 cubin-features=+ptx70 "
+     "cubin-format=isa\""))

@@ -5,7 +5,11 @@
 // (the host CPU's features unless --soap-target-cpu says otherwise) -> an
 // object file, linked with `c++` (or $CXX) against libsoaprt_driver,
 // libsoaprt, OpenBLAS, libm and the MPI libraries libsoaprt's backend was
-// built with (none when SOAP was built without MPI). libsoaprt is looked for in
+// built with (none when SOAP was built without MPI). A module with
+// soap.target = "gpu" (--soap-lower-gpu) also links libsoaprt_gpu (all of
+// it: its static initializer connects the driver to the GPU) and the CUDA
+// runtime, cuBLAS, cuBLASLt, cuDNN and NCCL found when SOAP was configured,
+// with rpaths to their folders. libsoaprt is looked for in
 // $SOAP_RUNTIME_DIR, then beside soap-translate (../lib), then in this
 // build tree, then in the install prefix.
 //
@@ -20,8 +24,7 @@
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/InitAllDialects.h"
-#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
-#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/All.h"
 #include "mlir/Target/LLVMIR/Export.h"
 #include "mlir/Tools/mlir-translate/Translation.h"
 
@@ -106,6 +109,49 @@ std::optional<std::string> runtimeDir(std::string &error) {
           " (build the soaprt and soaprt_driver targets, or set "
           "SOAP_RUNTIME_DIR)";
   return std::nullopt;
+}
+
+/// Whether the module runs on a GPU (soap.target = "gpu").
+bool targetsGpu(ModuleOp module) {
+  auto target = module->getAttrOfType<StringAttr>("soap.target");
+  return target && target.getValue() == "gpu";
+}
+
+/// The linker arguments of a GPU executable: libsoaprt_gpu, then the CUDA
+/// libraries found when SOAP was configured, with rpaths. Fails when SOAP
+/// was built without GPU support or a library has gone missing.
+std::optional<std::vector<std::string>> gpuLinkArguments(const std::string &rtDir,
+                                                         std::string &error) {
+  llvm::SmallVector<llvm::StringRef> libraries, folders;
+  llvm::StringRef(SOAP_GPU_LINK_LIBRARIES)
+      .split(libraries, '|', /*MaxSplit=*/-1, /*KeepEmpty=*/false);
+  llvm::StringRef(SOAP_GPU_RPATH_DIRS)
+      .split(folders, '|', /*MaxSplit=*/-1, /*KeepEmpty=*/false);
+  if (libraries.empty()) {
+    error = "the module targets a GPU (soap.target = \"gpu\") but SOAP was "
+            "built without GPU support (it needs the CUDA toolkit >= 12, "
+            "cuDNN and NCCL at configure time; see docs/runtime.md)";
+    return std::nullopt;
+  }
+  if (!llvm::sys::fs::exists(rtDir + "/libsoaprt_gpu.a")) {
+    error = "cannot find libsoaprt_gpu.a in " + rtDir +
+            " (build the soaprt_gpu target)";
+    return std::nullopt;
+  }
+  std::vector<std::string> args = {"-Wl,--whole-archive", "-lsoaprt_gpu",
+                                   "-Wl,--no-whole-archive"};
+  for (llvm::StringRef library : libraries) {
+    if (!llvm::sys::fs::exists(library)) {
+      error = "the GPU library " + library.str() +
+              " that libsoaprt_gpu was built with is missing (reinstall it, "
+              "or rebuild SOAP)";
+      return std::nullopt;
+    }
+    args.push_back(library.str());
+  }
+  for (llvm::StringRef folder : folders)
+    args.push_back("-Wl,-rpath," + folder.str());
+  return args;
 }
 
 /// The MPI libraries recorded when libsoaprt was built (CMake's FindMPI);
@@ -197,7 +243,8 @@ LogicalResult emitObject(ModuleOp module, llvm::StringRef objectPath,
 
 LogicalResult link(llvm::StringRef objectPath, llvm::StringRef exePath,
                    const std::string &rtDir,
-                   const std::vector<std::string> &mpi, std::string &error) {
+                   const std::vector<std::string> &mpi,
+                   const std::vector<std::string> &gpu, std::string &error) {
   const char *cxx = std::getenv("CXX");
   auto program = llvm::sys::findProgramByName(cxx && *cxx ? cxx : "c++");
   if (!program) {
@@ -213,10 +260,12 @@ LogicalResult link(llvm::StringRef objectPath, llvm::StringRef exePath,
                                    "-o",
                                    exePath.str(),
                                    "-L" + rtDir,
-                                   "-lsoaprt_driver",
-                                   "-lsoaprt",
+                                   "-lsoaprt_driver"};
+  // libsoaprt_gpu needs libsoaprt: before it.
+  args.insert(args.end(), gpu.begin(), gpu.end());
+  args.insert(args.end(), {"-lsoaprt",
                                    "-lopenblas",
-                                   "-lm"};
+                                   "-lm"});
   args.insert(args.end(), mpi.begin(), mpi.end());
   std::vector<llvm::StringRef> argRefs(args.begin(), args.end());
   std::optional<llvm::StringRef> redirects[] = {std::nullopt, log.path.str(),
@@ -255,6 +304,13 @@ LogicalResult toExecutable(Operation *op, llvm::raw_ostream &output) {
   std::optional<std::vector<std::string>> mpi = mpiLibraries(error);
   if (!mpi)
     return module.emitError() << error;
+  std::vector<std::string> gpu;
+  if (targetsGpu(module)) {
+    std::optional<std::vector<std::string>> args = gpuLinkArguments(*rtDir, error);
+    if (!args)
+      return module.emitError() << error;
+    gpu = std::move(*args);
+  }
   std::optional<int64_t> devices = soap::getDeclaredNumDevices(module);
   if (mpi->empty() && devices && *devices > 1)
     return module.emitError()
@@ -265,7 +321,7 @@ LogicalResult toExecutable(Operation *op, llvm::raw_ostream &output) {
   if (!makeTemporary("o", object, error) || !makeTemporary("exe", exe, error))
     return module.emitError() << error;
   if (failed(emitObject(module, object.path, error)) ||
-      failed(link(object.path, exe.path, *rtDir, *mpi, error)))
+      failed(link(object.path, exe.path, *rtDir, *mpi, gpu, error)))
     return module.emitError() << error;
   auto bytes = llvm::MemoryBuffer::getFile(exe.path, /*IsText=*/false,
                                            /*RequiresNullTerminator=*/false);
@@ -282,12 +338,14 @@ namespace soap {
 void registerToExecutableTranslation() {
   TranslateFromMLIRRegistration registration(
       "soap-to-executable",
-      "Compile a module lowered by --soap-lower-cpu into a native executable "
-      "(object code for this CPU linked with libsoaprt and OpenBLAS)",
+      "Compile a module lowered by --soap-lower-cpu (or --soap-lower-gpu) "
+      "into a native executable (object code for this CPU linked with "
+      "libsoaprt and OpenBLAS; for soap.target = \"gpu\" also "
+      "libsoaprt_gpu, CUDA, cuBLAS, cuDNN and NCCL)",
       toExecutable, [](DialectRegistry &registry) {
         registerAllDialects(registry);
-        registerBuiltinDialectTranslation(registry);
-        registerLLVMDialectTranslation(registry);
+        // gpu.binary and NVVM ops of --soap-lower-gpu modules too.
+        registerAllToLLVMIRTranslations(registry);
       });
 }
 

@@ -3,13 +3,17 @@
  * Code that `--soap-lower-cpu` emits calls the soaprt_* kernels below, and
  * defines the soap_* symbols at the end that the driver (runtime/Driver.cpp)
  * reads. Everything is plain C so that any code generator can target it.
- * The communication calls (MPI backend, runtime/Comm.cpp) are here too.
+ * The communication calls (MPI backend, runtime/Comm.cpp) are here too, and
+ * what `--soap-lower-gpu` code calls: the soaprt_gpu_* kernels and MLIR's
+ * mgpu* GPU runtime ABI (libsoaprt_gpu, runtime/Gpu*.cpp).
  *
  *===----------------------------------------------------------------------===*/
 
 #ifndef SOAP_RUNTIME_RUNTIME_H
 #define SOAP_RUNTIME_RUNTIME_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -81,7 +85,16 @@ void soaprt_op_end(int64_t id);
  * `out` as it is. Sizes are in elements of `dtype`. Every MPI call is
  * checked: a failure prints the rank, the call and MPI's reason, and aborts
  * the whole job. Without MPI (one rank, no mpirun) a group of rank 0 alone
- * works by copying.                                                        */
+ * works by copying.
+ *
+ * Device buffers (libsoaprt_gpu linked and started, cudaPointerGetAttributes
+ * says device or managed memory) go to the GPU backend instead: NCCL on the
+ * compute stream (returning before the transfer ends, like a kernel), or
+ * pinned host copies around the MPI calls above when ranks share a GPU
+ * (SOAP_GPU_COMM=nccl|mpi; docs/runtime.md). A soaprt_send of device memory
+ * under NCCL is issued at the next communication call or at the end of the
+ * step, grouped with the receives there, so that exchanges in both
+ * directions cannot deadlock.                                              */
 
 /** Element types (`dtype`) and reductions (`op`, as soap::ReductionKind). */
 enum {
@@ -136,6 +149,114 @@ void soaprt_recv(void *out, int64_t count, int64_t dtype,
                  const int64_t *from, const int64_t *to, int64_t pairs,
                  int64_t tag);
 
+/*--- GPU kernels (libsoaprt_gpu) ---------------------------------------------*
+ * What `--soap-lower-gpu` emits for contractions, convolutions and poolings:
+ * the kernels above on device pointers, with the same accumulating
+ * semantics and (pointer to element 0, element stride per dimension)
+ * operands, enqueued on the runtime's single compute stream (see
+ * mgpuStreamCreate below) and returning before they finish. Defined only in
+ * libsoaprt_gpu, which SOAP builds where the CUDA toolkit, cuDNN and NCCL
+ * are found. Any failure, and any operand layout the library cannot read,
+ * prints `error: [rank R: ]<call> failed: <reason>` (or names the operand)
+ * and ends the job with exit status 5.
+ *
+ * Supported layouts: every matrix (each batch's, for batch_matmul) needs a
+ * unit-stride dimension — row-major, column-major (a transposed operand) or
+ * a subview of one — since cuBLAS reads nothing else; a matrix whose
+ * strides are both above 1 is an error, so the compiler copies such an
+ * operand first. Convolution and pooling tensors take any non-negative
+ * strides (cuDNN tensor descriptors); a convolution filter that is not dense
+ * F x C x KH x KW is copied to a dense scratch buffer first. Sizes and
+ * strides must fit in an int. */
+
+/** Math modes (`math`): exact FP32; TF32 tensor cores (inputs rounded to
+ *  10 mantissa bits, f32 accumulation); BF16 (cuBLAS rounds the f32
+ *  operands to bf16 and accumulates in f32; convolutions, which cuDNN
+ *  cannot run with bf16 inputs and f32 outputs, run as TF32). Outputs are
+ *  always f32. */
+enum { SOAPRT_MATH_F32 = 0, SOAPRT_MATH_TF32 = 1, SOAPRT_MATH_BF16 = 2 };
+
+/** C[m,n] += sum_k A[m,k] * B[k,n] on the GPU (cuBLASLt for products of
+ *  at least 2^24 multiply-adds, cuBLAS otherwise; SOAP_GPU_MATMUL=
+ *  cublas|cublaslt forces one). */
+void soaprt_gpu_matmul_f32(int64_t math, int64_t m, int64_t n, int64_t k,
+                           const float *a, int64_t am, int64_t ak,
+                           const float *b, int64_t bk, int64_t bn, float *c,
+                           int64_t cm, int64_t cn);
+
+/** C[i,m,n] += sum_k A[i,m,k] * B[i,k,n] (cublasGemmStridedBatchedEx; a
+ *  batch stride of 0 broadcasts A or B). */
+void soaprt_gpu_batch_matmul_f32(int64_t math, int64_t batch, int64_t m,
+                                 int64_t n, int64_t k, const float *a,
+                                 int64_t ab, int64_t am, int64_t ak,
+                                 const float *b, int64_t bb, int64_t bk,
+                                 int64_t bn, float *c, int64_t cb, int64_t cm,
+                                 int64_t cn);
+
+/** out[n,f,y,x] += sum_{c,i,j} in[n,c,y*sh+i*dh,x*sw+j*dw] * filter[f,c,i,j]
+ *  (cudnnConvolutionForward with beta = 1; no padding: pads are explicit in
+ *  the IR). Input rows and columns beyond those the windows reach are
+ *  ignored, as linalg does. */
+void soaprt_gpu_conv2d_nchw_fchw_f32(
+    int64_t math, int64_t n, int64_t c, int64_t h, int64_t w, int64_t f,
+    int64_t kh, int64_t kw, int64_t oh, int64_t ow, int64_t sh, int64_t sw,
+    int64_t dh, int64_t dw, const float *in, int64_t isn, int64_t isc,
+    int64_t ish, int64_t isw, const float *filter, int64_t fsf, int64_t fsc,
+    int64_t fsh, int64_t fsw, float *out, int64_t osn, int64_t osf,
+    int64_t osh, int64_t osw);
+
+/** Pooling kinds (`kind`). */
+enum { SOAPRT_POOL_MAX = 0, SOAPRT_POOL_SUM = 1 };
+
+/** linalg.pooling_nchw_max / _sum: out[n,c,y,x] = max(out[n,c,y,x], window
+ *  max), or out += window sum, over the kh x kw window at (y*sh, x*sw).
+ *  cuDNN pooling (max: into a runtime-owned scratch buffer, then
+ *  cudnnOpTensor MAX into out, NaN propagating; sum: the window mean scaled
+ *  by kh*kw and added, so it may differ from a sequential sum in the last
+ *  bits). cuDNN has no dilated pooling: dh or dw other than 1 is an error. */
+void soaprt_gpu_pool2d_nchw_f32(int64_t kind, int64_t n, int64_t c, int64_t h,
+                                int64_t w, int64_t kh, int64_t kw, int64_t oh,
+                                int64_t ow, int64_t sh, int64_t sw, int64_t dh,
+                                int64_t dw, const float *in, int64_t isn,
+                                int64_t isc, int64_t ish, int64_t isw,
+                                float *out, int64_t osn, int64_t osc,
+                                int64_t osh, int64_t osw);
+
+/*--- MLIR's GPU runtime ABI (libsoaprt_gpu) -----------------------------------*
+ * `gpu-to-llvm` and the translation of gpu.binary (MLIR 22) call these for
+ * gpu.launch_func, gpu.alloc/dealloc/memcpy/memset, gpu.wait and async
+ * tokens; libsoaprt_gpu defines them on the CUDA runtime API (no libcuda
+ * link). There is one stream: mgpuStreamCreate returns the runtime's compute
+ * stream (the one the soaprt_gpu_* kernels and NCCL use), mgpuStreamDestroy
+ * of it does nothing, mgpuStreamSynchronize waits for it. Modules (cubin,
+ * fatbin, or PTX through mgpuModuleLoadJIT) are recorded by the global
+ * constructor and loaded (cudaLibraryLoadData) at their first kernel
+ * lookup. mgpuMemAlloc is cudaMallocAsync on the stream (host-shared:
+ * cudaMallocManaged). Events (mgpuEvent*, mgpuStreamWaitEvent) work but are
+ * redundant with one stream. */
+void *mgpuModuleLoad(void *data, int64_t size);
+void *mgpuModuleLoadJIT(void *data, int optLevel);
+void mgpuModuleUnload(void *module);
+void *mgpuModuleGetFunction(void *module, const char *name);
+void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY,
+                      intptr_t gridZ, intptr_t blockX, intptr_t blockY,
+                      intptr_t blockZ, int32_t smem, void *stream,
+                      void **params, void **extra, size_t paramsCount);
+void *mgpuStreamCreate(void);
+void mgpuStreamSynchronize(void *stream);
+void mgpuStreamDestroy(void *stream);
+void *mgpuEventCreate(void);
+void mgpuEventDestroy(void *event);
+void mgpuEventSynchronize(void *event);
+void mgpuEventRecord(void *event, void *stream);
+void mgpuStreamWaitEvent(void *stream, void *event);
+void *mgpuMemAlloc(uint64_t bytes, void *stream, bool isHostShared);
+void mgpuMemFree(void *ptr, void *stream);
+void mgpuMemcpy(void *dst, void *src, size_t bytes, void *stream);
+void mgpuMemset32(void *dst, unsigned value, size_t count, void *stream);
+void mgpuMemset16(void *dst, unsigned short value, size_t count,
+                  void *stream);
+
 /*--- What the generated module defines ---------------------------------------*/
 
 /** Runs one training step. `buffers` holds one pointer per argument of the
@@ -144,7 +265,10 @@ void soaprt_recv(void *out, int64_t count, int64_t dtype,
 void soap_train_step_packed(void **buffers);
 
 /** A NUL-terminated JSON object describing the entry's arguments and
- *  results, the traced ops and the device count (docs/lowering.md). */
+ *  results, the traced ops and the device count (docs/lowering.md).
+ *  `"target": "gpu"` (absent: "cpu") says that soap_train_step_packed takes
+ *  device pointers: the driver then keeps device copies of the arguments
+ *  and results (and needs libsoaprt_gpu). */
 extern const char soap_model_info[];
 
 /** One pointer per argument: its initial values (dense row-major), or null

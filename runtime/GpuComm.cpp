@@ -1,0 +1,525 @@
+//===- GpuComm.cpp - the soaprt_* communication calls on device buffers ---===//
+//
+// Comm.cpp hands a call to these functions when its buffers are device
+// memory. Two backends (SOAP_GPU_COMM=nccl|mpi, by default NCCL when every
+// rank of the node has a GPU of its own, MPI otherwise):
+//
+//  - NCCL, on the compute stream, so a call returns once it is enqueued. A
+//    device group gets its communicator the first time its members use it
+//    (ncclGetUniqueId on the first member, broadcast over the group's MPI
+//    communicator, ncclCommInitRank), like the MPI backend's groups. The
+//    driver creates the world's communicator, and one split from it for
+//    send/recv, right after start-up. The block reorders of all_gather,
+//    reduce_scatter and all_to_all are cudaMemcpy2DAsync copies; a mean is a
+//    sum scaled by 1/n (cuBLAS scal). A send is copied to a device buffer
+//    and issued at this rank's next communication call (or at the end of
+//    the step) in one NCCL group with the receives there, so that ranks
+//    sending to each other before receiving cannot deadlock; NCCL has no
+//    tags, so sends and receives between two ranks match in program order.
+//  - MPI through pinned host buffers: device -> host, the MPI backend's
+//    call, host -> device, synchronously. Slower, but several ranks can
+//    share one GPU (NCCL refuses two ranks on one device).
+//
+// A group of one is a copy on the device (with either backend, and without
+// MPI).
+//
+//===----------------------------------------------------------------------===//
+
+#include "GpuRuntime.h"
+
+#include "Comm.h"
+#include "Trace.h"
+
+#include "soap/Runtime/Runtime.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace soaprt {
+namespace gpu {
+namespace {
+
+struct PendingSend {
+  void *data;   // a device copy, released once the send is enqueued
+  size_t count; // elements
+  int64_t dtype;
+  int peer;
+  int64_t tag;
+};
+
+struct CommState {
+  bool backendChosen = false;
+  CommBackend backend = CommBackend::Nccl;
+  /// NCCL communicators by group (world ranks in group order).
+  std::map<std::vector<int64_t>, ncclComm_t> groups;
+  /// Over the world, for send/recv (peers are world ranks).
+  ncclComm_t pointToPoint = nullptr;
+  std::vector<PendingSend> sends;
+};
+
+CommState &state() {
+  static CommState s;
+  return s;
+}
+
+ncclDataType_t ncclType(int64_t dtype) {
+  switch (dtype) {
+  case SOAPRT_F32:
+    return ncclFloat32;
+  case SOAPRT_F64:
+    return ncclFloat64;
+  case SOAPRT_I32:
+    return ncclInt32;
+  case SOAPRT_I64:
+    return ncclInt64;
+  }
+  commElementBytes(dtype); // fails, naming the code
+  return ncclFloat32;
+}
+
+ncclRedOp_t ncclOp(int64_t op) {
+  switch (op) {
+  case SOAPRT_SUM:
+  case SOAPRT_MEAN:
+    return ncclSum;
+  case SOAPRT_MAX:
+    return ncclMax;
+  case SOAPRT_MIN:
+    return ncclMin;
+  }
+  failWith("internal: unknown reduction code " + std::to_string(op));
+}
+
+int64_t memberIndex(const int64_t *group, int64_t size) {
+  for (int64_t i = 0; i < size; ++i)
+    if (group[i] == commRank())
+      return i;
+  return -1;
+}
+
+/// The NCCL communicator of `group` (this rank is a member), created by the
+/// members the first time.
+ncclComm_t groupComm(const int64_t *group, int64_t size) {
+  CommState &s = state();
+  std::vector<int64_t> key(group, group + size);
+  auto it = s.groups.find(key);
+  if (it != s.groups.end())
+    return it->second;
+  ncclUniqueId id, received;
+  std::memset(&id, 0, sizeof(id));
+  if (group[0] == commRank())
+    check(ncclGetUniqueId(&id), "ncclGetUniqueId");
+  static_assert(sizeof(ncclUniqueId) % 4 == 0, "sent as i32 elements");
+  // Host buffers: the MPI backend's broadcast over the group.
+  soaprt_broadcast(&id, &received, sizeof(id) / 4, SOAPRT_I32, group[0], group,
+                   size);
+  ncclComm_t comm;
+  start();
+  check(ncclCommInitRank(&comm, static_cast<int>(size), received,
+                         static_cast<int>(memberIndex(group, size))),
+        "ncclCommInitRank");
+  s.groups.emplace(std::move(key), comm);
+  return comm;
+}
+
+std::vector<int64_t> worldGroup() {
+  std::vector<int64_t> world(commWorldSize());
+  for (size_t i = 0; i < world.size(); ++i)
+    world[i] = static_cast<int64_t>(i);
+  return world;
+}
+
+/// Collective over the world the first time: the driver calls it at
+/// start-up (startComm) on every rank.
+ncclComm_t pointToPointComm() {
+  CommState &s = state();
+  if (!s.pointToPoint) {
+    std::vector<int64_t> world = worldGroup();
+    ncclComm_t all = groupComm(world.data(), world.size());
+    check(ncclCommSplit(all, 0, commRank(), &s.pointToPoint, nullptr),
+          "ncclCommSplit");
+  }
+  return s.pointToPoint;
+}
+
+bool useNccl() { return commBackend() == CommBackend::Nccl; }
+
+/// dst[j][i][:] = src[i][j][:] for src of shape [a][b][chunkBytes], on the
+/// device: one strided 2-D copy per index of the shorter dimension.
+void swapLeadingOnDevice(const void *src, void *dst, int64_t a, int64_t b,
+                         size_t chunkBytes) {
+  const char *from = static_cast<const char *>(src);
+  char *to = static_cast<char *>(dst);
+  if (a <= b) {
+    for (int64_t i = 0; i < a; ++i)
+      check(cudaMemcpy2DAsync(to + i * chunkBytes, a * chunkBytes,
+                              from + i * b * chunkBytes, chunkBytes,
+                              chunkBytes, b, cudaMemcpyDeviceToDevice,
+                              stream()),
+            "cudaMemcpy2DAsync");
+  } else {
+    for (int64_t j = 0; j < b; ++j)
+      check(cudaMemcpy2DAsync(to + j * a * chunkBytes, chunkBytes,
+                              from + j * chunkBytes, b * chunkBytes,
+                              chunkBytes, a, cudaMemcpyDeviceToDevice,
+                              stream()),
+            "cudaMemcpy2DAsync");
+  }
+}
+
+void copyOnDevice(void *dst, const void *src, size_t bytes) {
+  if (bytes && dst != src)
+    check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream()),
+          "cudaMemcpyAsync");
+}
+
+/// The mean after a sum: out *= 1/n (cuBLAS scal; integers on the host).
+void divideOnDevice(void *data, int64_t count, int64_t dtype, int64_t n) {
+  switch (dtype) {
+  case SOAPRT_F32: {
+    float alpha = 1.0f / static_cast<float>(n);
+    check(cublasSscal_64(cublas(), count, &alpha, static_cast<float *>(data),
+                         1),
+          "cublasSscal_64");
+    return;
+  }
+  case SOAPRT_F64: {
+    double alpha = 1.0 / static_cast<double>(n);
+    check(cublasDscal_64(cublas(), count, &alpha, static_cast<double *>(data),
+                         1),
+          "cublasDscal_64");
+    return;
+  }
+  }
+  // An integer mean (rare): divide on the host, truncating like the MPI
+  // backend.
+  size_t bytes = count * commElementBytes(dtype);
+  std::vector<char> host(bytes);
+  check(cudaMemcpyAsync(host.data(), data, bytes, cudaMemcpyDeviceToHost,
+                        stream()),
+        "cudaMemcpyAsync");
+  synchronize();
+  for (int64_t i = 0; i < count; ++i) {
+    if (dtype == SOAPRT_I32)
+      reinterpret_cast<int32_t *>(host.data())[i] /= static_cast<int32_t>(n);
+    else
+      reinterpret_cast<int64_t *>(host.data())[i] /= n;
+  }
+  check(cudaMemcpyAsync(data, host.data(), bytes, cudaMemcpyHostToDevice,
+                        stream()),
+        "cudaMemcpyAsync");
+  synchronize();
+}
+
+/// Issues the deferred sends, and `receives` after them, as one NCCL group.
+struct Receive {
+  void *out;
+  size_t count;
+  int64_t dtype;
+  int peer;
+};
+
+void exchange(const std::vector<Receive> &receives) {
+  CommState &s = state();
+  if (s.sends.empty() && receives.empty())
+    return;
+  ncclComm_t comm = pointToPointComm();
+  check(ncclGroupStart(), "ncclGroupStart");
+  for (const PendingSend &send : s.sends)
+    check(ncclSend(send.data, send.count, ncclType(send.dtype), send.peer,
+                   comm, stream()),
+          "ncclSend");
+  for (const Receive &receive : receives)
+    check(ncclRecv(receive.out, receive.count, ncclType(receive.dtype),
+                   receive.peer, comm, stream()),
+          "ncclRecv");
+  check(ncclGroupEnd(), "ncclGroupEnd");
+  // Stream-ordered: the copies are freed after the sends read them.
+  for (const PendingSend &send : s.sends)
+    release(send.data);
+  s.sends.clear();
+}
+
+/// Every NCCL call issues the sends deferred before it.
+void flushSends() {
+  if (!state().sends.empty())
+    exchange({});
+}
+
+/// Copies `inBytes` of `in` to pinned host memory, runs `call(hostIn,
+/// hostOut)` (the MPI backend), and copies `outBytes` of the result to
+/// `out` when `copyBack`.
+template <typename Call>
+void staged(const void *in, size_t inBytes, void *out, size_t outBytes,
+            Call call, bool copyBack = true) {
+  void *hostIn = pinnedScratch(kHostIn, inBytes);
+  void *hostOut = pinnedScratch(kHostOut, outBytes);
+  if (in && inBytes) {
+    check(cudaMemcpyAsync(hostIn, in, inBytes, cudaMemcpyDefault, stream()),
+          "cudaMemcpyAsync");
+    synchronize();
+  }
+  call(hostIn, hostOut);
+  if (copyBack && outBytes) {
+    check(cudaMemcpyAsync(out, hostOut, outBytes, cudaMemcpyDefault,
+                          stream()),
+          "cudaMemcpyAsync");
+    synchronize(); // before the pinned buffer is written again
+  }
+}
+
+} // namespace
+
+CommBackend commBackend() {
+  CommState &s = state();
+  if (!s.backendChosen) {
+    const char *text = std::getenv("SOAP_GPU_COMM");
+    std::string value = text ? text : "";
+    if (value == "nccl")
+      s.backend = CommBackend::Nccl;
+    else if (value == "mpi")
+      s.backend = CommBackend::StagedMpi;
+    else if (value.empty())
+      s.backend = localSize() <= deviceCount() ? CommBackend::Nccl
+                                               : CommBackend::StagedMpi;
+    else
+      failWith("SOAP_GPU_COMM='" + value + "' is not nccl or mpi");
+    s.backendChosen = true;
+  }
+  return s.backend;
+}
+
+void startComm() {
+  if (commActive() && commWorldSize() > 1 && useNccl())
+    pointToPointComm();
+}
+
+void allReduce(const void *in, void *out, int64_t count, int64_t dtype,
+               int64_t op, const int64_t *group, int64_t groupSize) {
+  if (!commEnter("soap.all_reduce", group, groupSize))
+    return;
+  size_t bytes = count * commElementBytes(dtype);
+  if (groupSize == 1)
+    return copyOnDevice(out, in, bytes);
+  if (!useNccl())
+    return staged(in, bytes, out, bytes, [&](void *hostIn, void *hostOut) {
+      soaprt_all_reduce(hostIn, hostOut, count, dtype, op, group, groupSize);
+    });
+  ScopedEvent event("soap.all_reduce", "comm", bytes);
+  flushSends();
+  check(ncclAllReduce(in, out, count, ncclType(dtype), ncclOp(op),
+                      groupComm(group, groupSize), stream()),
+        "ncclAllReduce");
+  if (op == SOAPRT_MEAN)
+    divideOnDevice(out, count, dtype, groupSize);
+}
+
+void allGather(const void *in, void *out, int64_t outer, int64_t chunk,
+               int64_t dtype, const int64_t *group, int64_t groupSize) {
+  if (!commEnter("soap.all_gather", group, groupSize))
+    return;
+  size_t chunkBytes = chunk * commElementBytes(dtype);
+  size_t inBytes = outer * chunkBytes;
+  if (groupSize == 1)
+    return copyOnDevice(out, in, inBytes);
+  if (!useNccl())
+    return staged(in, inBytes, out, groupSize * inBytes,
+                  [&](void *hostIn, void *hostOut) {
+                    soaprt_all_gather(hostIn, hostOut, outer, chunk, dtype,
+                                      group, groupSize);
+                  });
+  ScopedEvent event("soap.all_gather", "comm", inBytes);
+  flushSends();
+  // NCCL concatenates whole buffers: [n][outer][chunk], then reorder.
+  void *target = outer > 1 ? scratch(kCommOut, groupSize * inBytes) : out;
+  check(ncclAllGather(in, target, outer * chunk, ncclType(dtype),
+                      groupComm(group, groupSize), stream()),
+        "ncclAllGather");
+  if (outer > 1)
+    swapLeadingOnDevice(target, out, groupSize, outer, chunkBytes);
+}
+
+void reduceScatter(const void *in, void *out, int64_t outer, int64_t chunk,
+                   int64_t dtype, int64_t op, const int64_t *group,
+                   int64_t groupSize) {
+  if (!commEnter("soap.reduce_scatter", group, groupSize))
+    return;
+  size_t chunkBytes = chunk * commElementBytes(dtype);
+  size_t outBytes = outer * chunkBytes;
+  if (groupSize == 1)
+    return copyOnDevice(out, in, outBytes);
+  if (!useNccl())
+    return staged(in, groupSize * outBytes, out, outBytes,
+                  [&](void *hostIn, void *hostOut) {
+                    soaprt_reduce_scatter(hostIn, hostOut, outer, chunk, dtype,
+                                          op, group, groupSize);
+                  });
+  ScopedEvent event("soap.reduce_scatter", "comm", groupSize * outBytes);
+  flushSends();
+  // NCCL scatters whole blocks: bring the input to [n][outer][chunk].
+  const void *source = in;
+  if (outer > 1) {
+    void *packed = scratch(kCommIn, groupSize * outBytes);
+    swapLeadingOnDevice(in, packed, outer, groupSize, chunkBytes);
+    source = packed;
+  }
+  check(ncclReduceScatter(source, out, outer * chunk, ncclType(dtype),
+                          ncclOp(op), groupComm(group, groupSize), stream()),
+        "ncclReduceScatter");
+  if (op == SOAPRT_MEAN)
+    divideOnDevice(out, outer * chunk, dtype, groupSize);
+}
+
+void allToAll(const void *in, void *out, int64_t splitOuter,
+              int64_t splitChunk, int64_t concatOuter, int64_t concatChunk,
+              int64_t dtype, const int64_t *group, int64_t groupSize) {
+  if (!commEnter("soap.all_to_all", group, groupSize))
+    return;
+  size_t elementBytes = commElementBytes(dtype);
+  size_t blockCount = splitOuter * splitChunk;
+  size_t total = groupSize * blockCount * elementBytes;
+  if (groupSize == 1)
+    return copyOnDevice(out, in, total);
+  if (!useNccl())
+    return staged(in, total, out, total, [&](void *hostIn, void *hostOut) {
+      soaprt_all_to_all(hostIn, hostOut, splitOuter, splitChunk, concatOuter,
+                        concatChunk, dtype, group, groupSize);
+    });
+  ScopedEvent event("soap.all_to_all", "comm", blockCount * elementBytes);
+  flushSends();
+  // Blocks [n][...]: block j goes to member j, block j comes from member j.
+  const char *send = static_cast<const char *>(in);
+  if (splitOuter > 1) {
+    char *packed = static_cast<char *>(scratch(kCommIn, total));
+    swapLeadingOnDevice(in, packed, splitOuter, groupSize,
+                        splitChunk * elementBytes);
+    send = packed;
+  }
+  char *receive = concatOuter > 1 ? static_cast<char *>(scratch(kCommOut, total))
+                                  : static_cast<char *>(out);
+  ncclComm_t comm = groupComm(group, groupSize);
+  ncclDataType_t type = ncclType(dtype);
+  size_t blockBytes = blockCount * elementBytes;
+  check(ncclGroupStart(), "ncclGroupStart");
+  for (int64_t j = 0; j < groupSize; ++j) {
+    check(ncclSend(send + j * blockBytes, blockCount, type,
+                   static_cast<int>(j), comm, stream()),
+          "ncclSend");
+    check(ncclRecv(receive + j * blockBytes, blockCount, type,
+                   static_cast<int>(j), comm, stream()),
+          "ncclRecv");
+  }
+  check(ncclGroupEnd(), "ncclGroupEnd");
+  if (concatOuter > 1)
+    swapLeadingOnDevice(receive, out, groupSize, concatOuter,
+                        concatChunk * elementBytes);
+}
+
+void broadcast(const void *in, void *out, int64_t count, int64_t dtype,
+               int64_t root, const int64_t *group, int64_t groupSize) {
+  if (!commEnter("soap.broadcast", group, groupSize))
+    return;
+  int64_t rootIndex = -1;
+  for (int64_t i = 0; i < groupSize; ++i)
+    if (group[i] == root)
+      rootIndex = i;
+  if (rootIndex < 0)
+    failWith("soap.broadcast: the root " + std::to_string(root) +
+             " is not in the group");
+  size_t bytes = count * commElementBytes(dtype);
+  if (groupSize == 1)
+    return copyOnDevice(out, in, bytes);
+  if (!useNccl()) {
+    bool isRoot = root == commRank();
+    return staged(isRoot ? in : nullptr, isRoot ? bytes : 0, out, bytes,
+                  [&](void *hostIn, void *hostOut) {
+                    soaprt_broadcast(hostIn, hostOut, count, dtype, root,
+                                     group, groupSize);
+                  });
+  }
+  ScopedEvent event("soap.broadcast", "comm", bytes);
+  flushSends();
+  check(ncclBroadcast(in, out, count, ncclType(dtype),
+                      static_cast<int>(rootIndex), groupComm(group, groupSize),
+                      stream()),
+        "ncclBroadcast");
+}
+
+void send(const void *in, int64_t count, int64_t dtype, const int64_t *from,
+          const int64_t *to, int64_t pairs, int64_t tag) {
+  commEnter("soap.send", from, pairs); // checks the ranks
+  commEnter("soap.send", to, pairs);
+  size_t bytes = count * commElementBytes(dtype);
+  bool sends = false;
+  for (int64_t i = 0; i < pairs; ++i)
+    sends |= from[i] == commRank();
+  if (!sends)
+    return;
+  if (commActive() && !useNccl())
+    return staged(in, bytes, nullptr, 0,
+                  [&](void *hostIn, void *) {
+                    soaprt_send(hostIn, count, dtype, from, to, pairs, tag);
+                  },
+                  /*copyBack=*/false);
+  ScopedEvent event("soap.send", "comm", bytes);
+  // A copy, issued later (the caller may free `in` right after).
+  for (int64_t i = 0; i < pairs; ++i) {
+    if (from[i] != commRank())
+      continue;
+    void *copy = allocate(bytes);
+    copyOnDevice(copy, in, bytes);
+    state().sends.push_back({copy, static_cast<size_t>(count), dtype,
+                             static_cast<int>(to[i]), tag});
+  }
+}
+
+void recv(void *out, int64_t count, int64_t dtype, const int64_t *from,
+          const int64_t *to, int64_t pairs, int64_t tag) {
+  commEnter("soap.recv", from, pairs);
+  commEnter("soap.recv", to, pairs);
+  size_t bytes = count * commElementBytes(dtype);
+  std::vector<Receive> receives;
+  for (int64_t i = 0; i < pairs; ++i)
+    if (to[i] == commRank())
+      receives.push_back({out, static_cast<size_t>(count), dtype,
+                          static_cast<int>(from[i])});
+  if (!commActive()) {
+    // One rank without MPI: messages to itself, matched by tag.
+    CommState &s = state();
+    for (size_t r = 0; r < receives.size(); ++r) {
+      auto it = s.sends.begin();
+      while (it != s.sends.end() &&
+             !(it->tag == tag && it->count * commElementBytes(it->dtype) ==
+                                     bytes))
+        ++it;
+      if (it == s.sends.end())
+        failWith("soap.recv: no matching soap.send of " +
+                 std::to_string(bytes) + " bytes with tag " +
+                 std::to_string(tag));
+      copyOnDevice(out, it->data, bytes);
+      release(it->data);
+      s.sends.erase(it);
+    }
+    return;
+  }
+  if (!useNccl()) {
+    if (receives.empty())
+      return;
+    return staged(nullptr, 0, out, bytes, [&](void *, void *hostOut) {
+      soaprt_recv(hostOut, count, dtype, from, to, pairs, tag);
+    });
+  }
+  ScopedEvent event("soap.recv", "comm", bytes);
+  exchange(receives);
+}
+
+void completePendingSends() {
+  if (started() && commActive())
+    flushSends();
+}
+
+} // namespace gpu
+} // namespace soaprt
