@@ -7,7 +7,7 @@
 //
 //  - every stream is the runtime's single compute stream: mgpuStreamCreate
 //    returns it, mgpuStreamDestroy of it does nothing, and
-//    mgpuStreamSynchronize waits for it (cheap when the stream is idle);
+//    mgpuStreamSynchronize of it returns at once (see there);
 //  - a module binary (cubin, fatbin, or PTX for mgpuModuleLoadJIT) is only
 //    recorded when the global constructor loads it, and loaded with
 //    cudaLibraryLoadData when its first kernel is looked up, so that an
@@ -217,9 +217,36 @@ void mgpuStreamDestroy(void *stream) {
 }
 
 void mgpuStreamSynchronize(void *stream) {
-  check(cudaStreamSynchronize(stream ? static_cast<cudaStream_t>(stream)
-                                     : soaprt::gpu::stream()),
+  // gpu-to-llvm brackets every synchronous gpu.launch_func with stream
+  // create, synchronize and destroy. Kernels, library calls, copies and
+  // NCCL all run in order on the compute stream, and the host reads device
+  // memory only through the runtime, which waits first (the driver, staged
+  // communication, traces): waiting after every kernel would only stall
+  // the host, so the compute stream is not waited for here.
+  if (!stream || stream == soaprt::gpu::stream())
+    return;
+  check(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)),
         "cudaStreamSynchronize");
+}
+
+// finalize-memref-to-llvm{use-generic-functions} allocation: every buffer
+// of a module lowered by --soap-lower-gpu is device memory, ordered on the
+// compute stream.
+void *_mlir_memref_to_llvm_alloc(uint64_t bytes) {
+  return bytes ? soaprt::gpu::allocate(bytes) : nullptr;
+}
+
+void *_mlir_memref_to_llvm_aligned_alloc(uint64_t alignment, uint64_t bytes) {
+  // cudaMallocAsync returns 256-byte aligned memory.
+  if (alignment > 256)
+    soaprt::gpu::failWith("a buffer needs " + std::to_string(alignment) +
+                          "-byte alignment; device memory gives 256");
+  return _mlir_memref_to_llvm_alloc(bytes);
+}
+
+void _mlir_memref_to_llvm_free(void *ptr) {
+  if (ptr)
+    soaprt::gpu::release(ptr);
 }
 
 // Events: with one stream they only order what is ordered already, but

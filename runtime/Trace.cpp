@@ -2,6 +2,8 @@
 
 #include "Trace.h"
 
+#include "GpuHooks.h"
+
 #include "FileIO.h"
 #include "soap/Runtime/Runtime.h"
 
@@ -98,15 +100,24 @@ ScopedEvent::~ScopedEvent() {
 
 } // namespace soaprt
 
+/// On a GPU, an op's kernels run after the host enqueued them: a traced op
+/// waits for the stream at both ends, so that its event spans its kernels.
+static void waitForGpu() {
+  if (soaprt::gpuHooks) // linked only into executables of GPU models
+    soaprt::gpuHooks->synchronize();
+}
+
 extern "C" void soaprt_op_begin(int64_t id) {
   if (!soaprt::opTracing)
     return;
+  waitForGpu();
   soaprt::openOps.push_back(soaprt::nowUs());
 }
 
 extern "C" void soaprt_op_end(int64_t id) {
   if (!soaprt::opTracing || soaprt::openOps.empty())
     return;
+  waitForGpu();
   double start = soaprt::openOps.back();
   soaprt::openOps.pop_back();
   auto &events = soaprt::traceEvents();

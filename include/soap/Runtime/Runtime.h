@@ -228,7 +228,9 @@ void soaprt_gpu_pool2d_nchw_f32(int64_t kind, int64_t n, int64_t c, int64_t h,
  * tokens; libsoaprt_gpu defines them on the CUDA runtime API (no libcuda
  * link). There is one stream: mgpuStreamCreate returns the runtime's compute
  * stream (the one the soaprt_gpu_* kernels and NCCL use), mgpuStreamDestroy
- * of it does nothing, mgpuStreamSynchronize waits for it. Modules (cubin,
+ * of it does nothing, and neither does mgpuStreamSynchronize of it (work
+ * on it runs in order; the runtime waits before the host reads device
+ * memory). Modules (cubin,
  * fatbin, or PTX through mgpuModuleLoadJIT) are recorded by the global
  * constructor and loaded (cudaLibraryLoadData) at their first kernel
  * lookup. mgpuMemAlloc is cudaMallocAsync on the stream (host-shared:
@@ -244,6 +246,12 @@ void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY,
                       void **params, void **extra, size_t paramsCount);
 void *mgpuStreamCreate(void);
 void mgpuStreamSynchronize(void *stream);
+/** Allocation of every buffer of a module lowered by --soap-lower-gpu
+ *  (finalize-memref-to-llvm{use-generic-functions}): device memory ordered
+ *  on the compute stream. */
+void *_mlir_memref_to_llvm_alloc(uint64_t bytes);
+void *_mlir_memref_to_llvm_aligned_alloc(uint64_t alignment, uint64_t bytes);
+void _mlir_memref_to_llvm_free(void *ptr);
 void mgpuStreamDestroy(void *stream);
 void *mgpuEventCreate(void);
 void mgpuEventDestroy(void *event);
