@@ -1,4 +1,5 @@
-//===- GpuMgpu.cpp - the mgpu* runtime ABI of MLIR's gpu-to-llvm -----------===//
+//===- GpuMgpu.cpp - the mgpu* runtime ABI of MLIR's gpu-to-llvm
+//-----------===//
 //
 // `--gpu-lower-to-nvvm-pipeline` (gpu-to-llvm and the gpu binary's
 // translation, MLIR 22) turns gpu.launch_func, gpu.alloc, gpu.memcpy, ...
@@ -55,14 +56,14 @@ cudaKernel_t kernelOf(Module *module, const char *name) {
     return it->second;
   start();
   if (!module->library)
-    check(cudaLibraryLoadData(&module->library, module->image.data(),
-                              nullptr, nullptr, 0, nullptr, nullptr, 0),
+    check(cudaLibraryLoadData(&module->library, module->image.data(), nullptr,
+                              nullptr, 0, nullptr, nullptr, 0),
           "cudaLibraryLoadData");
   cudaKernel_t kernel = nullptr;
   cudaError_t status = cudaLibraryGetKernel(&kernel, module->library, name);
   if (status != cudaSuccess)
-    fail("cudaLibraryGetKernel", std::string(cudaGetErrorString(status)) +
-                                     " (kernel '" + name + "')");
+    fail("cudaLibraryGetKernel",
+         std::string(cudaGetErrorString(status)) + " (kernel '" + name + "')");
   module->kernels.emplace(name, kernel);
   return kernel;
 }
@@ -74,8 +75,8 @@ void launchFill(cudaKernel_t kernel, void **params, size_t count,
   if (blocks > 65535 * 8)
     blocks = 65535 * 8;
   check(cudaLaunchKernel(reinterpret_cast<const void *>(kernel),
-                         dim3(static_cast<unsigned>(blocks)), dim3(256),
-                         params, 0, stream),
+                         dim3(static_cast<unsigned>(blocks)), dim3(256), params,
+                         0, stream),
         "cudaLaunchKernel");
 }
 
@@ -158,6 +159,11 @@ std::set<void *> &managed() {
 
 } // namespace
 
+/// The stream a mgpu* call names, or the compute stream for null.
+static cudaStream_t streamOrCompute(void *stream) {
+  return stream ? static_cast<cudaStream_t>(stream) : soaprt::gpu::stream();
+}
+
 extern "C" {
 
 void *mgpuModuleLoad(void *data, int64_t size) {
@@ -191,20 +197,16 @@ void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY,
   (void)paramsCount;
   if (smem > 48 * 1024)
     // Above 48 KiB a kernel must opt in to its dynamic shared memory.
-    check(cudaFuncSetAttribute(function,
-                               cudaFuncAttributeMaxDynamicSharedMemorySize,
-                               smem),
+    check(cudaFuncSetAttribute(
+              function, cudaFuncAttributeMaxDynamicSharedMemorySize, smem),
           "cudaFuncSetAttribute");
-  check(cudaLaunchKernel(function,
-                         dim3(static_cast<unsigned>(gridX),
-                              static_cast<unsigned>(gridY),
-                              static_cast<unsigned>(gridZ)),
-                         dim3(static_cast<unsigned>(blockX),
-                              static_cast<unsigned>(blockY),
-                              static_cast<unsigned>(blockZ)),
-                         params, static_cast<size_t>(smem),
-                         stream ? static_cast<cudaStream_t>(stream)
-                                : soaprt::gpu::stream()),
+  check(cudaLaunchKernel(
+            function,
+            dim3(static_cast<unsigned>(gridX), static_cast<unsigned>(gridY),
+                 static_cast<unsigned>(gridZ)),
+            dim3(static_cast<unsigned>(blockX), static_cast<unsigned>(blockY),
+                 static_cast<unsigned>(blockZ)),
+            params, static_cast<size_t>(smem), streamOrCompute(stream)),
         "cudaLaunchKernel");
 }
 
@@ -291,10 +293,7 @@ void *mgpuMemAlloc(uint64_t bytes, void *stream, bool isHostShared) {
     managed().insert(p);
     return p;
   }
-  check(cudaMallocAsync(&p, bytes,
-                        stream ? static_cast<cudaStream_t>(stream)
-                               : soaprt::gpu::stream()),
-        "cudaMallocAsync");
+  check(cudaMallocAsync(&p, bytes, streamOrCompute(stream)), "cudaMallocAsync");
   return p;
 }
 
@@ -306,25 +305,21 @@ void mgpuMemFree(void *ptr, void *stream) {
     check(cudaFree(ptr), "cudaFree");
     return;
   }
-  check(cudaFreeAsync(ptr, stream ? static_cast<cudaStream_t>(stream)
-                                  : soaprt::gpu::stream()),
-        "cudaFreeAsync");
+  check(cudaFreeAsync(ptr, streamOrCompute(stream)), "cudaFreeAsync");
 }
 
 void mgpuMemcpy(void *dst, void *src, size_t bytes, void *stream) {
   if (bytes == 0)
     return;
   check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault,
-                        stream ? static_cast<cudaStream_t>(stream)
-                               : soaprt::gpu::stream()),
+                        streamOrCompute(stream)),
         "cudaMemcpyAsync");
 }
 
 void mgpuMemset32(void *dst, unsigned value, size_t count, void *stream) {
   if (count == 0)
     return;
-  cudaStream_t s =
-      stream ? static_cast<cudaStream_t>(stream) : soaprt::gpu::stream();
+  cudaStream_t s = streamOrCompute(stream);
   unsigned byte = value & 0xff;
   if (value == byte * 0x01010101u) {
     check(cudaMemsetAsync(dst, static_cast<int>(byte), count * 4, s),
@@ -336,12 +331,10 @@ void mgpuMemset32(void *dst, unsigned value, size_t count, void *stream) {
   launchFill(kernelOf(fillModule(), "soaprt_fill32"), params, count, s);
 }
 
-void mgpuMemset16(void *dst, unsigned short value, size_t count,
-                  void *stream) {
+void mgpuMemset16(void *dst, unsigned short value, size_t count, void *stream) {
   if (count == 0)
     return;
-  cudaStream_t s =
-      stream ? static_cast<cudaStream_t>(stream) : soaprt::gpu::stream();
+  cudaStream_t s = streamOrCompute(stream);
   unsigned byte = value & 0xff;
   if (value == byte * 0x0101u) {
     check(cudaMemsetAsync(dst, static_cast<int>(byte), count * 2, s),

@@ -264,20 +264,6 @@ LogicalResult lowerCommunication(Operation *op, ModuleOp module,
   return success();
 }
 
-/// A pointer (!llvm.ptr) to element 0 of `memref`.
-Value pointerTo(OpBuilder &b, Location loc, Value memref) {
-  auto type = cast<MemRefType>(memref.getType());
-  auto metadata = memref::ExtractStridedMetadataOp::create(b, loc, memref);
-  Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
-  Value offsetBytes = arith::MulIOp::create(
-      b, loc, metadata.getOffset(),
-      arith::ConstantIndexOp::create(b, loc,
-                                     type.getElementTypeBitWidth() / 8));
-  Value address = arith::AddIOp::create(b, loc, base, offsetBytes);
-  Value asInt = arith::IndexCastOp::create(b, loc, b.getI64Type(), address);
-  return LLVM::IntToPtrOp::create(
-      b, loc, LLVM::LLVMPointerType::get(b.getContext()), asInt);
-}
 
 /// A constant global holding `devices`, shared by equal lists.
 memref::GlobalOp deviceListGlobal(ModuleOp module, ArrayRef<int64_t> devices) {
@@ -298,6 +284,20 @@ memref::GlobalOp deviceListGlobal(ModuleOp module, ArrayRef<int64_t> devices) {
 }
 
 } // namespace
+
+Value pointerTo(OpBuilder &b, Location loc, Value memref) {
+  auto type = cast<MemRefType>(memref.getType());
+  auto metadata = memref::ExtractStridedMetadataOp::create(b, loc, memref);
+  Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
+  Value offsetBytes = arith::MulIOp::create(
+      b, loc, metadata.getOffset(),
+      arith::ConstantIndexOp::create(b, loc,
+                                     type.getElementTypeBitWidth() / 8));
+  Value address = arith::AddIOp::create(b, loc, base, offsetBytes);
+  Value asInt = arith::IndexCastOp::create(b, loc, b.getI64Type(), address);
+  return LLVM::IntToPtrOp::create(
+      b, loc, LLVM::LLVMPointerType::get(b.getContext()), asInt);
+}
 
 LogicalResult lowerCommunicationOps(ModuleOp module) {
   SmallVector<OnDevicesOp> guards;

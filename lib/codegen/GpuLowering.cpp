@@ -45,12 +45,12 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Pass/PassRegistry.h"
-#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "mlir/Target/LLVM/NVVM/Target.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/GPU/GPUToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/FileSystem.h"
@@ -103,11 +103,10 @@ std::string findLibdevice() {
   for (const char *variable : {"CUDA_HOME", "CUDA_PATH", "CUDA_ROOT"})
     if (const char *value = std::getenv(variable))
       roots.push_back(value);
-  if (llvm::ErrorOr<std::string> ptxas =
-          llvm::sys::findProgramByName("ptxas"))
-    roots.push_back(llvm::sys::path::parent_path(
-                        llvm::sys::path::parent_path(*ptxas))
-                        .str());
+  if (llvm::ErrorOr<std::string> ptxas = llvm::sys::findProgramByName("ptxas"))
+    roots.push_back(
+        llvm::sys::path::parent_path(llvm::sys::path::parent_path(*ptxas))
+            .str());
   roots.push_back("/usr/local/cuda");
   for (const std::string &root : roots) {
     SmallString<256> path(root);
@@ -128,14 +127,13 @@ Value constantIndex(OpBuilder &b, Location loc, int64_t value) {
 LogicalResult fuseElementwiseChains(ModuleOp module) {
   MLIRContext *context = module.getContext();
   RewritePatternSet patterns(context);
-  linalg::populateElementwiseOpsFusionPatterns(
-      patterns, [](OpOperand *fused) {
-        Operation *producer = fused->get().getDefiningOp();
-        auto consumer = dyn_cast<linalg::LinalgOp>(fused->getOwner());
-        return producer && producer->hasOneUse() && consumer &&
-               !linalg::isaContractionOpInterface(consumer) &&
-               !linalg::isaConvolutionOpInterface(consumer);
-      });
+  linalg::populateElementwiseOpsFusionPatterns(patterns, [](OpOperand *fused) {
+    Operation *producer = fused->get().getDefiningOp();
+    auto consumer = dyn_cast<linalg::LinalgOp>(fused->getOwner());
+    return producer && producer->hasOneUse() && consumer &&
+           !linalg::isaContractionOpInterface(consumer) &&
+           !linalg::isaConvolutionOpInterface(consumer);
+  });
   linalg::populateEraseUnusedOperandsAndResultsPatterns(patterns);
   if (failed(applyPatternsGreedily(module, std::move(patterns))))
     return module.emitError() << "elementwise fusion did not converge";
@@ -206,14 +204,14 @@ void isolateKernels(ModuleOp module) {
   }
 }
 
-/// A gpu.launch of `grid` blocks of `block` threads before `before`, with
-/// an empty body (but its terminator); returns the launch.
+/// A gpu.launch of `grid` blocks of `block` threads at `b`'s insertion point,
+/// with an empty body (but its terminator); returns the launch.
 gpu::LaunchOp createLaunch(OpBuilder &b, Location loc, int64_t grid,
                            int64_t block) {
   Value one = constantIndex(b, loc, 1);
-  auto launch = gpu::LaunchOp::create(b, loc, constantIndex(b, loc, grid), one,
-                                      one, constantIndex(b, loc, block), one,
-                                      one);
+  auto launch =
+      gpu::LaunchOp::create(b, loc, constantIndex(b, loc, grid), one, one,
+                            constantIndex(b, loc, block), one, one);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToEnd(&launch.getBody().front());
   gpu::TerminatorOp::create(b, loc);
@@ -226,8 +224,8 @@ gpu::LaunchOp createLaunch(OpBuilder &b, Location loc, int64_t grid,
 /// row-major buffers). False when a bound is not a constant.
 bool parallelLoopToLaunch(OpBuilder &b, scf::ParallelOp loop) {
   SmallVector<int64_t> lower, counts, steps;
-  for (auto [lb, ub, step] : llvm::zip(loop.getLowerBound(),
-                                       loop.getUpperBound(), loop.getStep())) {
+  for (auto [lb, ub, step] :
+       llvm::zip(loop.getLowerBound(), loop.getUpperBound(), loop.getStep())) {
     std::optional<int64_t> l = getConstantIntValue(lb);
     std::optional<int64_t> u = getConstantIntValue(ub);
     std::optional<int64_t> s = getConstantIntValue(step);
@@ -247,8 +245,8 @@ bool parallelLoopToLaunch(OpBuilder &b, scf::ParallelOp loop) {
     return true;
   }
   int64_t block = std::min(total, kBlockSize);
-  gpu::LaunchOp launch = createLaunch(b, loc, (total + block - 1) / block,
-                                      block);
+  gpu::LaunchOp launch =
+      createLaunch(b, loc, (total + block - 1) / block, block);
   Block &body = launch.getBody().front();
   b.setInsertionPoint(body.getTerminator());
   Value id = arith::AddIOp::create(
@@ -324,14 +322,6 @@ void launchKernels(ModuleOp module) {
   }
 }
 
-/// A pointer (!llvm.ptr) to the first element of `memref`.
-Value pointerTo(OpBuilder &b, Location loc, Value memref) {
-  Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
-  Value asInt = arith::IndexCastOp::create(b, loc, b.getI64Type(), base);
-  return LLVM::IntToPtrOp::create(
-      b, loc, LLVM::LLVMPointerType::get(b.getContext()), asInt);
-}
-
 /// Constants (memref.global) that kernels read live in host memory: each
 /// function copies the ones its kernels read into device buffers at its
 /// start (mgpuMemcpy) and frees them before it returns.
@@ -369,9 +359,9 @@ LogicalResult copyGlobalsToDevice(ModuleOp module) {
     if (!memcpy) {
       OpBuilder top(context);
       top.setInsertionPointToStart(module.getBody());
-      memcpy = func::FuncOp::create(
-          top, loc, "mgpuMemcpy",
-          top.getFunctionType({ptr, ptr, i64, ptr}, {}));
+      memcpy =
+          func::FuncOp::create(top, loc, "mgpuMemcpy",
+                               top.getFunctionType({ptr, ptr, i64, ptr}, {}));
       memcpy.setPrivate();
     }
     SmallVector<Value> copies;
@@ -384,14 +374,13 @@ LogicalResult copyGlobalsToDevice(ModuleOp module) {
                << ", which the GPU lowering cannot copy to the device";
       Value host = memref::GetGlobalOp::create(b, loc, type, name.getValue());
       Value device = memref::AllocOp::create(b, loc, type);
-      int64_t bytes =
-          type.getNumElements() * type.getElementTypeBitWidth() / 8;
+      int64_t bytes = type.getNumElements() * type.getElementTypeBitWidth() / 8;
       Value size = arith::ConstantIntOp::create(b, loc, bytes, 64);
       Value stream = LLVM::ZeroOp::create(b, loc, ptr);
-      func::CallOp::create(
-          b, loc, memcpy,
-          ValueRange{pointerTo(b, loc, device), pointerTo(b, loc, host), size,
-                     stream});
+      func::CallOp::create(b, loc, memcpy,
+                           ValueRange{codegen::pointerTo(b, loc, device),
+                                      codegen::pointerTo(b, loc, host), size,
+                                      stream});
       for (OpOperand *operand : operands)
         operand->set(device);
       copies.push_back(device);
@@ -473,8 +462,8 @@ LogicalResult lowerModuleForGpu(ModuleOp module,
                                 const GpuLoweringOptions &options,
                                 PipelineRunner runPipeline) {
   if (options.format != "isa" && options.format != "fatbin")
-    return module.emitError() << "format=" << options.format
-                              << " is not one of isa (PTX), fatbin";
+    return module.emitError()
+           << "format=" << options.format << " is not one of isa (PTX), fatbin";
   codegen::ModelDescription description;
   description.target = "gpu";
   if (failed(codegen::prepareEntry(module, options.entry, description)))
@@ -492,13 +481,11 @@ LogicalResult lowerModuleForGpu(ModuleOp module,
                                            static_cast<int64_t>(options.math));
   copiesToLinalg(module);
   isolateKernels(module);
-  if (failed(codegen::runParsed(module, kToParallelLoopsPipeline,
-                                runPipeline)))
+  if (failed(codegen::runParsed(module, kToParallelLoopsPipeline, runPipeline)))
     return failure();
   launchKernels(module);
   keepHostBuffersOnHost(module);
-  if (failed(copyGlobalsToDevice(module)) ||
-      failed(checkHostAccesses(module)))
+  if (failed(copyGlobalsToDevice(module)) || failed(checkHostAccesses(module)))
     return failure();
   module->setAttr("gpu.container_module", UnitAttr::get(module.getContext()));
   module->setAttr(SoapDialect::getTargetAttrName(),

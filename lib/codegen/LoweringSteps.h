@@ -92,6 +92,11 @@ mlir::LogicalResult lowerVectorKernels(mlir::ModuleOp module);
 /// placeholder on buffers (a new buffer for its result). Fails with an
 /// error on an op the runtime cannot run (element type, dynamic shape).
 mlir::LogicalResult lowerCommunicationOps(mlir::ModuleOp module);
+/// A pointer (!llvm.ptr) to element 0 of `memref` (its aligned pointer
+/// plus its offset), for calls of the runtime.
+mlir::Value pointerTo(mlir::OpBuilder &b, mlir::Location loc,
+                      mlir::Value memref);
+
 /// After bufferization and deallocation: the placeholder calls become
 /// calls of libsoaprt's soaprt_* communication functions.
 void replaceCommunicationPlaceholders(mlir::ModuleOp module);
