@@ -28,6 +28,7 @@ struct SoapLowerCpuPass
     soap::CpuLoweringOptions options;
     options.entry = entry;
     options.traceOps = traceOps;
+    options.overlapComm = overlapComm;
     if (kernels == "blas") {
       options.kernels = soap::KernelCodegen::Blas;
     } else if (kernels == "vector") {

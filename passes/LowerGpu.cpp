@@ -31,6 +31,7 @@ struct SoapLowerGpuPass
     options.features = features;
     options.format = format;
     options.traceOps = traceOps;
+    options.overlapComm = overlapComm;
     std::optional<soap::GpuMath> parsed = soap::parseGpuMath(math);
     if (!parsed) {
       getOperation().emitError()

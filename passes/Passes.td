@@ -299,6 +299,8 @@ def SoapLowerCpu : Pass<"soap-lower-cpu", "mlir::ModuleOp"> {
            "Matmuls and convolutions: blas, vector or loops">,
     Option<"traceOps", "trace-ops", "bool", /*default=*/"true",
            "Call soaprt_op_begin/end around every op (for --trace)">,
+    Option<"overlapComm", "overlap-comm", "bool", /*default=*/"false",
+           "Start each all-reduce as soon as its operand exists (MPI_Iallreduce) and wait right before the first use of its result, so that gradient all-reduces overlap the backward pass">,
   ];
 }
 
@@ -323,7 +325,12 @@ def SoapLowerGpu : Pass<"soap-lower-gpu", "mlir::ModuleOp"> {
       needs `ptxas` from the CUDA toolkit at compile time);
     - every buffer lives in device memory (libsoaprt allocates it on the
       GPU's stream); constants that kernels read are copied there at the
-      start of each step.
+      start of each step;
+    - with `overlap-comm` (the default), each all-reduce starts as soon as
+      its operand is computed and runs on the runtime's communication
+      stream; the compute stream waits for it right before the first op
+      that touches its buffers, so gradient all-reduces overlap the rest of
+      the backward pass.
 
     The module gets `soap.target = "gpu"` and `soap_model_info` gets
     `"target": "gpu"`: `soap-translate --soap-to-executable` then links the
@@ -347,6 +354,8 @@ def SoapLowerGpu : Pass<"soap-lower-gpu", "mlir::ModuleOp"> {
            "Embedded kernels: isa (PTX) or fatbin (needs ptxas)">,
     Option<"traceOps", "trace-ops", "bool", /*default=*/"true",
            "Call soaprt_op_begin/end around every op (for --trace)">,
+    Option<"overlapComm", "overlap-comm", "bool", /*default=*/"true",
+           "Start each all-reduce as soon as its operand exists, on the communication stream, and make the compute stream wait right before the first use of its result">,
   ];
 }
 

@@ -50,6 +50,18 @@ struct State {
   };
   std::vector<PendingSend *> sends;
 #endif
+  /// Started collectives (soaprt_all_reduce_start) by handle, until
+  /// soaprt_wait.
+  struct PendingCollective {
+    int64_t gpuHandle = 0; // the GPU runtime's handle, or 0
+#if SOAP_HAVE_MPI
+    MPI_Request request = MPI_REQUEST_NULL;
+#endif
+    void *out = nullptr; // for a mean: divided by `members` once complete
+    int64_t count = 0, dtype = 0, members = 1;
+  };
+  std::map<int64_t, PendingCollective> collectives;
+  int64_t nextHandle = 1;
   /// Without MPI: sends from rank 0 to itself, by tag, until received.
   std::multimap<int64_t, std::vector<char>> selfMessages;
   /// Staging buffers of the collectives that reorder blocks, kept across
@@ -279,6 +291,10 @@ void commGatherToRoot(const void *local, size_t bytes, void *all) {
 }
 
 void commCompletePendingSends() {
+  // The lowering waits for every collective it starts; a handle left over
+  // would be a lowering bug, and completing it keeps the step's data whole.
+  while (!state().collectives.empty())
+    soaprt_wait(state().collectives.begin()->first);
   if (gpuHooks)
     gpuHooks->completePendingSends();
 #if SOAP_HAVE_MPI
@@ -355,6 +371,67 @@ void soaprt_all_reduce(const void *in, void *out, int64_t count, int64_t dtype,
   }
 #endif
   std::memcpy(out, in, bytes); // a group of one
+}
+
+int64_t soaprt_all_reduce_start(const void *in, void *out, int64_t count,
+                                int64_t dtype, int64_t op,
+                                const int64_t *group, int64_t groupSize) {
+  State &s = state();
+  State::PendingCollective pending;
+  if (onGpu(in) || onGpu(out)) {
+    pending.gpuHandle = gpuHooks->allReduceStart(in, out, count, dtype, op,
+                                                 group, groupSize);
+    if (!pending.gpuHandle)
+      return 0;
+  } else {
+#if SOAP_HAVE_MPI
+    if (!enter("soap.all_reduce", group, groupSize))
+      return 0;
+    if (groupSize == 1) {
+      std::memcpy(out, in, count * elementBytes(dtype));
+      return 0;
+    }
+    ScopedEvent event("soap.all_reduce", "comm", count * elementBytes(dtype));
+    check(MPI_Iallreduce(in, out, checkedCount(count), mpiType(dtype),
+                         mpiOp(op), groupComm(group, groupSize),
+                         &pending.request),
+          "MPI_Iallreduce");
+    if (op == SOAPRT_MEAN) {
+      pending.out = out;
+      pending.count = count;
+      pending.dtype = dtype;
+      pending.members = groupSize;
+    }
+#else
+    soaprt_all_reduce(in, out, count, dtype, op, group, groupSize);
+    return 0;
+#endif
+  }
+  int64_t handle = s.nextHandle++;
+  s.collectives.emplace(handle, pending);
+  return handle;
+}
+
+void soaprt_wait(int64_t handle) {
+  if (handle == 0)
+    return;
+  State &s = state();
+  auto it = s.collectives.find(handle);
+  if (it == s.collectives.end())
+    commFail("internal: soaprt_wait(" + std::to_string(handle) +
+                 ") of a collective that was not started or was already "
+                 "waited for",
+             4);
+  State::PendingCollective pending = it->second;
+  s.collectives.erase(it);
+  if (pending.gpuHandle)
+    return gpuHooks->wait(pending.gpuHandle);
+#if SOAP_HAVE_MPI
+  ScopedEvent event("soap.wait", "comm", 0);
+  check(MPI_Wait(&pending.request, MPI_STATUS_IGNORE), "MPI_Wait");
+  if (pending.out)
+    divideBy(pending.out, pending.count, pending.dtype, pending.members);
+#endif
 }
 
 void soaprt_all_gather(const void *in, void *out, int64_t outer, int64_t chunk,

@@ -4,8 +4,12 @@
 // memory. Two backends (SOAP_GPU_COMM=nccl|mpi, by default NCCL when every
 // rank of the node has a GPU of its own, MPI otherwise):
 //
-//  - NCCL, on the compute stream, so a call returns once it is enqueued. A
-//    device group gets its communicator the first time its members use it
+//  - NCCL, on the communication stream (GpuRuntime.h), in program order:
+//    each call first makes that stream wait for the compute work enqueued
+//    before it, then the compute stream waits for the call's result, so
+//    the call returns once it is enqueued. allReduceStart leaves out that
+//    last wait until waitFor(handle), which the lowering places right
+//    before the first use of the result. A device group gets its communicator the first time its members use it
 //    (ncclGetUniqueId on the first member, broadcast over the group's MPI
 //    communicator, ncclCommInitRank), like the MPI backend's groups. The
 //    driver creates the world's communicator, and one split from it for
@@ -58,6 +62,12 @@ struct CommState {
   /// Over the world, for send/recv (peers are world ranks).
   ncclComm_t pointToPoint = nullptr;
   std::vector<PendingSend> sends;
+  /// Events of started all-reduces, by handle, until waitFor; and events
+  /// free for reuse (once a wait on an event is enqueued, recording it again
+  /// does not change that wait).
+  std::map<int64_t, cudaEvent_t> started;
+  int64_t nextHandle = 1;
+  std::vector<cudaEvent_t> freeEvents;
 };
 
 CommState &state() {
@@ -147,8 +157,58 @@ ncclComm_t pointToPointComm() {
 
 bool useNccl() { return commBackend() == CommBackend::Nccl; }
 
+cudaEvent_t takeEvent() {
+  CommState &s = state();
+  if (!s.freeEvents.empty()) {
+    cudaEvent_t event = s.freeEvents.back();
+    s.freeEvents.pop_back();
+    return event;
+  }
+  cudaEvent_t event;
+  check(cudaEventCreateWithFlags(&event, cudaEventDisableTiming),
+        "cudaEventCreateWithFlags");
+  return event;
+}
+
+/// `waiter` waits for the work enqueued so far on `signaller`.
+void follow(cudaStream_t waiter, cudaStream_t signaller) {
+  cudaEvent_t event = takeEvent();
+  check(cudaEventRecord(event, signaller), "cudaEventRecord");
+  check(cudaStreamWaitEvent(waiter, event, 0), "cudaStreamWaitEvent");
+  state().freeEvents.push_back(event);
+}
+
+/// The NCCL work of one call, on the communication stream after the compute
+/// work enqueued before it (which made the call's inputs). Unless started,
+/// the compute stream waits for it when the scope ends. Device memory the
+/// call allocates (scratch) is allocated before the scope begins.
+class OnCommStream {
+public:
+  OnCommStream() { follow(commStream(), stream()); }
+  ~OnCommStream() {
+    if (!handle)
+      follow(stream(), commStream());
+  }
+  OnCommStream(const OnCommStream &) = delete;
+  OnCommStream &operator=(const OnCommStream &) = delete;
+
+  /// Leaves the compute stream free to go on; waitFor(handle) makes it wait.
+  int64_t start() {
+    CommState &s = state();
+    cudaEvent_t event = takeEvent();
+    check(cudaEventRecord(event, commStream()), "cudaEventRecord");
+    handle = s.nextHandle++;
+    s.started.emplace(handle, event);
+    return handle;
+  }
+
+private:
+  int64_t handle = 0;
+};
+
 /// dst[j][i][:] = src[i][j][:] for src of shape [a][b][chunkBytes], on the
-/// device: one strided 2-D copy per index of the shorter dimension.
+/// device: one strided 2-D copy per index of the shorter dimension, on the
+/// communication stream (around NCCL calls).
 void swapLeadingOnDevice(const void *src, void *dst, int64_t a, int64_t b,
                          size_t chunkBytes) {
   const char *from = static_cast<const char *>(src);
@@ -158,14 +218,14 @@ void swapLeadingOnDevice(const void *src, void *dst, int64_t a, int64_t b,
       check(cudaMemcpy2DAsync(to + i * chunkBytes, a * chunkBytes,
                               from + i * b * chunkBytes, chunkBytes,
                               chunkBytes, b, cudaMemcpyDeviceToDevice,
-                              stream()),
+                              commStream()),
             "cudaMemcpy2DAsync");
   } else {
     for (int64_t j = 0; j < b; ++j)
       check(cudaMemcpy2DAsync(to + j * a * chunkBytes, chunkBytes,
                               from + j * chunkBytes, b * chunkBytes,
                               chunkBytes, a, cudaMemcpyDeviceToDevice,
-                              stream()),
+                              commStream()),
             "cudaMemcpy2DAsync");
   }
 }
@@ -176,8 +236,14 @@ void copyOnDevice(void *dst, const void *src, size_t bytes) {
           "cudaMemcpyAsync");
 }
 
-/// The mean after a sum: out *= 1/n (cuBLAS scal; integers on the host).
+/// The mean after a sum: out *= 1/n (cuBLAS scal; integers on the host),
+/// on the communication stream.
 void divideOnDevice(void *data, int64_t count, int64_t dtype, int64_t n) {
+  cudaStream_t comm = commStream();
+  struct OnComm { // cuBLAS works on the communication stream meanwhile
+    OnComm(cudaStream_t comm) { check(cublasSetStream(cublas(), comm), "cublasSetStream"); }
+    ~OnComm() { check(cublasSetStream(cublas(), stream()), "cublasSetStream"); }
+  } onComm(comm);
   switch (dtype) {
   case SOAPRT_F32: {
     float alpha = 1.0f / static_cast<float>(n);
@@ -199,9 +265,9 @@ void divideOnDevice(void *data, int64_t count, int64_t dtype, int64_t n) {
   size_t bytes = count * commElementBytes(dtype);
   std::vector<char> host(bytes);
   check(cudaMemcpyAsync(host.data(), data, bytes, cudaMemcpyDeviceToHost,
-                        stream()),
+                        comm),
         "cudaMemcpyAsync");
-  synchronize();
+  check(cudaStreamSynchronize(comm), "cudaStreamSynchronize");
   for (int64_t i = 0; i < count; ++i) {
     if (dtype == SOAPRT_I32)
       reinterpret_cast<int32_t *>(host.data())[i] /= static_cast<int32_t>(n);
@@ -209,12 +275,13 @@ void divideOnDevice(void *data, int64_t count, int64_t dtype, int64_t n) {
       reinterpret_cast<int64_t *>(host.data())[i] /= n;
   }
   check(cudaMemcpyAsync(data, host.data(), bytes, cudaMemcpyHostToDevice,
-                        stream()),
+                        comm),
         "cudaMemcpyAsync");
-  synchronize();
+  check(cudaStreamSynchronize(comm), "cudaStreamSynchronize");
 }
 
-/// Issues the deferred sends, and `receives` after them, as one NCCL group.
+/// Issues the deferred sends, and `receives` after them, as one NCCL group
+/// (inside an OnCommStream scope).
 struct Receive {
   void *out;
   size_t count;
@@ -230,20 +297,20 @@ void exchange(const std::vector<Receive> &receives) {
   check(ncclGroupStart(), "ncclGroupStart");
   for (const PendingSend &send : s.sends)
     check(ncclSend(send.data, send.count, ncclType(send.dtype), send.peer,
-                   comm, stream()),
+                   comm, commStream()),
           "ncclSend");
   for (const Receive &receive : receives)
     check(ncclRecv(receive.out, receive.count, ncclType(receive.dtype),
-                   receive.peer, comm, stream()),
+                   receive.peer, comm, commStream()),
           "ncclRecv");
   check(ncclGroupEnd(), "ncclGroupEnd");
   // Stream-ordered: the copies are freed after the sends read them.
   for (const PendingSend &send : s.sends)
-    release(send.data);
+    release(send.data, commStream());
   s.sends.clear();
 }
 
-/// Every NCCL call issues the sends deferred before it.
+/// Every NCCL call issues the sends deferred before it (in its scope).
 void flushSends() {
   if (!state().sends.empty())
     exchange({});
@@ -297,24 +364,50 @@ void startComm() {
     pointToPointComm();
 }
 
-void allReduce(const void *in, void *out, int64_t count, int64_t dtype,
-               int64_t op, const int64_t *group, int64_t groupSize) {
+int64_t allReduceStart(const void *in, void *out, int64_t count,
+                       int64_t dtype, int64_t op, const int64_t *group,
+                       int64_t groupSize) {
   if (!commEnter("soap.all_reduce", group, groupSize))
-    return;
+    return 0;
   size_t bytes = count * commElementBytes(dtype);
-  if (groupSize == 1)
-    return copyOnDevice(out, in, bytes);
-  if (!useNccl())
-    return staged(in, bytes, out, bytes, [&](void *hostIn, void *hostOut) {
+  if (groupSize == 1) {
+    copyOnDevice(out, in, bytes);
+    return 0;
+  }
+  if (!useNccl()) {
+    staged(in, bytes, out, bytes, [&](void *hostIn, void *hostOut) {
       soaprt_all_reduce(hostIn, hostOut, count, dtype, op, group, groupSize);
     });
+    return 0;
+  }
   ScopedEvent event("soap.all_reduce", "comm", bytes);
+  ncclComm_t comm = groupComm(group, groupSize);
+  OnCommStream scope;
   flushSends();
-  check(ncclAllReduce(in, out, count, ncclType(dtype), ncclOp(op),
-                      groupComm(group, groupSize), stream()),
+  check(ncclAllReduce(in, out, count, ncclType(dtype), ncclOp(op), comm,
+                      commStream()),
         "ncclAllReduce");
   if (op == SOAPRT_MEAN)
     divideOnDevice(out, count, dtype, groupSize);
+  return scope.start();
+}
+
+void waitFor(int64_t handle) {
+  CommState &s = state();
+  auto it = s.started.find(handle);
+  if (it == s.started.end())
+    failWith("internal: a wait for GPU collective " + std::to_string(handle) +
+             ", which was not started or was already waited for");
+  check(cudaStreamWaitEvent(stream(), it->second, 0), "cudaStreamWaitEvent");
+  s.freeEvents.push_back(it->second);
+  s.started.erase(it);
+}
+
+void allReduce(const void *in, void *out, int64_t count, int64_t dtype,
+               int64_t op, const int64_t *group, int64_t groupSize) {
+  if (int64_t handle =
+          allReduceStart(in, out, count, dtype, op, group, groupSize))
+    waitFor(handle);
 }
 
 void allGather(const void *in, void *out, int64_t outer, int64_t chunk,
@@ -332,11 +425,13 @@ void allGather(const void *in, void *out, int64_t outer, int64_t chunk,
                                       group, groupSize);
                   });
   ScopedEvent event("soap.all_gather", "comm", inBytes);
-  flushSends();
   // NCCL concatenates whole buffers: [n][outer][chunk], then reorder.
   void *target = outer > 1 ? scratch(kCommOut, groupSize * inBytes) : out;
-  check(ncclAllGather(in, target, outer * chunk, ncclType(dtype),
-                      groupComm(group, groupSize), stream()),
+  ncclComm_t comm = groupComm(group, groupSize);
+  OnCommStream scope;
+  flushSends();
+  check(ncclAllGather(in, target, outer * chunk, ncclType(dtype), comm,
+                      commStream()),
         "ncclAllGather");
   if (outer > 1)
     swapLeadingOnDevice(target, out, groupSize, outer, chunkBytes);
@@ -358,16 +453,18 @@ void reduceScatter(const void *in, void *out, int64_t outer, int64_t chunk,
                                           op, group, groupSize);
                   });
   ScopedEvent event("soap.reduce_scatter", "comm", groupSize * outBytes);
+  void *packed = outer > 1 ? scratch(kCommIn, groupSize * outBytes) : nullptr;
+  ncclComm_t comm = groupComm(group, groupSize);
+  OnCommStream scope;
   flushSends();
   // NCCL scatters whole blocks: bring the input to [n][outer][chunk].
   const void *source = in;
-  if (outer > 1) {
-    void *packed = scratch(kCommIn, groupSize * outBytes);
+  if (packed) {
     swapLeadingOnDevice(in, packed, outer, groupSize, chunkBytes);
     source = packed;
   }
   check(ncclReduceScatter(source, out, outer * chunk, ncclType(dtype),
-                          ncclOp(op), groupComm(group, groupSize), stream()),
+                          ncclOp(op), comm, commStream()),
         "ncclReduceScatter");
   if (op == SOAPRT_MEAN)
     divideOnDevice(out, outer * chunk, dtype, groupSize);
@@ -389,27 +486,29 @@ void allToAll(const void *in, void *out, int64_t splitOuter,
                         concatChunk, dtype, group, groupSize);
     });
   ScopedEvent event("soap.all_to_all", "comm", blockCount * elementBytes);
+  char *packed =
+      splitOuter > 1 ? static_cast<char *>(scratch(kCommIn, total)) : nullptr;
+  char *receive = concatOuter > 1 ? static_cast<char *>(scratch(kCommOut, total))
+                                  : static_cast<char *>(out);
+  ncclComm_t comm = groupComm(group, groupSize);
+  OnCommStream scope;
   flushSends();
   // Blocks [n][...]: block j goes to member j, block j comes from member j.
   const char *send = static_cast<const char *>(in);
-  if (splitOuter > 1) {
-    char *packed = static_cast<char *>(scratch(kCommIn, total));
+  if (packed) {
     swapLeadingOnDevice(in, packed, splitOuter, groupSize,
                         splitChunk * elementBytes);
     send = packed;
   }
-  char *receive = concatOuter > 1 ? static_cast<char *>(scratch(kCommOut, total))
-                                  : static_cast<char *>(out);
-  ncclComm_t comm = groupComm(group, groupSize);
   ncclDataType_t type = ncclType(dtype);
   size_t blockBytes = blockCount * elementBytes;
   check(ncclGroupStart(), "ncclGroupStart");
   for (int64_t j = 0; j < groupSize; ++j) {
     check(ncclSend(send + j * blockBytes, blockCount, type,
-                   static_cast<int>(j), comm, stream()),
+                   static_cast<int>(j), comm, commStream()),
           "ncclSend");
     check(ncclRecv(receive + j * blockBytes, blockCount, type,
-                   static_cast<int>(j), comm, stream()),
+                   static_cast<int>(j), comm, commStream()),
           "ncclRecv");
   }
   check(ncclGroupEnd(), "ncclGroupEnd");
@@ -441,10 +540,11 @@ void broadcast(const void *in, void *out, int64_t count, int64_t dtype,
                   });
   }
   ScopedEvent event("soap.broadcast", "comm", bytes);
+  ncclComm_t comm = groupComm(group, groupSize);
+  OnCommStream scope;
   flushSends();
   check(ncclBroadcast(in, out, count, ncclType(dtype),
-                      static_cast<int>(rootIndex), groupComm(group, groupSize),
-                      stream()),
+                      static_cast<int>(rootIndex), comm, commStream()),
         "ncclBroadcast");
 }
 
@@ -513,12 +613,17 @@ void recv(void *out, int64_t count, int64_t dtype, const int64_t *from,
     });
   }
   ScopedEvent event("soap.recv", "comm", bytes);
+  pointToPointComm();
+  OnCommStream scope;
   exchange(receives);
 }
 
 void completePendingSends() {
-  if (started() && commActive())
+  if (started() && commActive() && !state().sends.empty()) {
+    pointToPointComm();
+    OnCommStream scope;
     flushSends();
+  }
 }
 
 } // namespace gpu

@@ -30,6 +30,7 @@ struct Device {
   bool started = false;
   int id = -1, count = 0;
   cudaStream_t stream = nullptr;
+  cudaStream_t comm = nullptr;
   cublasHandle_t blas = nullptr;
   cublasLtHandle_t lt = nullptr;
   cudnnHandle_t dnn = nullptr;
@@ -131,6 +132,13 @@ void start() {
   check(cudaSetDevice(d.id), "cudaSetDevice");
   check(cudaStreamCreateWithFlags(&d.stream, cudaStreamNonBlocking),
         "cudaStreamCreateWithFlags");
+  // NCCL kernels get the highest priority, so that a reduction started
+  // early is not starved by the compute kernels enqueued behind it.
+  int lowest = 0, highest = 0;
+  check(cudaDeviceGetStreamPriorityRange(&lowest, &highest),
+        "cudaDeviceGetStreamPriorityRange");
+  check(cudaStreamCreateWithPriority(&d.comm, cudaStreamNonBlocking, highest),
+        "cudaStreamCreateWithPriority");
   // Keep freed blocks in the pool instead of returning them to the driver
   // at every synchronization: each step allocates the same buffers again.
   cudaMemPool_t pool;
@@ -158,6 +166,11 @@ int deviceCount() {
 cudaStream_t stream() {
   start();
   return state().stream;
+}
+
+cudaStream_t commStream() {
+  start();
+  return state().comm;
 }
 
 cublasHandle_t cublas() {
@@ -205,9 +218,9 @@ void *allocate(size_t bytes) {
   return p;
 }
 
-void release(void *p) {
+void release(void *p, cudaStream_t on) {
   if (p)
-    check(cudaFreeAsync(p, stream()), "cudaFreeAsync");
+    check(cudaFreeAsync(p, on ? on : stream()), "cudaFreeAsync");
 }
 
 void *scratch(ScratchSlot slot, size_t bytes) {
@@ -308,6 +321,8 @@ GpuHooks hooks = {hookStart,
                   synchronize,
                   hookIsDevicePointer,
                   allReduce,
+                  allReduceStart,
+                  waitFor,
                   allGather,
                   reduceScatter,
                   allToAll,

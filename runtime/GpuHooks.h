@@ -39,6 +39,13 @@ struct GpuHooks {
   /// The soaprt_* communication calls of Runtime.h on device buffers.
   void (*allReduce)(const void *in, void *out, int64_t count, int64_t dtype,
                     int64_t op, const int64_t *group, int64_t groupSize);
+  /// soaprt_all_reduce_start: the GPU runtime's handle (0 when the call is
+  /// already complete), which `wait` takes.
+  int64_t (*allReduceStart)(const void *in, void *out, int64_t count,
+                            int64_t dtype, int64_t op, const int64_t *group,
+                            int64_t groupSize);
+  /// The compute stream waits for the call `handle` started.
+  void (*wait)(int64_t handle);
   void (*allGather)(const void *in, void *out, int64_t outer, int64_t chunk,
                     int64_t dtype, const int64_t *group, int64_t groupSize);
   void (*reduceScatter)(const void *in, void *out, int64_t outer,

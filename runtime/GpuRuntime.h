@@ -6,9 +6,14 @@
 // area, and the checks that turn a failed CUDA, cuBLAS, cuDNN or NCCL call
 // into `error: [rank R: ]<call> failed: <reason>` and the end of the job.
 //
-// Every kernel, library call, copy and NCCL operation is enqueued on the
-// compute stream, so they run in program order; the host waits for the
-// stream (synchronize) only before it reads device memory.
+// Every kernel, library call and copy is enqueued on the compute stream, so
+// they run in program order; the host waits for the stream (synchronize)
+// only before it reads device memory. NCCL operations run in program order
+// on a second stream, the communication stream, each after the compute
+// work enqueued before it; the compute stream waits for a blocking call's
+// result at once, and for a started all-reduce's at soaprt_wait (GpuComm.cpp).
+// So a gradient all-reduce runs while the rest of the backward pass
+// computes.
 //
 //===----------------------------------------------------------------------===//
 
@@ -49,6 +54,8 @@ bool started();
 int device();
 /// The compute stream (starts the runtime).
 cudaStream_t stream();
+/// The communication stream, of the highest priority (NCCL operations).
+cudaStream_t commStream();
 cublasHandle_t cublas();
 cublasLtHandle_t cublasLt();
 cudnnHandle_t cudnn();
@@ -59,7 +66,9 @@ void synchronize();
 /// Device memory ordered on the compute stream (cudaMallocAsync from the
 /// device's pool, which keeps freed memory for the next step).
 void *allocate(size_t bytes);
-void release(void *p);
+/// Frees `p` once the work enqueued on `on` (default: the compute stream)
+/// is done with it.
+void release(void *p, cudaStream_t on = nullptr);
 
 /// A device buffer of at least `bytes` that stays valid until the next
 /// scratch(slot, ...) call with the same slot; grown, never shrunk. Slots
@@ -90,6 +99,13 @@ int deviceCount();
 /// lists them.
 void allReduce(const void *in, void *out, int64_t count, int64_t dtype,
                int64_t op, const int64_t *group, int64_t groupSize);
+/// allReduce on the communication stream without making the compute stream
+/// wait: a handle for waitFor, or 0 when the call is already complete.
+int64_t allReduceStart(const void *in, void *out, int64_t count,
+                       int64_t dtype, int64_t op, const int64_t *group,
+                       int64_t groupSize);
+/// The compute stream waits for the call `handle` started.
+void waitFor(int64_t handle);
 void allGather(const void *in, void *out, int64_t outer, int64_t chunk,
                int64_t dtype, const int64_t *group, int64_t groupSize);
 void reduceScatter(const void *in, void *out, int64_t outer, int64_t chunk,

@@ -327,7 +327,7 @@ LogicalResult lowerCommunicationOps(ModuleOp module) {
   return success();
 }
 
-void replaceCommunicationPlaceholders(ModuleOp module) {
+void replaceCommunicationPlaceholders(ModuleOp module, bool startAllReduces) {
   SmallVector<func::CallOp> calls;
   module.walk([&](func::CallOp call) {
     auto callee = module.lookupSymbol<func::FuncOp>(call.getCallee());
@@ -357,10 +357,22 @@ void replaceCommunicationPlaceholders(ModuleOp module) {
     }
     StringRef name =
         placeholder->getAttrOfType<StringAttr>(kCallAttr).getValue();
-    func::FuncOp callee =
-        declare(module, name, ValueRange(args).getTypes(), {});
-    func::CallOp::create(b, loc, callee, args);
-    call.erase();
+    if (startAllReduces && name == "soaprt_all_reduce") {
+      func::FuncOp callee =
+          declare(module, "soaprt_all_reduce_start",
+                  ValueRange(args).getTypes(), {b.getI64Type()});
+      func::FuncOp wait =
+          declare(module, "soaprt_wait", {b.getI64Type()}, {});
+      auto start = func::CallOp::create(b, loc, callee, args);
+      SmallVector<Value> buffers(call.getOperands());
+      call.erase();
+      waitBeforeFirstUse(b, start, start.getResult(0), buffers, wait);
+    } else {
+      func::FuncOp callee =
+          declare(module, name, ValueRange(args).getTypes(), {});
+      func::CallOp::create(b, loc, callee, args);
+      call.erase();
+    }
     if (!llvm::is_contained(placeholders, placeholder))
       placeholders.push_back(placeholder);
   }

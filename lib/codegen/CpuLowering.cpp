@@ -235,6 +235,8 @@ LogicalResult lowerModuleForCpu(ModuleOp module,
                                 const CpuLoweringOptions &options,
                                 PipelineRunner runPipeline) {
   codegen::ModelDescription description;
+  if (options.overlapComm)
+    codegen::startAllReducesEarly(module);
   if (failed(codegen::prepareEntry(module, options.entry, description)))
     return failure();
 
@@ -248,7 +250,7 @@ LogicalResult lowerModuleForCpu(ModuleOp module,
 
   if (failed(codegen::runParsed(module, kBufferizePipeline, runPipeline)))
     return failure();
-  codegen::replaceCommunicationPlaceholders(module);
+  codegen::replaceCommunicationPlaceholders(module, options.overlapComm);
   if (options.kernels == KernelCodegen::Blas)
     codegen::replaceKernelsByBlasCalls(module);
   if (options.kernels != KernelCodegen::Loops) {

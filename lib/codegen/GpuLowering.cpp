@@ -466,6 +466,8 @@ LogicalResult lowerModuleForGpu(ModuleOp module,
            << "format=" << options.format << " is not one of isa (PTX), fatbin";
   codegen::ModelDescription description;
   description.target = "gpu";
+  if (options.overlapComm)
+    codegen::startAllReducesEarly(module);
   if (failed(codegen::prepareEntry(module, options.entry, description)))
     return failure();
   codegen::foldTransposesIntoContractions(module);
@@ -476,7 +478,7 @@ LogicalResult lowerModuleForGpu(ModuleOp module,
   if (failed(codegen::runParsed(module, codegen::getBufferizePipeline(),
                                 runPipeline)))
     return failure();
-  codegen::replaceCommunicationPlaceholders(module);
+  codegen::replaceCommunicationPlaceholders(module, options.overlapComm);
   codegen::replaceKernelsByGpuLibraryCalls(module,
                                            static_cast<int64_t>(options.math));
   copiesToLinalg(module);

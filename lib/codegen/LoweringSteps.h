@@ -98,8 +98,25 @@ mlir::Value pointerTo(mlir::OpBuilder &b, mlir::Location loc,
                       mlir::Value memref);
 
 /// After bufferization and deallocation: the placeholder calls become
-/// calls of libsoaprt's soaprt_* communication functions.
-void replaceCommunicationPlaceholders(mlir::ModuleOp module);
+/// calls of libsoaprt's soaprt_* communication functions. With
+/// `startAllReduces`, an all-reduce is soaprt_all_reduce_start, waited for
+/// (soaprt_wait) right before the first op that touches its buffers
+/// (waitBeforeFirstUse).
+void replaceCommunicationPlaceholders(mlir::ModuleOp module,
+                                      bool startAllReduces = false);
+
+/// On tensors, before prepareEntry: every soap.all_reduce moves up to right
+/// after the op that computes its operand, never above another
+/// communication op but an all-reduce (CommunicationOverlap.cpp).
+void startAllReducesEarly(mlir::ModuleOp module);
+
+/// Inserts `wait`(`handle`) after `start`, in its block, right before the
+/// first op that touches any of `buffers` or the buffers they are views of
+/// (or before the terminator); deallocations of them met before move after
+/// the wait.
+void waitBeforeFirstUse(mlir::OpBuilder &b, mlir::Operation *start,
+                        mlir::Value handle, mlir::ValueRange buffers,
+                        mlir::func::FuncOp wait);
 
 /// Adds soap_train_step_packed (calling `function`, already in the LLVM
 /// dialect with bare-pointer arguments), soap_model_info and

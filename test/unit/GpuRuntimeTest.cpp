@@ -379,6 +379,13 @@ TEST_F(Gpu, CollectivesOnDeviceBuffersOneRank) {
   cudaMemset(source.data, 0, 24 * sizeof(float));
   soaprt_recv(received.data, 24, SOAPRT_F32, from, to, 1, 7);
   EXPECT_EQ(received.read(), values);
+  // A started all-reduce over a group of one is complete at once (handle 0).
+  DeviceArray started(std::vector<float>(24, 0.0f));
+  int64_t handle = soaprt_all_reduce_start(in.data, started.data, 24,
+                                           SOAPRT_F32, SOAPRT_SUM, group, 1);
+  EXPECT_EQ(handle, 0);
+  soaprt_wait(handle);
+  EXPECT_EQ(started.read(), values);
 }
 
 // Errors the runtime reports before any CUDA call: they need no GPU. The
@@ -424,6 +431,12 @@ TEST_F(GpuErrors, ModulesLoadLazily) {
   void *module = mgpuModuleLoad(const_cast<char *>(kAxpyPtx), sizeof(kAxpyPtx));
   ASSERT_NE(module, nullptr);
   mgpuModuleUnload(module);
+}
+
+TEST_F(GpuErrors, WaitForUnknownCollective) {
+  EXPECT_EXIT(soaprt_wait(12345), ::testing::ExitedWithCode(4),
+              "error: internal: soaprt_wait\\(12345\\) of a collective that "
+              "was not started or was already waited for");
 }
 
 TEST_F(GpuErrors, NoDevice) {

@@ -113,6 +113,23 @@ void soaprt_all_reduce(const void *in, void *out, int64_t count,
                        int64_t dtype, int64_t op, const int64_t *group,
                        int64_t group_size);
 
+/** soaprt_all_reduce, started but not waited for: returns once the call is
+ *  under way, with a handle for soaprt_wait. Until that wait, `out` does not
+ *  hold the result yet and `in` must be neither written nor freed. Returns
+ *  0 when the call is already complete (a group of one, a rank outside the
+ *  group, GPU buffers staged through the host). The GPU lowering (and the
+ *  CPU lowering with overlap-comm) start gradient all-reduces as soon as the
+ *  gradient exists and wait right before the first use, so that the
+ *  reduction overlaps the rest of the backward pass. */
+int64_t soaprt_all_reduce_start(const void *in, void *out, int64_t count,
+                                int64_t dtype, int64_t op,
+                                const int64_t *group, int64_t group_size);
+
+/** Completes the call that returned `handle` (0: returns at once). On a GPU
+ *  the compute stream waits for it; the host does not. Each handle is
+ *  waited for once. */
+void soaprt_wait(int64_t handle);
+
 /** in is [outer][chunk]; out is [outer][group_size][chunk], block j from
  *  the j-th member (concatenation along the gathered dimension). */
 void soaprt_all_gather(const void *in, void *out, int64_t outer,

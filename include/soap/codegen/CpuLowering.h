@@ -40,6 +40,9 @@ struct CpuLoweringOptions {
   KernelCodegen kernels = KernelCodegen::Blas;
   /// Brackets each linalg op with soaprt_op_begin/end(id).
   bool traceOps = true;
+  /// All-reduces start early (MPI_Iallreduce) and are waited for at their
+  /// first use (CommunicationOverlap.cpp).
+  bool overlapComm = false;
 };
 
 /// Runs a pass pipeline on the module being lowered (a pass gives its

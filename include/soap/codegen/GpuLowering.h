@@ -34,6 +34,9 @@ struct GpuLoweringOptions {
   std::string format = "isa";
   /// Brackets each op with soaprt_op_begin/end(id).
   bool traceOps = true;
+  /// All-reduces start early and are waited for at their first use, so
+  /// that they overlap computation (CommunicationOverlap.cpp).
+  bool overlapComm = true;
 };
 
 /// Lowers `module` in place; emits an error on the module (or the op
