@@ -1,0 +1,167 @@
+#!/usr/bin/env python3
+"""PyTorch eager baseline for bench/gpu.sh: the training step of a zoo model
+(the same architecture and sizes as `soap-zoo`), timed on the GPU.
+
+    python3 bench/pytorch_baseline.py resnet50 --batch 64 --math tf32
+    python3 bench/pytorch_baseline.py bert-base --batch 64 --math f32
+
+One step is forward, mean softmax cross-entropy, backward and a plain SGD
+update, as `--soap-training-step` builds it (default optimizer sgd). Prints
+one line: `model=... batch=... math=... median_ms=... mean_ms=...`, the
+median and mean over --steps steps after --warmup steps, each step timed
+with CUDA events around it.
+
+--math: f32 (no TF32 anywhere), tf32 (TF32 matmuls and convolutions), or
+bf16 (autocast to bfloat16), matching soap-lower-gpu's math= option.
+"""
+
+import argparse
+import statistics
+import sys
+
+try:
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+except ImportError:
+    sys.exit("error: PyTorch is not installed (pip install torch)")
+
+
+class Bottleneck(nn.Module):
+    """ResNet v1.5 bottleneck: the stride is on the 3x3 convolution."""
+
+    expansion = 4
+
+    def __init__(self, inplanes, planes, stride):
+        super().__init__()
+        width = planes
+        self.conv1 = nn.Conv2d(inplanes, width, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(width)
+        self.conv2 = nn.Conv2d(width, width, 3, stride, 1, bias=False)
+        self.bn2 = nn.BatchNorm2d(width)
+        self.conv3 = nn.Conv2d(width, planes * 4, 1, bias=False)
+        self.bn3 = nn.BatchNorm2d(planes * 4)
+        self.down = None
+        if stride != 1 or inplanes != planes * 4:
+            self.down = nn.Sequential(
+                nn.Conv2d(inplanes, planes * 4, 1, stride, bias=False),
+                nn.BatchNorm2d(planes * 4))
+
+    def forward(self, x):
+        out = F.relu(self.bn1(self.conv1(x)))
+        out = F.relu(self.bn2(self.conv2(out)))
+        out = self.bn3(self.conv3(out))
+        identity = x if self.down is None else self.down(x)
+        return F.relu(out + identity)
+
+
+class ResNet50(nn.Module):
+    def __init__(self, classes=1000, width=64):
+        super().__init__()
+        self.stem = nn.Sequential(
+            nn.Conv2d(3, width, 7, 2, 3, bias=False), nn.BatchNorm2d(width),
+            nn.ReLU(), nn.MaxPool2d(3, 2, 1))
+        layers, inplanes = [], width
+        for planes, blocks, stride in ((width, 3, 1), (width * 2, 4, 2),
+                                       (width * 4, 6, 2), (width * 8, 3, 2)):
+            for b in range(blocks):
+                layers.append(Bottleneck(inplanes, planes,
+                                         stride if b == 0 else 1))
+                inplanes = planes * 4
+        self.layers = nn.Sequential(*layers)
+        self.fc = nn.Linear(inplanes, classes)
+
+    def forward(self, x):
+        x = self.layers(self.stem(x))
+        return self.fc(torch.flatten(F.adaptive_avg_pool2d(x, 1), 1))
+
+
+class Bert(nn.Module):
+    """BERT-base encoder (post-norm), pooler and sequence classifier."""
+
+    def __init__(self, vocab=30522, hidden=768, layers=12, heads=12,
+                 max_pos=512, types=2, classes=2):
+        super().__init__()
+        self.word = nn.Embedding(vocab, hidden)
+        self.position = nn.Embedding(max_pos, hidden)
+        self.token_type = nn.Embedding(types, hidden)
+        self.norm = nn.LayerNorm(hidden, eps=1e-12)
+        layer = nn.TransformerEncoderLayer(
+            hidden, heads, 4 * hidden, dropout=0.0, activation="gelu",
+            batch_first=True, norm_first=False, layer_norm_eps=1e-12)
+        self.encoder = nn.TransformerEncoder(layer, layers,
+                                             enable_nested_tensor=False)
+        self.pooler = nn.Linear(hidden, hidden)
+        self.classifier = nn.Linear(hidden, classes)
+
+    def forward(self, ids):
+        positions = torch.arange(ids.shape[1], device=ids.device)
+        x = self.word(ids) + self.position(positions)[None] + \
+            self.token_type(torch.zeros_like(ids))
+        x = self.encoder(self.norm(x))
+        return self.classifier(torch.tanh(self.pooler(x[:, 0])))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("model", choices=["resnet50", "bert-base"])
+    parser.add_argument("--batch", type=int, default=64)
+    parser.add_argument("--image", type=int, default=224)
+    parser.add_argument("--seq", type=int, default=128)
+    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--warmup", type=int, default=5)
+    parser.add_argument("--math", choices=["f32", "tf32", "bf16"],
+                        default="f32")
+    parser.add_argument("--lr", type=float, default=0.01)
+    args = parser.parse_args()
+    if not torch.cuda.is_available():
+        sys.exit("error: no CUDA device is usable by PyTorch")
+    torch.manual_seed(0)
+    device = torch.device("cuda")
+    tf32 = args.math == "tf32"
+    torch.backends.cuda.matmul.allow_tf32 = tf32
+    torch.backends.cudnn.allow_tf32 = tf32
+    torch.backends.cudnn.benchmark = True
+
+    if args.model == "resnet50":
+        model = ResNet50().to(device)
+        inputs = torch.randn(args.batch, 3, args.image, args.image,
+                             device=device)
+        labels = torch.randint(0, 1000, (args.batch,), device=device)
+    else:
+        model = Bert().to(device)
+        inputs = torch.randint(0, 30522, (args.batch, args.seq),
+                               device=device)
+        labels = torch.randint(0, 2, (args.batch,), device=device)
+    model.train()
+    optimizer = torch.optim.SGD(model.parameters(), lr=args.lr)
+
+    def step():
+        optimizer.zero_grad(set_to_none=True)
+        with torch.autocast("cuda", dtype=torch.bfloat16,
+                            enabled=args.math == "bf16"):
+            loss = F.cross_entropy(model(inputs), labels)
+        loss.backward()
+        optimizer.step()
+        return loss
+
+    for _ in range(args.warmup):
+        step()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(args.steps):
+        start = torch.cuda.Event(enable_timing=True)
+        end = torch.cuda.Event(enable_timing=True)
+        start.record()
+        loss = step()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end))
+    print(f"model={args.model} batch={args.batch} math={args.math} "
+          f"median_ms={statistics.median(times):.3f} "
+          f"mean_ms={statistics.fmean(times):.3f} "
+          f"final_loss={loss.item():.6f}")
+
+
+if __name__ == "__main__":
+    main()
