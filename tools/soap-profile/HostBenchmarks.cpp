@@ -255,24 +255,38 @@ static void measureStream(int64_t bytesPerArray, double &copy, double &triad) {
   (void)sink;
 }
 
-std::optional<double> measureUpdate(MLIRContext &context,
-                                    const std::string &optimizer,
-                                    int64_t elements, std::string &error) {
-  autodiff::TrainingStepOptions options;
+std::optional<UpdateOperands> updateOperands(MLIRContext &context,
+                                             const std::string &optimizer,
+                                             int64_t elements,
+                                             std::string &error) {
+  UpdateOperands result;
   std::optional<autodiff::OptimizerKind> kind =
       autodiff::parseOptimizerKind(optimizer);
   if (!kind) {
     error = "unknown optimizer '" + optimizer + "'";
     return std::nullopt;
   }
-  options.optimizer = *kind;
+  result.options.optimizer = *kind;
+  auto param = RankedTensorType::get({elements}, Float32Type::get(&context));
+  result.types = {param, param};
+  llvm::append_range(result.types, autodiff::optimizerStateTypes(
+                                       result.options, param, &context));
+  return result;
+}
+
+std::optional<double> measureUpdate(MLIRContext &context,
+                                    const std::string &optimizer,
+                                    int64_t elements, std::string &error) {
+  std::optional<UpdateOperands> operands =
+      updateOperands(context, optimizer, elements, error);
+  if (!operands)
+    return std::nullopt;
+  const autodiff::TrainingStepOptions &options = operands->options;
   // One parameter of `elements` f32, its gradient and its optimizer state
   // in buffers; the new parameter and state written into buffers of their
   // own (as bufferization gives @train_step's results).
-  auto param = RankedTensorType::get({elements}, Float32Type::get(&context));
-  SmallVector<RankedTensorType> inputs = {param, param};
-  llvm::append_range(inputs,
-                     autodiff::optimizerStateTypes(options, param, &context));
+  SmallVector<RankedTensorType> inputs = operands->types;
+  RankedTensorType param = inputs.front();
   SmallVector<RankedTensorType> outputs(inputs.begin() + 1, inputs.end());
   outputs.front() = param; // the new parameter, then the new state
   std::vector<KernelBuffer> buffers;

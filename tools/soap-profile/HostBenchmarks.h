@@ -14,6 +14,9 @@
 
 #include "KernelCodegen.h"
 
+#include "soap/Autodiff/TrainingStep.h"
+
+#include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/MLIRContext.h"
 
 #include <cstdint>
@@ -42,6 +45,19 @@ struct HostMeasurements {
   /// (8 x 32 x 16 x 16 f32 images into 18 x 18).
   double padBandwidth = 0;
 };
+
+/// The operands of one `optimizer` update ("sgd", "momentum", "adam") of
+/// `elements` f32 parameters: the parameter, its gradient, then the
+/// optimizer's state (autodiff::optimizerStateTypes).
+struct UpdateOperands {
+  autodiff::TrainingStepOptions options;
+  llvm::SmallVector<mlir::RankedTensorType> types;
+};
+/// Nothing, with `error`, for an unknown optimizer.
+std::optional<UpdateOperands> updateOperands(mlir::MLIRContext &context,
+                                             const std::string &optimizer,
+                                             int64_t elements,
+                                             std::string &error);
 
 /// Seconds of one update of `elements` f32 parameters by `optimizer`
 /// ("sgd", "momentum", "adam"): the ops --soap-training-step emits for it

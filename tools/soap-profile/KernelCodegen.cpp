@@ -258,11 +258,7 @@ void registerKernelCodegen(DialectRegistry &registry) {
   registerLLVMDialectTranslation(registry);
 }
 
-/// Values in [0.5, 1) from a fixed sequence: no denormals, no zeros to
-/// divide by, no overflow in exp of a sum.
-/// Each buffer gets its own sequence (`index`), so that an op that copies
-/// one buffer into another changes it.
-static void fillBuffer(void *data, const KernelBuffer &buffer, size_t index) {
+void fillBuffer(void *data, const KernelBuffer &buffer, size_t index) {
   int64_t n = buffer.numElements();
   uint64_t state = 0x9E3779B97F4A7C15ull * (index + 1);
   auto next = [&] {

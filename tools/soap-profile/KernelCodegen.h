@@ -73,6 +73,13 @@ struct KernelBuffer {
   int64_t bytes() const { return numElements() * elementBytes; }
 };
 
+/// Fills `data` (host memory of `buffer.bytes()`) as kernels' buffers are
+/// filled: values in [0.5, 1) from a fixed sequence (no denormals, no
+/// zeros to divide by, no overflow in exp of a sum) for f32 and f64, zeros
+/// otherwise. Each buffer gets its own sequence (`index`), so that an op
+/// that copies one buffer into another changes it.
+void fillBuffer(void *data, const KernelBuffer &buffer, size_t index);
+
 /// A module holding `@kernel`, and the buffers its arguments need.
 struct KernelModule {
   mlir::OwningOpRef<mlir::ModuleOp> module;

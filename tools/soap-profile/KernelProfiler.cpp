@@ -2,6 +2,8 @@
 
 #include "KernelProfiler.h"
 
+#include "GpuProfiler.h"
+
 #include "soap/Autodiff/Autodiff.h"
 #include "soap/codegen/BlasKernels.h"
 #include "soap/search/Strategies.h"
@@ -190,17 +192,21 @@ static SmallVector<unsigned> gradientOperands(const OpGraph &graph, int node,
   return result;
 }
 
-/// The seconds the backward ops of `op` take at a task's local operand
-/// `shapes`: the ops the training step emits for it (autodiff's rule for
-/// the op, given adjoints of its results), each compiled and timed as a
-/// kernel as the forward op is, and added up. A transpose that only feeds
-/// contractions BLAS takes costs nothing (the CPU lowering folds it into
-/// them). Nothing when the op has no gradient rule or a backward op cannot
-/// be compiled (`error` says why).
-static std::optional<double>
-measureBackward(Operation *op, const std::vector<std::vector<int64_t>> &shapes,
-                ArrayRef<unsigned> wrt, const KernelProfileOptions &options,
-                std::string &error) {
+/// The ops the training step emits for the gradients of `op` at a task's
+/// local operand `shapes`: a module holding
+///   @backward(operands at local shapes..., adjoints of the results...)
+///       -> (gradients...)
+/// with a copy of the op (`forwardCopy`: autodiff's rule may read its
+/// results) and the gradient ops after it.
+struct BackwardModule {
+  OwningOpRef<ModuleOp> module;
+  Operation *forwardCopy = nullptr;
+};
+
+static std::optional<BackwardModule>
+buildBackwardModule(Operation *op,
+                    const std::vector<std::vector<int64_t>> &shapes,
+                    ArrayRef<unsigned> wrt, std::string &error) {
   MLIRContext *context = op->getContext();
   Location loc = UnknownLoc::get(context);
   auto dps = dyn_cast<DestinationStyleOpInterface>(op);
@@ -208,7 +214,6 @@ measureBackward(Operation *op, const std::vector<std::vector<int64_t>> &shapes,
     error = "not a destination-style op";
     return std::nullopt;
   }
-  // @backward(operands at local shapes..., adjoints of the results...).
   SmallVector<Type> argTypes;
   size_t next = 0;
   for (Value operand : op->getOperands())
@@ -228,8 +233,9 @@ measureBackward(Operation *op, const std::vector<std::vector<int64_t>> &shapes,
   }
   llvm::append_range(argTypes, resultTypes);
   OpBuilder b(context);
-  OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
-  b.setInsertionPointToEnd(module->getBody());
+  BackwardModule result;
+  result.module = ModuleOp::create(loc);
+  b.setInsertionPointToEnd(result.module->getBody());
   auto func = func::FuncOp::create(b, loc, "backward",
                                    b.getFunctionType(argTypes, {}));
   Block *entry = func.addEntryBlock();
@@ -246,6 +252,7 @@ measureBackward(Operation *op, const std::vector<std::vector<int64_t>> &shapes,
   }
   Operation *copy = clone(b, op, resultTypes, operands);
   copy->setDiscardableAttrs(DictionaryAttr::get(context));
+  result.forwardCopy = copy;
   DiagnosticCollector diagnostics(context);
   FailureOr<SmallVector<Value>> gradients = autodiff::buildOpGradients(
       b, copy, entry->getArguments().drop_front(next), wrt);
@@ -253,8 +260,39 @@ measureBackward(Operation *op, const std::vector<std::vector<int64_t>> &shapes,
     error = "no gradient rule: " + diagnostics.text;
     return std::nullopt;
   }
-  func::ReturnOp::create(b, loc);
+  // Returned, so that the GPU lowering keeps them.
+  SmallVector<Value> returned;
+  for (Value gradient : *gradients)
+    if (gradient)
+      returned.push_back(gradient);
+  func::ReturnOp::create(b, loc, returned);
+  func.setFunctionType(
+      b.getFunctionType(argTypes, ValueRange(returned).getTypes()));
+  return result;
+}
 
+/// The seconds the backward ops of `op` take at a task's local operand
+/// `shapes`: the ops the training step emits for it (autodiff's rule for
+/// the op, given adjoints of its results), each compiled and timed as a
+/// kernel as the forward op is, and added up; on the GPU, the function
+/// holding them is compiled as a training step is, and their times are
+/// added up. On the CPU, a transpose that only feeds contractions BLAS
+/// takes costs nothing (the CPU lowering folds it into them; the GPU
+/// lowering does so itself). Nothing when the op has no gradient rule or a
+/// backward op cannot be compiled (`error` says why).
+static std::optional<double>
+measureBackward(Operation *op, const std::vector<std::vector<int64_t>> &shapes,
+                ArrayRef<unsigned> wrt, const KernelProfileOptions &options,
+                std::string &error) {
+  std::optional<BackwardModule> built =
+      buildBackwardModule(op, shapes, wrt, error);
+  if (!built)
+    return std::nullopt;
+  if (options.gpu)
+    return options.gpu->timeFunction(*built->module, "backward",
+                                     built->forwardCopy, error);
+  Operation *copy = built->forwardCopy;
+  auto func = cast<func::FuncOp>(copy->getParentOp());
   double total = 0;
   SmallVector<Operation *> backward;
   func.walk([&](linalg::LinalgOp linalgOp) {
@@ -284,6 +322,49 @@ measureBackward(Operation *op, const std::vector<std::vector<int64_t>> &shapes,
     total += kernel->medianSeconds(options.warmup, options.repeat);
   }
   return total;
+}
+
+/// Compiles `op` as a CPU kernel with options.codegen (`used` says how,
+/// `fallback` why it fell back to loops), checks it against scalar loops
+/// with options.check, and returns its median time. Nothing when it is not
+/// measured, with the note to print in `note`.
+static std::optional<double>
+measureOnCpu(Operation *op, const std::string &key, const std::string &where,
+             const std::vector<std::vector<int64_t>> &shapes,
+             const KernelProfileOptions &options, Codegen &used,
+             std::string &fallback, KernelProfileSummary &summary,
+             std::string &note) {
+  using Clock = std::chrono::steady_clock;
+  std::string error;
+  std::unique_ptr<CompiledKernel> kernel =
+      compileOpKernel(op, shapes, options.codegen, used, error, &fallback);
+  if (!kernel) {
+    note = key + " (" + where + "): skipped, " +
+           error.substr(0, error.find('\n'));
+    return std::nullopt;
+  }
+  if (options.check && used != Codegen::Loops) {
+    Codegen loops = Codegen::Loops;
+    std::unique_ptr<CompiledKernel> reference =
+        compileOpKernel(op, shapes, Codegen::Loops, loops, error);
+    std::string difference;
+    if (!reference)
+      summary.mismatches.push_back(key + ": no scalar-loop kernel: " +
+                                   error.substr(0, error.find('\n')));
+    else if (!sameResults(*kernel, *reference, difference))
+      summary.mismatches.push_back(key + ": " + difference);
+    else
+      ++summary.checked;
+  }
+  auto first = Clock::now();
+  kernel->run();
+  double firstRun = std::chrono::duration<double>(Clock::now() - first).count();
+  if (firstRun > options.maxOpSeconds) {
+    note = key + ": skipped, one run took " + formatSeconds(firstRun) +
+           " (--max-op-seconds)";
+    return std::nullopt;
+  }
+  return kernel->medianSeconds(options.warmup - 1, options.repeat);
 }
 
 KernelProfileSummary profileKernels(const BuiltOpGraph &built,
@@ -347,36 +428,28 @@ KernelProfileSummary profileKernels(const BuiltOpGraph &built,
     Codegen used = options.codegen;
     std::string error;
     std::string fallback;
-    std::unique_ptr<CompiledKernel> kernel = compileOpKernel(
-        built.ops[item.node], shapes, options.codegen, used, error, &fallback);
-    if (!kernel) {
-      summary.notes.push_back(item.key + " (" + where + "): skipped, " +
-                              error.substr(0, error.find('\n')));
-      continue;
+    std::string how; // what runs the kernel, for its line
+    double forward = 0;
+    if (options.gpu) {
+      std::optional<double> time =
+          options.gpu->timeOp(built.ops[item.node], shapes, how, error);
+      if (!time) {
+        summary.notes.push_back(item.key + " (" + where + "): skipped, " +
+                                error.substr(0, error.find('\n')));
+        continue;
+      }
+      forward = *time;
+    } else {
+      std::optional<double> time =
+          measureOnCpu(built.ops[item.node], item.key, where, shapes, options,
+                       used, fallback, summary, error);
+      if (!time) {
+        summary.notes.push_back(error);
+        continue;
+      }
+      forward = *time;
+      how = codegenName(used);
     }
-    if (options.check && used != Codegen::Loops) {
-      Codegen loops = Codegen::Loops;
-      std::unique_ptr<CompiledKernel> reference = compileOpKernel(
-          built.ops[item.node], shapes, Codegen::Loops, loops, error);
-      std::string difference;
-      if (!reference)
-        summary.mismatches.push_back(item.key + ": no scalar-loop kernel: " +
-                                     error.substr(0, error.find('\n')));
-      else if (!sameResults(*kernel, *reference, difference))
-        summary.mismatches.push_back(item.key + ": " + difference);
-      else
-        ++summary.checked;
-    }
-    auto first = Clock::now();
-    kernel->run();
-    double firstRun =
-        std::chrono::duration<double>(Clock::now() - first).count();
-    if (firstRun > options.maxOpSeconds) {
-      summary.notes.push_back(item.key + ": skipped, one run took " +
-                              formatSeconds(firstRun) + " (--max-op-seconds)");
-      continue;
-    }
-    double forward = kernel->medianSeconds(options.warmup - 1, options.repeat);
     ProfileDatabase::Entry entry;
     entry.forward = forward;
     entry.backward = forward * CostModel::gradientCount(graph, item.node);
@@ -399,11 +472,15 @@ KernelProfileSummary profileKernels(const BuiltOpGraph &built,
     }
     db.record(item.key, entry);
     ++summary.measured;
-    summary.blas += used == Codegen::Blas;
-    summary.vectorized += used == Codegen::Vector;
+    if (options.gpu) {
+      ++summary.byGpuLibrary[how];
+    } else {
+      summary.blas += used == Codegen::Blas;
+      summary.vectorized += used == Codegen::Vector;
+    }
     if (!options.quiet) {
       os << "  " << item.key << ": " << formatSeconds(forward) << " ("
-         << codegenName(used) << ", roofline " << formatSeconds(estimate);
+         << how << ", roofline " << formatSeconds(estimate);
       if (backward)
         os << "; backward " << formatSeconds(*backward);
       if (item.nodesSharingKey > 1)

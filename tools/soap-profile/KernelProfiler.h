@@ -2,8 +2,9 @@
 //
 // For every op of a model and every shard (loop extents) that the given
 // strategies give it, compiles the op alone on buffers of the shard's local
-// shapes (KernelCodegen.h), times it on this CPU and records it in a
-// ProfileDatabase under the key the simulator's cost model looks up.
+// shapes (KernelCodegen.h), times it on this CPU, or on the GPU
+// (GpuProfiler.h), and records it in a ProfileDatabase under the key the
+// simulator's cost model looks up.
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,11 +19,14 @@
 
 #include "llvm/Support/raw_ostream.h"
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace soap::profile {
+
+class GpuShardTimer;
 
 struct KernelProfileOptions {
   /// Strategy names (strategyByName) or strategy JSON files; each is applied
@@ -46,6 +50,9 @@ struct KernelProfileOptions {
   /// Also measure each shard's backward ops (autodiff's rule for the op,
   /// each op timed as a kernel); otherwise backward = forward × gradients.
   bool backward = true;
+  /// When set (--device gpu), kernels are compiled for and timed on the
+  /// GPU by it instead of on this CPU (`codegen` and `check` do not apply).
+  GpuShardTimer *gpu = nullptr;
 };
 
 /// One op shard to measure.
@@ -77,6 +84,9 @@ localOperandShapes(const OpGraph &graph, int node,
 /// What profileKernels did.
 struct KernelProfileSummary {
   int measured = 0;
+  /// On the GPU: measured kernels by what runs them (cublas, cudnn,
+  /// kernel).
+  std::map<std::string, int> byGpuLibrary;
   int blas = 0;       ///< measured kernels that call libsoaprt's BLAS
   int vectorized = 0; ///< measured kernels that Codegen::Vector compiled
   /// Shards not measured, with the reason (one line each).

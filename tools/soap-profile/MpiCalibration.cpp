@@ -1,6 +1,7 @@
 //===- MpiCalibration.cpp - calibrate cpu-local.json under mpirun ---------===//
 
 #include "MpiCalibration.h"
+#include "CalibrationMath.h"
 #include "MachineFiles.h"
 
 #include "soap/machine/Machine.h"
@@ -47,23 +48,6 @@ public:
 };
 MpiChecker checkMpi;
 #define MPI_CHECK(call) checkMpi((call), #call)
-
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  size_t n = values.size();
-  if (n == 0)
-    return 0;
-  return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
-}
-
-/// Message sizes from `lo` to `hi`, doubling (`hi` always included).
-std::vector<int64_t> messageSizes(int64_t lo, int64_t hi, int factor) {
-  std::vector<int64_t> sizes;
-  for (int64_t s = lo; s < hi; s *= factor)
-    sizes.push_back(s);
-  sizes.push_back(hi);
-  return sizes;
-}
 
 /// Repetitions for a message of `bytes`: about 256 MiB moved, 5 to 1000.
 int repetitionsFor(int64_t bytes) {
@@ -154,68 +138,6 @@ double allReduce(int64_t bytes, std::vector<float> &send,
     MPI_CHECK(MPI_Allreduce(send.data(), receive.data(), count, MPI_FLOAT,
                             MPI_SUM, MPI_COMM_WORLD));
   });
-}
-
-/// t = alpha + bytes / beta, least squares on relative errors (so small
-/// messages fit the latency and large ones the bandwidth).
-struct AlphaBeta {
-  double alpha = 0;      ///< seconds
-  double beta = 0;       ///< bytes/s
-  double worstError = 0; ///< largest |fit - measured| / measured
-};
-
-std::optional<AlphaBeta>
-fitAlphaBeta(const std::vector<std::pair<int64_t, double>> &points) {
-  double s0 = 0, s1 = 0, s2 = 0, t0 = 0, t1 = 0;
-  for (auto [bytes, time] : points) {
-    if (time <= 0)
-      continue;
-    double w = 1 / (time * time), b = static_cast<double>(bytes);
-    s0 += w;
-    s1 += w * b;
-    s2 += w * b * b;
-    t0 += w * time;
-    t1 += w * b * time;
-  }
-  double det = s0 * s2 - s1 * s1;
-  if (det <= 0)
-    return std::nullopt;
-  double alpha = (t0 * s2 - s1 * t1) / det;
-  double gamma = (s0 * t1 - s1 * t0) / det;
-  if (alpha < 0) { // no latency to speak of: fit the slope alone
-    alpha = 0;
-    gamma = t1 / s2;
-  }
-  if (gamma <= 0)
-    return std::nullopt;
-  AlphaBeta fit{alpha, 1 / gamma, 0};
-  for (auto [bytes, time] : points)
-    if (time > 0)
-      fit.worstError = std::max(fit.worstError,
-                                std::fabs(alpha + bytes * gamma - time) / time);
-  return fit;
-}
-
-std::string formatBytes(int64_t bytes) {
-  if (bytes >= (int64_t(1) << 20) && bytes % (int64_t(1) << 20) == 0)
-    return std::to_string(bytes >> 20) + " MiB";
-  if (bytes >= 1024 && bytes % 1024 == 0)
-    return std::to_string(bytes >> 10) + " KiB";
-  return std::to_string(bytes) + " B";
-}
-
-std::string formatTime(double seconds) {
-  if (seconds < 1e-6)
-    return llvm::formatv("{0:F1} ns", seconds * 1e9).str();
-  return seconds < 1e-3 ? llvm::formatv("{0:F2} us", seconds * 1e6).str()
-                        : llvm::formatv("{0:F3} ms", seconds * 1e3).str();
-}
-
-std::string today() {
-  std::time_t now = std::time(nullptr);
-  char text[32];
-  std::strftime(text, sizeof(text), "%Y-%m-%d", std::localtime(&now));
-  return text;
 }
 
 std::string cpuModel() {
@@ -376,14 +298,8 @@ int runMpiCalibration(int *argc, char ***argv, mlir::MLIRContext &context,
   MPI_CHECK(MPI_Bcast(numbers, 7, MPI_DOUBLE, 0, MPI_COMM_WORLD));
 
   // Four significant digits: what the measurements support, and readable.
-  auto round4 = [](double x) {
-    if (x <= 0)
-      return x;
-    double scale = std::pow(10.0, std::floor(std::log10(x)) - 3);
-    return std::round(x / scale) * scale;
-  };
   for (double &n : numbers)
-    n = round4(n);
+    n = roundToFourDigits(n);
 
   MachineSpec spec = base->spec();
   spec.nodes = 1;
@@ -395,13 +311,13 @@ int runMpiCalibration(int *argc, char ***argv, mlir::MLIRContext &context,
   device.memoryBandwidth = numbers[3];
   device.efficiency["matmul"] = std::clamp(numbers[2] / numbers[0], 0.01, 1.0);
   device.efficiency["data_movement"] =
-      std::clamp(round4(numbers[6] / numbers[3]), 0.01, 1.0);
+      std::clamp(roundToFourDigits(numbers[6] / numbers[3]), 0.01, 1.0);
   int64_t physical =
       static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGESIZE);
   if (physical > 0)
     device.memoryBytes = physical / size;
   if (rank == 0) {
-    device.launchOverhead = round4(host->callOverhead);
+    device.launchOverhead = roundToFourDigits(host->callOverhead);
     device.description = "One core of " + cpuModel() +
                          ", measured by soap-profile --mpi on " + today() + ".";
   }

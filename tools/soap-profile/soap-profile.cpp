@@ -4,13 +4,17 @@
 //       [--strategy NAME|FILE.json]... [--devices N]... [--repeat N]
 //       [--warmup N] [--func NAME] [--max-seconds S] [--max-op-seconds S]
 //       [--max-buffer-mb M] [--codegen blas|vector|loops] [--merge] [--quiet]
+//       [--device cpu|gpu] [--gpu-math f32|tf32|bf16] [--gpu-chip sm_XY]
 //   mpirun -np N soap-profile --mpi [-o MACHINE.json] [--base NAME]
 //       [--max-message-bytes B] [--stream-mb M] [--matmul-size N] [--quiet]
+//   soap-profile --device gpu --calibrate [-o MACHINE.json] [--base NAME]
+//       [--matmul-size N] [--bandwidth-mb M] [--max-message-bytes B]
 //
 // See docs/profiler.md.
 //
 //===----------------------------------------------------------------------===//
 
+#include "GpuProfiler.h"
 #include "HostBenchmarks.h"
 #include "KernelCodegen.h"
 #include "KernelProfiler.h"
@@ -19,6 +23,7 @@
 
 #include "soap/Dialect/Registration.h"
 #include "soap/Runtime/Runtime.h"
+#include "soap/codegen/GpuLowering.h"
 #include "soap/graph/OpGraphBuilder.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -49,13 +54,17 @@ using namespace soap::profile;
 
 static constexpr const char *kUsage =
     "usage: soap-profile MODEL.mlir -o PROFILE.json [options]\n"
-    "       mpirun -np N soap-profile --mpi [-o MACHINE.json] [options]\n";
+    "       soap-profile --device gpu MODEL.mlir -o PROFILE.json [options]\n"
+    "       mpirun -np N soap-profile --mpi [-o MACHINE.json] [options]\n"
+    "       soap-profile --device gpu --calibrate [-o MACHINE.json] "
+    "[options]\n";
 
 static void printHelp(llvm::raw_ostream &os) {
-  os << "soap-profile: measures the ops of a model on this CPU and writes a "
-        "profile\ndatabase for --soap-simulate=\"... profile=FILE\"; with "
-        "--mpi, calibrates the\nlocal machine file (cpu-local.json) under "
-        "mpirun.\n\n"
+  os << "soap-profile: measures the ops of a model on this CPU (or, with "
+        "--device gpu,\non this node's GPU) and writes a profile database for "
+        "--soap-simulate=\n\"... profile=FILE\"; with --mpi, calibrates the "
+        "local machine file\n(cpu-local.json) under mpirun; with --device gpu "
+        "--calibrate, a GPU machine\nfile.\n\n"
      << kUsage
      << "\nProfiling a model:\n"
         "  -o FILE              the database to write (required)\n"
@@ -97,6 +106,17 @@ static void printHelp(llvm::raw_ostream &os) {
         "                       results with scalar loops'\n"
         "  --quiet              no line per kernel, only the summary\n"
         "  --verbose            say why a kernel runs as scalar loops\n"
+        "  --device D           cpu, or gpu: compile each kernel as\n"
+        "                       --soap-lower-gpu does (cuBLAS/cuDNN calls or a\n"
+        "                       generated CUDA kernel), time it with CUDA\n"
+        "                       events on this node's GPU, and key the entries\n"
+        "                       by the machine's GPU type (--machine, default\n"
+        "                       h100-8 for gpu) (cpu)\n"
+        "  --gpu-math M         with --device gpu: the arithmetic of cuBLAS\n"
+        "                       and cuDNN calls, f32, tf32 or bf16, as\n"
+        "                       --soap-lower-gpu's math= (f32)\n"
+        "  --gpu-chip C         with --device gpu: the architecture generated\n"
+        "                       kernels are compiled for (the GPU's, sm_XY)\n"
         "\nCalibrating the machine (--mpi, under mpirun on one node):\n"
         "  -o FILE              the machine file to write (the base file)\n"
         "  --base NAME          machine file to start from (cpu-local)\n"
@@ -107,6 +127,23 @@ static void printHelp(llvm::raw_ostream &os) {
         "efficiency (512)\n"
         "  --codegen C          how that matmul is compiled (vector)\n"
         "  --quiet              no tables, only the summary\n"
+        "\nCalibrating a GPU machine file (--device gpu --calibrate, on one "
+        "node):\n"
+        "  -o FILE              the machine file to write (default: BASE-\n"
+        "                       calibrated.json here; never a file of\n"
+        "                       machines/ unless -o names it)\n"
+        "  --base NAME          machine file to start from (h100-8)\n"
+        "  --matmul-size N      the N^3 product timed through cuBLAS in f32,\n"
+        "                       tf32 and bf16 math (8192)\n"
+        "  --bandwidth-mb M     the device-to-device copy (1024)\n"
+        "  --max-message-bytes B  largest NCCL all-reduce, with several "
+        "GPUs\n"
+        "                       (268435456)\n"
+        "  --gpu-chip C         as above, for the generated kernel timed\n"
+        "  --quiet              no tables, only the summary\n"
+        "\nWithout a usable CUDA device the GPU modes stop with \"no CUDA "
+        "device usable:\n<reason>\"; a build without libsoaprt_gpu says that "
+        "it has no GPU support.\n"
         "\nSee docs/profiler.md.\n";
 }
 
@@ -119,8 +156,8 @@ namespace {
 /// The command line, split into flags with values and positionals.
 struct CommandLine {
   bool mpi = false, help = false, noBackward = false, warmCache = false,
-       merge = false, quiet = false, check = false,
-       verbose = false;
+       merge = false, quiet = false, check = false, verbose = false,
+       calibrate = false;
   std::vector<std::string> positionals;
   std::map<std::string, std::vector<std::string>> values;
 
@@ -150,7 +187,11 @@ static const std::vector<std::string> &flagsWithValues() {
                                                  "--max-message-bytes",
                                                  "--min-message-bytes",
                                                  "--stream-mb",
-                                                 "--matmul-size"};
+                                                 "--matmul-size",
+                                                 "--device",
+                                                 "--gpu-math",
+                                                 "--gpu-chip",
+                                                 "--bandwidth-mb"};
   return flags;
 }
 
@@ -169,6 +210,10 @@ static std::optional<CommandLine> parseCommandLine(int argc, char **argv,
     }
     if (arg == "--warm-cache") {
       cl.warmCache = true;
+      continue;
+    }
+    if (arg == "--calibrate") {
+      cl.calibrate = true;
       continue;
     }
     if (arg == "--mpi" || arg == "--merge" || arg == "--quiet" ||
@@ -237,6 +282,8 @@ static void registerEverything(mlir::DialectRegistry &registry) {
   mlir::registerAllToLLVMIRTranslations(registry);
   soap::registerSoapDialects(registry);
   registerKernelCodegen(registry);
+  // --device gpu lowers kernels as --soap-lower-gpu does.
+  soap::getGpuLoweringDependentDialects(registry);
 }
 
 /// `--codegen`'s value, or an error.
@@ -276,6 +323,12 @@ static int runMpiMode(int &argc, char **&argv, const CommandLine &cl) {
     if (cl.last(flag))
       return failOnRankZero(std::string(flag) +
                             " profiles a model; it does not go with --mpi");
+  for (const char *flag :
+       {"--device", "--gpu-math", "--gpu-chip", "--bandwidth-mb"})
+    if (cl.last(flag))
+      return failOnRankZero(std::string(flag) +
+                            " is for the GPU; --mpi calibrates this CPU (a "
+                            "GPU: --device gpu --calibrate)");
   if (cl.merge || cl.check || cl.verbose)
     return failOnRankZero(std::string(cl.merge   ? "--merge"
                                       : cl.check ? "--check"
@@ -311,16 +364,61 @@ static int runMpiMode(int &argc, char **&argv, const CommandLine &cl) {
   return runMpiCalibration(&argc, &argv, context, options);
 }
 
-static int runKernelMode(const CommandLine &cl) {
+static int runGpuCalibrationMode(const CommandLine &cl) {
+  std::string error;
+  if (!cl.positionals.empty())
+    return fail("--calibrate takes no model (got '" + cl.positionals.front() +
+                "')");
+  for (const char *flag :
+       {"--machine", "--strategy", "--devices", "--repeat", "--warmup",
+        "--func", "--max-seconds", "--max-op-seconds", "--max-buffer-mb",
+        "--codegen", "--optimizer", "--gpu-math", "--stream-mb",
+        "--min-message-bytes"})
+    if (cl.last(flag))
+      return fail(std::string(flag) +
+                  " does not go with --device gpu --calibrate");
+  GpuCalibrationOptions options;
+  options.output = cl.last("-o").value_or("");
+  options.base = cl.last("--base").value_or("h100-8");
+  options.chip = cl.last("--gpu-chip").value_or("");
+  options.quiet = cl.quiet;
+  int64_t bandwidthMb = options.bandwidthBytes >> 20;
+  if (!parseNumber<int>(cl, "--matmul-size", 64, 65536, options.matmulSize,
+                        error) ||
+      !parseNumber<int64_t>(cl, "--bandwidth-mb", 1, int64_t(1) << 20,
+                            bandwidthMb, error) ||
+      !parseNumber<int64_t>(cl, "--max-message-bytes", 8, int64_t(1) << 34,
+                            options.maxMessageBytes, error))
+    return fail(error);
+  options.bandwidthBytes = bandwidthMb << 20;
+  mlir::DialectRegistry registry;
+  registerEverything(registry);
+  mlir::MLIRContext context(registry);
+  context.loadAllAvailableDialects();
+  return runGpuCalibration(context, options);
+}
+
+static int runKernelMode(const CommandLine &cl, bool onGpu) {
   using Clock = std::chrono::steady_clock;
   auto start = Clock::now();
   std::string error;
   for (const char *flag :
        {"--base", "--max-message-bytes", "--min-message-bytes", "--stream-mb",
-        "--matmul-size"})
+        "--matmul-size", "--bandwidth-mb"})
     if (cl.last(flag))
       return fail(std::string(flag) + " calibrates the machine; it needs "
-                                      "--mpi");
+                                      "--mpi (or --device gpu --calibrate)");
+  if (onGpu) {
+    if (cl.last("--codegen") || cl.check || cl.warmCache)
+      return fail(std::string(cl.last("--codegen") ? "--codegen"
+                              : cl.check           ? "--check"
+                                                   : "--warm-cache") +
+                  " is about CPU kernels; it does not go with --device gpu");
+  } else {
+    for (const char *flag : {"--gpu-math", "--gpu-chip"})
+      if (cl.last(flag))
+        return fail(std::string(flag) + " needs --device gpu");
+  }
   if (cl.positionals.empty())
     return fail("no model given\n" + llvm::Twine(kUsage));
   if (cl.positionals.size() > 1)
@@ -376,7 +474,30 @@ static int runKernelMode(const CommandLine &cl) {
     }
   }
 
-  std::string machineName = cl.last("--machine").value_or("cpu-local");
+  // On the GPU: fail now, clearly, rather than after reading the model.
+  std::optional<GpuShardTimer> gpuTimer;
+  if (onGpu) {
+    GpuTimingOptions timing;
+    std::string math = cl.last("--gpu-math").value_or("f32");
+    std::optional<GpuMath> parsedMath = parseGpuMath(math);
+    if (!parsedMath)
+      return fail("--gpu-math must be f32, tf32 or bf16, got '" + math + "'");
+    std::string gpu;
+    if (!openGpu(gpu, error))
+      return fail(error);
+    timing.math = *parsedMath;
+    timing.chip = cl.last("--gpu-chip").value_or("");
+    timing.warmup = options.warmup;
+    timing.repeat = options.repeat;
+    timing.maxOpSeconds = options.maxOpSeconds;
+    gpuTimer.emplace(timing);
+    options.gpu = &*gpuTimer;
+    if (!options.quiet)
+      llvm::outs() << "soap-profile: GPU " << gpu << "\n";
+  }
+
+  std::string machineName =
+      cl.last("--machine").value_or(onGpu ? "h100-8" : "cpu-local");
   std::string machinePath = resolveMachinePath(machineName, error);
   if (machinePath.empty())
     return fail(error);
@@ -450,7 +571,9 @@ static int runKernelMode(const CommandLine &cl) {
     }
   int updates = 0;
   for (int64_t n = 256; largest > 0; n *= 4) {
-    std::optional<double> time = measureUpdate(context, optimizer, n, error);
+    std::optional<double> time =
+        onGpu ? timeGpuUpdate(context, *gpuTimer, optimizer, n, error)
+              : measureUpdate(context, optimizer, n, error);
     if (!time)
       return fail("measuring the " + optimizer + " update: " + error);
     db.record(ProfileDatabase::updateKey(optimizer, n, deviceKind),
@@ -461,17 +584,22 @@ static int runKernelMode(const CommandLine &cl) {
   }
   if (!db.save(*output, error))
     return fail(error);
-  if (!db.save(*output, error))
-    return fail(error);
 
   double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   int skippedOps = 0;
   for (const auto &[name, count] : skipped)
     skippedOps += count;
-  os << "soap-profile: measured " << summary.measured << " kernel(s) ("
-     << summary.blas << " blas, " << summary.vectorized << " vectorized, "
-     << summary.measured - summary.blas - summary.vectorized
-     << " loops; " << summary.backwardMeasured
+  os << "soap-profile: measured " << summary.measured << " kernel(s) (";
+  if (onGpu)
+    for (const char *library : {"cublas", "cudnn", "kernel"}) {
+      auto it = summary.byGpuLibrary.find(library);
+      os << (it == summary.byGpuLibrary.end() ? 0 : it->second) << " "
+         << library << (std::string(library) == "kernel" ? "; " : ", ");
+    }
+  else
+    os << summary.blas << " blas, " << summary.vectorized << " vectorized, "
+       << summary.measured - summary.blas - summary.vectorized << " loops; ";
+  os << summary.backwardMeasured
      << " with their backward ops timed) in "
      << llvm::formatv("{0:F1}", seconds) << " s; "
      << shards->size() - summary.measured << " kernel(s) not measured; "
@@ -509,11 +637,20 @@ int main(int argc, char **argv) {
     printHelp(llvm::outs());
     return 0;
   }
+  std::string device = cl->last("--device").value_or("cpu");
+  if (device != "cpu" && device != "gpu")
+    return fail("--device must be cpu or gpu, got '" + device + "'");
+  if (cl->calibrate) {
+    if (device != "gpu")
+      return fail("--calibrate calibrates a GPU (--device gpu); this CPU is "
+                  "calibrated under mpirun with --mpi");
+    return runGpuCalibrationMode(*cl);
+  }
   if (cl->mpi)
     return runMpiMode(argc, argv, *cl);
   // As the executables' driver does: on a CPU OpenBLAS does not recognise
   // (virtual machines), name its core and start again, so that BLAS
   // kernels are timed with the kernels executables get.
   soaprt_select_blas_core(argv);
-  return runKernelMode(*cl);
+  return runKernelMode(*cl, device == "gpu");
 }
