@@ -10,6 +10,8 @@
 #      (bench/pytorch_baseline.py), median over the same number of steps;
 #   3. the simulator: --soap-simulate on machines/$MACHINE with 1 device
 #      (roofline, or --profile DB for a soap-profile database of the GPU);
+# and first cuBLAS's matmul throughput in each math mode against the
+# machine file's dense peak (soap-profile --device gpu --calibrate);
 # and writes bench/results/gpu.md: SOAP / PyTorch as a ratio (lower is
 # better for SOAP) and simulated vs measured, all from this one run.
 #
@@ -54,6 +56,23 @@ WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 log() { echo "gpu.sh: $*" >&2; }
 
+# cuBLAS against the dense peak: soap-profile's GPU calibration times an
+# N^3 product through libsoaprt_gpu's cuBLAS call in each math mode.
+log "cuBLAS matmul throughput (soap-profile --device gpu --calibrate)"
+"$BIN/soap-profile" --device gpu --calibrate --base "${MACHINE%.json}" \
+  -o "$WORK/calibrated.json" > "$WORK/calibration.txt" 2>&1
+matmul_rows=$(python3 - "$WORK/calibration.txt" "$ROOT/machines/$MACHINE" <<'EOF'
+import json, re, sys
+text = open(sys.argv[1]).read()
+peaks = next(iter(json.load(open(sys.argv[2]))["device_types"].values()))["peak_flops"]
+for size, mode, tflops in re.findall(r"matmul (\d+)\^3, (\w+) math: ([0-9.]+) TFLOP/s", text):
+    peak = peaks.get(mode)
+    share = f"{float(tflops) * 1e12 / peak * 100:.0f} %" if peak else "—"
+    print(f"| {size}^3 | {mode} | {float(tflops):.1f} | "
+          f"{peak / 1e12 if peak else 0:.1f} | {share} |")
+EOF
+)
+
 rows=()
 for m in $MODELS; do
   "$BIN/soap-zoo" "$m" --batch "$BATCH" -o "$WORK/$m.mlir"
@@ -97,6 +116,14 @@ done
   echo "Written by \`bench/gpu.sh\` on $(date -u '+%Y-%m-%d %H:%M UTC'). GPU: $GPU."
   echo "Batch $BATCH, median step time over $STEPS steps after $WARMUP warm-up steps, plain SGD."
   echo "Simulated: \`--soap-simulate\` with machines/$MACHINE on 1 device${PROFILE:+ and the profile database $PROFILE} (f32 peak figures: the simulator has no math mode)."
+  echo
+  echo "## cuBLAS matmul against the dense peak (target: at least 70 %)"
+  echo
+  echo "| product | math | TFLOP/s | dense peak (machines/$MACHINE) | share of peak |"
+  echo "| --- | --- | --- | --- | --- |"
+  echo "$matmul_rows"
+  echo
+  echo "## Training steps"
   echo
   echo "| model | math | SOAP ms | PyTorch eager ms | SOAP / PyTorch | simulated ms | simulated vs SOAP |"
   echo "| --- | --- | --- | --- | --- | --- | --- |"
