@@ -9,9 +9,10 @@
 //    before it, then the compute stream waits for the call's result, so
 //    the call returns once it is enqueued. allReduceStart leaves out that
 //    last wait until waitFor(handle), which the lowering places right
-//    before the first use of the result. A device group gets its communicator the first time its members use it
-//    (ncclGetUniqueId on the first member, broadcast over the group's MPI
-//    communicator, ncclCommInitRank), like the MPI backend's groups. The
+//    before the first use of the result. A device group gets its
+//    communicator the first time its members use it (ncclGetUniqueId on
+//    the first member, broadcast over the group's MPI communicator,
+//    ncclCommInitRank), like the MPI backend's groups. The
 //    driver creates the world's communicator, and one split from it for
 //    send/recv, right after start-up. The block reorders of all_gather,
 //    reduce_scatter and all_to_all are cudaMemcpy2DAsync copies; a mean is a
@@ -240,8 +241,11 @@ void copyOnDevice(void *dst, const void *src, size_t bytes) {
 /// on the communication stream.
 void divideOnDevice(void *data, int64_t count, int64_t dtype, int64_t n) {
   cudaStream_t comm = commStream();
-  struct OnComm { // cuBLAS works on the communication stream meanwhile
-    OnComm(cudaStream_t comm) { check(cublasSetStream(cublas(), comm), "cublasSetStream"); }
+  // cuBLAS works on the communication stream meanwhile.
+  struct OnComm {
+    explicit OnComm(cudaStream_t comm) {
+      check(cublasSetStream(cublas(), comm), "cublasSetStream");
+    }
     ~OnComm() { check(cublasSetStream(cublas(), stream()), "cublasSetStream"); }
   } onComm(comm);
   switch (dtype) {

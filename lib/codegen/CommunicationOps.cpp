@@ -357,22 +357,18 @@ void replaceCommunicationPlaceholders(ModuleOp module, bool startAllReduces) {
     }
     StringRef name =
         placeholder->getAttrOfType<StringAttr>(kCallAttr).getValue();
-    if (startAllReduces && name == "soaprt_all_reduce") {
-      func::FuncOp callee =
-          declare(module, "soaprt_all_reduce_start",
-                  ValueRange(args).getTypes(), {b.getI64Type()});
-      func::FuncOp wait =
-          declare(module, "soaprt_wait", {b.getI64Type()}, {});
-      auto start = func::CallOp::create(b, loc, callee, args);
-      SmallVector<Value> buffers(call.getOperands());
-      call.erase();
-      waitBeforeFirstUse(b, start, start.getResult(0), buffers, wait);
-    } else {
-      func::FuncOp callee =
-          declare(module, name, ValueRange(args).getTypes(), {});
-      func::CallOp::create(b, loc, callee, args);
-      call.erase();
-    }
+    bool start = startAllReduces && name == "soaprt_all_reduce";
+    Type handle = b.getI64Type();
+    func::FuncOp callee =
+        declare(module, start ? "soaprt_all_reduce_start" : name,
+                ValueRange(args).getTypes(),
+                start ? TypeRange(handle) : TypeRange());
+    auto runtimeCall = func::CallOp::create(b, loc, callee, args);
+    SmallVector<Value> buffers(call.getOperands());
+    call.erase();
+    if (start)
+      waitBeforeFirstUse(b, runtimeCall, runtimeCall.getResult(0), buffers,
+                         declare(module, "soaprt_wait", handle, {}));
     if (!llvm::is_contained(placeholders, placeholder))
       placeholders.push_back(placeholder);
   }

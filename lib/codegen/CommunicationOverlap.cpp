@@ -164,23 +164,18 @@ void startAllReducesEarly(ModuleOp module) {
   SmallVector<AllReduceOp> reduces;
   module.walk([&](AllReduceOp op) { reduces.push_back(op); });
   for (AllReduceOp reduce : reduces) {
-    Block *block = reduce->getBlock();
     Operation *def = reduce.getInput().getDefiningOp();
     // Walk up from the all-reduce to its operand's producer (or the start of
     // the block), stopping below the first op it may not pass.
-    Operation *after = nullptr;
-    for (Operation *op = reduce->getPrevNode(); op; op = op->getPrevNode()) {
-      if (op == def || pinsAllReduces(op)) {
-        after = op;
-        break;
-      }
-    }
-    if (after && after->getBlock() == block) {
-      if (after != reduce->getPrevNode())
-        reduce->moveAfter(after);
-    } else if (!after && &block->front() != reduce.getOperation()) {
-      reduce->moveBefore(&block->front());
-    }
+    Operation *after = reduce->getPrevNode();
+    while (after && after != def && !pinsAllReduces(after))
+      after = after->getPrevNode();
+    if (after == reduce->getPrevNode())
+      continue; // already there
+    if (after)
+      reduce->moveAfter(after);
+    else
+      reduce->moveBefore(&reduce->getBlock()->front());
   }
 }
 
@@ -194,22 +189,17 @@ void waitBeforeFirstUse(OpBuilder &b, Operation *start, Value handle,
   llvm::DenseSet<Value> touched =
       derivedValues(SmallVector<Value>(allocations.begin(), allocations.end()));
   SmallVector<Operation *> deferred;
-  Operation *stop = nullptr;
-  // Buffers of unknown origin: wait at once.
-  for (Operation *op = start->getNextNode(); op; op = op->getNextNode()) {
-    if (!known || op->hasTrait<OpTrait::IsTerminator>()) {
-      stop = op;
+  // Buffers of unknown origin: wait at once. Otherwise the block's
+  // terminator ends the walk.
+  Operation *stop = start->getNextNode();
+  for (; known && !stop->hasTrait<OpTrait::IsTerminator>();
+       stop = stop->getNextNode()) {
+    if (!touches(stop, touched) ||
+        (isMemoryEffectFree(stop) && stop->getNumRegions() == 0))
+      continue;
+    if (!onlyDeallocates(stop))
       break;
-    }
-    if (!touches(op, touched) ||
-        (isMemoryEffectFree(op) && op->getNumRegions() == 0))
-      continue;
-    if (onlyDeallocates(op)) {
-      deferred.push_back(op);
-      continue;
-    }
-    stop = op;
-    break;
+    deferred.push_back(stop);
   }
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPoint(stop);
