@@ -131,7 +131,12 @@ def SoapSearch : Pass<"soap-search", "mlir::ModuleOp"> {
     Metropolis-Hastings over strategies, after FlexFlow: each proposal gives
     one random op a random valid config (any mix of sample, attribute,
     parameter and reduction splits, on an aligned block of devices or on any
-    devices, or replicated); its cost is the simulated step time (delta
+    devices, or replicated). A share of the proposals (`layer-moves`) moves
+    a whole layer instead: the ops that read one parameter (all steps of an
+    unrolled RNN layer, both uses of a tied embedding) and the ops nearest
+    to them get one config, carried over to each op's loops (same devices,
+    sample loops split first), so that a layer can move onto a device
+    subset with its elementwise ops in one step. Its cost is the simulated step time (delta
     simulation) times a penalty when a device's memory exceeds the limit; a
     proposal worse by a fraction f of the current cost is accepted with
     probability exp(-f / temperature). Chains start from data parallelism,
@@ -171,6 +176,8 @@ def SoapSearch : Pass<"soap-search", "mlir::ModuleOp"> {
            "Bytes per device (0: the device's memory)">,
     Option<"temperature", "temperature", "double", /*default=*/"0.02",
            "Relative cost increase accepted with probability 1/e">,
+    Option<"layerMoves", "layer-moves", "double", /*default=*/"0.1",
+           "Share of the proposals that move a whole layer (0 to 1)">,
     Option<"profileFile", "profile", "std::string", /*default=*/"\"\"",
            "Profile database from soap-profile (measured op times)">,
     Option<"training", "training", "bool", /*default=*/"true",

@@ -25,8 +25,13 @@ static std::string locationString(Location loc) {
     for (Location inner : fused.getLocations())
       if (std::string s = locationString(inner); !s.empty())
         return s;
-  if (auto name = dyn_cast<NameLoc>(loc))
-    return locationString(name.getChildLoc());
+  // A name (soap-zoo --locations, torch-mlir's layer names) says more than
+  // a position; keep the position after it when there is one.
+  if (auto name = dyn_cast<NameLoc>(loc)) {
+    std::string child = locationString(name.getChildLoc());
+    std::string named = name.getName().str();
+    return child.empty() ? named : named + " (" + child + ")";
+  }
   return "";
 }
 

@@ -3,6 +3,7 @@
 #include "soap/search/ConfigSpace.h"
 
 #include <algorithm>
+#include <deque>
 #include <numeric>
 
 namespace soap {
@@ -54,6 +55,115 @@ ParallelConfig randomConfig(const OpNode &node, int numDevices,
       config.devices.push_back(device(rng));
   }
   return config;
+}
+
+std::vector<std::vector<int>> layerGroups(const OpGraph &graph) {
+  int numNodes = graph.nodes.size();
+  // Union-find over parameter readers: readers of one parameter merge.
+  std::vector<int> parent(numNodes, -1), readerOf(graph.tensors.size(), -1);
+  auto find = [&](int n) {
+    while (parent[n] != n)
+      n = parent[n] = parent[parent[n]];
+    return n;
+  };
+  for (int n = 0; n < numNodes; ++n) {
+    if (!graph.nodes[n].partitionable)
+      continue;
+    for (const auto &[tensor, access] : graph.readTensors(n)) {
+      const GraphTensor &t = graph.tensors[tensor];
+      if (!t.isParameter || t.producer >= 0)
+        continue;
+      if (parent[n] < 0)
+        parent[n] = n;
+      if (readerOf[tensor] < 0) {
+        readerOf[tensor] = n;
+        continue;
+      }
+      int a = find(n), b = find(readerOf[tensor]);
+      if (a != b)
+        parent[std::max(a, b)] = std::min(a, b);
+    }
+  }
+  // Multi-source breadth-first search from every reader over undirected
+  // producer-consumer edges: each op joins the group that reaches it first.
+  std::vector<std::vector<int>> neighbours(numNodes);
+  for (int n = 0; n < numNodes; ++n)
+    for (int c : graph.consumers(n)) {
+      neighbours[n].push_back(c);
+      neighbours[c].push_back(n);
+    }
+  std::vector<int> root(numNodes, -1);
+  std::deque<int> queue;
+  for (int n = 0; n < numNodes; ++n)
+    if (parent[n] >= 0) {
+      root[n] = find(n);
+      queue.push_back(n);
+    }
+  while (!queue.empty()) {
+    int n = queue.front();
+    queue.pop_front();
+    for (int m : neighbours[n])
+      if (root[m] < 0) {
+        root[m] = root[n];
+        queue.push_back(m);
+      }
+  }
+  std::vector<int> index(numNodes, -1);
+  std::vector<std::vector<int>> groups;
+  for (int n = 0; n < numNodes; ++n) {
+    if (root[n] < 0 || !graph.nodes[n].partitionable)
+      continue;
+    if (index[root[n]] < 0) {
+      index[root[n]] = groups.size();
+      groups.emplace_back();
+    }
+    groups[index[root[n]]].push_back(n);
+  }
+  return groups;
+}
+
+std::optional<ParallelConfig> carryConfig(const ParallelConfig &config,
+                                          const OpNode &from,
+                                          const OpNode &to) {
+  if (config.degrees.empty() ||
+      (to.loopSizes == from.loopSizes && to.loopKinds == from.loopKinds))
+    return config;
+  if (!to.partitionable)
+    return std::nullopt;
+  int64_t remaining = config.numTasks();
+  ParallelConfig carried;
+  carried.degrees.assign(to.loopSizes.size(), 1);
+  carried.devices = config.devices;
+  auto rank = [&](size_t l) {
+    if (l < to.overBatch.size() && to.overBatch[l])
+      return 0;
+    switch (to.loopKinds[l]) {
+    case DimKind::Sample:
+      return 1;
+    case DimKind::Attribute:
+    case DimKind::Parameter:
+      return 2;
+    case DimKind::Reduction:
+      return 3;
+    }
+    return 3;
+  };
+  std::vector<size_t> loops(to.loopSizes.size());
+  std::iota(loops.begin(), loops.end(), 0);
+  std::stable_sort(loops.begin(), loops.end(),
+                   [&](size_t a, size_t b) { return rank(a) < rank(b); });
+  for (size_t l : loops) {
+    if (remaining == 1)
+      break;
+    if (to.loopSizes[l] <= 0)
+      continue;
+    int64_t degree = std::gcd(remaining, to.loopSizes[l]);
+    carried.degrees[l] = degree;
+    remaining /= degree;
+  }
+  if (remaining != 1)
+    return std::nullopt;
+  return carried;
 }
 
 std::vector<ParallelConfig> enumerateConfigs(const OpNode &node,

@@ -202,22 +202,59 @@ SearchResult searchStrategy(const OpGraph &graph, const CostModel &cost,
           twins[n] = members;
   }
 
+  // Layers: a parameter's readers and the ops around them. Some proposals
+  // (options.layerMoves) move a whole layer: one config for a random
+  // reader, carried over to every op of the layer. Placing a layer on a device subset (a
+  // pipeline-like placement of an RNN's layers, an embedding kept apart)
+  // pays off only when its elementwise ops follow, which single-op moves
+  // would find one op at a time, each a step uphill.
+  std::vector<std::vector<int>> layers = layerGroups(graph);
+  std::vector<std::vector<int>> layerReaders(layers.size());
+  for (size_t g = 0; g < layers.size(); ++g)
+    for (int n : layers[g])
+      for (const auto &[tensor, access] : graph.readTensors(n))
+        if (graph.tensors[tensor].isParameter &&
+            graph.tensors[tensor].producer < 0) {
+          layerReaders[g].push_back(n);
+          break;
+        }
+
   auto runChain = [&](Chain &chain, int64_t proposals) {
     Simulator &sim = chain.simulator;
     std::vector<std::pair<int, ParallelConfig>> changes;
     for (int64_t i = 0; i < proposals; ++i) {
-      int node = std::uniform_int_distribution<int>(0, numNodes - 1)(chain.rng);
-      ParallelConfig proposal = randomConfig(graph.nodes[node], numDevices,
-                                             chain.rng);
-      double u = std::uniform_real_distribution<double>(0, 1)(chain.rng);
-      bool together = !twins[node].empty() &&
-                      std::uniform_int_distribution<int>(0, 1)(chain.rng);
       changes.clear();
-      if (together)
-        for (int twin : twins[node])
-          changes.emplace_back(twin, proposal);
-      else
-        changes.emplace_back(node, proposal);
+      double u = std::uniform_real_distribution<double>(0, 1)(chain.rng);
+      bool layerMove =
+          !layers.empty() &&
+          std::uniform_real_distribution<double>(0, 1)(chain.rng) <
+              options.layerMoves;
+      if (layerMove) {
+        size_t g =
+            std::uniform_int_distribution<size_t>(0, layers.size() - 1)(
+                chain.rng);
+        const std::vector<int> &readers = layerReaders[g];
+        int seed = readers[std::uniform_int_distribution<size_t>(
+            0, readers.size() - 1)(chain.rng)];
+        ParallelConfig proposal =
+            randomConfig(graph.nodes[seed], numDevices, chain.rng);
+        for (int n : layers[g])
+          if (std::optional<ParallelConfig> carried =
+                  carryConfig(proposal, graph.nodes[seed], graph.nodes[n]))
+            changes.emplace_back(n, std::move(*carried));
+      } else {
+        int node =
+            std::uniform_int_distribution<int>(0, numNodes - 1)(chain.rng);
+        ParallelConfig proposal =
+            randomConfig(graph.nodes[node], numDevices, chain.rng);
+        bool together = !twins[node].empty() &&
+                        std::uniform_int_distribution<int>(0, 1)(chain.rng);
+        if (together)
+          for (int twin : twins[node])
+            changes.emplace_back(twin, proposal);
+        else
+          changes.emplace_back(node, proposal);
+      }
       double candidate = searchCost(sim.simulateDelta(changes), limit);
       ++chain.proposals;
       double delta = candidate - chain.cost;

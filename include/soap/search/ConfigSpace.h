@@ -6,6 +6,7 @@
 #include "soap/graph/OpGraph.h"
 #include "soap/graph/ParallelConfig.h"
 
+#include <optional>
 #include <random>
 
 namespace soap {
@@ -17,6 +18,24 @@ namespace soap {
 /// Non-partitionable nodes get replicated or a single device.
 ParallelConfig randomConfig(const OpNode &node, int numDevices,
                             std::mt19937_64 &rng);
+
+/// Ops that the search moves together ("layers"): each group is the ops
+/// that read one parameter (ops sharing a parameter, such as the steps of
+/// an unrolled RNN, are merged into one group) plus the partitionable ops
+/// nearest to them, in hops over producer-consumer edges (ties go to the
+/// group first reached). Ops no parameter reader reaches are in no group;
+/// a graph without parameters has no groups. Groups are sorted lists of
+/// node ids, in order of their first node.
+std::vector<std::vector<int>> layerGroups(const OpGraph &graph);
+
+/// `config`, chosen for `from`, carried over to `to`: itself when the two
+/// have the same loops; replicated or single-device configs as they are;
+/// otherwise the same devices with the task count split over `to`'s loops,
+/// sample loops first, then attribute and parameter loops, reduction loops
+/// last. Nothing when the count cannot be split over `to`'s loops.
+std::optional<ParallelConfig> carryConfig(const ParallelConfig &config,
+                                          const OpNode &from,
+                                          const OpNode &to);
 
 /// Every config of `node` on `numDevices` devices: replicated, and every
 /// degree vector dividing the loops with at most `numDevices` tasks, with

@@ -1,7 +1,7 @@
 //===- Search.h - the MCMC strategy search ----------------------*- C++ -*-===//
 //
 // Metropolis-Hastings over strategies (after FlexFlow): a proposal gives one
-// random op a random valid config; its cost is the simulated step time
+// random op, or one random layer, a random valid config; its cost is the simulated step time
 // (delta simulation) plus a penalty for memory above the limit; a worse
 // proposal is accepted with probability exp(-beta * delta), beta scaled to
 // the current cost. Chains start from data parallelism, every applicable
@@ -36,6 +36,11 @@ struct SearchOptions {
   /// A proposal worse by a fraction f of the current cost is accepted with
   /// probability exp(-f / temperature).
   double temperature = 0.02;
+  /// Share of the proposals that move a whole layer (layerGroups: a
+  /// parameter's readers and the ops around them) to one config, carried
+  /// over to each of its ops; the others change one op (or the steps that
+  /// share its weights).
+  double layerMoves = 0.1;
   /// Proposals per chain between restarts from the best (0: automatic).
   int64_t roundLength = 0;
   /// Called between rounds (progress display).
