@@ -93,12 +93,14 @@ done
   echo "set title 'MCMC search: best simulated step time over time (relative to the best start)'"
   echo "set xlabel 'seconds'; set ylabel 'best cost / best starting cost'; set key outside right"
   printf "plot "
-  first=1
+  i=0
   for f in "$work"/*.dat; do
-    [ $first -eq 1 ] || printf ", "
-    first=0
+    [ $i -eq 0 ] || printf ", "
     name=$(basename "$f" .dat)
-    printf "'%s' using 1:2 with lines title '%s'" "$f" "$name"
+    # gnuplot cycles through 8 colours: a new dash pattern after each 8.
+    printf "'%s' using 1:2 with lines lw 2 lc %d dt %d title '%s'" \
+      "$f" $((i % 8 + 1)) $((i / 8 + 1)) "$name"
+    i=$((i + 1))
   done
   echo
 } > "$work/plot.gp"

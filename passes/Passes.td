@@ -176,7 +176,7 @@ def SoapSearch : Pass<"soap-search", "mlir::ModuleOp"> {
            "Bytes per device (0: the device's memory)">,
     Option<"temperature", "temperature", "double", /*default=*/"0.02",
            "Relative cost increase accepted with probability 1/e">,
-    Option<"layerMoves", "layer-moves", "double", /*default=*/"0.1",
+    Option<"layerMoves", "layer-moves", "double", /*default=*/"0.5",
            "Share of the proposals that move a whole layer (0 to 1)">,
     Option<"profileFile", "profile", "std::string", /*default=*/"\"\"",
            "Profile database from soap-profile (measured op times)">,

@@ -204,10 +204,10 @@ SearchResult searchStrategy(const OpGraph &graph, const CostModel &cost,
 
   // Layers: a parameter's readers and the ops around them. Some proposals
   // (options.layerMoves) move a whole layer: one config for a random
-  // reader, carried over to every op of the layer. Placing a layer on a device subset (a
-  // pipeline-like placement of an RNN's layers, an embedding kept apart)
-  // pays off only when its elementwise ops follow, which single-op moves
-  // would find one op at a time, each a step uphill.
+  // reader, carried over to every op of the layer. Placing a layer on a
+  // device subset (a pipeline-like placement of an RNN's layers, an
+  // embedding kept apart) pays off only when its elementwise ops follow,
+  // which single-op moves would find one op at a time, each step uphill.
   std::vector<std::vector<int>> layers = layerGroups(graph);
   std::vector<std::vector<int>> layerReaders(layers.size());
   for (size_t g = 0; g < layers.size(); ++g)

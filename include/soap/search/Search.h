@@ -40,7 +40,7 @@ struct SearchOptions {
   /// parameter's readers and the ops around them) to one config, carried
   /// over to each of its ops; the others change one op (or the steps that
   /// share its weights).
-  double layerMoves = 0.1;
+  double layerMoves = 0.5;
   /// Proposals per chain between restarts from the best (0: automatic).
   int64_t roundLength = 0;
   /// Called between rounds (progress display).

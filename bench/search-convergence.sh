@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Does the search converge within 60 s? (issue: the MCMC strategy search,
+# "convergence within 60 seconds on this machine for the largest case").
+# Runs one long search (default: nmt on k80-16x4 with 64 devices, the
+# largest case of bench/search.sh, for 300 s) and reports the best simulated
+# step time found after 15, 30, 60, 120 s ... against the best at the end.
+# Writes bench/results/search-convergence-<model>-<machine>-<devices>.md.
+# Usage: bench/search-convergence.sh [SECONDS [MODEL MACHINE DEVICES]]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SECONDS_TOTAL=${1:-300}
+MODEL=${2:-nmt}
+MACHINE=${3:-k80-16x4}
+DEVICES=${4:-64}
+BUILD=${SOAP_BUILD_DIR:-build}
+./scripts/build.sh soap-zoo soap-opt > /dev/null
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+"$BUILD/bin/soap-zoo" "$MODEL" > "$work/model.mlir"
+"$BUILD/bin/soap-opt" "$work/model.mlir" -o /dev/null \
+  --soap-search="machine=$MACHINE devices=$DEVICES time=$SECONDS_TOTAL threads=2 chains=4 summary=$work/summary.json" \
+  2> "$work/log" || { tail -3 "$work/log" >&2; exit 1; }
+out=bench/results/search-convergence-$MODEL-$MACHINE-$DEVICES.md
+python3 - "$work/summary.json" "$MODEL" "$MACHINE" "$DEVICES" "$SECONDS_TOTAL" > "$out" <<'PY'
+import json, subprocess, sys
+s = json.load(open(sys.argv[1]))
+model, machine, devices, total = sys.argv[2:6]
+curve = s['convergence']
+final = curve[-1]['best_ms']
+cpu = subprocess.run(['sh', '-c', "grep -m1 'model name' /proc/cpuinfo | cut -d: -f2"],
+                     capture_output=True, text=True).stdout.strip()
+print(f"# Search convergence: {model} on {machine}, {devices} devices\n")
+print(f"`soap-opt --soap-search=\"machine={machine} devices={devices} time={total} "
+      f"threads=2 chains=4\"` on `soap-zoo {model}`, roofline cost model, "
+      f"{subprocess.run(['nproc'], capture_output=True, text=True).stdout.strip()} cores of {cpu}. "
+      f"Command: `bench/search-convergence.sh {total} {model} {machine} {devices}`.\n")
+print(f"Data parallel: {s['data_parallel_ms']:.2f} ms; best expert: "
+      f"{s['best_expert_ms']:.2f} ms ({s['best_expert']}); "
+      f"{s['iterations']} proposals in {s['search_seconds']:.0f} s "
+      f"({s['iterations_per_second']:.0f}/s).\n")
+print("| after (s) | proposals | best (ms) | vs data parallel | best / best at the end |")
+print("| --- | --- | --- | --- | --- |")
+marks = [0, 15, 30, 60, 120, 180, 240, 300, 600, 1200]
+for m in marks:
+    if m > float(total):
+        break
+    point = [p for p in curve if p['seconds'] <= m + 1e-9] or curve[:1]
+    p = point[-1]
+    print(f"| {m} | {int(p['iterations'])} | {p['best_ms']:.2f} | "
+          f"{s['data_parallel_ms'] / p['best_ms']:.2f}x | {p['best_ms'] / final:.3f} |")
+p = curve[-1]
+print(f"| {p['seconds']:.0f} (end) | {int(p['iterations'])} | {p['best_ms']:.2f} | "
+      f"{s['data_parallel_ms'] / p['best_ms']:.2f}x | 1.000 |")
+at60 = [q for q in curve if q['seconds'] <= 60][-1]['best_ms']
+print(f"\nAt 60 s the best is {100 * (at60 / final - 1):.1f} % above the best after "
+      f"{p['seconds']:.0f} s.")
+PY
+cat "$out"
