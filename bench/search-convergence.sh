@@ -21,18 +21,17 @@ trap 'rm -rf "$work"' EXIT
   --soap-search="machine=$MACHINE devices=$DEVICES time=$SECONDS_TOTAL threads=2 chains=4 summary=$work/summary.json" \
   2> "$work/log" || { tail -3 "$work/log" >&2; exit 1; }
 out=bench/results/search-convergence-$MODEL-$MACHINE-$DEVICES.md
-python3 - "$work/summary.json" "$MODEL" "$MACHINE" "$DEVICES" "$SECONDS_TOTAL" > "$out" <<'PY'
-import json, subprocess, sys
+host="$(nproc) cores of $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
+python3 - "$work/summary.json" "$MODEL" "$MACHINE" "$DEVICES" "$SECONDS_TOTAL" "$host" > "$out" <<'PY'
+import json, sys
 s = json.load(open(sys.argv[1]))
-model, machine, devices, total = sys.argv[2:6]
+model, machine, devices, total, host = sys.argv[2:7]
 curve = s['convergence']
 final = curve[-1]['best_ms']
-cpu = subprocess.run(['sh', '-c', "grep -m1 'model name' /proc/cpuinfo | cut -d: -f2"],
-                     capture_output=True, text=True).stdout.strip()
 print(f"# Search convergence: {model} on {machine}, {devices} devices\n")
 print(f"`soap-opt --soap-search=\"machine={machine} devices={devices} time={total} "
       f"threads=2 chains=4\"` on `soap-zoo {model}`, roofline cost model, "
-      f"{subprocess.run(['nproc'], capture_output=True, text=True).stdout.strip()} cores of {cpu}. "
+      f"{host}. "
       f"Command: `bench/search-convergence.sh {total} {model} {machine} {devices}`.\n")
 print(f"Data parallel: {s['data_parallel_ms']:.2f} ms; best expert: "
       f"{s['best_expert_ms']:.2f} ms ({s['best_expert']}); "

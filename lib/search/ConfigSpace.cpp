@@ -57,7 +57,7 @@ ParallelConfig randomConfig(const OpNode &node, int numDevices,
   return config;
 }
 
-std::vector<std::vector<int>> layerGroups(const OpGraph &graph) {
+std::vector<Layer> layerGroups(const OpGraph &graph) {
   int numNodes = graph.nodes.size();
   // Union-find over parameter readers: readers of one parameter merge.
   std::vector<int> parent(numNodes, -1), readerOf(graph.tensors.size(), -1);
@@ -109,17 +109,20 @@ std::vector<std::vector<int>> layerGroups(const OpGraph &graph) {
       }
   }
   std::vector<int> index(numNodes, -1);
-  std::vector<std::vector<int>> groups;
+  std::vector<Layer> layers;
   for (int n = 0; n < numNodes; ++n) {
     if (root[n] < 0 || !graph.nodes[n].partitionable)
       continue;
     if (index[root[n]] < 0) {
-      index[root[n]] = groups.size();
-      groups.emplace_back();
+      index[root[n]] = layers.size();
+      layers.emplace_back();
     }
-    groups[index[root[n]]].push_back(n);
+    Layer &layer = layers[index[root[n]]];
+    layer.ops.push_back(n);
+    if (parent[n] >= 0) // a parameter reader
+      layer.readers.push_back(n);
   }
-  return groups;
+  return layers;
 }
 
 std::optional<ParallelConfig> carryConfig(const ParallelConfig &config,

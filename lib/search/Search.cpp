@@ -208,16 +208,7 @@ SearchResult searchStrategy(const OpGraph &graph, const CostModel &cost,
   // device subset (a pipeline-like placement of an RNN's layers, an
   // embedding kept apart) pays off only when its elementwise ops follow,
   // which single-op moves would find one op at a time, each step uphill.
-  std::vector<std::vector<int>> layers = layerGroups(graph);
-  std::vector<std::vector<int>> layerReaders(layers.size());
-  for (size_t g = 0; g < layers.size(); ++g)
-    for (int n : layers[g])
-      for (const auto &[tensor, access] : graph.readTensors(n))
-        if (graph.tensors[tensor].isParameter &&
-            graph.tensors[tensor].producer < 0) {
-          layerReaders[g].push_back(n);
-          break;
-        }
+  std::vector<Layer> layers = layerGroups(graph);
 
   auto runChain = [&](Chain &chain, int64_t proposals) {
     Simulator &sim = chain.simulator;
@@ -230,15 +221,14 @@ SearchResult searchStrategy(const OpGraph &graph, const CostModel &cost,
           std::uniform_real_distribution<double>(0, 1)(chain.rng) <
               options.layerMoves;
       if (layerMove) {
-        size_t g =
-            std::uniform_int_distribution<size_t>(0, layers.size() - 1)(
-                chain.rng);
-        const std::vector<int> &readers = layerReaders[g];
-        int seed = readers[std::uniform_int_distribution<size_t>(
-            0, readers.size() - 1)(chain.rng)];
+        const Layer &layer =
+            layers[std::uniform_int_distribution<size_t>(
+                0, layers.size() - 1)(chain.rng)];
+        int seed = layer.readers[std::uniform_int_distribution<size_t>(
+            0, layer.readers.size() - 1)(chain.rng)];
         ParallelConfig proposal =
             randomConfig(graph.nodes[seed], numDevices, chain.rng);
-        for (int n : layers[g])
+        for (int n : layer.ops)
           if (std::optional<ParallelConfig> carried =
                   carryConfig(proposal, graph.nodes[seed], graph.nodes[n]))
             changes.emplace_back(n, std::move(*carried));

@@ -21,39 +21,26 @@ IndexExpr loop(unsigned l) {
   return e;
 }
 
-/// A chain of linear layers y = x W over a batch, with widths[i] inputs
-/// and widths[i + 1] outputs in layer i, the weights as parameters.
-OpGraph linearChain(int64_t batch, const std::vector<int64_t> &widths) {
-  OpGraph g;
-  g.tensors.push_back({"x", {batch, widths[0]}, 4, "f32", false, true, -1});
-  for (size_t l = 0; l + 1 < widths.size(); ++l) {
-    int64_t in = widths[l], out = widths[l + 1];
-    int input = g.tensors.size() - 1;
-    int weight = g.tensors.size();
-    g.tensors.push_back(
-        {"w" + std::to_string(l), {in, out}, 4, "f32", true, false, -1});
-    int output = g.tensors.size();
-    g.tensors.push_back({"h" + std::to_string(l), {batch, out}, 4, "f32",
-                         false, false, static_cast<int>(l)});
-    OpNode node;
-    node.opName = "linalg.matmul";
-    node.opClass = OpClass::Matmul;
-    node.loopSizes = {batch, out, in};
-    node.loopNames = {"m", "n", "k"};
-    node.loopKinds = {DimKind::Sample, DimKind::Parameter, DimKind::Reduction};
-    node.overBatch = {true, false, false};
-    node.flopsPerIteration = 2;
-    node.accesses = {{input, {loop(0), loop(2)}, AccessRole::Read, false},
-                     {weight, {loop(2), loop(1)}, AccessRole::Read, false},
-                     {output, {loop(0), loop(1)}, AccessRole::Write, false}};
-    g.nodes.push_back(node);
-  }
-  g.markBackward();
-  return g;
-}
-
-OpGraph linearChain(int layers, int64_t batch, int64_t width) {
-  return linearChain(batch, std::vector<int64_t>(layers + 1, width));
+/// Adds y = x W with the existing parameter `weight`; returns y.
+int addMatmul(OpGraph &g, int input, int weight, const std::string &name) {
+  int64_t batch = g.tensors[input].shape[0];
+  int64_t in = g.tensors[weight].shape[0], out = g.tensors[weight].shape[1];
+  int output = g.tensors.size();
+  g.tensors.push_back({name, {batch, out}, 4, "f32", false, false,
+                       static_cast<int>(g.nodes.size())});
+  OpNode node;
+  node.opName = "linalg.matmul";
+  node.opClass = OpClass::Matmul;
+  node.loopSizes = {batch, out, in};
+  node.loopNames = {"m", "n", "k"};
+  node.loopKinds = {DimKind::Sample, DimKind::Parameter, DimKind::Reduction};
+  node.overBatch = {true, false, false};
+  node.flopsPerIteration = 2;
+  node.accesses = {{input, {loop(0), loop(2)}, AccessRole::Read, false},
+                   {weight, {loop(2), loop(1)}, AccessRole::Read, false},
+                   {output, {loop(0), loop(1)}, AccessRole::Write, false}};
+  g.nodes.push_back(node);
+  return output;
 }
 
 /// Adds an elementwise op y = f(x) over [batch, width] reading `input`;
@@ -78,26 +65,24 @@ int addElementwise(OpGraph &g, int input, const std::string &name) {
   return output;
 }
 
-/// Adds y = x W with the existing parameter `weight`; returns y.
-int addMatmul(OpGraph &g, int input, int weight, const std::string &name) {
-  int64_t batch = g.tensors[input].shape[0];
-  int64_t in = g.tensors[weight].shape[0], out = g.tensors[weight].shape[1];
-  int output = g.tensors.size();
-  g.tensors.push_back({name, {batch, out}, 4, "f32", false, false,
-                       static_cast<int>(g.nodes.size())});
-  OpNode node;
-  node.opName = "linalg.matmul";
-  node.opClass = OpClass::Matmul;
-  node.loopSizes = {batch, out, in};
-  node.loopNames = {"m", "n", "k"};
-  node.loopKinds = {DimKind::Sample, DimKind::Parameter, DimKind::Reduction};
-  node.overBatch = {true, false, false};
-  node.flopsPerIteration = 2;
-  node.accesses = {{input, {loop(0), loop(2)}, AccessRole::Read, false},
-                   {weight, {loop(2), loop(1)}, AccessRole::Read, false},
-                   {output, {loop(0), loop(1)}, AccessRole::Write, false}};
-  g.nodes.push_back(node);
-  return output;
+/// A chain of linear layers y = x W over a batch, with widths[i] inputs
+/// and widths[i + 1] outputs in layer i, the weights as parameters.
+OpGraph linearChain(int64_t batch, const std::vector<int64_t> &widths) {
+  OpGraph g;
+  g.tensors.push_back({"x", {batch, widths[0]}, 4, "f32", false, true, -1});
+  int h = 0;
+  for (size_t l = 0; l + 1 < widths.size(); ++l) {
+    int weight = g.tensors.size();
+    g.tensors.push_back({"w" + std::to_string(l), {widths[l], widths[l + 1]},
+                         4, "f32", true, false, -1});
+    h = addMatmul(g, h, weight, "h" + std::to_string(l));
+  }
+  g.markBackward();
+  return g;
+}
+
+OpGraph linearChain(int layers, int64_t batch, int64_t width) {
+  return linearChain(batch, std::vector<int64_t>(layers + 1, width));
 }
 
 /// A two-layer RNN-like graph unrolled over `steps`: at each step, layer l
@@ -257,11 +242,14 @@ TEST(ConfigSpace, LayerGroupsJoinStepsSharingAWeightAndTheirOps) {
   OpGraph g = unrolledLayers(3, 8, 16);
   // Nodes: per step and layer a matmul (even) and its tanh (odd), layer 0
   // at 4t, 4t+1 and layer 1 at 4t+2, 4t+3; the classifier last.
-  std::vector<std::vector<int>> groups = layerGroups(g);
-  ASSERT_EQ(groups.size(), 3u);
-  EXPECT_EQ(groups[0], (std::vector<int>{0, 1, 4, 5, 8, 9}));
-  EXPECT_EQ(groups[1], (std::vector<int>{2, 3, 6, 7, 10, 11}));
-  EXPECT_EQ(groups[2], (std::vector<int>{12}));
+  std::vector<Layer> layers = layerGroups(g);
+  ASSERT_EQ(layers.size(), 3u);
+  EXPECT_EQ(layers[0].ops, (std::vector<int>{0, 1, 4, 5, 8, 9}));
+  EXPECT_EQ(layers[0].readers, (std::vector<int>{0, 4, 8}));
+  EXPECT_EQ(layers[1].ops, (std::vector<int>{2, 3, 6, 7, 10, 11}));
+  EXPECT_EQ(layers[1].readers, (std::vector<int>{2, 6, 10}));
+  EXPECT_EQ(layers[2].ops, (std::vector<int>{12}));
+  EXPECT_EQ(layers[2].readers, (std::vector<int>{12}));
 
   OpGraph noWeights;
   noWeights.tensors.push_back({"x", {8, 16}, 4, "f32", false, true, -1});

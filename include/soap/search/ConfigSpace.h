@@ -19,14 +19,18 @@ namespace soap {
 ParallelConfig randomConfig(const OpNode &node, int numDevices,
                             std::mt19937_64 &rng);
 
-/// Ops that the search moves together ("layers"): each group is the ops
-/// that read one parameter (ops sharing a parameter, such as the steps of
-/// an unrolled RNN, are merged into one group) plus the partitionable ops
-/// nearest to them, in hops over producer-consumer edges (ties go to the
-/// group first reached). Ops no parameter reader reaches are in no group;
-/// a graph without parameters has no groups. Groups are sorted lists of
-/// node ids, in order of their first node.
-std::vector<std::vector<int>> layerGroups(const OpGraph &graph);
+/// Ops that the search moves together: the ops that read one parameter
+/// (ops sharing a parameter, such as the steps of an unrolled RNN, are
+/// merged into one layer) plus the partitionable ops nearest to them, in
+/// hops over producer-consumer edges (ties go to the layer first reached).
+struct Layer {
+  std::vector<int> ops;     ///< sorted node ids, the readers included
+  std::vector<int> readers; ///< sorted node ids that read a parameter
+};
+
+/// The graph's layers, in order of their first op. Ops no parameter reader
+/// reaches are in no layer; a graph without parameters has none.
+std::vector<Layer> layerGroups(const OpGraph &graph);
 
 /// `config`, chosen for `from`, carried over to `to`: itself when the two
 /// have the same loops; replicated or single-device configs as they are;
