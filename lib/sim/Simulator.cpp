@@ -9,6 +9,8 @@
 #include <cassert>
 #include <cstring>
 #include <cmath>
+#include <initializer_list>
+#include <iterator>
 #include <limits>
 #include <queue>
 #include <set>
@@ -79,6 +81,107 @@ static TaskRank rankOf(const TaskKey &key) {
   return rank;
 }
 
+/// A task's list of ints (resources, predecessors): up to kInline of them
+/// in place, on the heap beyond. Most tasks have one device, or a route of
+/// one or two links (plus two devices), and one predecessor: the hundreds
+/// of thousands of tasks a delta simulation builds and takes out would
+/// otherwise cost two allocations and two frees each.
+class TaskInts {
+public:
+  static constexpr uint32_t kInline = 4;
+  TaskInts() = default;
+  TaskInts(std::initializer_list<int> values) {
+    insert(end(), values.begin(), values.end());
+  }
+  TaskInts(const TaskInts &other) {
+    insert(end(), other.begin(), other.end());
+  }
+  TaskInts(TaskInts &&other) noexcept { take(other); }
+  TaskInts &operator=(const TaskInts &other) {
+    if (this != &other) {
+      clear();
+      insert(end(), other.begin(), other.end());
+    }
+    return *this;
+  }
+  TaskInts &operator=(TaskInts &&other) noexcept {
+    if (this != &other) {
+      release();
+      take(other);
+    }
+    return *this;
+  }
+  TaskInts &operator=(std::initializer_list<int> values) {
+    clear();
+    insert(end(), values.begin(), values.end());
+    return *this;
+  }
+  ~TaskInts() { release(); }
+
+  int *begin() { return data(); }
+  int *end() { return data() + size_; }
+  const int *begin() const { return data(); }
+  const int *end() const { return data() + size_; }
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  int front() const { return data()[0]; }
+  void clear() { size_ = 0; }
+  void push_back(int value) {
+    reserve(size_ + 1);
+    data()[size_++] = value;
+  }
+  void assign(size_t count, int value) {
+    clear();
+    reserve(count);
+    std::fill(data(), data() + count, value);
+    size_ = count;
+  }
+  /// Appends [first, last); `at` must be end().
+  template <typename It> void insert(const int *at, It first, It last) {
+    assert(at == end() && "TaskInts only appends");
+    (void)at;
+    reserve(size_ + static_cast<uint32_t>(std::distance(first, last)));
+    int *out = data() + size_;
+    for (; first != last; ++first, ++size_)
+      *out++ = *first;
+  }
+
+private:
+  int *data() { return capacity_ > kInline ? heap_ : inline_; }
+  const int *data() const { return capacity_ > kInline ? heap_ : inline_; }
+  void reserve(uint32_t wanted) {
+    if (wanted <= capacity_)
+      return;
+    uint32_t capacity = std::max(wanted, 2 * capacity_);
+    int *grown = new int[capacity];
+    std::copy(data(), data() + size_, grown);
+    release();
+    heap_ = grown;
+    capacity_ = capacity;
+  }
+  void release() {
+    if (capacity_ > kInline)
+      delete[] heap_;
+    capacity_ = kInline;
+  }
+  void take(TaskInts &other) {
+    size_ = other.size_;
+    capacity_ = other.capacity_;
+    if (capacity_ > kInline)
+      heap_ = other.heap_;
+    else
+      std::copy(other.inline_, other.inline_ + size_, inline_);
+    other.size_ = 0;
+    other.capacity_ = kInline;
+  }
+
+  union {
+    int inline_[kInline];
+    int *heap_;
+  };
+  uint32_t size_ = 0, capacity_ = kInline;
+};
+
 struct Simulator::Task {
   TaskKind kind = TaskKind::Forward;
   bool alive = false;
@@ -88,8 +191,8 @@ struct Simulator::Task {
   int device = -1; ///< compute tasks and updates
   int src = -1, dst = -1;
   int group = -1;
-  std::vector<int> resources; ///< devices, then numDevices + link id
-  std::vector<int> preds;
+  TaskInts resources; ///< devices, then numDevices + link id
+  TaskInts preds;
   int groupSize = 0; ///< all-reduce
 };
 
@@ -204,7 +307,7 @@ struct Simulator::UndoLog {
   std::vector<NodeEntry> nodes;
   std::vector<std::pair<std::pair<int, int>, EdgeTasks>> edges;
   std::vector<std::pair<int, std::array<int, 2>>> parameterGroups;
-  std::vector<std::pair<int, std::vector<int>>> preds;
+  std::vector<std::pair<int, TaskInts>> preds;
   std::vector<std::pair<int, Task>> removed;
   std::vector<std::pair<int, Group>> removedGroups;
   std::vector<int> relinkedGroups, addedGroups;
@@ -398,7 +501,7 @@ void Simulator::sealGroup(int id) {
   std::vector<int32_t> &view = group.view;
   view.clear();
   for (int t : group.tasks) {
-    const std::vector<int> &preds = tasks[t].preds;
+    const TaskInts &preds = tasks[t].preds;
     view.push_back(preds.size());
     view.insert(view.end(), preds.begin(), preds.end());
   }
@@ -813,7 +916,7 @@ void Simulator::buildEdge(int producer, int consumer) {
 void Simulator::linkForward(int node) {
   NodeTasks &group = nodeTasks[node];
   for (size_t u = 0; u < group.fwd.size(); ++u) {
-    std::vector<int> &preds = tasks[group.fwd[u]].preds;
+    TaskInts &preds = tasks[group.fwd[u]].preds;
     preds.clear();
     for (int p : producersOf[node]) {
       const std::vector<int> &deps = edges[{p, node}].fwdDeps[u];
@@ -825,7 +928,7 @@ void Simulator::linkForward(int node) {
 void Simulator::linkBackward(int node) {
   NodeTasks &group = nodeTasks[node];
   for (size_t s = 0; s < group.bwd.size(); ++s) {
-    std::vector<int> &preds = tasks[group.bwd[s]].preds;
+    TaskInts &preds = tasks[group.bwd[s]].preds;
     preds.assign(1, group.fwd[s]);
     for (int c : consumersOf[node]) {
       const std::vector<int> &deps = edges[{node, c}].bwdDeps[s];
