@@ -147,7 +147,7 @@ void Machine::buildLinks() {
   }
 }
 
-std::vector<LinkId> Machine::route(int src, int dst) const {
+Route Machine::route(int src, int dst) const {
   assert(src >= 0 && src < numDevices_ && dst >= 0 && dst < numDevices_ &&
          "device out of range");
   if (src == dst)
@@ -173,7 +173,7 @@ std::vector<LinkId> Machine::route(int src, int dst) const {
 }
 
 double Machine::transferTime(int64_t bytes, int src, int dst) const {
-  std::vector<LinkId> path = route(src, dst);
+  Route path = route(src, dst);
   if (path.empty())
     return 0;
   double latency = 0;
@@ -190,14 +190,14 @@ Machine::concurrentStep(const std::vector<std::pair<int, int>> &hops) const {
   StepCost step;
   step.bandwidth = std::numeric_limits<double>::infinity();
   std::vector<int> users(links_.size(), 0);
-  std::vector<std::vector<LinkId>> routes;
+  std::vector<Route> routes;
   routes.reserve(hops.size());
   for (const auto &[src, dst] : hops) {
     routes.push_back(route(src, dst));
     for (LinkId id : routes.back())
       ++users[id];
   }
-  for (const std::vector<LinkId> &path : routes) {
+  for (const Route &path : routes) {
     double latency = 0;
     for (LinkId id : path) {
       latency += links_[id].latency;

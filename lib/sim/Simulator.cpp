@@ -313,10 +313,16 @@ struct Simulator::UndoLog {
   std::vector<int> relinkedGroups, addedGroups;
   size_t taskCount = 0, groupCount = 0;
   std::vector<int> freeIds, freeGroupIds;
-  // The schedule after the kept prefix, as it was.
+  /// The report's totals before the change (but for the resident regions,
+  /// which undo() takes out and puts back op by op).
+  std::vector<int64_t> busyFs, memory, linkBytes;
+  int64_t commBytes = 0, numTasks = 0;
+  // The schedule after the kept prefix, as it was: the groups taken, and
+  // the checkpoints after the one it resumed from.
   size_t prefix = 0;
   std::vector<int> order;
   std::vector<double> orderReady, checkpointFree, checkpointEnd;
+  size_t checkpointsKept = 0;
   double scheduleEnd = 0;
   std::vector<int> taskIds;
   std::vector<double> taskEnds; ///< the end of each of taskIds
@@ -1040,8 +1046,12 @@ void Simulator::schedule(size_t prefix, bool logForUndo) {
     log.prefix = prefix;
     log.order.assign(order.begin() + prefix, order.end());
     log.orderReady.assign(orderReady.begin() + prefix, orderReady.end());
-    log.checkpointFree = checkpointFree;
-    log.checkpointEnd = checkpointEnd;
+    log.checkpointsKept = checkpoint + 1;
+    log.checkpointFree.assign(checkpointFree.begin() +
+                                  log.checkpointsKept * numResources,
+                              checkpointFree.end());
+    log.checkpointEnd.assign(checkpointEnd.begin() + log.checkpointsKept,
+                             checkpointEnd.end());
     log.scheduleEnd = scheduleEnd;
     log.taskIds.clear();
     log.taskEnds.clear();
@@ -1294,6 +1304,12 @@ SimReport Simulator::simulateDelta(
   }
   log.taskCount = tasks.size();
   log.groupCount = groups.size();
+  const Accounts &acc = *accounts;
+  log.busyFs = acc.busyFs;
+  log.memory = acc.memory;
+  log.linkBytes = acc.linkBytes;
+  log.commBytes = acc.commBytes;
+  log.numTasks = acc.numTasks;
   log.freeIds = freeIds;
   log.freeGroupIds = freeGroupIds;
 
@@ -1364,10 +1380,8 @@ bool Simulator::undo() {
   if (!log.valid)
     return false;
   log.valid = false;
-  // Take out what the change added to the totals.
-  for (int g : log.addedGroups)
-    for (int t : groups[g].tasks)
-      accountTask(tasks[t], -1);
+  // The regions the changed ops made resident go (the totals come back
+  // from the log at the end).
   for (auto &entry : log.nodes)
     accountNodeMemory(entry.node, *placements[entry.node], -1);
   // Ids freed before the change and reused by it are free again; tasks
@@ -1391,8 +1405,6 @@ bool Simulator::undo() {
   for (auto &[id, group] : log.removedGroups) {
     groups[id] = std::move(group);
     groups[id].alive = true;
-    for (int t : groups[id].tasks)
-      accountTask(tasks[t], 1);
   }
   freeGroupIds = std::move(log.freeGroupIds);
   for (auto &[id, preds] : log.preds)
@@ -1407,6 +1419,12 @@ bool Simulator::undo() {
     current.configs[entry.node] = entry.config;
     accountNodeMemory(entry.node, *placements[entry.node], 1);
   }
+  Accounts &acc = *accounts;
+  acc.busyFs = log.busyFs;
+  acc.memory = log.memory;
+  acc.linkBytes = log.linkBytes;
+  acc.commBytes = log.commBytes;
+  acc.numTasks = log.numTasks;
   for (int g : log.relinkedGroups)
     sealGroup(g);
   for (int g : changedGroups)
@@ -1418,8 +1436,13 @@ bool Simulator::undo() {
   orderReady.resize(log.prefix);
   orderReady.insert(orderReady.end(), log.orderReady.begin(),
                     log.orderReady.end());
-  checkpointFree = std::move(log.checkpointFree);
-  checkpointEnd = std::move(log.checkpointEnd);
+  size_t numResources = machine.numDevices() + machine.links().size();
+  checkpointFree.resize(log.checkpointsKept * numResources);
+  checkpointFree.insert(checkpointFree.end(), log.checkpointFree.begin(),
+                        log.checkpointFree.end());
+  checkpointEnd.resize(log.checkpointsKept);
+  checkpointEnd.insert(checkpointEnd.end(), log.checkpointEnd.begin(),
+                       log.checkpointEnd.end());
   scheduleEnd = log.scheduleEnd;
   for (size_t i = 0; i < log.taskIds.size(); ++i)
     if (log.taskIds[i] < static_cast<int>(log.taskCount))

@@ -63,8 +63,8 @@ Machine build(MachineSpec spec,
   return *machine;
 }
 
-std::vector<std::string> linkNames(const Machine &m,
-                                   const std::vector<LinkId> &ids) {
+template <typename Links>
+std::vector<std::string> linkNames(const Machine &m, const Links &ids) {
   std::vector<std::string> names;
   for (LinkId id : ids)
     names.push_back(m.link(id).name);

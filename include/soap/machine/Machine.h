@@ -11,7 +11,10 @@
 #ifndef SOAP_MACHINE_MACHINE_H
 #define SOAP_MACHINE_MACHINE_H
 
+#include <algorithm>
+#include <cassert>
 #include <cstdint>
+#include <initializer_list>
 #include <map>
 #include <optional>
 #include <string>
@@ -129,6 +132,33 @@ std::string machineSpecToJson(const MachineSpec &spec);
 
 using LinkId = int;
 
+/// The links of a point-to-point route, in order: at most two (a device's
+/// switch port up and the peer's down, the sender's NIC out and the
+/// receiver's NIC in, one mesh link or one bus). Held in place: the
+/// simulator asks for routes hundreds of thousands of times per second.
+class Route {
+public:
+  static constexpr size_t kMaxLinks = 2;
+  Route() = default;
+  Route(std::initializer_list<LinkId> ids) {
+    assert(ids.size() <= kMaxLinks && "a route has at most two links");
+    for (LinkId id : ids)
+      links_[size_++] = id;
+  }
+  const LinkId *begin() const { return links_; }
+  const LinkId *end() const { return links_ + size_; }
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  LinkId operator[](size_t i) const { return links_[i]; }
+  bool operator==(const Route &other) const {
+    return std::equal(begin(), end(), other.begin(), other.end());
+  }
+
+private:
+  LinkId links_[kMaxLinks] = {};
+  size_t size_ = 0;
+};
+
 enum class LinkKind { SwitchUp, SwitchDown, Mesh, Bus, NicOut, NicIn };
 
 /// A contention resource: one transfer at a time at full bandwidth.
@@ -181,7 +211,7 @@ public:
 
   /// Links a point-to-point transfer from `src` to `dst` occupies, in order
   /// (empty when src == dst).
-  std::vector<LinkId> route(int src, int dst) const;
+  Route route(int src, int dst) const;
   /// Sum of the route's latencies + bytes / its smallest bandwidth; 0 when
   /// src == dst.
   double transferTime(int64_t bytes, int src, int dst) const;
