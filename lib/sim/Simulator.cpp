@@ -253,10 +253,32 @@ struct Simulator::NodeTasks {
 };
 
 struct Simulator::EdgeTasks {
-  std::vector<std::vector<int>> fwdDeps; ///< per consumer task
-  std::vector<std::vector<int>> bwdDeps; ///< per producer task
+  /// What each consumer task waits for in the forward pass, and each
+  /// producer task in the backward pass, in one list each: consumer task
+  /// u's are fwdDeps[fwdStart[u] .. fwdStart[u + 1]).
+  std::vector<int> fwdStart, fwdDeps, bwdStart, bwdDeps;
   int transferGroup = -1, gradGroup = -1;
 };
+
+/// Sorts (task, dependency) pairs by task, stably, into `start` (numTasks + 1
+/// offsets) and `list`.
+static void groupByTask(const std::vector<std::pair<int, int>> &pairs,
+                        size_t numTasks, std::vector<int> &start,
+                        std::vector<int> &list) {
+  start.assign(numTasks + 1, 0);
+  for (const auto &pair : pairs)
+    ++start[pair.first + 1];
+  for (size_t t = 0; t < numTasks; ++t)
+    start[t + 1] += start[t];
+  list.resize(pairs.size());
+  // Fill with start[t] as task t's cursor, which ends at task t + 1's
+  // start; then shift the offsets back.
+  for (const auto &[task, dep] : pairs)
+    list[start[task]++] = dep;
+  for (size_t t = numTasks; t > 0; --t)
+    start[t] = start[t - 1];
+  start[0] = 0;
+}
 
 using Box = std::vector<std::pair<int64_t, int64_t>>; // inclusive ranges
 
@@ -305,7 +327,7 @@ struct Simulator::UndoLog {
   };
   bool valid = false;
   std::vector<NodeEntry> nodes;
-  std::vector<std::pair<std::pair<int, int>, EdgeTasks>> edges;
+  std::vector<std::pair<int, EdgeTasks>> edges;
   std::vector<std::pair<int, std::array<int, 2>>> parameterGroups;
   std::vector<std::pair<int, TaskInts>> preds;
   std::vector<std::pair<int, Task>> removed;
@@ -410,6 +432,16 @@ Simulator::Simulator(const OpGraph &graph, const CostModel &cost,
       consumersOf[p].push_back(static_cast<int>(c));
     }
   }
+  producerEdges.resize(n);
+  consumerEdges.resize(n);
+  for (size_t c = 0; c < n; ++c)
+    for (int p : producersOf[c]) {
+      int id = edgeEnds.size();
+      edgeEnds.emplace_back(p, static_cast<int>(c));
+      producerEdges[c].push_back(id);
+      consumerEdges[p].push_back(id);
+    }
+  edges.resize(edgeEnds.size());
   placements.resize(n);
   nodeTasks.resize(n);
   undoLog = std::make_unique<UndoLog>();
@@ -821,16 +853,17 @@ int Simulator::addTransfer(TaskKind kind, const TaskKey &key, int64_t bytes,
   return id;
 }
 
-void Simulator::buildEdge(int producer, int consumer) {
+void Simulator::buildEdge(int edgeId) {
+  auto [producer, consumer] = edgeEnds[edgeId];
   const OpNode &pn = graph.nodes[producer];
   const OpNode &cn = graph.nodes[consumer];
   const Placement &pp = placement(producer);
   const Placement &cp = placement(consumer);
-  EdgeTasks &edge = edges[{producer, consumer}];
+  EdgeTasks &edge = edges[edgeId];
   edge = EdgeTasks();
   std::vector<int> transfers, gradients;
-  edge.fwdDeps.resize(cp.devices.size());
-  edge.bwdDeps.resize(pp.devices.size());
+  fwdPairs.clear();
+  bwdPairs.clear();
   bool backward = options.training && pn.needsBackward && cn.needsBackward;
   for (size_t ca = 0; ca < cn.accesses.size(); ++ca) {
     const NodeAccess &access = cn.accesses[ca];
@@ -890,9 +923,9 @@ void Simulator::buildEdge(int producer, int consumer) {
         int fwdSource = viaReduction[i] >= 0 ? viaReduction[i]
                                              : nodeTasks[producer].fwd[s];
         if (src == dst) {
-          edge.fwdDeps[u].push_back(fwdSource);
+          fwdPairs.emplace_back(u, fwdSource);
           if (backward)
-            edge.bwdDeps[s].push_back(nodeTasks[consumer].bwd[u]);
+            bwdPairs.emplace_back(s, nodeTasks[consumer].bwd[u]);
           continue;
         }
         int64_t bytes = volume * tensor.elementBytes;
@@ -902,7 +935,7 @@ void Simulator::buildEdge(int producer, int consumer) {
                               static_cast<int32_t>(ca)},
                              bytes, src, dst, fwdSource);
         transfers.push_back(id);
-        edge.fwdDeps[u].push_back(id);
+        fwdPairs.emplace_back(u, id);
         if (!backward)
           continue;
         int gid = addTransfer(TaskKind::GradTransfer,
@@ -911,34 +944,40 @@ void Simulator::buildEdge(int producer, int consumer) {
                                static_cast<int32_t>(ca)},
                               bytes, dst, src, nodeTasks[consumer].bwd[u]);
         gradients.push_back(gid);
-        edge.bwdDeps[s].push_back(gid);
+        bwdPairs.emplace_back(s, gid);
       }
     }
   }
+  groupByTask(fwdPairs, cp.devices.size(), edge.fwdStart, edge.fwdDeps);
+  groupByTask(bwdPairs, pp.devices.size(), edge.bwdStart, edge.bwdDeps);
   edge.transferGroup = addGroup(std::move(transfers));
   edge.gradGroup = addGroup(std::move(gradients));
 }
 
 void Simulator::linkForward(int node) {
   NodeTasks &group = nodeTasks[node];
-  for (size_t u = 0; u < group.fwd.size(); ++u) {
-    TaskInts &preds = tasks[group.fwd[u]].preds;
-    preds.clear();
-    for (int p : producersOf[node]) {
-      const std::vector<int> &deps = edges[{p, node}].fwdDeps[u];
-      preds.insert(preds.end(), deps.begin(), deps.end());
+  for (size_t u = 0; u < group.fwd.size(); ++u)
+    tasks[group.fwd[u]].preds.clear();
+  for (int e : producerEdges[node]) {
+    const EdgeTasks &edge = edges[e];
+    for (size_t u = 0; u < group.fwd.size(); ++u) {
+      TaskInts &preds = tasks[group.fwd[u]].preds;
+      preds.insert(preds.end(), edge.fwdDeps.begin() + edge.fwdStart[u],
+                   edge.fwdDeps.begin() + edge.fwdStart[u + 1]);
     }
   }
 }
 
 void Simulator::linkBackward(int node) {
   NodeTasks &group = nodeTasks[node];
-  for (size_t s = 0; s < group.bwd.size(); ++s) {
-    TaskInts &preds = tasks[group.bwd[s]].preds;
-    preds.assign(1, group.fwd[s]);
-    for (int c : consumersOf[node]) {
-      const std::vector<int> &deps = edges[{node, c}].bwdDeps[s];
-      preds.insert(preds.end(), deps.begin(), deps.end());
+  for (size_t s = 0; s < group.bwd.size(); ++s)
+    tasks[group.bwd[s]].preds.assign(1, group.fwd[s]);
+  for (int e : consumerEdges[node]) {
+    const EdgeTasks &edge = edges[e];
+    for (size_t s = 0; s < group.bwd.size(); ++s) {
+      TaskInts &preds = tasks[group.bwd[s]].preds;
+      preds.insert(preds.end(), edge.bwdDeps.begin() + edge.bwdStart[s],
+                   edge.bwdDeps.begin() + edge.bwdStart[s + 1]);
     }
   }
 }
@@ -952,7 +991,7 @@ void Simulator::buildAll() {
   groupReady.clear();
   changedGroup.clear();
   changedGroups.clear();
-  edges.clear();
+  edges.assign(edgeEnds.size(), EdgeTasks());
   accounts->reset(machine.numDevices(), machine.links().size());
   size_t n = graph.nodes.size();
   for (size_t i = 0; i < n; ++i)
@@ -960,9 +999,8 @@ void Simulator::buildAll() {
   for (size_t t = 0; t < graph.tensors.size(); ++t)
     if (!parameterReaders[t].empty())
       buildParameter(t);
-  for (size_t c = 0; c < n; ++c)
-    for (int p : producersOf[c])
-      buildEdge(p, c);
+  for (size_t e = 0; e < edgeEnds.size(); ++e)
+    buildEdge(e);
   for (size_t i = 0; i < n; ++i) {
     linkForward(i);
     linkBackward(i);
@@ -980,14 +1018,10 @@ void Simulator::removeNode(int node, std::vector<int> &removed) {
   group = NodeTasks();
 }
 
-void Simulator::removeEdge(int producer, int consumer,
-                           std::vector<int> &removed) {
-  auto it = edges.find({producer, consumer});
-  if (it == edges.end())
-    return;
-  removeGroup(it->second.transferGroup, removed);
-  removeGroup(it->second.gradGroup, removed);
-  edges.erase(it);
+void Simulator::removeEdge(int edge, std::vector<int> &removed) {
+  removeGroup(edges[edge].transferGroup, removed);
+  removeGroup(edges[edge].gradGroup, removed);
+  edges[edge] = EdgeTasks();
 }
 
 //===----------------------------------------------------------------------===//
@@ -1229,16 +1263,16 @@ SimReport Simulator::simulateDelta(
   std::set<int> nodes;
   for (const auto &change : changes)
     nodes.insert(change.first);
-  std::set<std::pair<int, int>> edgeKeys;
+  std::set<int> edgeIds;
   std::set<int> params, relinkForward, relinkBackward;
   for (int node : nodes) {
+    edgeIds.insert(producerEdges[node].begin(), producerEdges[node].end());
+    edgeIds.insert(consumerEdges[node].begin(), consumerEdges[node].end());
     for (int p : producersOf[node]) {
-      edgeKeys.insert({p, node});
       if (!nodes.count(p))
         relinkBackward.insert(p);
     }
     for (int c : consumersOf[node]) {
-      edgeKeys.insert({node, c});
       if (!nodes.count(c))
         relinkForward.insert(c);
     }
@@ -1261,9 +1295,9 @@ SimReport Simulator::simulateDelta(
     touch(parameterGroups[t][0]);
     touch(parameterGroups[t][1]);
   }
-  for (const auto &key : edgeKeys) {
-    touch(edges[key].transferGroup);
-    touch(edges[key].gradGroup);
+  for (int e : edgeIds) {
+    touch(edges[e].transferGroup);
+    touch(edges[e].gradGroup);
   }
   for (int c : relinkForward)
     touch(nodeTasks[c].fwdGroup);
@@ -1286,8 +1320,8 @@ SimReport Simulator::simulateDelta(
                          nodeTasks[node]});
   // Moved: removeEdge() below needs only the edges' group ids, which a move
   // leaves in place.
-  for (const auto &key : edgeKeys)
-    log.edges.emplace_back(key, std::move(edges[key]));
+  for (int e : edgeIds)
+    log.edges.emplace_back(e, std::move(edges[e]));
   for (int t : params)
     log.parameterGroups.emplace_back(t, parameterGroups[t]);
   for (int c : relinkForward) {
@@ -1322,8 +1356,8 @@ SimReport Simulator::simulateDelta(
     removeGroup(parameterGroups[t][1], removed);
     parameterGroups[t] = {-1, -1};
   }
-  for (const auto &key : edgeKeys)
-    removeEdge(key.first, key.second, removed);
+  for (int e : edgeIds)
+    removeEdge(e, removed);
   for (int id : removed)
     log.removed.emplace_back(id, std::move(tasks[id]));
   // Freed ids are reused: scheduling order depends on keys, not ids.
@@ -1339,8 +1373,8 @@ SimReport Simulator::simulateDelta(
     buildNode(node);
   for (int t : params)
     buildParameter(t);
-  for (const auto &key : edgeKeys)
-    buildEdge(key.first, key.second);
+  for (int e : edgeIds)
+    buildEdge(e);
   log.addedGroups.assign(changedGroups.begin() + firstNew,
                          changedGroups.end());
   for (int node : nodes) {
@@ -1409,8 +1443,8 @@ bool Simulator::undo() {
   freeGroupIds = std::move(log.freeGroupIds);
   for (auto &[id, preds] : log.preds)
     tasks[id].preds = std::move(preds);
-  for (auto &[key, edge] : log.edges)
-    edges[key] = std::move(edge);
+  for (auto &[e, edge] : log.edges)
+    edges[e] = std::move(edge);
   for (auto &[t, ids] : log.parameterGroups)
     parameterGroups[t] = ids;
   for (auto &entry : log.nodes) {

@@ -102,7 +102,7 @@ private:
 
   void buildAll();
   void buildNode(int node);
-  void buildEdge(int producer, int consumer);
+  void buildEdge(int edge);
   void buildParameter(int tensor);
   /// Adds `devices` to a communication task's resources when the machine's
   /// devices cannot compute while their data moves.
@@ -113,7 +113,7 @@ private:
   void linkForward(int node);
   void linkBackward(int node);
   void removeNode(int node, std::vector<int> &removed);
-  void removeEdge(int producer, int consumer, std::vector<int> &removed);
+  void removeEdge(int edge, std::vector<int> &removed);
   int newTask();
   /// Makes the tasks one group (nothing when empty; returns -1 then) and
   /// counts them in the report's totals.
@@ -142,7 +142,11 @@ private:
   SimOptions options;
   Strategy current;
 
+  /// Per op: the ops it reads from and those that read it, and the ids of
+  /// those edges (indices into edgeEnds and edges).
   std::vector<std::vector<int>> producersOf, consumersOf;
+  std::vector<std::vector<int>> producerEdges, consumerEdges;
+  std::vector<std::pair<int, int>> edgeEnds; ///< (producer, consumer)
   std::vector<Task> tasks;
   std::vector<int> freeIds;
   std::vector<Group> groups;
@@ -150,7 +154,7 @@ private:
   std::vector<char> changedGroup; ///< rebuilt or relinked by this delta
   std::vector<int> changedGroups;
   std::vector<NodeTasks> nodeTasks;
-  std::map<std::pair<int, int>, EdgeTasks> edges;
+  std::vector<EdgeTasks> edges;
   std::vector<std::unique_ptr<Placement>> placements;
   std::unique_ptr<UndoLog> undoLog;
   std::unique_ptr<Accounts> accounts;
@@ -175,6 +179,9 @@ private:
   std::vector<double> readyScratch, resourceFree;
   std::vector<int> remaining, succStart, succFill, succ, suffix;
   std::vector<char> inSuffix;
+  // Scratch space of buildEdge(): (consumer task, dependency) and
+  // (producer task, dependency) pairs.
+  std::vector<std::pair<int, int>> fwdPairs, bwdPairs;
 };
 
 } // namespace soap
