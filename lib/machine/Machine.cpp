@@ -172,17 +172,13 @@ Route Machine::route(int src, int dst) const {
   return {};
 }
 
-double Machine::transferTime(int64_t bytes, int src, int dst) const {
-  Route path = route(src, dst);
-  if (path.empty())
-    return 0;
-  double latency = 0;
-  double bandwidth = std::numeric_limits<double>::infinity();
-  for (LinkId id : path) {
-    latency += links_[id].latency;
-    bandwidth = std::min(bandwidth, links_[id].bandwidth);
+Machine::PathCost Machine::pathCost(int src, int dst) const {
+  PathCost cost;
+  for (LinkId id : route(src, dst)) {
+    cost.latency += links_[id].latency;
+    cost.bandwidth = std::min(cost.bandwidth, links_[id].bandwidth);
   }
-  return latency + static_cast<double>(bytes) / bandwidth;
+  return cost;
 }
 
 Machine::StepCost

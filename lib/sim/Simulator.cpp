@@ -444,6 +444,8 @@ Simulator::Simulator(const OpGraph &graph, const CostModel &cost,
   edges.resize(edgeEnds.size());
   placements.resize(n);
   nodeTasks.resize(n);
+  paths.resize(machine.numDevices());
+  overlapsCommunication = machine.deviceType().overlapsCommunication;
   undoLog = std::make_unique<UndoLog>();
   accounts = std::make_unique<Accounts>();
   parameterGroups.assign(graph.tensors.size(), {-1, -1});
@@ -536,21 +538,24 @@ void Simulator::removeGroup(int id, std::vector<int> &removed) {
 void Simulator::sealGroup(int id) {
   Group &group = groups[id];
   group.predGroups.clear();
-  std::vector<int32_t> &view = group.view;
-  view.clear();
+  size_t predWords = 0, workWords = 0;
   for (int t : group.tasks) {
-    const TaskInts &preds = tasks[t].preds;
-    view.push_back(preds.size());
-    view.insert(view.end(), preds.begin(), preds.end());
+    predWords += 1 + tasks[t].preds.size();
+    workWords += 4 + tasks[t].resources.size();
   }
-  group.workAt = view.size();
+  std::vector<int32_t> &view = group.view;
+  view.resize(predWords + workWords);
+  group.workAt = predWords;
+  int32_t *predAt = view.data(), *workAt = view.data() + predWords;
   for (int t : group.tasks) {
     const Task &task = tasks[t];
-    view.push_back(t);
-    view.resize(view.size() + 2);
-    storeTime(view.data() + view.size() - 2, task.duration);
-    view.push_back(task.resources.size());
-    view.insert(view.end(), task.resources.begin(), task.resources.end());
+    *predAt++ = task.preds.size();
+    predAt = std::copy(task.preds.begin(), task.preds.end(), predAt);
+    *workAt = t;
+    storeTime(workAt + 1, task.duration);
+    workAt[3] = task.resources.size();
+    workAt = std::copy(task.resources.begin(), task.resources.end(),
+                       workAt + 4);
     for (int p : task.preds) {
       int pg = tasks[p].group;
       assert(pg != id && "a task waits for its own group");
@@ -701,7 +706,7 @@ void Simulator::buildNode(int node) {
             task.duration = machine.allReduceTime(task.bytes, devices);
             for (LinkId link : machine.collectiveLinks(devices))
               task.resources.push_back(numDevices + link);
-            occupyDevices(task, devices);
+            occupyDevices(task, devices.data(), devices.data() + devices.size());
           } else {
             // Several partial tasks on one device: a local sum.
             task.duration = cost.rooflineTime(
@@ -798,7 +803,7 @@ void Simulator::buildParameter(int tensorId) {
       task.duration = machine.allReduceTime(bytes, devices);
       for (LinkId link : machine.collectiveLinks(devices))
         task.resources.push_back(numDevices + link);
-      occupyDevices(task, devices);
+      occupyDevices(task, devices.data(), devices.data() + devices.size());
       for (auto [node, t] : readers)
         task.preds.push_back(nodeTasks[node].bwd[t]);
       allReduces.push_back(allReduce);
@@ -827,12 +832,25 @@ void Simulator::buildParameter(int tensorId) {
                                addGroup(std::move(updates))};
 }
 
-void Simulator::occupyDevices(Task &task, const std::vector<int> &devices) {
-  if (machine.deviceType().overlapsCommunication)
+void Simulator::occupyDevices(Task &task, const int *first, const int *last) {
+  if (overlapsCommunication)
     return;
   // After the links: reports and traces take a communication task's first
   // resource as its link.
-  task.resources.insert(task.resources.end(), devices.begin(), devices.end());
+  task.resources.insert(task.resources.end(), first, last);
+}
+
+struct Simulator::TransferPath {
+  Route route;
+  Machine::PathCost cost;
+};
+
+const Simulator::TransferPath &Simulator::path(int src, int dst) {
+  std::vector<TransferPath> &row = paths[src];
+  if (row.empty())
+    for (int d = 0; d < machine.numDevices(); ++d)
+      row.push_back({machine.route(src, d), machine.pathCost(src, d)});
+  return row[dst];
 }
 
 int Simulator::addTransfer(TaskKind kind, const TaskKey &key, int64_t bytes,
@@ -845,10 +863,12 @@ int Simulator::addTransfer(TaskKind kind, const TaskKey &key, int64_t bytes,
   t.bytes = bytes;
   t.src = src;
   t.dst = dst;
-  for (LinkId link : machine.route(src, dst))
+  const TransferPath &route = path(src, dst);
+  for (LinkId link : route.route)
     t.resources.push_back(numDevices + link);
-  occupyDevices(t, {src, dst});
-  t.duration = machine.transferTime(bytes, src, dst);
+  int ends[2] = {src, dst};
+  occupyDevices(t, ends, ends + 2);
+  t.duration = route.cost.time(bytes);
   t.preds = {pred};
   return id;
 }

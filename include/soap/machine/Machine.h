@@ -15,6 +15,7 @@
 #include <cassert>
 #include <cstdint>
 #include <initializer_list>
+#include <limits>
 #include <map>
 #include <optional>
 #include <string>
@@ -212,9 +213,22 @@ public:
   /// Links a point-to-point transfer from `src` to `dst` occupies, in order
   /// (empty when src == dst).
   Route route(int src, int dst) const;
+  /// What a point-to-point transfer's time depends on: the sum of its
+  /// route's latencies and the route's smallest bandwidth (0 and infinity
+  /// when src == dst).
+  struct PathCost {
+    double latency = 0;
+    double bandwidth = std::numeric_limits<double>::infinity();
+    double time(int64_t bytes) const {
+      return latency + static_cast<double>(bytes) / bandwidth;
+    }
+  };
+  PathCost pathCost(int src, int dst) const;
   /// Sum of the route's latencies + bytes / its smallest bandwidth; 0 when
   /// src == dst.
-  double transferTime(int64_t bytes, int src, int dst) const;
+  double transferTime(int64_t bytes, int src, int dst) const {
+    return pathCost(src, dst).time(bytes);
+  }
 
   /// Collective costs over `group` (distinct device ids, any order; the
   /// first member is the broadcast root). `bytes` is, as in nccl-tests, the

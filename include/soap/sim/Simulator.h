@@ -99,6 +99,7 @@ private:
   struct Placement;
   struct UndoLog;
   struct Accounts;
+  struct TransferPath;
 
   void buildAll();
   void buildNode(int node);
@@ -106,7 +107,9 @@ private:
   void buildParameter(int tensor);
   /// Adds `devices` to a communication task's resources when the machine's
   /// devices cannot compute while their data moves.
-  void occupyDevices(Task &task, const std::vector<int> &devices);
+  void occupyDevices(Task &task, const int *first, const int *last);
+  /// The route from src to dst and its cost, computed once per source.
+  const TransferPath &path(int src, int dst);
   /// A point-to-point transfer task over the route from src to dst.
   int addTransfer(TaskKind kind, const std::array<int32_t, 6> &key,
                   int64_t bytes, int src, int dst, int pred);
@@ -182,6 +185,9 @@ private:
   // Scratch space of buildEdge(): (consumer task, dependency) and
   // (producer task, dependency) pairs.
   std::vector<std::pair<int, int>> fwdPairs, bwdPairs;
+  /// Per source device, once used: the path to every device.
+  std::vector<std::vector<TransferPath>> paths;
+  bool overlapsCommunication = false;
 };
 
 } // namespace soap
