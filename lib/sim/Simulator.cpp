@@ -280,7 +280,15 @@ static void groupByTask(const std::vector<std::pair<int, int>> &pairs,
   start[0] = 0;
 }
 
-using Box = std::vector<std::pair<int64_t, int64_t>>; // inclusive ranges
+using Range = std::pair<int64_t, int64_t>; // inclusive
+using Box = std::vector<Range>;
+
+/// A box kept in a Placement's flat storage.
+struct BoxRef {
+  const Range *first = nullptr;
+  size_t rank = 0;
+  Box toBox() const { return Box(first, first + rank); }
+};
 
 /// The report's totals, kept up to date as tasks come and go. Everything is
 /// an integer (busy time in femtoseconds), so totals do not depend on the
@@ -357,14 +365,25 @@ struct Simulator::Placement {
   bool splitsReduction = false;
   std::vector<int> devices;    ///< per task
   std::vector<int64_t> shard;  ///< loop extents of every task
-  std::vector<std::vector<Box>> boxes; ///< [task][access]
+  /// The region of each access of each task, in one array: task t's
+  /// region of access a has rank accessRank[a] and starts at
+  /// t * stride + accessAt[a].
+  std::vector<Range> ranges;
+  std::vector<size_t> accessAt, accessRank;
+  size_t stride = 0;
   double forward = 0, backward = 0;
+
+  BoxRef box(size_t task, size_t access) const {
+    return {ranges.data() + task * stride + accessAt[access],
+            accessRank[access]};
+  }
 };
 
-static Box accessBox(const NodeAccess &access, const GraphTensor &tensor,
-                     const std::vector<int64_t> &lo,
-                     const std::vector<int64_t> &shard) {
-  Box box;
+/// Writes the region of `tensor` that `access` touches for the iterations
+/// [lo, lo + shard) to `box` (one range per tensor dimension).
+static void accessBox(const NodeAccess &access, const GraphTensor &tensor,
+                      const std::vector<int64_t> &lo,
+                      const std::vector<int64_t> &shard, Range *box) {
   for (size_t d = 0; d < access.indices.size(); ++d) {
     const IndexExpr &e = access.indices[d];
     int64_t size = tensor.shape[d];
@@ -388,16 +407,15 @@ static Box accessBox(const NodeAccess &access, const GraphTensor &tensor,
         mx = std::clamp<int64_t>(mx, 0, size - 1);
       }
     }
-    box.emplace_back(mn, mx);
+    box[d] = {mn, mx};
   }
-  return box;
 }
 
-static int64_t overlapVolume(const Box &a, const Box &b) {
+static int64_t overlapVolume(BoxRef a, BoxRef b) {
   int64_t volume = 1;
-  for (size_t d = 0; d < a.size(); ++d) {
-    int64_t lo = std::max(a[d].first, b[d].first);
-    int64_t hi = std::min(a[d].second, b[d].second);
+  for (size_t d = 0; d < a.rank; ++d) {
+    int64_t lo = std::max(a.first[d].first, b.first[d].first);
+    int64_t hi = std::min(a.first[d].second, b.first[d].second);
     if (hi < lo)
       return 0;
     volume *= hi - lo + 1;
@@ -405,7 +423,10 @@ static int64_t overlapVolume(const Box &a, const Box &b) {
   return volume;
 }
 
-static int64_t boxVolume(const Box &box) { return overlapVolume(box, box); }
+static int64_t boxVolume(BoxRef box) { return overlapVolume(box, box); }
+static int64_t boxVolume(const Box &box) {
+  return boxVolume(BoxRef{box.data(), box.size()});
+}
 
 //===----------------------------------------------------------------------===//
 // Construction
@@ -612,13 +633,26 @@ const Simulator::Placement &Simulator::placement(int node) {
   const OpNode &n = graph.nodes[node];
   const ParallelConfig &config = current.configs[node];
   size_t numLoops = n.partitionable ? n.loopSizes.size() : 0;
-  std::vector<std::vector<int64_t>> lows;
+  for (const NodeAccess &a : n.accesses) {
+    p->accessAt.push_back(p->stride);
+    p->accessRank.push_back(a.indices.size());
+    p->stride += a.indices.size();
+  }
+  // One task's regions, from the first iteration of each loop.
+  auto addBoxes = [&](const std::vector<int64_t> &lo) {
+    size_t at = p->ranges.size();
+    p->ranges.resize(at + p->stride);
+    for (size_t a = 0; a < n.accesses.size(); ++a)
+      accessBox(n.accesses[a], graph.tensors[n.accesses[a].tensor], lo,
+                p->shard, p->ranges.data() + at + p->accessAt[a]);
+  };
+  std::vector<int64_t> lo(numLoops, 0);
   if (Strategy::isReplicated(config)) {
     p->replicated = true;
     p->shard.assign(n.loopSizes.begin(), n.loopSizes.begin() + numLoops);
     for (int d = 0; d < current.numDevices; ++d) {
       p->devices.push_back(d);
-      lows.push_back(std::vector<int64_t>(numLoops, 0));
+      addBoxes(lo);
     }
   } else {
     std::vector<int64_t> sizes(n.loopSizes.begin(),
@@ -627,20 +661,14 @@ const Simulator::Placement &Simulator::placement(int node) {
     for (size_t l = 0; l < numLoops; ++l)
       if (n.loopKinds[l] == DimKind::Reduction && config.degrees[l] > 1)
         p->splitsReduction = true;
+    p->ranges.reserve(config.numTasks() * p->stride);
     for (int64_t t = 0; t < config.numTasks(); ++t) {
       p->devices.push_back(static_cast<int>(config.devices[t]));
       std::vector<int64_t> coords = config.taskCoordinates(t);
-      std::vector<int64_t> lo(numLoops);
       for (size_t l = 0; l < numLoops; ++l)
         lo[l] = coords[l] * p->shard[l];
-      lows.push_back(std::move(lo));
+      addBoxes(lo);
     }
-  }
-  for (size_t t = 0; t < p->devices.size(); ++t) {
-    std::vector<Box> boxes;
-    for (const NodeAccess &a : n.accesses)
-      boxes.push_back(accessBox(a, graph.tensors[a.tensor], lows[t], p->shard));
-    p->boxes.push_back(std::move(boxes));
   }
   int someDevice = p->devices.empty() ? 0 : p->devices.front();
   p->forward = cost.forwardTime(graph, node, p->shard, someDevice);
@@ -686,7 +714,7 @@ void Simulator::buildNode(int node) {
         continue;
       std::map<Box, std::vector<size_t>> regions;
       for (size_t t = 0; t < p.devices.size(); ++t)
-        regions[p.boxes[t][a]].push_back(t);
+        regions[p.box(t, a).toBox()].push_back(t);
       int region = 0;
       for (const auto &[box, writers] : regions) {
         std::vector<int> devices;
@@ -747,12 +775,12 @@ void Simulator::accountNodeMemory(int node, const Placement &p, int sign) {
       const NodeAccess &access = n.accesses[a];
       const GraphTensor &tensor = graph.tensors[access.tensor];
       int device = p.devices[t];
-      int64_t bytes = boxVolume(p.boxes[t][a]) * tensor.elementBytes;
+      int64_t bytes = boxVolume(p.box(t, a)) * tensor.elementBytes;
       if (tensor.producer < 0) {
         if (access.role != AccessRole::Read)
           continue;
         int64_t copies = tensor.isParameter ? parameterCopies : 1;
-        Accounts::Key key{access.tensor, device, p.boxes[t][a]};
+        Accounts::Key key{access.tensor, device, p.box(t, a).toBox()};
         if (sign > 0) {
           if (acc.resident[key]++ == 0)
             acc.memory[device] += bytes * copies;
@@ -782,7 +810,7 @@ void Simulator::buildParameter(int tensorId) {
   for (auto [node, access] : parameterReaders[tensorId]) {
     const Placement &p = placement(node);
     for (size_t t = 0; t < p.devices.size(); ++t)
-      regions[p.boxes[t][access]].emplace_back(node, t);
+      regions[p.box(t, access).toBox()].emplace_back(node, t);
   }
   int region = 0;
   for (const auto &[box, readers] : regions) {
@@ -900,10 +928,10 @@ void Simulator::buildEdge(int edgeId) {
     if (pa == pn.accesses.size())
       continue;
     for (size_t u = 0; u < cp.devices.size(); ++u) {
-      const Box &need = cp.boxes[u][ca];
+      BoxRef need = cp.box(u, ca);
       std::vector<std::pair<size_t, int64_t>> sources;
       for (size_t s = 0; s < pp.devices.size(); ++s) {
-        int64_t volume = overlapVolume(need, pp.boxes[s][pa]);
+        int64_t volume = overlapVolume(need, pp.box(s, pa));
         if (volume > 0)
           sources.emplace_back(s, volume);
       }
@@ -1337,9 +1365,9 @@ SimReport Simulator::simulateDelta(
   log.addedGroups.clear();
   for (int node : nodes)
     log.nodes.push_back({node, current.configs[node], nullptr,
-                         nodeTasks[node]});
-  // Moved: removeEdge() below needs only the edges' group ids, which a move
-  // leaves in place.
+                         std::move(nodeTasks[node])});
+  // Moved: removeNode() and removeEdge() below need only the group ids,
+  // which a move leaves in place.
   for (int e : edgeIds)
     log.edges.emplace_back(e, std::move(edges[e]));
   for (int t : params)
