@@ -174,10 +174,14 @@ def SoapSearch : Pass<"soap-search", "mlir::ModuleOp"> {
            "Threads running the chains (the result does not depend on it)">,
     Option<"memoryLimit", "memory-limit", "int64_t", /*default=*/"0",
            "Bytes per device (0: the device's memory)">,
-    Option<"temperature", "temperature", "double", /*default=*/"0.02",
+    Option<"temperature", "temperature", "double", /*default=*/"0.01",
            "Relative cost increase accepted with probability 1/e">,
-    Option<"layerMoves", "layer-moves", "double", /*default=*/"0.5",
+    Option<"layerMoves", "layer-moves", "double", /*default=*/"0.7",
            "Share of the proposals that move a whole layer (0 to 1)">,
+    Option<"localMoves", "local-moves", "double", /*default=*/"0.5",
+           "Share of the proposals that step from the op's current config "
+           "(another device block, a degree doubled or halved) instead of "
+           "drawing a random one (0 to 1)">,
     Option<"profileFile", "profile", "std::string", /*default=*/"\"\"",
            "Profile database from soap-profile (measured op times)">,
     Option<"training", "training", "bool", /*default=*/"true",

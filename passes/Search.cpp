@@ -24,10 +24,11 @@ struct SoapSearchPass : public soap::impl::SoapSearchBase<SoapSearchPass> {
     ModuleOp module = getOperation();
     if (budget < 0 || timeLimit < 0 || chains < 1 || threads < 1 ||
         memoryLimit < 0 || temperature <= 0 || layerMoves < 0 ||
-        layerMoves > 1) {
+        layerMoves > 1 || localMoves < 0 || localMoves > 1) {
       module.emitError() << "--soap-search: budget, time and memory-limit "
                             "must be >= 0, chains and threads >= 1, "
-                            "temperature > 0, layer-moves in [0, 1]";
+                            "temperature > 0, layer-moves and local-moves "
+                            "in [0, 1]";
       return signalPassFailure();
     }
     std::optional<BuiltOpGraph> built = buildModuleGraph(module, funcName);
@@ -49,6 +50,7 @@ struct SoapSearchPass : public soap::impl::SoapSearchBase<SoapSearchPass> {
     options.memoryLimit = memoryLimit;
     options.temperature = temperature;
     options.layerMoves = layerMoves;
+    options.localMoves = localMoves;
     bool terminal = llvm::sys::Process::StandardErrIsDisplayed();
     if (terminal)
       options.progress = [](int64_t iterations, double best, double accept,

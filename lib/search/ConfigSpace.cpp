@@ -57,6 +57,77 @@ ParallelConfig randomConfig(const OpNode &node, int numDevices,
   return config;
 }
 
+ParallelConfig neighbourConfig(const OpNode &node,
+                               const ParallelConfig &current, int numDevices,
+                               std::mt19937_64 &rng) {
+  size_t numLoops = node.loopSizes.size();
+  if (!node.partitionable || current.degrees.size() != numLoops ||
+      current.devices.empty() || numLoops == 0)
+    return randomConfig(node, numDevices, rng);
+  auto uniform = [&](int64_t lo, int64_t hi) {
+    return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
+  };
+  auto fits = [&](size_t l, int64_t degree) {
+    return node.loopSizes[l] > 0 && node.loopSizes[l] % degree == 0;
+  };
+  int64_t tasks = current.numTasks();
+  ParallelConfig next = current;
+  switch (uniform(0, 2)) {
+  case 0: { // The same split on another aligned block.
+    int64_t blocks = numDevices / tasks;
+    if (blocks < 2)
+      break;
+    // Any block but the one the op starts in.
+    int64_t block = uniform(0, blocks - 2);
+    if (block >= current.devices.front() / tasks)
+      ++block;
+    for (int64_t t = 0; t < tasks; ++t)
+      next.devices[t] = block * tasks + t;
+    return next;
+  }
+  case 1: { // One loop split twice as much, or half as much.
+    size_t l = uniform(0, numLoops - 1);
+    bool canGrow =
+        2 * tasks <= numDevices && fits(l, 2 * current.degrees[l]);
+    bool canShrink = current.degrees[l] % 2 == 0;
+    if (canGrow && (!canShrink || uniform(0, 1)))
+      next.degrees[l] *= 2;
+    else if (canShrink)
+      next.degrees[l] /= 2;
+    else
+      break;
+    int64_t size = next.numTasks();
+    int64_t first = std::min<int64_t>(current.devices.front() / size * size,
+                                      numDevices - size);
+    next.devices.resize(size);
+    for (int64_t t = 0; t < size; ++t)
+      next.devices[t] = first + t;
+    return next;
+  }
+  default: { // A factor of two from one loop to another.
+    std::vector<size_t> halvable, doublable;
+    for (size_t l = 0; l < numLoops; ++l) {
+      if (current.degrees[l] % 2 == 0)
+        halvable.push_back(l);
+      if (fits(l, 2 * current.degrees[l]))
+        doublable.push_back(l);
+    }
+    if (halvable.empty())
+      break;
+    size_t from = halvable[uniform(0, halvable.size() - 1)];
+    doublable.erase(std::remove(doublable.begin(), doublable.end(), from),
+                    doublable.end());
+    if (doublable.empty())
+      break;
+    size_t to = doublable[uniform(0, doublable.size() - 1)];
+    next.degrees[from] /= 2;
+    next.degrees[to] *= 2;
+    return next;
+  }
+  }
+  return randomConfig(node, numDevices, rng);
+}
+
 std::vector<Layer> layerGroups(const OpGraph &graph) {
   int numNodes = graph.nodes.size();
   // Union-find over parameter readers: readers of one parameter merge.

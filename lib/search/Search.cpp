@@ -210,6 +210,17 @@ SearchResult searchStrategy(const OpGraph &graph, const CostModel &cost,
   // which single-op moves would find one op at a time, each step uphill.
   std::vector<Layer> layers = layerGroups(graph);
 
+  // A new config for `node`: a step from its current one, or a random one.
+  auto propose = [&](Chain &chain, int node) {
+    bool local = std::uniform_real_distribution<double>(0, 1)(chain.rng) <
+                 options.localMoves;
+    if (local)
+      return neighbourConfig(graph.nodes[node],
+                             chain.simulator.strategy().configs[node],
+                             numDevices, chain.rng);
+    return randomConfig(graph.nodes[node], numDevices, chain.rng);
+  };
+
   auto runChain = [&](Chain &chain, int64_t proposals) {
     Simulator &sim = chain.simulator;
     std::vector<std::pair<int, ParallelConfig>> changes;
@@ -226,8 +237,7 @@ SearchResult searchStrategy(const OpGraph &graph, const CostModel &cost,
                 0, layers.size() - 1)(chain.rng)];
         int seed = layer.readers[std::uniform_int_distribution<size_t>(
             0, layer.readers.size() - 1)(chain.rng)];
-        ParallelConfig proposal =
-            randomConfig(graph.nodes[seed], numDevices, chain.rng);
+        ParallelConfig proposal = propose(chain, seed);
         for (int n : layer.ops)
           if (std::optional<ParallelConfig> carried =
                   carryConfig(proposal, graph.nodes[seed], graph.nodes[n]))
@@ -235,8 +245,7 @@ SearchResult searchStrategy(const OpGraph &graph, const CostModel &cost,
       } else {
         int node =
             std::uniform_int_distribution<int>(0, numNodes - 1)(chain.rng);
-        ParallelConfig proposal =
-            randomConfig(graph.nodes[node], numDevices, chain.rng);
+        ParallelConfig proposal = propose(chain, node);
         bool together = !twins[node].empty() &&
                         std::uniform_int_distribution<int>(0, 1)(chain.rng);
         if (together)

@@ -282,4 +282,61 @@ TEST(ConfigSpace, CarryConfigKeepsTheDevicesAndSplitsTheSampleLoopFirst) {
             (std::vector<int64_t>{3}));
 }
 
+TEST(ConfigSpace, NeighbourConfigsMoveResizeOrReshapeTheSplit) {
+  OpGraph g = unrolledLayers(1, 8, 16);
+  const OpNode &matmul = g.nodes[0]; // loops [8, 16, 16]
+  ParallelConfig current{{2, 2, 1}, {4, 5, 6, 7}};
+  auto consecutiveFrom = [](const ParallelConfig &c, int64_t first) {
+    for (size_t t = 0; t < c.devices.size(); ++t)
+      if (c.devices[t] != first + static_cast<int64_t>(t))
+        return false;
+    return true;
+  };
+  std::mt19937_64 rng(5);
+  int moved = 0, resized = 0, reshaped = 0;
+  for (int i = 0; i < 600; ++i) {
+    ParallelConfig next = neighbourConfig(matmul, current, 16, rng);
+    ASSERT_EQ(next.degrees.size(), 3u);
+    ASSERT_EQ(static_cast<int64_t>(next.devices.size()), next.numTasks());
+    for (size_t l = 0; l < 3; ++l)
+      ASSERT_EQ(matmul.loopSizes[l] % next.degrees[l], 0);
+    int64_t first = next.devices.front();
+    std::vector<int> changed;
+    for (size_t l = 0; l < 3; ++l)
+      if (next.degrees[l] != current.degrees[l])
+        changed.push_back(l);
+    if (changed.empty()) {
+      // Another aligned block of four.
+      EXPECT_EQ(first % 4, 0);
+      EXPECT_NE(first, 4);
+      EXPECT_TRUE(consecutiveFrom(next, first));
+      ++moved;
+    } else if (changed.size() == 1) {
+      // One degree doubled or halved, on the aligned block around device 4.
+      int64_t was = current.degrees[changed[0]], now = next.degrees[changed[0]];
+      EXPECT_TRUE(now == 2 * was || 2 * now == was);
+      int64_t size = next.numTasks();
+      EXPECT_EQ(first, 4 / size * size);
+      EXPECT_TRUE(consecutiveFrom(next, first));
+      ++resized;
+    } else {
+      // A factor of two from one loop to another, on the same devices.
+      ASSERT_EQ(changed.size(), 2u);
+      EXPECT_EQ(next.numTasks(), 4);
+      EXPECT_EQ(next.devices, current.devices);
+      ++reshaped;
+    }
+  }
+  EXPECT_GT(moved, 100);
+  EXPECT_GT(resized, 100);
+  EXPECT_GT(reshaped, 100);
+  // A replicated op has no neighbour: a random config, valid for the op.
+  for (int i = 0; i < 50; ++i) {
+    ParallelConfig next = neighbourConfig(matmul, ParallelConfig{}, 16, rng);
+    EXPECT_EQ(next.devices.size(),
+              next.degrees.empty() ? next.devices.size()
+                                   : static_cast<size_t>(next.numTasks()));
+  }
+}
+
 } // namespace

@@ -19,6 +19,20 @@ namespace soap {
 ParallelConfig randomConfig(const OpNode &node, int numDevices,
                             std::mt19937_64 &rng);
 
+/// A config next to `current` (a config of `node`), for a local step of
+/// the search: one of
+///  - the same degrees on another aligned block of devices;
+///  - one loop's degree doubled or halved, on the aligned block of the new
+///    size around the op's first device;
+///  - a factor of two moved from one loop's degree to another's, on the
+///    same devices.
+/// A random config (randomConfig) when `current` is replicated or on one
+/// device of an op that cannot be split, or when the drawn step does not
+/// apply (no other block, no degree that can change).
+ParallelConfig neighbourConfig(const OpNode &node,
+                               const ParallelConfig &current, int numDevices,
+                               std::mt19937_64 &rng);
+
 /// Ops that the search moves together: the ops that read one parameter
 /// (ops sharing a parameter, such as the steps of an unrolled RNN, are
 /// merged into one layer) plus the partitionable ops nearest to them, in

@@ -35,12 +35,17 @@ struct SearchOptions {
   int64_t memoryLimit = 0;
   /// A proposal worse by a fraction f of the current cost is accepted with
   /// probability exp(-f / temperature).
-  double temperature = 0.02;
+  double temperature = 0.01;
   /// Share of the proposals that move a whole layer (layerGroups: a
   /// parameter's readers and the ops around them) to one config, carried
   /// over to each of its ops; the others change one op (or the steps that
   /// share its weights).
-  double layerMoves = 0.5;
+  double layerMoves = 0.7;
+  /// Share of the proposals (single-op and layer moves alike) that take a
+  /// step from the op's current config (neighbourConfig: another device
+  /// block, a degree doubled or halved, a factor of two moved between
+  /// loops) instead of drawing a random config.
+  double localMoves = 0.5;
   /// Proposals per chain between restarts from the best (0: automatic).
   int64_t roundLength = 0;
   /// Called between rounds (progress display).
