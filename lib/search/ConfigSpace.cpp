@@ -97,6 +97,8 @@ ParallelConfig neighbourConfig(const OpNode &node,
     else
       break;
     int64_t size = next.numTasks();
+    if (size > numDevices) // a config sharing devices among its tasks
+      break;
     int64_t first = std::min<int64_t>(current.devices.front() / size * size,
                                       numDevices - size);
     next.devices.resize(size);

@@ -330,6 +330,15 @@ TEST(ConfigSpace, NeighbourConfigsMoveResizeOrReshapeTheSplit) {
   EXPECT_GT(moved, 100);
   EXPECT_GT(resized, 100);
   EXPECT_GT(reshaped, 100);
+  // More tasks than devices (four per device; halving a degree still
+  // leaves two per device): every neighbour stays on valid devices.
+  ParallelConfig crowded{{4, 4, 1}, {0, 0, 0, 0, 1, 1, 1, 1,
+                                     2, 2, 2, 2, 3, 3, 3, 3}};
+  for (int i = 0; i < 200; ++i) {
+    ParallelConfig next = neighbourConfig(matmul, crowded, 4, rng);
+    for (int64_t d : next.devices)
+      ASSERT_TRUE(d >= 0 && d < 4) << "device " << d;
+  }
   // A replicated op has no neighbour: a random config, valid for the op.
   for (int i = 0; i < 50; ++i) {
     ParallelConfig next = neighbourConfig(matmul, ParallelConfig{}, 16, rng);
