@@ -12,6 +12,7 @@
 #include <initializer_list>
 #include <iterator>
 #include <limits>
+#include <map>
 #include <queue>
 #include <set>
 #include <tuple>
@@ -91,16 +92,16 @@ public:
   static constexpr uint32_t kInline = 4;
   TaskInts() = default;
   TaskInts(std::initializer_list<int> values) {
-    insert(end(), values.begin(), values.end());
+    append(values.begin(), values.end());
   }
   TaskInts(const TaskInts &other) {
-    insert(end(), other.begin(), other.end());
+    append(other.begin(), other.end());
   }
   TaskInts(TaskInts &&other) noexcept { take(other); }
   TaskInts &operator=(const TaskInts &other) {
     if (this != &other) {
       clear();
-      insert(end(), other.begin(), other.end());
+      append(other.begin(), other.end());
     }
     return *this;
   }
@@ -113,7 +114,7 @@ public:
   }
   TaskInts &operator=(std::initializer_list<int> values) {
     clear();
-    insert(end(), values.begin(), values.end());
+    append(values.begin(), values.end());
     return *this;
   }
   ~TaskInts() { release(); }
@@ -136,10 +137,8 @@ public:
     std::fill(data(), data() + count, value);
     size_ = count;
   }
-  /// Appends [first, last); `at` must be end().
-  template <typename It> void insert(const int *at, It first, It last) {
-    assert(at == end() && "TaskInts only appends");
-    (void)at;
+  /// Appends [first, last).
+  template <typename It> void append(It first, It last) {
     reserve(size_ + static_cast<uint32_t>(std::distance(first, last)));
     int *out = data() + size_;
     for (; first != last; ++first, ++size_)
@@ -865,7 +864,7 @@ void Simulator::occupyDevices(Task &task, const int *first, const int *last) {
     return;
   // After the links: reports and traces take a communication task's first
   // resource as its link.
-  task.resources.insert(task.resources.end(), first, last);
+  task.resources.append(first, last);
 }
 
 struct Simulator::TransferPath {
@@ -1010,7 +1009,7 @@ void Simulator::linkForward(int node) {
     const EdgeTasks &edge = edges[e];
     for (size_t u = 0; u < group.fwd.size(); ++u) {
       TaskInts &preds = tasks[group.fwd[u]].preds;
-      preds.insert(preds.end(), edge.fwdDeps.begin() + edge.fwdStart[u],
+      preds.append(edge.fwdDeps.begin() + edge.fwdStart[u],
                    edge.fwdDeps.begin() + edge.fwdStart[u + 1]);
     }
   }
@@ -1024,7 +1023,7 @@ void Simulator::linkBackward(int node) {
     const EdgeTasks &edge = edges[e];
     for (size_t s = 0; s < group.bwd.size(); ++s) {
       TaskInts &preds = tasks[group.bwd[s]].preds;
-      preds.insert(preds.end(), edge.bwdDeps.begin() + edge.bwdStart[s],
+      preds.append(edge.bwdDeps.begin() + edge.bwdStart[s],
                    edge.bwdDeps.begin() + edge.bwdStart[s + 1]);
     }
   }

@@ -22,7 +22,6 @@
 #include "soap/graph/Strategy.h"
 
 #include <array>
-#include <map>
 #include <memory>
 #include <string>
 #include <vector>
