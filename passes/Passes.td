@@ -45,6 +45,10 @@ def SoapApplyStrategy : Pass<"soap-apply-strategy", "mlir::ModuleOp"> {
     - `data-parallel`: every op split along its batch over all devices;
     - `model-parallel`: each op whole on one device, consecutive ops grouped
       into stages of equal FLOPs;
+    - `layer-pipeline`: the model's layers (the ops around each weight; an
+      unrolled RNN's steps are one layer) cut into stages of about equal
+      FLOPs, each stage data parallel on its own aligned block of devices
+      (GNMT's layer placement with data parallelism inside the stages);
     - `owt`: data-parallel convolutions, fully connected layers split along
       their output features;
     - `megatron`: column- then row-parallel matmul pairs in groups of up to
@@ -63,7 +67,7 @@ def SoapApplyStrategy : Pass<"soap-apply-strategy", "mlir::ModuleOp"> {
   }];
   let options = [
     Option<"strategyName", "strategy", "std::string", /*default=*/"\"data-parallel\"",
-           "data-parallel, model-parallel, owt, megatron, random:SEED, or a strategy .json file">,
+           "data-parallel, model-parallel, layer-pipeline, owt, megatron, random:SEED, or a strategy .json file">,
     Option<"numDevices", "devices", "int", /*default=*/"0",
            "Number of devices (0: the module's soap.num_devices)">,
     Option<"funcName", "func", "std::string", /*default=*/"\"\"",

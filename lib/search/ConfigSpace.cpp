@@ -157,6 +157,24 @@ std::vector<Layer> layerGroups(const OpGraph &graph) {
         parent[std::max(a, b)] = std::min(a, b);
     }
   }
+  // An elementwise reader right after a contraction that reads weights
+  // (the bias add after a matmul or a convolution) belongs to its layer.
+  auto isContraction = [&](int n) {
+    OpClass c = graph.nodes[n].opClass;
+    return c == OpClass::Matmul || c == OpClass::Conv;
+  };
+  for (int n = 0; n < numNodes; ++n) {
+    if (parent[n] < 0 || isContraction(n))
+      continue;
+    for (const auto &[tensor, access] : graph.readTensors(n)) {
+      int p = graph.tensors[tensor].producer;
+      if (p < 0 || parent[p] < 0 || !isContraction(p))
+        continue;
+      int a = find(n), b = find(p);
+      if (a != b)
+        parent[std::max(a, b)] = std::min(a, b);
+    }
+  }
   // Multi-source breadth-first search from every reader over undirected
   // producer-consumer edges: each op joins the group that reaches it first.
   std::vector<std::vector<int>> neighbours(numNodes);

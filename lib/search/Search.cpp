@@ -12,6 +12,7 @@
 #include <cmath>
 #include <map>
 #include <memory>
+#include <numeric>
 #include <random>
 #include <thread>
 
@@ -150,13 +151,21 @@ SearchResult searchStrategy(const OpGraph &graph, const CostModel &cost,
   result.bestCost = startCosts[bestStart];
   result.bestReport = startReports[bestStart];
 
+  // Chains start from the cheapest starting points first (data parallel
+  // always among them), so that a baseline far off the mark (layers placed
+  // one per device on a large machine) does not take a chain's place.
+  std::vector<size_t> order(starts.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin() + 1, order.end(), [&](size_t a, size_t b) {
+    return startCosts[a] < startCosts[b];
+  });
   int numChains = std::max(1, options.chains);
   std::vector<std::unique_ptr<Chain>> chains;
   for (int c = 0; c < numChains; ++c) {
     auto chain = std::make_unique<Chain>(
         graph, cost, simOptions,
         options.seed * 1000003 + static_cast<uint64_t>(c) * 7907);
-    const Strategy &start = starts[c % starts.size()];
+    const Strategy &start = starts[order[c % order.size()]];
     chain->cost = searchCost(chain->simulator.simulate(start), limit);
     chain->bestCost = chain->cost;
     chain->best = start;

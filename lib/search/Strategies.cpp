@@ -5,6 +5,7 @@
 #include "soap/search/ConfigSpace.h"
 
 #include <algorithm>
+#include <limits>
 #include <numeric>
 
 namespace soap {
@@ -40,16 +41,19 @@ std::optional<size_t> findLoop(const OpNode &node, DimKind kind,
   return std::nullopt;
 }
 
-ParallelConfig dataParallelConfig(const OpNode &node, int numDevices) {
+/// `node` split along its batch over the `numDevices` devices from
+/// `first` on.
+ParallelConfig dataParallelConfig(const OpNode &node, int numDevices,
+                                  int first = 0) {
   if (!node.partitionable)
     return {};
   if (auto loop = findLoop(node, DimKind::Sample, numDevices))
-    return *splitLoop(node, *loop, allDevices(numDevices));
+    return *splitLoop(node, *loop, allDevices(numDevices, first));
   // A reduction over the batch (batch-norm statistics, the mean loss):
   // each device reduces its samples, leaving partial sums.
   for (size_t l = 0; l < node.overBatch.size(); ++l)
     if (node.overBatch[l] && node.loopSizes[l] % numDevices == 0)
-      return *splitLoop(node, l, allDevices(numDevices));
+      return *splitLoop(node, l, allDevices(numDevices, first));
   // A batch smaller than (or not a multiple of) the device count: split it
   // as far as it goes, on the first devices.
   for (size_t l = 0; l < node.overBatch.size(); ++l) {
@@ -57,9 +61,49 @@ ParallelConfig dataParallelConfig(const OpNode &node, int numDevices) {
       continue;
     int64_t degree = std::gcd<int64_t>(node.loopSizes[l], numDevices);
     if (degree > 1)
-      return *splitLoop(node, l, allDevices(degree));
+      return *splitLoop(node, l, allDevices(degree, first));
   }
   return {};
+}
+
+/// The op's FLOPs per step (forward).
+double opFlops(const OpNode &node) {
+  double f = node.flopsPerIteration;
+  for (int64_t size : node.loopSizes)
+    f *= static_cast<double>(size);
+  return node.partitionable ? f : 0;
+}
+
+/// Cuts `weights` (in order) into `parts` consecutive non-empty runs that
+/// minimise the largest run's sum (the linear partition problem, by
+/// dynamic programming); returns each item's run. Needs
+/// parts <= weights.size().
+std::vector<int> balancedRuns(const std::vector<double> &weights, int parts) {
+  int n = weights.size();
+  std::vector<double> prefix(n + 1, 0);
+  for (int i = 0; i < n; ++i)
+    prefix[i + 1] = prefix[i] + weights[i];
+  // cost[k][i]: the best largest sum cutting the first i items into k runs;
+  // cut[k][i]: where the last of those runs begins.
+  const double inf = std::numeric_limits<double>::infinity();
+  std::vector<std::vector<double>> cost(parts + 1,
+                                        std::vector<double>(n + 1, inf));
+  std::vector<std::vector<int>> cut(parts + 1, std::vector<int>(n + 1, 0));
+  cost[0][0] = 0;
+  for (int k = 1; k <= parts; ++k)
+    for (int i = k; i <= n; ++i)
+      for (int j = k - 1; j < i; ++j) {
+        double c = std::max(cost[k - 1][j], prefix[i] - prefix[j]);
+        if (c < cost[k][i]) {
+          cost[k][i] = c;
+          cut[k][i] = j;
+        }
+      }
+  std::vector<int> run(n);
+  for (int k = parts, i = n; k > 0; i = cut[k][i], --k)
+    for (int j = cut[k][i]; j < i; ++j)
+      run[j] = k - 1;
+  return run;
 }
 
 /// Megatron's two kinds of matmul with weights.
@@ -81,10 +125,7 @@ Strategy modelParallelStrategy(const OpGraph &graph, int numDevices) {
   std::vector<double> flops;
   double total = 0;
   for (const OpNode &node : graph.nodes) {
-    double f = node.flopsPerIteration;
-    for (int64_t size : node.loopSizes)
-      f *= static_cast<double>(size);
-    flops.push_back(node.partitionable ? f : 0);
+    flops.push_back(opFlops(node));
     total += flops.back();
   }
   double before = 0;
@@ -99,6 +140,48 @@ Strategy modelParallelStrategy(const OpGraph &graph, int numDevices) {
         graph.nodes[n].partitionable ? graph.nodes[n].loopSizes.size() : 0, 1);
     config.devices = {device};
     s.configs.push_back(config);
+  }
+  return s;
+}
+
+Strategy layerPipelineStrategy(const OpGraph &graph, int numDevices,
+                               int stages) {
+  Strategy s = dataParallelStrategy(graph, numDevices);
+  std::vector<Layer> layers = layerGroups(graph);
+  if (layers.empty())
+    return s;
+  if (stages <= 0) {
+    // As many stages as layers allow, a power of two dividing the devices.
+    stages = 1;
+    while (stages * 2 <= static_cast<int>(layers.size()) &&
+           numDevices % (stages * 2) == 0)
+      stages *= 2;
+  }
+  stages = std::clamp(stages, 1, static_cast<int>(layers.size()));
+  while (numDevices % stages != 0)
+    --stages;
+  int block = numDevices / stages;
+  std::vector<double> flops;
+  for (const Layer &layer : layers) {
+    double f = 0;
+    for (int n : layer.ops)
+      f += opFlops(graph.nodes[n]);
+    flops.push_back(f);
+  }
+  std::vector<int> stageOf = balancedRuns(flops, stages);
+  for (size_t l = 0; l < layers.size(); ++l) {
+    int first = stageOf[l] * block;
+    for (int n : layers[l].ops) {
+      const OpNode &node = graph.nodes[n];
+      ParallelConfig config = dataParallelConfig(node, block, first);
+      if (config.devices.empty()) {
+        // No batch to split (or a one-device stage): whole on the stage's
+        // first device.
+        config.degrees.assign(node.loopSizes.size(), 1);
+        config.devices = {first};
+      }
+      s.configs[n] = std::move(config);
+    }
   }
   return s;
 }
@@ -193,7 +276,7 @@ Strategy randomStrategy(const OpGraph &graph, int numDevices, uint64_t seed) {
 
 const std::vector<std::string> &baselineStrategyNames() {
   static const std::vector<std::string> names = {
-      "data-parallel", "model-parallel", "owt", "megatron"};
+      "data-parallel", "model-parallel", "layer-pipeline", "owt", "megatron"};
   return names;
 }
 
@@ -203,6 +286,8 @@ std::optional<Strategy> strategyByName(const std::string &name,
     return dataParallelStrategy(graph, numDevices);
   if (name == "model-parallel")
     return modelParallelStrategy(graph, numDevices);
+  if (name == "layer-pipeline")
+    return layerPipelineStrategy(graph, numDevices);
   if (name == "owt")
     return owtStrategy(graph, numDevices);
   if (name == "megatron")

@@ -35,8 +35,10 @@ ParallelConfig neighbourConfig(const OpNode &node,
 
 /// Ops that the search moves together: the ops that read one parameter
 /// (ops sharing a parameter, such as the steps of an unrolled RNN, are
-/// merged into one layer) plus the partitionable ops nearest to them, in
-/// hops over producer-consumer edges (ties go to the layer first reached).
+/// merged into one layer; an elementwise op reading a parameter, such as a
+/// bias add, joins the layer of the matmul or convolution that produces
+/// its input) plus the partitionable ops nearest to them, in hops over
+/// producer-consumer edges (ties go to the layer first reached).
 struct Layer {
   std::vector<int> ops;     ///< sorted node ids, the readers included
   std::vector<int> readers; ///< sorted node ids that read a parameter

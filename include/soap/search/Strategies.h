@@ -22,6 +22,16 @@ Strategy dataParallelStrategy(const OpGraph &graph, int numDevices);
 /// as in Krizhevsky's and Wu et al.'s placements, without micro-batches).
 Strategy modelParallelStrategy(const OpGraph &graph, int numDevices);
 
+/// Layer pipeline (Wu et al.'s placement of GNMT's layers, with data
+/// parallelism inside each stage): the graph's layers (layerGroups), in
+/// order, are cut into `stages` runs of about equal FLOPs; stage s runs on
+/// the aligned block of numDevices/stages devices from s*numDevices/stages
+/// on, each op split along its batch over its block. Ops in no layer are
+/// data parallel over all devices. `stages` 0: the largest power of two
+/// that divides the device count and is at most the number of layers.
+Strategy layerPipelineStrategy(const OpGraph &graph, int numDevices,
+                               int stages = 0);
+
 /// "One weird trick" (OWT): convolutions and everything else data parallel,
 /// fully connected layers (matmuls with a parameter loop) split along that
 /// loop over all devices.
@@ -36,13 +46,14 @@ Strategy owtStrategy(const OpGraph &graph, int numDevices);
 Strategy megatronStrategy(const OpGraph &graph, int numDevices,
                           int tensorParallel = 0);
 
-/// Names accepted by strategyByName: data-parallel, model-parallel, owt,
-/// megatron.
 /// A random valid config for every op (randomConfig), from `seed`: any mix
 /// of splits, device blocks, shared devices and replicated ops.
 Strategy randomStrategy(const OpGraph &graph, int numDevices, uint64_t seed);
 
+/// The expert baselines the search starts from: data-parallel,
+/// model-parallel, layer-pipeline, owt, megatron.
 const std::vector<std::string> &baselineStrategyNames();
+/// A baseline by name, or random:SEED; nothing for an unknown name.
 std::optional<Strategy> strategyByName(const std::string &name,
                                        const OpGraph &graph, int numDevices);
 

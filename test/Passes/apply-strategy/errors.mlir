@@ -6,7 +6,7 @@
 // RUN: not soap-opt %s --soap-apply-strategy="strategy=%S/Inputs/bad.json" -o /dev/null 2>&1 | FileCheck %s --check-prefix=JSON
 // RUN: not soap-opt %s --soap-apply-strategy="strategy=%S/Inputs/valid4.json devices=8" -o /dev/null 2>&1 | FileCheck %s --check-prefix=COUNT
 
-// NAME: error: unknown strategy 'pipeline'; expected data-parallel, model-parallel, owt, megatron, random:SEED, or a strategy .json file
+// NAME: error: unknown strategy 'pipeline'; expected data-parallel, model-parallel, layer-pipeline, owt, megatron, random:SEED, or a strategy .json file
 // DEVICES: error: --soap-apply-strategy needs devices=N (or a module with soap.num_devices)
 // MISSING: error: cannot read strategy file '{{.*}}missing.json'
 // WRONGOP: error: {{.*}}wrong-op.json: strategy: 'ops[0].op' is 'linalg.matmul' but op 0 of the model is 'linalg.fill'
