@@ -79,7 +79,7 @@ for m in $MODELS; do
   prof=""
   [ -n "$PROFILE" ] && prof=" profile=$PROFILE"
   simulated=$("$BIN/soap-opt" "$WORK/$m.mlir" \
-      --soap-simulate="machine=$ROOT/machines/$MACHINE devices=1$prof" -o /dev/null 2>&1 |
+      --soap-simulate="machine=$ROOT/machines/$MACHINE devices=1$prof" 2>&1 > /dev/null |
     sed -n 's/.*training step: \([0-9.]*\) ms.*/\1/p')
   for math in $MATHS; do
     log "$m, math=$math: compiling"

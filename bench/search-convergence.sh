@@ -19,11 +19,11 @@ BUILD=${SOAP_BUILD_DIR:-build}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 "$BUILD/bin/soap-zoo" "$MODEL" > "$work/model.mlir"
-"$BUILD/bin/soap-opt" "$work/model.mlir" -o /dev/null \
+"$BUILD/bin/soap-opt" "$work/model.mlir" > /dev/null \
   --soap-search="machine=$MACHINE devices=$DEVICES time=$SECONDS_TOTAL threads=2 chains=4 summary=$work/summary.json" \
   2> "$work/log" || { tail -3 "$work/log" >&2; exit 1; }
 for seed in ${SEEDS-2 3}; do
-  "$BUILD/bin/soap-opt" "$work/model.mlir" -o /dev/null \
+  "$BUILD/bin/soap-opt" "$work/model.mlir" > /dev/null \
     --soap-search="machine=$MACHINE devices=$DEVICES time=60 threads=2 chains=4 seed=$seed summary=$work/seed-$seed.json" \
     2> "$work/log" || { tail -3 "$work/log" >&2; exit 1; }
 done

@@ -67,7 +67,7 @@ for c in "${cases[@]}"; do
   # shellcheck disable=SC2086
   "$ZOO" "$model" $flags > "$work/$model.mlir"
   summary="$work/$model-$machine-$devices.json"
-  "$OPT" "$work/$model.mlir" -o /dev/null \
+  "$OPT" "$work/$model.mlir" > /dev/null \
     --soap-search="machine=$machine devices=$devices time=$SECONDS_PER_CASE threads=2 chains=4 summary=$summary" \
     2> "$work/log" || { echo "| $model | $machine | $devices | failed: $(tail -1 "$work/log") |" >> "$out"; continue; }
   python3 - "$summary" "$model" "$machine" "$devices" >> "$out" <<'PY'

@@ -125,7 +125,7 @@ for m in $MODELS; do
       [ "$src" = roofline ] || prof=" profile=$WORK/$m.profile.json"
       "$BIN/soap-opt" "$WORK/$m.mlir" --soap-apply-strategy="strategy=$st devices=$d" \
         --soap-simulate="machine=$MACHINE devices=$d report=$WORK/$m.$key.$src.report.json trace=$WORK/$m.$key.$src.sim.json$prof" \
-        -o /dev/null 2> "$WORK/$m.$key.$src.sim.txt"
+        > /dev/null 2> "$WORK/$m.$key.$src.sim.txt"
     done
     log "running $m, $strategy"
     # RUNS runs; the one with the lowest median step is kept (with its

@@ -30,7 +30,7 @@ echo "   each op's iteration dimensions as name:size:kind"
 echo "   (sample = batch, attribute = other output dims, parameter = indexes"
 echo "    a parameter, reduction = contracted)"
 echo
-out=$("$OPT" "$MODEL" --soap-print-dims -o /dev/null 2>&1)
+out=$("$OPT" "$MODEL" --soap-print-dims 2>&1 > /dev/null)
 # One line per op: source line, op name, dimensions.
 grep -E ': remark: ' <<< "$out" | while IFS= read -r line; do
   loc=${line%%: remark: *}
@@ -47,9 +47,9 @@ echo "  not partitionable ops: $(grep -c 'is not partitionable' <<< "$out" || tr
 
 echo
 echo "== 2. simulated training step on $DEVICES devices of $MACHINE (machines/$MACHINE.json)"
-for strategy in data-parallel model-parallel owt megatron; do
+for strategy in data-parallel model-parallel layer-pipeline owt megatron; do
   line=$("$OPT" "$MODEL" --soap-apply-strategy="strategy=$strategy devices=$DEVICES" \
-         --soap-simulate="machine=$MACHINE" -o /dev/null 2>&1 | grep 'soap-simulate:')
+         --soap-simulate="machine=$MACHINE" 2>&1 > /dev/null | grep 'soap-simulate:')
   printf '  %-15s %s\n' "$strategy" "${line#soap-simulate: }"
 done
 
@@ -95,7 +95,7 @@ OPENBLAS_NUM_THREADS=1 mpirun --oversubscribe --allow-run-as-root -np "$cores" "
   > "$BUILD_DIR/demo-$cores.out"
 measured=$(grep -oE 'median_ms=[^ ]+' "$BUILD_DIR/demo-$cores.out" | cut -d= -f2)
 simulated=$("$OPT" "$BUILD_DIR/demo-cpu-strategy.mlir" \
-  --soap-simulate="machine=cpu-local" -o /dev/null 2>&1 | grep -oE 'training step: [0-9.]+ ms' | grep -oE '[0-9.]+' || echo "?")
+  --soap-simulate="machine=cpu-local" 2>&1 > /dev/null | grep -oE 'training step: [0-9.]+ ms' | grep -oE '[0-9.]+' || echo "?")
 echo "  step time of the strategy searched for $cores ranks (one per core of machines/cpu-local.json):"
 echo "    measured ${measured} ms (median of 20 steps), simulated ${simulated} ms"
 echo "    (recalibrate the machine file with: mpirun -np $cores $BUILD_DIR/bin/soap-profile --mpi)"

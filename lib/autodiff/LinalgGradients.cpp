@@ -260,7 +260,9 @@ static LogicalResult differentiateMaxPool(GradientBuilder &g,
   if (!g.isActive(input))
     return success();
   // For each window position, the strided slice of the input it reads gets
-  // the adjoint where it equals the maximum.
+  // the adjoint where it equals the maximum. The update writes into the
+  // gradient's strided slice itself (its init), so that bufferization
+  // updates the gradient in place instead of copying each slice back.
   Window w = poolingWindow(op);
   RankedTensorType inputType = tensorType(input);
   ArrayRef<int64_t> dy = tensorType(adjoint).getShape();
@@ -275,13 +277,10 @@ static LogicalResult differentiateMaxPool(GradientBuilder &g,
       Value window = g.slice(loc, input, offsets, sizes, strides);
       Value current = g.slice(loc, gradient, offsets, sizes, strides);
       auto type = tensorType(current);
-      Value empty = tensor::EmptyOp::create(b, loc, type.getShape(),
-                                            type.getElementType());
       Value updated =
           linalg::GenericOp::create(
-              b, loc, TypeRange{type},
-              ValueRange{window, forward, adjoint, current}, ValueRange{empty},
-              SmallVector<AffineMap>(5, identity),
+              b, loc, TypeRange{type}, ValueRange{window, forward, adjoint},
+              ValueRange{current}, SmallVector<AffineMap>(4, identity),
               SmallVector<utils::IteratorType>(4,
                                                utils::IteratorType::parallel),
               [](OpBuilder &nb, Location l, ValueRange args) {
