@@ -202,9 +202,12 @@ std::optional<Optimizer> parseOptimizer(const std::string &name) {
 CostModel::CostModel(const Machine &machine, const ProfileDatabase *profile,
                      Optimizer optimizer)
     : target(machine), profile(profile), optimizerKind(optimizer) {
-  if (profile)
+  if (profile) {
     updateCurve = profile->updateCurve(optimizerName(optimizer),
                                        machine.deviceType().name);
+    sgdCurve = profile->updateCurve(optimizerName(Optimizer::SGD),
+                                    machine.deviceType().name);
+  }
 }
 
 double CostModel::rooflineTime(double flops, double bytes,
@@ -267,38 +270,63 @@ double CostModel::backwardTime(const OpGraph &graph, int node,
   const OpNode &n = graph.nodes[node];
   if (!n.needsBackward)
     return 0;
+  double sums = 0;
+  if (!n.accumulatedReads.empty()) {
+    LoopNest nest = n.loopNest(graph.tensors);
+    for (int access : n.accumulatedReads) {
+      const TensorAccess &a = nest.accesses[access];
+      // An op that cannot be split (no loops) reads the whole tensor.
+      int64_t bytes = n.loopSizes.empty()
+                          ? graph.tensors[n.accesses[access].tensor].bytes()
+                          : accessFootprint(a, shard) * a.elementBytes;
+      sums += accumulateTime(bytes, device);
+    }
+  }
   if (profile) {
     auto entry = profile->lookup(ProfileDatabase::key(
         graph, node, shard, target.deviceType().name));
     if (entry)
-      return entry->backward;
+      return entry->backward + sums;
   }
   ShardCost cost = shardCost(n.loopNest(graph.tensors), shard);
   if (cost.flops == 0 && cost.bytes() == 0)
-    return 0;
+    return sums;
   int gradients = gradientCount(graph, node);
   return rooflineTime(cost.flops * gradients, cost.bytes() * gradients,
-                      nodeDtype(graph, node), n.opClass, device);
+                      nodeDtype(graph, node), n.opClass, device) +
+         sums;
+}
+
+/// The time `curve` (measured times by element count, sorted) gives for
+/// `n` elements: linear between measured sizes, the smallest size's time
+/// below them, time per element above them.
+static double interpolate(const std::vector<std::pair<int64_t, double>> &curve,
+                          double n) {
+  auto above = std::lower_bound(
+      curve.begin(), curve.end(), n,
+      [](const std::pair<int64_t, double> &p, double x) {
+        return p.first < x;
+      });
+  if (above == curve.begin())
+    return above->second;
+  if (above == curve.end())
+    return curve.back().second * n / curve.back().first;
+  const auto &below = *(above - 1);
+  double f = (n - below.first) / double(above->first - below.first);
+  return below.second + f * (above->second - below.second);
+}
+
+double CostModel::accumulateTime(int64_t bytes, int device) const {
+  if (!sgdCurve.empty())
+    return interpolate(sgdCurve, static_cast<double>(bytes) / 4);
+  return rooflineTime(static_cast<double>(bytes) / 4,
+                      3 * static_cast<double>(bytes), "f32",
+                      OpClass::Elementwise, device);
 }
 
 double CostModel::updateTime(int64_t bytes, int device) const {
-  if (!updateCurve.empty()) {
-    double n = static_cast<double>(bytes) / 4;
-    auto above = std::lower_bound(
-        updateCurve.begin(), updateCurve.end(), n,
-        [](const std::pair<int64_t, double> &p, double x) {
-          return p.first < x;
-        });
-    if (above == updateCurve.begin())
-      return above->second; // small: the smallest measured size's time
-    if (above == updateCurve.end()) {
-      const auto &last = updateCurve.back();
-      return last.second * n / last.first; // large: time per element
-    }
-    const auto &below = *(above - 1);
-    double f = (n - below.first) / double(above->first - below.first);
-    return below.second + f * (above->second - below.second);
-  }
+  if (!updateCurve.empty())
+    return interpolate(updateCurve, static_cast<double>(bytes) / 4);
   // Read the parameter, its gradient and the optimizer state; write the
   // parameter and the state.
   int state = optimizerStateCopies(optimizerKind);

@@ -115,6 +115,31 @@ void OpGraph::markBackward() {
             tensors[a.tensor].producer == static_cast<int>(n))
           dependsOnParam[a.tensor] = true;
   }
+  markGradientSums();
+}
+
+void OpGraph::markGradientSums() {
+  // The readers of each tensor that take its gradient, in node order.
+  std::vector<std::vector<std::pair<int, int>>> readers(tensors.size());
+  for (size_t n = 0; n < nodes.size(); ++n) {
+    nodes[n].accumulatedReads.clear();
+    if (!nodes[n].needsBackward)
+      continue;
+    for (const auto &[tensor, access] : readTensors(static_cast<int>(n))) {
+      const GraphTensor &t = tensors[tensor];
+      bool active = (t.isParameter && t.producer < 0) ||
+                    (t.producer >= 0 && nodes[t.producer].needsBackward);
+      if (active && !nodes[n].accesses[access].isDestination &&
+          nodes[n].accesses[access].role == AccessRole::Read)
+        readers[tensor].emplace_back(static_cast<int>(n), access);
+    }
+  }
+  for (const auto &list : readers)
+    for (size_t i = 0; i + 1 < list.size(); ++i) {
+      OpNode &node = nodes[list[i].first];
+      if (node.opClass != OpClass::Matmul && node.opClass != OpClass::Conv)
+        node.accumulatedReads.push_back(list[i].second);
+    }
 }
 
 std::optional<std::string> OpGraph::validate() const {
@@ -367,6 +392,7 @@ std::optional<OpGraph> OpGraph::fromJSON(const std::string &text,
     error = *problem;
     return std::nullopt;
   }
+  graph.markGradientSums();
   return graph;
 }
 

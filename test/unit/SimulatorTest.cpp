@@ -404,6 +404,54 @@ TEST_F(SimulatorIR, OpGraphJsonRoundTrip) {
   EXPECT_TRUE(a.simulate(s) == b.simulate(s));
 }
 
+// A tensor read by three ops: the backward adds each earlier reader's
+// gradient to the sum so far, except a matmul's (it accumulates in place);
+// the last reader's gradient starts the sum.
+TEST_F(SimulatorIR, GradientSumsOfATensorWithSeveralReaders) {
+  OpGraph g = graphOf(R"mlir(
+    #id = affine_map<(d0, d1) -> (d0, d1)>
+    func.func @f(%x: tensor<8x16xf32>, %w: tensor<16x16xf32> {soap.param},
+                 %o: tensor<8x16xf32>) -> (tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>) {
+      %y = linalg.matmul ins(%x, %w : tensor<8x16xf32>, tensor<16x16xf32>) outs(%o : tensor<8x16xf32>) -> tensor<8x16xf32>
+      %m = linalg.matmul ins(%y, %w : tensor<8x16xf32>, tensor<16x16xf32>) outs(%o : tensor<8x16xf32>) -> tensor<8x16xf32>
+      %t = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+          ins(%y : tensor<8x16xf32>) outs(%o : tensor<8x16xf32>) {
+      ^bb0(%a: f32, %b: f32):
+        %r = arith.mulf %a, %a : f32
+        linalg.yield %r : f32
+      } -> tensor<8x16xf32>
+      %e = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+          ins(%y : tensor<8x16xf32>) outs(%o : tensor<8x16xf32>) {
+      ^bb0(%a: f32, %b: f32):
+        %r = arith.addf %a, %a : f32
+        linalg.yield %r : f32
+      } -> tensor<8x16xf32>
+      return %m, %t, %e : tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>
+    })mlir");
+  ASSERT_EQ(g.nodes.size(), 4u);
+  EXPECT_TRUE(g.nodes[0].accumulatedReads.empty());
+  EXPECT_TRUE(g.nodes[1].accumulatedReads.empty()); // a matmul: in place
+  EXPECT_EQ(g.nodes[2].accumulatedReads, std::vector<int>{0});
+  EXPECT_TRUE(g.nodes[3].accumulatedReads.empty()); // the last reader
+
+  Machine machine = loadMachine("p100-4x4", 4);
+  CostModel cost(machine);
+  OpGraph without = g;
+  without.nodes[2].accumulatedReads.clear();
+  // A task of half the batch adds half of y.
+  std::vector<int64_t> half = {4, 16};
+  EXPECT_DOUBLE_EQ(cost.backwardTime(g, 2, half, 0),
+                   cost.backwardTime(without, 2, half, 0) +
+                       cost.accumulateTime(4 * 16 * 4, 0));
+  // With a profile, the add costs what the measured SGD update of as many
+  // elements costs.
+  ProfileDatabase db;
+  db.record(ProfileDatabase::updateKey("sgd", 64, machine.deviceType().name),
+            {3e-6, 0});
+  CostModel profiled(machine, &db);
+  EXPECT_DOUBLE_EQ(profiled.accumulateTime(64 * 4, 0), 3e-6);
+}
+
 TEST(OpGraphJson, ErrorsNameTheField) {
   std::string error;
   EXPECT_FALSE(OpGraph::fromJSON("{", error));

@@ -83,13 +83,19 @@ public:
   double forwardTime(const OpGraph &graph, int node,
                      const std::vector<int64_t> &shard, int device) const;
   /// Seconds of its backward work: the gradient for every input that needs
-  /// one, each costed like the forward task.
+  /// one, each costed like the forward task (or as the profile measured
+  /// the op's backward ops), plus the adds of the node's accumulatedReads
+  /// (accumulateTime of what the task reads of each).
   double backwardTime(const OpGraph &graph, int node,
                       const std::vector<int64_t> &shard, int device) const;
   /// Seconds to apply the optimizer to `bytes` of f32 parameters on
   /// `device`: interpolated from the profile's measured updates when it has
   /// them (linear in the element count), else the roofline.
   double updateTime(int64_t bytes, int device) const;
+  /// Seconds to add a gradient of `bytes` of f32 to another (read two,
+  /// write one): the profile's measured SGD updates when it has them (the
+  /// same traffic), else the elementwise roofline.
+  double accumulateTime(int64_t bytes, int device) const;
   /// The roofline estimate alone.
   double rooflineTime(double flops, double bytes, const std::string &dtype,
                       OpClass opClass, int device) const;
@@ -105,8 +111,9 @@ private:
   const Machine &target;
   const ProfileDatabase *profile;
   Optimizer optimizerKind;
-  /// Measured update times (profile), by element count.
-  std::vector<std::pair<int64_t, double>> updateCurve;
+  /// Measured update times (profile), by element count: the optimizer's
+  /// and SGD's.
+  std::vector<std::pair<int64_t, double>> updateCurve, sgdCurve;
 };
 
 } // namespace soap

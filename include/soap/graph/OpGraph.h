@@ -64,6 +64,12 @@ struct OpNode {
   /// Training: the op lies between a parameter and the loss, so it has
   /// backward work.
   bool needsBackward = false;
+  /// Training: accesses (indices into `accesses`) whose gradient the
+  /// backward adds to the sum of the gradients that later readers of the
+  /// same tensor gave: an elementwise add over what a task reads, which a
+  /// training step emits unless the gradient comes from a contraction
+  /// (matmul, convolution) that accumulates in place.
+  std::vector<int> accumulatedReads;
 
   /// The node's tensors in LoopNest form (for ShardCost).
   LoopNest loopNest(const std::vector<GraphTensor> &tensors) const;
@@ -82,8 +88,14 @@ public:
   /// Bytes of all parameter tensors.
   int64_t parameterBytes() const;
   /// Sets needsBackward on nodes that depend on a parameter and lead to an
-  /// output of the function (every node with results, for a loss function).
+  /// output of the function (every node with results, for a loss function),
+  /// and each node's accumulatedReads.
   void markBackward();
+  /// Sets each node's accumulatedReads from needsBackward: a tensor read by
+  /// several nodes with backward work gets its gradient from the last of
+  /// them first (the backward runs in reverse), then each earlier reader
+  /// adds its own, except matmuls and convolutions.
+  void markGradientSums();
 
   /// Checks indices and sizes; returns the first problem.
   std::optional<std::string> validate() const;
