@@ -230,7 +230,7 @@ SearchResult searchStrategy(const OpGraph &graph, const CostModel &cost,
     return randomConfig(graph.nodes[node], numDevices, chain.rng);
   };
 
-  auto runChain = [&](Chain &chain, int64_t proposals, double temperature) {
+  auto runChain = [&](Chain &chain, int64_t proposals) {
     Simulator &sim = chain.simulator;
     std::vector<std::pair<int, ParallelConfig>> changes;
     for (int64_t i = 0; i < proposals; ++i) {
@@ -268,7 +268,7 @@ SearchResult searchStrategy(const OpGraph &graph, const CostModel &cost,
       double delta = candidate - chain.cost;
       bool accept =
           delta <= 0 ||
-          u < std::exp(-delta / (temperature * chain.cost + 1e-30));
+          u < std::exp(-delta / (options.temperature * chain.cost + 1e-30));
       if (!accept) {
         sim.undo();
         continue;
@@ -282,13 +282,6 @@ SearchResult searchStrategy(const OpGraph &graph, const CostModel &cost,
     }
   };
 
-  static const double ptRatio = getenv("SOAP_PT_RATIO") ? atof(getenv("SOAP_PT_RATIO")) : 0;
-  static const int ptRestart = getenv("SOAP_PT_RESTART") ? atoi(getenv("SOAP_PT_RESTART")) : 0;
-  std::vector<double> temps(numChains, options.temperature);
-  if (ptRatio > 0)
-    for (int c = 1; c < numChains; ++c)
-      temps[c] = temps[c - 1] * ptRatio;
-  std::mt19937_64 swapRng(options.seed * 31 + 5);
   while (numNodes > 0 && result.iterations < budget) {
     int64_t proposals = round;
     if (budget != INT64_MAX)
@@ -298,7 +291,7 @@ SearchResult searchStrategy(const OpGraph &graph, const CostModel &cost,
     for (int t = 0; t < threads; ++t)
       pool.emplace_back([&, t] {
         for (int c = t; c < numChains; c += threads)
-          runChain(*chains[c], proposals, temps[c]);
+          runChain(*chains[c], proposals);
       });
     for (std::thread &thread : pool)
       thread.join();
@@ -336,20 +329,7 @@ SearchResult searchStrategy(const OpGraph &graph, const CostModel &cost,
     // simulation of the ops whose configs differ when they are few (it
     // gives what a full simulation would, faster), and not at all for a
     // chain that is there already.
-    if (ptRatio > 0) {
-      // Tempering: swap adjacent chains' states.
-      for (int c = numChains - 2; c >= 0; --c) {
-        double ei = std::log(chains[c]->cost), ej = std::log(chains[c + 1]->cost);
-        double a = (1 / temps[c] - 1 / temps[c + 1]) * (ei - ej);
-        double u = std::uniform_real_distribution<double>(0, 1)(swapRng);
-        if (a >= 0 || u < std::exp(a))
-          std::swap(chains[c], chains[c + 1]);
-      }
-    }
-    for (int ci = 0; ci < numChains; ++ci) {
-      auto &chain = chains[ci];
-      if (ptRatio > 0 && ci >= ptRestart)
-        continue;
+    for (auto &chain : chains) {
       Simulator &sim = chain->simulator;
       std::vector<std::pair<int, ParallelConfig>> differing;
       for (int n = 0; n < numNodes; ++n) {

@@ -1001,32 +1001,28 @@ void Simulator::buildEdge(int edgeId) {
   edge.gradGroup = addGroup(std::move(gradients));
 }
 
+void Simulator::appendEdgeDeps(const std::vector<int> &ids,
+                               const std::vector<int> &start,
+                               const std::vector<int> &deps) {
+  for (size_t i = 0; i < ids.size(); ++i)
+    tasks[ids[i]].preds.append(deps.begin() + start[i],
+                               deps.begin() + start[i + 1]);
+}
+
 void Simulator::linkForward(int node) {
   NodeTasks &group = nodeTasks[node];
-  for (size_t u = 0; u < group.fwd.size(); ++u)
-    tasks[group.fwd[u]].preds.clear();
-  for (int e : producerEdges[node]) {
-    const EdgeTasks &edge = edges[e];
-    for (size_t u = 0; u < group.fwd.size(); ++u) {
-      TaskInts &preds = tasks[group.fwd[u]].preds;
-      preds.append(edge.fwdDeps.begin() + edge.fwdStart[u],
-                   edge.fwdDeps.begin() + edge.fwdStart[u + 1]);
-    }
-  }
+  for (int id : group.fwd)
+    tasks[id].preds.clear();
+  for (int e : producerEdges[node])
+    appendEdgeDeps(group.fwd, edges[e].fwdStart, edges[e].fwdDeps);
 }
 
 void Simulator::linkBackward(int node) {
   NodeTasks &group = nodeTasks[node];
   for (size_t s = 0; s < group.bwd.size(); ++s)
     tasks[group.bwd[s]].preds.assign(1, group.fwd[s]);
-  for (int e : consumerEdges[node]) {
-    const EdgeTasks &edge = edges[e];
-    for (size_t s = 0; s < group.bwd.size(); ++s) {
-      TaskInts &preds = tasks[group.bwd[s]].preds;
-      preds.append(edge.bwdDeps.begin() + edge.bwdStart[s],
-                   edge.bwdDeps.begin() + edge.bwdStart[s + 1]);
-    }
-  }
+  for (int e : consumerEdges[node])
+    appendEdgeDeps(group.bwd, edges[e].bwdStart, edges[e].bwdDeps);
 }
 
 void Simulator::buildAll() {

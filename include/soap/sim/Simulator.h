@@ -114,6 +114,11 @@ private:
                   int64_t bytes, int src, int dst, int pred);
   void linkForward(int node);
   void linkBackward(int node);
+  /// Appends to the preds of each task `ids[i]` its dependencies from one
+  /// edge, deps[start[i] .. start[i + 1]) (groupByTask's flat lists).
+  void appendEdgeDeps(const std::vector<int> &ids,
+                      const std::vector<int> &start,
+                      const std::vector<int> &deps);
   void removeNode(int node, std::vector<int> &removed);
   void removeEdge(int edge, std::vector<int> &removed);
   int newTask();
