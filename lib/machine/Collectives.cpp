@@ -160,6 +160,12 @@ CollectiveCost Machine::collectiveCost(CollectiveKind kind, int64_t bytesIn,
   if (sorted.size() < 2)
     return {0, "none"};
 
+  // Measured on this machine for groups of this size inside one node.
+  if (nodeOf(sorted.front()) == nodeOf(sorted.back()))
+    if (std::optional<double> measured =
+            measuredCollectiveTime(kind, bytesIn, sorted.size()))
+      return {*measured, "measured"};
+
   const double bytes = static_cast<double>(bytesIn);
   // Every byte an all-to-all sends between nodes crosses the NICs once
   // either way, so it always runs flat.
@@ -261,6 +267,15 @@ Machine::hierarchicalCollective(CollectiveKind kind, double bytes,
     break; // never hierarchical
   }
   return {0, "none"};
+}
+
+std::optional<double>
+Machine::measuredCollectiveTime(CollectiveKind kind, int64_t bytes,
+                                size_t groupSize) const {
+  const std::optional<MeasuredCollectives> &m = spec_.collectives.measured;
+  if (!m || static_cast<size_t>(m->ranks) != groupSize)
+    return std::nullopt;
+  return m->interpolate(kind, bytes);
 }
 
 double Machine::allReduceTime(int64_t bytes,

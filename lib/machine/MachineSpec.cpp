@@ -81,6 +81,37 @@ const char *hierarchyName(Hierarchy hierarchy) {
   return "auto";
 }
 
+const std::vector<CollectiveKind> &collectiveKinds() {
+  static const std::vector<CollectiveKind> kinds = {
+      CollectiveKind::AllReduce, CollectiveKind::AllGather,
+      CollectiveKind::ReduceScatter, CollectiveKind::Broadcast,
+      CollectiveKind::AllToAll};
+  return kinds;
+}
+
+std::optional<double>
+MeasuredCollectives::interpolate(CollectiveKind kind, int64_t bytes) const {
+  auto found = times.find(kind);
+  if (found == times.end() || found->second.empty())
+    return std::nullopt;
+  const std::vector<std::pair<int64_t, double>> &points = found->second;
+  if (bytes <= 0)
+    return 0.0;
+  if (bytes <= points.front().first || points.size() == 1) {
+    if (bytes <= points.front().first)
+      return points.front().second;
+    // One point: time proportional to bytes above it.
+    return points.front().second * double(bytes) / double(points.front().first);
+  }
+  size_t hi = 1;
+  while (hi + 1 < points.size() && points[hi].first < bytes)
+    ++hi;
+  const auto &[x0, y0] = points[hi - 1];
+  const auto &[x1, y1] = points[hi];
+  double slope = (y1 - y0) / double(x1 - x0);
+  return std::max(y0 + slope * double(bytes - x0), 0.0);
+}
+
 const char *collectiveName(CollectiveKind kind) {
   switch (kind) {
   case CollectiveKind::AllReduce:
@@ -259,6 +290,31 @@ std::optional<std::string> validateMachineSpec(const MachineSpec &spec) {
              "would carry nothing";
   } else if (spec.nodes > 1) {
     return "missing field 'inter_node' (required when nodes > 1)";
+  }
+  if (const std::optional<MeasuredCollectives> &m = spec.collectives.measured) {
+    if (m->ranks < 2 || m->ranks > spec.devicesPerNode)
+      return "'collectives.measured.ranks' must be an integer in [2, "
+             "devices_per_node = " +
+             std::to_string(spec.devicesPerNode) + "], got " +
+             std::to_string(m->ranks);
+    for (const auto &[kind, points] : m->times) {
+      std::string path =
+          std::string("collectives.measured.") + collectiveName(kind);
+      if (points.empty())
+        return "'" + path + "' must list at least one [bytes, seconds] point";
+      for (size_t i = 0; i < points.size(); ++i) {
+        if (points[i].first < 1 || !(points[i].second > 0) ||
+            !std::isfinite(points[i].second))
+          return "'" + path + "[" + std::to_string(i) +
+                 "]' must be [bytes >= 1, seconds > 0], got [" +
+                 std::to_string(points[i].first) + ", " +
+                 formatNumber(points[i].second) + "]";
+        if (i > 0 && points[i].first <= points[i - 1].first)
+          return "'" + path + "' must list increasing byte counts: " +
+                 std::to_string(points[i].first) + " follows " +
+                 std::to_string(points[i - 1].first);
+      }
+    }
   }
   return std::nullopt;
 }
@@ -460,10 +516,59 @@ static bool readInterNode(Reader &r, const json &value, InterNodeSpec &out) {
                   "a non-negative number (seconds)", out.latency);
 }
 
+static bool readMeasured(Reader &r, const json &value,
+                         MeasuredCollectives &out) {
+  const std::string path = "collectives.measured";
+  std::vector<std::string> allowed = {"ranks"};
+  for (CollectiveKind kind : collectiveKinds())
+    allowed.push_back(collectiveName(kind));
+  if (!r.object(value, path, allowed))
+    return false;
+  const json *ranks = r.member(value, path, "ranks");
+  int64_t count = 0;
+  if (!ranks || !r.integer(*ranks, path + ".ranks",
+                           "an integer >= 2 (count)", 2, 1 << 20, count))
+    return false;
+  out.ranks = static_cast<int>(count);
+  for (CollectiveKind kind : collectiveKinds()) {
+    const json *table = r.member(value, path, collectiveName(kind), false);
+    if (!table)
+      continue;
+    std::string tablePath = path + "." + collectiveName(kind);
+    const char *what = "a list of [bytes, seconds] pairs";
+    if (!table->is_array())
+      return r.fail("'" + tablePath + "' must be " + what + ", got " +
+                    table->dump());
+    std::vector<std::pair<int64_t, double>> &points = out.times[kind];
+    for (size_t i = 0; i < table->size(); ++i) {
+      const json &point = (*table)[i];
+      std::string pointPath = tablePath + "[" + std::to_string(i) + "]";
+      if (!point.is_array() || point.size() != 2)
+        return r.fail("'" + pointPath + "' must be a [bytes, seconds] pair, "
+                      "got " +
+                      point.dump());
+      int64_t bytes = 0;
+      double seconds = 0;
+      if (!r.integer(point[0], pointPath + "[0]", "a positive integer (bytes)",
+                     1, std::numeric_limits<int64_t>::max(), bytes) ||
+          !r.number(point[1], pointPath + "[1]", "a positive number (seconds)",
+                    seconds))
+        return false;
+      points.emplace_back(bytes, seconds);
+    }
+  }
+  return true;
+}
+
 static bool readCollectives(Reader &r, const json &value, CollectiveSpec &out) {
   const std::string path = "collectives";
-  if (!r.object(value, path, {"algorithm", "hierarchical"}))
+  if (!r.object(value, path, {"algorithm", "hierarchical", "measured"}))
     return false;
+  if (const json *measured = r.member(value, path, "measured", false)) {
+    out.measured.emplace();
+    if (!readMeasured(r, *measured, *out.measured))
+      return false;
+  }
   if (const json *algorithm = r.member(value, path, "algorithm", false)) {
     std::string name;
     if (!r.string(*algorithm, "collectives.algorithm", name))
@@ -647,6 +752,17 @@ std::string machineSpecToJson(const MachineSpec &spec) {
   root["collectives"] = {
       {"algorithm", algorithmName(spec.collectives.algorithm)},
       {"hierarchical", hierarchical}};
+  if (const std::optional<MeasuredCollectives> &m = spec.collectives.measured) {
+    ordered_json measured;
+    measured["ranks"] = m->ranks;
+    for (const auto &[kind, points] : m->times) {
+      ordered_json table = ordered_json::array();
+      for (const auto &[bytes, seconds] : points)
+        table.push_back({bytes, seconds});
+      measured[collectiveName(kind)] = table;
+    }
+    root["collectives"]["measured"] = measured;
+  }
   return root.dump(2) + "\n";
 }
 

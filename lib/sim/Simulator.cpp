@@ -926,6 +926,7 @@ void Simulator::buildEdge(int edgeId) {
       ++pa;
     if (pa == pn.accesses.size())
       continue;
+    size_t firstTransfer = transfers.size(), firstGradient = gradients.size();
     for (size_t u = 0; u < cp.devices.size(); ++u) {
       BoxRef need = cp.box(u, ca);
       std::vector<std::pair<size_t, int64_t>> sources;
@@ -994,11 +995,85 @@ void Simulator::buildEdge(int edgeId) {
         bwdPairs.emplace_back(s, gid);
       }
     }
+    if (machine.spec().collectives.measured)
+      priceAsCollective(pp, pa, cp, ca, tensor,
+                        {transfers.begin() + firstTransfer, transfers.end()},
+                        {gradients.begin() + firstGradient, gradients.end()});
   }
   groupByTask(fwdPairs, cp.devices.size(), edge.fwdStart, edge.fwdDeps);
   groupByTask(bwdPairs, pp.devices.size(), edge.bwdStart, edge.bwdDeps);
   edge.transferGroup = addGroup(std::move(transfers));
   edge.gradGroup = addGroup(std::move(gradients));
+}
+
+/// The collective the partitioner emits for a reshard that moves data
+/// between devices: a broadcast when one device holds all of it, an
+/// all-gather when every reader needs all of it, else an all-to-all; in
+/// the backward pass, the gradients go back by a broadcast, a
+/// reduce-scatter and an all-to-all. `bytes` as Machine::collectiveCost
+/// counts them.
+void Simulator::priceAsCollective(const Placement &pp, size_t pa,
+                                  const Placement &cp, size_t ca,
+                                  const GraphTensor &tensor,
+                                  const std::vector<int> &forward,
+                                  const std::vector<int> &backward) {
+  if (forward.empty())
+    return;
+  std::vector<int> group(pp.devices);
+  group.insert(group.end(), cp.devices.begin(), cp.devices.end());
+  std::sort(group.begin(), group.end());
+  group.erase(std::unique(group.begin(), group.end()), group.end());
+  if (machine.nodeOf(group.front()) != machine.nodeOf(group.back()))
+    return;
+  int64_t whole = 1;
+  for (int64_t size : tensor.shape)
+    whole *= std::max<int64_t>(size, 1);
+  int source = tasks[forward.front()].src;
+  bool oneSource = std::all_of(
+      forward.begin(), forward.end(), [&](int id) { return tasks[id].src == source; });
+  bool sourceWhole = false;
+  for (size_t s = 0; s < pp.devices.size(); ++s)
+    if (pp.devices[s] == source && boxVolume(pp.box(s, pa)) == whole)
+      sourceWhole = true;
+  bool everyoneWhole = true;
+  int64_t largestRead = 0, largestWrite = 0;
+  for (size_t u = 0; u < cp.devices.size(); ++u) {
+    int64_t volume = boxVolume(cp.box(u, ca));
+    everyoneWhole &= volume == whole;
+    largestRead = std::max(largestRead, volume);
+  }
+  for (size_t s = 0; s < pp.devices.size(); ++s)
+    largestWrite = std::max(largestWrite, boxVolume(pp.box(s, pa)));
+  CollectiveKind fwdKind = CollectiveKind::AllToAll,
+                 bwdKind = CollectiveKind::AllToAll;
+  int64_t fwdBytes = largestWrite * tensor.elementBytes,
+          bwdBytes = largestRead * tensor.elementBytes;
+  if (oneSource && sourceWhole) {
+    fwdKind = bwdKind = CollectiveKind::Broadcast;
+    fwdBytes = bwdBytes = whole * tensor.elementBytes;
+  } else if (everyoneWhole) {
+    fwdKind = CollectiveKind::AllGather;
+    bwdKind = CollectiveKind::ReduceScatter;
+    fwdBytes = bwdBytes = whole * tensor.elementBytes;
+  }
+  // The collective's measured time, shared among its transfers by bytes:
+  // they take turns on the node's one bus, so they add up to it.
+  auto price = [&](const std::vector<int> &ids, CollectiveKind kind,
+                   int64_t bytes) {
+    std::optional<double> time =
+        machine.measuredCollectiveTime(kind, bytes, group.size());
+    if (!time || ids.empty())
+      return;
+    int64_t moved = 0;
+    for (int id : ids)
+      moved += tasks[id].bytes;
+    for (int id : ids)
+      tasks[id].duration =
+          moved > 0 ? *time * double(tasks[id].bytes) / double(moved)
+                    : *time / double(ids.size());
+  };
+  price(forward, fwdKind, fwdBytes);
+  price(backward, bwdKind, bwdBytes);
 }
 
 void Simulator::appendEdgeDeps(const std::vector<int> &ids,

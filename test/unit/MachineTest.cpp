@@ -721,4 +721,95 @@ TEST(MachineLoad, MissingFile) {
                    "or directory");
 }
 
+
+//===----------------------------------------------------------------------===//
+// Measured collectives (machine files written by soap-profile --mpi)
+//===----------------------------------------------------------------------===//
+
+/// validMachine() with measured all-gather times for groups of 4.
+json withMeasuredAllGather() {
+  json j = validMachine();
+  j["collectives"]["measured"] = {
+      {"ranks", 4},
+      {"all_gather", {{1024, 2e-6}, {4096, 5e-6}, {16384, 20e-6}}}};
+  return j;
+}
+
+TEST(MachineMeasured, InterpolatesBetweenAndBeyondThePoints) {
+  std::string error;
+  std::optional<Machine> m = Machine::parse(withMeasuredAllGather().dump(), error);
+  ASSERT_TRUE(m) << error;
+  std::vector<int> four = {0, 1, 2, 3};
+  auto time = [&](int64_t bytes) {
+    return m->collectiveCost(CollectiveKind::AllGather, bytes, four);
+  };
+  EXPECT_EQ(time(4096).algorithm, "measured");
+  EXPECT_DOUBLE_EQ(time(4096).time, 5e-6);
+  EXPECT_DOUBLE_EQ(time(2560).time, 3.5e-6);   // halfway from 1 KiB to 4 KiB
+  EXPECT_DOUBLE_EQ(time(100).time, 2e-6);      // below: the smallest point
+  EXPECT_DOUBLE_EQ(time(28672).time, 35e-6);   // above: the last slope
+  EXPECT_DOUBLE_EQ(time(0).time, 0);
+  // Other kinds, other group sizes and groups across nodes keep the
+  // alpha-beta formulas.
+  EXPECT_NE(m->collectiveCost(CollectiveKind::AllReduce, 4096, four).algorithm,
+            "measured");
+  EXPECT_NE(time(4096).time,
+            m->collectiveCost(CollectiveKind::AllGather, 4096, {0, 1}).time);
+  EXPECT_NE(m->collectiveCost(CollectiveKind::AllGather, 4096, {0, 1, 4, 5})
+                .algorithm,
+            "measured");
+  EXPECT_FALSE(m->measuredCollectiveTime(CollectiveKind::AllGather, 4096, 2));
+}
+
+TEST(MachineMeasured, WrittenSpecReadsBack) {
+  std::string error;
+  std::optional<MachineSpec> spec =
+      parseMachineSpec(withMeasuredAllGather().dump(), error);
+  ASSERT_TRUE(spec) << error;
+  std::string text = machineSpecToJson(*spec);
+  std::optional<MachineSpec> again = parseMachineSpec(text, error);
+  ASSERT_TRUE(again) << error;
+  EXPECT_EQ(machineSpecToJson(*again), text);
+  ASSERT_TRUE(again->collectives.measured);
+  EXPECT_EQ(again->collectives.measured->ranks, 4);
+  EXPECT_EQ(again->collectives.measured->times.at(CollectiveKind::AllGather)
+                .size(),
+            3u);
+}
+
+TEST(MachineMeasured, RanksBeyondANode) {
+  json j = withMeasuredAllGather();
+  j["collectives"]["measured"]["ranks"] = 8;
+  EXPECT_EQ(parseError(j), "'collectives.measured.ranks' must be an integer "
+                           "in [2, devices_per_node = 4], got 8");
+}
+
+TEST(MachineMeasured, BytesMustIncrease) {
+  json j = withMeasuredAllGather();
+  j["collectives"]["measured"]["all_gather"][1][0] = 512;
+  EXPECT_EQ(parseError(j), "'collectives.measured.all_gather' must list "
+                           "increasing byte counts: 512 follows 1024");
+}
+
+TEST(MachineMeasured, MalformedPoint) {
+  json j = withMeasuredAllGather();
+  j["collectives"]["measured"]["all_gather"][0] = {1024};
+  EXPECT_EQ(parseError(j), "'collectives.measured.all_gather[0]' must be a "
+                           "[bytes, seconds] pair, got [1024]");
+  j = withMeasuredAllGather();
+  j["collectives"]["measured"]["all_gather"][0] = {1024, -1};
+  EXPECT_EQ(parseError(j), "'collectives.measured.all_gather[0]' must be "
+                           "[bytes >= 1, seconds > 0], got [1024, -1]");
+}
+
+TEST(MachineMeasured, UnknownKind) {
+  json j = withMeasuredAllGather();
+  j["collectives"]["measured"]["allgather"] = json::array();
+  EXPECT_EQ(parseError(j).rfind("unknown field "
+                                "'collectives.measured.allgather' (expected "
+                                "one of: ranks, all_reduce",
+                                0),
+            0u);
+}
+
 } // namespace

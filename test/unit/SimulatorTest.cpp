@@ -141,6 +141,36 @@ TEST(Simulator, FifoQueueOnALink) {
   EXPECT_EQ(r.totalCommBytes, 32);
 }
 
+TEST(Simulator, MeasuredCollectivesPriceReshards) {
+  // kTwoDevices with the times soap-profile --mpi would have measured for
+  // libsoaprt's collectives over both devices.
+  std::string text = kTwoDevices;
+  text.insert(text.rfind('}'),
+              R"json(, "collectives": {"measured": {"ranks": 2,
+                  "all_gather": [[32, 5e-6], [64, 6e-6]],
+                  "broadcast": [[32, 7e-6]]}})json");
+  Machine machine = parseMachine(text.c_str());
+  CostModel cost(machine);
+  OpGraph g = chain();
+  Strategy s;
+  s.numDevices = 2;
+  Simulator sim(g, cost, SimOptions{/*training=*/false});
+  double half = 1e-6 + 32e-9, whole = 1e-6 + 64e-9;
+  // A split over both devices, B on device 1 reads all of t: the
+  // partitioner gathers t (an all-gather of 32 bytes), 5 us as measured
+  // instead of the link's 1 us + 16 ns.
+  s.configs = {ParallelConfig{{2}, {0, 1}}, onDevice(1)};
+  SimReport gathered = sim.simulate(s);
+  EXPECT_DOUBLE_EQ(gathered.stepTime, half + 5e-6 + whole);
+  EXPECT_EQ(gathered.totalCommBytes, 16);
+  // A whole on device 0: a broadcast of t from there.
+  s.configs = {onDevice(0), onDevice(1)};
+  EXPECT_DOUBLE_EQ(sim.simulate(s).stepTime, whole + 7e-6 + whole);
+  // The same through a delta simulation.
+  EXPECT_DOUBLE_EQ(sim.simulateDelta(0, ParallelConfig{{2}, {0, 1}}).stepTime,
+                   gathered.stepTime);
+}
+
 //===----------------------------------------------------------------------===//
 // From IR
 //===----------------------------------------------------------------------===//

@@ -4,8 +4,11 @@
 #include "CalibrationMath.h"
 #include "MachineFiles.h"
 
+#include "soap/Runtime/Runtime.h"
 #include "soap/machine/Machine.h"
 #include "soap/support/AtomicFile.h"
+
+#include "Comm.h" // libsoaprt's MPI state, which its collectives use
 
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -19,6 +22,7 @@
 #include <cstring>
 #include <ctime>
 #include <fstream>
+#include <functional>
 #include <optional>
 #include <thread>
 #include <unistd.h>
@@ -140,6 +144,79 @@ double allReduce(int64_t bytes, std::vector<float> &send,
   });
 }
 
+/// Rows of 1 KiB (256 f32): the block size of the reshards that
+/// libsoaprt's collectives reorder around the MPI call (a [rows, columns]
+/// tensor split along one dimension, regathered or resplit along the
+/// other).
+constexpr int64_t kRowElements = 256;
+
+/// libsoaprt's collective of `kind` over every rank, the way an executable
+/// calls it, at about `bytes` as Machine::collectiveCost counts them
+/// (rounded down to whole rows of n blocks; at least one element per
+/// block). Returns the bytes actually used (0: too small to measure) and
+/// sets `seconds` to the slowest rank's median time per call.
+int64_t timeRuntimeCollective(CollectiveKind kind, int64_t bytes,
+                              const std::vector<int64_t> &group,
+                              std::vector<float> &in, std::vector<float> &out,
+                              double &seconds) {
+  int64_t n = static_cast<int64_t>(group.size());
+  int64_t elements = bytes / 4;
+  // Per-rank blocks of `chunk` elements in `outer` rows.
+  int64_t perBlock = kind == CollectiveKind::AllReduce ||
+                             kind == CollectiveKind::Broadcast
+                         ? elements
+                         : elements / n;
+  if (perBlock < 1)
+    return 0;
+  int64_t chunk = std::min(kRowElements, perBlock);
+  int64_t outer = perBlock / chunk;
+  const int64_t *members = group.data();
+  std::function<void()> call;
+  int64_t used = 0;
+  switch (kind) {
+  case CollectiveKind::AllReduce:
+    used = elements * 4;
+    call = [&, elements] {
+      soaprt_all_reduce(in.data(), out.data(), elements, SOAPRT_F32,
+                        SOAPRT_SUM, members, n);
+    };
+    break;
+  case CollectiveKind::Broadcast:
+    used = elements * 4;
+    call = [&, elements] {
+      soaprt_broadcast(in.data(), out.data(), elements, SOAPRT_F32,
+                       members[0], members, n);
+    };
+    break;
+  case CollectiveKind::AllGather: // the gathered output
+    used = n * outer * chunk * 4;
+    call = [&, outer, chunk] {
+      soaprt_all_gather(in.data(), out.data(), outer, chunk, SOAPRT_F32,
+                        members, n);
+    };
+    break;
+  case CollectiveKind::ReduceScatter: // the input of each rank
+    used = n * outer * chunk * 4;
+    call = [&, outer, chunk] {
+      soaprt_reduce_scatter(in.data(), out.data(), outer, chunk, SOAPRT_F32,
+                            SOAPRT_SUM, members, n);
+    };
+    break;
+  case CollectiveKind::AllToAll: // the send buffer of each rank
+    // [outer][n][chunk] split along the columns, regathered along the rows:
+    // [n * outer][chunk].
+    used = n * outer * chunk * 4;
+    call = [&, outer, chunk] {
+      soaprt_all_to_all(in.data(), out.data(), outer, chunk, 1, outer * chunk,
+                        SOAPRT_F32, members, n);
+    };
+    break;
+  }
+  int reps = std::clamp(repetitionsFor(used) / 2, 3, 500);
+  seconds = slowestRankMedian(std::max(2, reps / 10), reps, call);
+  return used;
+}
+
 std::string cpuModel() {
   std::ifstream in("/proc/cpuinfo");
   std::string line;
@@ -156,8 +233,10 @@ std::string cpuModel() {
 
 int runMpiCalibration(int *argc, char ***argv, mlir::MLIRContext &context,
                       const MpiCalibrationOptions &options) {
-  if (MPI_Init(argc, argv) != MPI_SUCCESS) {
-    std::fprintf(stderr, "soap-profile: MPI_Init failed\n");
+  // libsoaprt starts MPI, so that its collectives can be timed here.
+  std::string initError;
+  if (!soaprt::commInit(argc, argv, initError)) {
+    std::fprintf(stderr, "soap-profile: %s\n", initError.c_str());
     return 1;
   }
   MPI_CHECK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
@@ -169,7 +248,7 @@ int runMpiCalibration(int *argc, char ***argv, mlir::MLIRContext &context,
   auto failAll = [&](const std::string &message) {
     if (rank == 0)
       llvm::errs() << "soap-profile: " << message << "\n";
-    MPI_CHECK(MPI_Finalize());
+    soaprt::commFinalize();
     return 1;
   };
 
@@ -405,7 +484,55 @@ int runMpiCalibration(int *argc, char ***argv, mlir::MLIRContext &context,
     }
   }
 
-  // 6. Rank 0 writes the file; it must load again.
+  // 6. libsoaprt's collectives as executables call them (blocks reordered
+  // around the MPI call included), at sizes up to 16 MiB: the simulator
+  // takes these times for groups of all the ranks.
+  spec.collectives.measured.reset();
+  if (size > 1) {
+    int64_t largest = std::min<int64_t>(options.maxMessageBytes, 16 << 20);
+    std::vector<int64_t> sizes = messageSizes(64, std::max<int64_t>(largest, 64), 4);
+    std::vector<float> in(largest / 4 + kRowElements * size, 1.0f),
+        out(in.size() * size);
+    std::vector<int64_t> group(size);
+    for (int r = 0; r < size; ++r)
+      group[r] = r;
+    MeasuredCollectives measured;
+    measured.ranks = size;
+    if (rank == 0 && !options.quiet)
+      os << "libsoaprt's collectives over " << size
+         << " ranks (the simulator's times for groups of " << size << "):\n";
+    for (CollectiveKind kind : collectiveKinds()) {
+      std::vector<std::pair<int64_t, double>> &points = measured.times[kind];
+      for (int64_t bytes : sizes) {
+        double seconds = 0;
+        int64_t used =
+            timeRuntimeCollective(kind, bytes, group, in, out, seconds);
+        if (used == 0 || (!points.empty() && used <= points.back().first))
+          continue;
+        points.emplace_back(used, roundToFourDigits(seconds));
+      }
+      if (rank == 0 && !options.quiet) {
+        os << llvm::formatv("  {0,-15}", collectiveName(kind));
+        for (auto [bytes, seconds] : points)
+          os << " " << formatBytes(bytes) << " " << formatTime(seconds) << ";";
+        os << "\n";
+      }
+    }
+    spec.collectives.measured = std::move(measured);
+    if (rank == 0)
+      spec.description +=
+          llvm::formatv(" The collectives' times (collectives.measured) are "
+                        "libsoaprt's over all {0} ranks, measured from 64 B "
+                        "to {1}; the simulator takes them for groups of {0}.",
+                        size, formatBytes(largest))
+              .str();
+    if (rank == 0)
+      os << llvm::formatv("libsoaprt's collectives: {0} sizes from 64 B to "
+                          "{1} measured\n",
+                          sizes.size(), formatBytes(largest));
+  }
+
+  // 7. Rank 0 writes the file; it must load again.
   int written = 1;
   if (rank == 0) {
     written = writeFileAtomically(outputPath, machineSpecToJson(spec), error) &&
@@ -418,7 +545,7 @@ int runMpiCalibration(int *argc, char ***argv, mlir::MLIRContext &context,
   if (!written)
     return failAll(error);
   os.flush();
-  MPI_CHECK(MPI_Finalize());
+  soaprt::commFinalize();
   return 0;
 }
 

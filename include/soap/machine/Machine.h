@@ -81,6 +81,8 @@ enum class CollectiveKind {
 
 /// "switch", "mesh", "bus"; "ring", "tree", "auto"; "all_reduce", ...
 const char *topologyName(IntraNodeTopology topology);
+/// The kinds of collectives, in the order of CollectiveKind.
+const std::vector<CollectiveKind> &collectiveKinds();
 const char *algorithmName(CollectiveAlgorithm algorithm);
 const char *
 hierarchyName(Hierarchy hierarchy); ///< "flat", "hierarchical", "auto"
@@ -101,11 +103,28 @@ struct InterNodeSpec {
   double latency = 0;   ///< seconds, one way, between two nodes
 };
 
+/// Collective times measured on the machine itself (soap-profile --mpi times
+/// libsoaprt's collectives, packing included): per kind, (bytes, seconds)
+/// points with increasing bytes, `bytes` as Machine::collectiveCost counts
+/// them. They replace the alpha-beta formulas for groups of exactly `ranks`
+/// devices of one node.
+struct MeasuredCollectives {
+  int ranks = 0;
+  std::map<CollectiveKind, std::vector<std::pair<int64_t, double>>> times;
+
+  /// The time of `kind` over `bytes`: linear between the two nearest
+  /// points, the smallest point's time below them and the last segment's
+  /// slope above them; nothing when `kind` has no points.
+  std::optional<double> interpolate(CollectiveKind kind, int64_t bytes) const;
+};
+
 struct CollectiveSpec {
   CollectiveAlgorithm algorithm = CollectiveAlgorithm::Auto;
   /// Applies to groups that span nodes with the same number of members on
   /// each; other groups always run flat.
   Hierarchy hierarchical = Hierarchy::Auto;
+  /// Optional measured times (machine files written by soap-profile --mpi).
+  std::optional<MeasuredCollectives> measured;
 };
 
 /// The contents of a machine file, as plain data.
@@ -243,9 +262,16 @@ public:
   double reduceScatterTime(int64_t bytes, const std::vector<int> &group) const;
   double broadcastTime(int64_t bytes, const std::vector<int> &group) const;
   double allToAllTime(int64_t bytes, const std::vector<int> &group) const;
-  /// The time and the schedule chosen per the file's "collectives" section.
+  /// The time and the schedule chosen per the file's "collectives" section:
+  /// its measured times where they apply to the group (algorithm
+  /// "measured"), else the alpha-beta formulas.
   CollectiveCost collectiveCost(CollectiveKind kind, int64_t bytes,
                                 const std::vector<int> &group) const;
+  /// The measured time of `kind` over `bytes` for a group of `groupSize`
+  /// devices of one node, when the machine file has one for that size.
+  std::optional<double> measuredCollectiveTime(CollectiveKind kind,
+                                               int64_t bytes,
+                                               size_t groupSize) const;
 
   /// Links any collective on `group` may occupy (the union of the routes
   /// between its members), sorted, for the simulator's contention.
