@@ -250,19 +250,23 @@ w("Read with the per-kind tables above and the traces (these are structural "
   "differences between the simulated and the executed step, not tuned to this "
   "run's numbers):")
 w("")
-w("- **Kernels in context.** soap-profile times each kernel alone, back to back "
-  "on warm buffers; in the step, its inputs were just written by other ops and "
-  "may have left the cache, and the profile's key (op, local shapes) does not "
-  "tell two generics of the same shapes apart.")
+w("- **Kernels in context.** soap-profile times each kernel alone, its "
+  "buffers evicted from the core's private caches (not from the shared last "
+  "level) before each sample; in the step, its inputs were written by other "
+  "ops just before or long before, and the profile's key (op, local shapes) "
+  "does not tell two generics of the same shapes apart.")
 w("- **Data movement left to the roofline**: pads, slices and concatenations are "
   "not profiled; their roofline (STREAM bandwidth × the `data_movement` "
   "efficiency) is optimistic for the runtime's row-by-row copies (row `copy`).")
-w("- **Communication**: the bus model is fitted to ping-pong and checked "
-  "against MPI_Allreduce (Calibration below); all_gather, reduce_scatter and "
-  "all_to_all also pack and unpack blocks around the MPI call, and a rank that "
-  "arrives early at a collective waits for the other: both are in the measured "
-  "communication row. The simulator holds both devices during a transfer or "
-  "collective (`overlaps_communication: false`: blocking MPI calls).")
+w("- **Communication**: every collective and reshard over both ranks takes "
+  "the time soap-profile --mpi measured for libsoaprt's collective of that "
+  "kind and size (`collectives.measured` of the calibrated machine: MPI's "
+  "collective and the blocks reordered around it, called back to back); "
+  "the step's collectives also wait for a rank that arrives late, which is "
+  "in the measured communication row. The bus model fitted to ping-pong "
+  "(Calibration below) remains for other groups. The simulator holds both "
+  "devices during a transfer or collective (`overlaps_communication: false`: "
+  "blocking MPI calls).")
 w("- **Noise**: two ranks on a 2-core VM share it with mpirun and the OS; "
   "the same executable's median step varies by up to ~10 % between runs.")
 w("")

@@ -309,6 +309,23 @@ TEST_F(SimulatorIR, DeltaEqualsFullOnTheMlp) {
   checkDeltaEqualsFull(g, loadMachine("k80-16x4", 8), 500, 2, false);
 }
 
+TEST_F(SimulatorIR, DeltaEqualsFullWithMeasuredCollectives) {
+  // Four CPU ranks whose collectives were measured: reshards are priced by
+  // the collective they become, which depends on both ends of an edge.
+  OpGraph g = graphOfFile("docs/examples/mlp.mlir");
+  MachineSpec spec = loadMachine("cpu-local", 2).spec();
+  spec.devicesPerNode = 4;
+  MeasuredCollectives measured;
+  measured.ranks = 4;
+  for (CollectiveKind kind : collectiveKinds())
+    measured.times[kind] = {{64, 2e-6}, {65536, 40e-6}, {1 << 20, 500e-6}};
+  spec.collectives.measured = measured;
+  std::string error;
+  std::optional<Machine> machine = Machine::create(spec, error);
+  ASSERT_TRUE(machine) << error;
+  checkDeltaEqualsFull(g, *machine, 600, 3, true);
+}
+
 TEST_F(SimulatorIR, DeltaEqualsFullOnACnn) {
   OpGraph g = graphOf(R"mlir(
 func.func @cnn(%x: tensor<8x3x16x16xf32>, %k1: tensor<8x3x3x3xf32> {soap.param},
