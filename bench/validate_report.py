@@ -267,6 +267,11 @@ w("- **Communication**: every collective and reshard over both ranks takes "
   "(Calibration below) remains for other groups. The simulator holds both "
   "devices during a transfer or collective (`overlaps_communication: false`: "
   "blocking MPI calls).")
+w("- **Ranks share the machine.** soap-profile times kernels with the other "
+  "core idle; in a step on 2 ranks both cores run kernels at once and share "
+  "the memory system, and every collective waits for the later rank. Compare a "
+  "model's kernel rows on 1 device and on 2 ranks: data parallelism halves "
+  "the work, and what the kernels take beyond half is this contention.")
 w("- **Noise**: two ranks on a 2-core VM share it with mpirun and the OS; "
   "the same executable's median step varies by up to ~10 % between runs.")
 w("")
