@@ -270,17 +270,21 @@ double CostModel::backwardTime(const OpGraph &graph, int node,
   const OpNode &n = graph.nodes[node];
   if (!n.needsBackward)
     return 0;
+  // Built once, for the gradient sums and for the roofline.
+  std::optional<LoopNest> nest;
+  auto loopNest = [&]() -> const LoopNest & {
+    if (!nest)
+      nest = n.loopNest(graph.tensors);
+    return *nest;
+  };
   double sums = 0;
-  if (!n.accumulatedReads.empty()) {
-    LoopNest nest = n.loopNest(graph.tensors);
-    for (int access : n.accumulatedReads) {
-      const TensorAccess &a = nest.accesses[access];
-      // An op that cannot be split (no loops) reads the whole tensor.
-      int64_t bytes = n.loopSizes.empty()
-                          ? graph.tensors[n.accesses[access].tensor].bytes()
-                          : accessFootprint(a, shard) * a.elementBytes;
-      sums += accumulateTime(bytes, device);
-    }
+  for (int access : n.accumulatedReads) {
+    const TensorAccess &a = loopNest().accesses[access];
+    // An op that cannot be split (no loops) reads the whole tensor.
+    int64_t bytes = n.loopSizes.empty()
+                        ? graph.tensors[n.accesses[access].tensor].bytes()
+                        : accessFootprint(a, shard) * a.elementBytes;
+    sums += accumulateTime(bytes, device);
   }
   if (profile) {
     auto entry = profile->lookup(ProfileDatabase::key(
@@ -288,7 +292,7 @@ double CostModel::backwardTime(const OpGraph &graph, int node,
     if (entry)
       return entry->backward + sums;
   }
-  ShardCost cost = shardCost(n.loopNest(graph.tensors), shard);
+  ShardCost cost = shardCost(loopNest(), shard);
   if (cost.flops == 0 && cost.bytes() == 0)
     return sums;
   int gradients = gradientCount(graph, node);
@@ -297,28 +301,10 @@ double CostModel::backwardTime(const OpGraph &graph, int node,
          sums;
 }
 
-/// The time `curve` (measured times by element count, sorted) gives for
-/// `n` elements: linear between measured sizes, the smallest size's time
-/// below them, time per element above them.
-static double interpolate(const std::vector<std::pair<int64_t, double>> &curve,
-                          double n) {
-  auto above = std::lower_bound(
-      curve.begin(), curve.end(), n,
-      [](const std::pair<int64_t, double> &p, double x) {
-        return p.first < x;
-      });
-  if (above == curve.begin())
-    return above->second;
-  if (above == curve.end())
-    return curve.back().second * n / curve.back().first;
-  const auto &below = *(above - 1);
-  double f = (n - below.first) / double(above->first - below.first);
-  return below.second + f * (above->second - below.second);
-}
-
 double CostModel::accumulateTime(int64_t bytes, int device) const {
   if (!sgdCurve.empty())
-    return interpolate(sgdCurve, static_cast<double>(bytes) / 4);
+    return interpolateCurve(sgdCurve, static_cast<double>(bytes) / 4,
+                            /*extendSlope=*/false);
   return rooflineTime(static_cast<double>(bytes) / 4,
                       3 * static_cast<double>(bytes), "f32",
                       OpClass::Elementwise, device);
@@ -326,7 +312,8 @@ double CostModel::accumulateTime(int64_t bytes, int device) const {
 
 double CostModel::updateTime(int64_t bytes, int device) const {
   if (!updateCurve.empty())
-    return interpolate(updateCurve, static_cast<double>(bytes) / 4);
+    return interpolateCurve(updateCurve, static_cast<double>(bytes) / 4,
+                            /*extendSlope=*/false);
   // Read the parameter, its gradient and the optimizer state; write the
   // parameter and the state.
   int state = optimizerStateCopies(optimizerKind);

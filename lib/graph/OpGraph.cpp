@@ -137,7 +137,7 @@ void OpGraph::markGradientSums() {
   for (const auto &list : readers)
     for (size_t i = 0; i + 1 < list.size(); ++i) {
       OpNode &node = nodes[list[i].first];
-      if (node.opClass != OpClass::Matmul && node.opClass != OpClass::Conv)
+      if (!isContraction(node.opClass))
         node.accumulatedReads.push_back(list[i].second);
     }
 }

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cassert>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -89,27 +90,36 @@ const std::vector<CollectiveKind> &collectiveKinds() {
   return kinds;
 }
 
+double interpolateCurve(const std::vector<std::pair<int64_t, double>> &points,
+                        double x, bool extendSlope) {
+  assert(!points.empty() && "a curve needs at least one point");
+  auto above = std::lower_bound(
+      points.begin(), points.end(), x,
+      [](const std::pair<int64_t, double> &p, double v) { return p.first < v; });
+  if (above == points.begin())
+    return above->second;
+  if (above == points.end()) {
+    const auto &last = points.back();
+    if (!extendSlope || points.size() == 1)
+      return last.second * x / double(last.first);
+    const auto &previous = points[points.size() - 2];
+    double slope =
+        (last.second - previous.second) / double(last.first - previous.first);
+    return std::max(last.second + slope * (x - double(last.first)), 0.0);
+  }
+  const auto &below = *(above - 1);
+  double f = (x - double(below.first)) / double(above->first - below.first);
+  return below.second + f * (above->second - below.second);
+}
+
 std::optional<double>
 MeasuredCollectives::interpolate(CollectiveKind kind, int64_t bytes) const {
   auto found = times.find(kind);
   if (found == times.end() || found->second.empty())
     return std::nullopt;
-  const std::vector<std::pair<int64_t, double>> &points = found->second;
   if (bytes <= 0)
     return 0.0;
-  if (bytes <= points.front().first || points.size() == 1) {
-    if (bytes <= points.front().first)
-      return points.front().second;
-    // One point: time proportional to bytes above it.
-    return points.front().second * double(bytes) / double(points.front().first);
-  }
-  size_t hi = 1;
-  while (hi + 1 < points.size() && points[hi].first < bytes)
-    ++hi;
-  const auto &[x0, y0] = points[hi - 1];
-  const auto &[x1, y1] = points[hi];
-  double slope = (y1 - y0) / double(x1 - x0);
-  return std::max(y0 + slope * double(bytes - x0), 0.0);
+  return interpolateCurve(found->second, double(bytes), /*extendSlope=*/true);
 }
 
 const char *collectiveName(CollectiveKind kind) {

@@ -159,16 +159,12 @@ std::vector<Layer> layerGroups(const OpGraph &graph) {
   }
   // An elementwise reader right after a contraction that reads weights
   // (the bias add after a matmul or a convolution) belongs to its layer.
-  auto isContraction = [&](int n) {
-    OpClass c = graph.nodes[n].opClass;
-    return c == OpClass::Matmul || c == OpClass::Conv;
-  };
   for (int n = 0; n < numNodes; ++n) {
-    if (parent[n] < 0 || isContraction(n))
+    if (parent[n] < 0 || isContraction(graph.nodes[n].opClass))
       continue;
     for (const auto &[tensor, access] : graph.readTensors(n)) {
       int p = graph.tensors[tensor].producer;
-      if (p < 0 || parent[p] < 0 || !isContraction(p))
+      if (p < 0 || parent[p] < 0 || !isContraction(graph.nodes[p].opClass))
         continue;
       int a = find(n), b = find(p);
       if (a != b)

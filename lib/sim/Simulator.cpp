@@ -996,9 +996,8 @@ void Simulator::buildEdge(int edgeId) {
       }
     }
     if (machine.spec().collectives.measured)
-      priceAsCollective(pp, pa, cp, ca, tensor,
-                        {transfers.begin() + firstTransfer, transfers.end()},
-                        {gradients.begin() + firstGradient, gradients.end()});
+      priceAsCollective(pp, pa, cp, ca, tensor, transfers, firstTransfer,
+                        gradients, firstGradient);
   }
   groupByTask(fwdPairs, cp.devices.size(), edge.fwdStart, edge.fwdDeps);
   groupByTask(bwdPairs, pp.devices.size(), edge.bwdStart, edge.bwdDeps);
@@ -1015,9 +1014,11 @@ void Simulator::buildEdge(int edgeId) {
 void Simulator::priceAsCollective(const Placement &pp, size_t pa,
                                   const Placement &cp, size_t ca,
                                   const GraphTensor &tensor,
-                                  const std::vector<int> &forward,
-                                  const std::vector<int> &backward) {
-  if (forward.empty())
+                                  const std::vector<int> &transfers,
+                                  size_t firstTransfer,
+                                  const std::vector<int> &gradients,
+                                  size_t firstGradient) {
+  if (firstTransfer == transfers.size())
     return;
   std::vector<int> group(pp.devices);
   group.insert(group.end(), cp.devices.begin(), cp.devices.end());
@@ -1025,55 +1026,53 @@ void Simulator::priceAsCollective(const Placement &pp, size_t pa,
   group.erase(std::unique(group.begin(), group.end()), group.end());
   if (machine.nodeOf(group.front()) != machine.nodeOf(group.back()))
     return;
-  int64_t whole = 1;
-  for (int64_t size : tensor.shape)
-    whole *= std::max<int64_t>(size, 1);
-  int source = tasks[forward.front()].src;
-  bool oneSource = std::all_of(
-      forward.begin(), forward.end(), [&](int id) { return tasks[id].src == source; });
-  bool sourceWhole = false;
-  for (size_t s = 0; s < pp.devices.size(); ++s)
-    if (pp.devices[s] == source && boxVolume(pp.box(s, pa)) == whole)
-      sourceWhole = true;
-  bool everyoneWhole = true;
+  const int64_t whole = tensor.numElements();
+  int source = tasks[transfers[firstTransfer]].src;
+  bool oneSource =
+      std::all_of(transfers.begin() + firstTransfer, transfers.end(),
+                  [&](int id) { return tasks[id].src == source; });
+  bool sourceWhole = false, everyoneWhole = true;
   int64_t largestRead = 0, largestWrite = 0;
+  for (size_t s = 0; s < pp.devices.size(); ++s) {
+    int64_t volume = boxVolume(pp.box(s, pa));
+    sourceWhole |= pp.devices[s] == source && volume == whole;
+    largestWrite = std::max(largestWrite, volume);
+  }
   for (size_t u = 0; u < cp.devices.size(); ++u) {
     int64_t volume = boxVolume(cp.box(u, ca));
     everyoneWhole &= volume == whole;
     largestRead = std::max(largestRead, volume);
   }
-  for (size_t s = 0; s < pp.devices.size(); ++s)
-    largestWrite = std::max(largestWrite, boxVolume(pp.box(s, pa)));
   CollectiveKind fwdKind = CollectiveKind::AllToAll,
                  bwdKind = CollectiveKind::AllToAll;
   int64_t fwdBytes = largestWrite * tensor.elementBytes,
           bwdBytes = largestRead * tensor.elementBytes;
   if (oneSource && sourceWhole) {
     fwdKind = bwdKind = CollectiveKind::Broadcast;
-    fwdBytes = bwdBytes = whole * tensor.elementBytes;
+    fwdBytes = bwdBytes = tensor.bytes();
   } else if (everyoneWhole) {
     fwdKind = CollectiveKind::AllGather;
     bwdKind = CollectiveKind::ReduceScatter;
-    fwdBytes = bwdBytes = whole * tensor.elementBytes;
+    fwdBytes = bwdBytes = tensor.bytes();
   }
   // The collective's measured time, shared among its transfers by bytes:
   // they take turns on the node's one bus, so they add up to it.
-  auto price = [&](const std::vector<int> &ids, CollectiveKind kind,
-                   int64_t bytes) {
+  auto price = [&](const std::vector<int> &ids, size_t first,
+                   CollectiveKind kind, int64_t bytes) {
     std::optional<double> time =
         machine.measuredCollectiveTime(kind, bytes, group.size());
-    if (!time || ids.empty())
+    if (!time || first == ids.size())
       return;
     int64_t moved = 0;
-    for (int id : ids)
-      moved += tasks[id].bytes;
-    for (int id : ids)
-      tasks[id].duration =
-          moved > 0 ? *time * double(tasks[id].bytes) / double(moved)
-                    : *time / double(ids.size());
+    for (size_t i = first; i < ids.size(); ++i)
+      moved += tasks[ids[i]].bytes;
+    for (size_t i = first; i < ids.size(); ++i)
+      tasks[ids[i]].duration =
+          moved > 0 ? *time * double(tasks[ids[i]].bytes) / double(moved)
+                    : *time / double(ids.size() - first);
   };
-  price(forward, fwdKind, fwdBytes);
-  price(backward, bwdKind, bwdBytes);
+  price(transfers, firstTransfer, fwdKind, fwdBytes);
+  price(gradients, firstGradient, bwdKind, bwdBytes);
 }
 
 void Simulator::appendEdgeDeps(const std::vector<int> &ids,

@@ -46,6 +46,11 @@ struct NodeAccess {
 enum class OpClass { Matmul, Conv, Elementwise, Reduction, DataMovement };
 const char *opClassName(OpClass opClass);
 std::optional<OpClass> parseOpClass(const std::string &name);
+/// Matmuls and convolutions: contractions, which read weights and whose
+/// gradients accumulate in place.
+inline bool isContraction(OpClass opClass) {
+  return opClass == OpClass::Matmul || opClass == OpClass::Conv;
+}
 
 /// One op.
 struct OpNode {

@@ -103,6 +103,15 @@ struct InterNodeSpec {
   double latency = 0;   ///< seconds, one way, between two nodes
 };
 
+/// The value at `x` of a measured curve of (size, seconds) points with
+/// increasing sizes: linear between the two nearest points, the first
+/// point's time below them; above them, the last two points' slope when
+/// `extendSlope` (and there are two), else time proportional to size from
+/// the last point. Used for measured collectives and the profile's update
+/// times.
+double interpolateCurve(const std::vector<std::pair<int64_t, double>> &points,
+                        double x, bool extendSlope);
+
 /// Collective times measured on the machine itself (soap-profile --mpi times
 /// libsoaprt's collectives, packing included): per kind, (bytes, seconds)
 /// points with increasing bytes, `bytes` as Machine::collectiveCost counts

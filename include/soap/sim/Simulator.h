@@ -113,12 +113,15 @@ private:
   int addTransfer(TaskKind kind, const std::array<int32_t, 6> &key,
                   int64_t bytes, int src, int dst, int pred);
   /// On a machine with measured collective times (one node's MPI ranks),
-  /// sets the durations of one access's transfers (`forward`) and of their
-  /// gradients (`backward`) from the collective libsoaprt runs for them.
+  /// sets the durations of one access's transfers (transfers[firstTransfer
+  /// ..]) and of their gradients (gradients[firstGradient ..]) from the
+  /// collective libsoaprt runs for them.
   void priceAsCollective(const Placement &pp, size_t pa, const Placement &cp,
                          size_t ca, const GraphTensor &tensor,
-                         const std::vector<int> &forward,
-                         const std::vector<int> &backward);
+                         const std::vector<int> &transfers,
+                         size_t firstTransfer,
+                         const std::vector<int> &gradients,
+                         size_t firstGradient);
   void linkForward(int node);
   void linkBackward(int node);
   /// Appends to the preds of each task `ids[i]` its dependencies from one
