@@ -82,6 +82,22 @@ mlir::RankedTensorType projectedGradientType(mlir::AffineMap map,
 llvm::SmallVector<mlir::ReassociationIndices>
 unitDimReassociation(mlir::AffineMap map);
 
+/// Ends the body of a gradient generic: yields `accumulator +
+/// contribution`, or the accumulator after marking `status` failed.
+void yieldAccumulated(mlir::OpBuilder &b, mlir::Location loc,
+                      mlir::Value accumulator,
+                      mlir::FailureOr<mlir::Value> contribution,
+                      mlir::LogicalResult &status);
+
+/// The gradient a gradient generic built for an operand of `operandType`
+/// read through `map`: erased and failed when its body failed; expanded to
+/// the operand's unit dimensions when it has fewer.
+mlir::FailureOr<mlir::Value> finishGradient(mlir::OpBuilder &b,
+                                            mlir::linalg::GenericOp gradient,
+                                            mlir::LogicalResult status,
+                                            mlir::RankedTensorType operandType,
+                                            mlir::AffineMap map);
+
 /// The gradient of a generic's output with respect to an input read
 /// through a window (`s * o + d * k` in its indexing map: convolutions and
 /// pooling in any layout and dimension count). Fails after an error at

@@ -252,6 +252,31 @@ FailureOr<Value> emitContribution(OpBuilder &b, Location loc,
   return scalarDerivative(b, body, mapping, form.seed, seedAdjoint, target);
 }
 
+void yieldAccumulated(OpBuilder &b, Location loc, Value accumulator,
+                      FailureOr<Value> contribution, LogicalResult &status) {
+  Value sum = accumulator;
+  if (failed(contribution))
+    status = failure();
+  else
+    sum = arith::AddFOp::create(b, loc, accumulator, *contribution);
+  linalg::YieldOp::create(b, loc, sum);
+}
+
+FailureOr<Value> finishGradient(OpBuilder &b, linalg::GenericOp gradient,
+                                LogicalResult status,
+                                RankedTensorType operandType, AffineMap map) {
+  if (failed(status)) {
+    gradient->erase();
+    return failure();
+  }
+  Value result = gradient.getResult(0);
+  if (cast<RankedTensorType>(result.getType()).getRank() !=
+      operandType.getRank())
+    result = tensor::ExpandShapeOp::create(b, gradient.getLoc(), operandType,
+                                           result, unitDimReassociation(map));
+  return result;
+}
+
 //===----------------------------------------------------------------------===//
 // Plain operands
 //===----------------------------------------------------------------------===//
@@ -373,28 +398,14 @@ static FailureOr<Value> buildOperandGradient(GradientBuilder &g,
           mapping.map(body.getArgument(numInputs + form.output), args[next++]);
         Value seedAdjoint = args[next++];
         Value result = readsForward ? args[next++] : Value();
-        Value accumulator = args[next];
         FailureOr<Value> contribution = emitContribution(
             nb, l, op, form, mapping, seedAdjoint, result, target,
             [](OpBuilder &ib, Location il, unsigned dim) -> Value {
               return linalg::IndexOp::create(ib, il, dim);
             });
-        Value sum = accumulator;
-        if (failed(contribution))
-          status = failure();
-        else
-          sum = arith::AddFOp::create(nb, l, accumulator, *contribution);
-        linalg::YieldOp::create(nb, l, sum);
+        yieldAccumulated(nb, l, args[next], contribution, status);
       });
-  if (failed(status)) {
-    gradient->erase();
-    return failure();
-  }
-  Value result = gradient.getResult(0);
-  if (gradientType.getRank() != operandType.getRank())
-    result = tensor::ExpandShapeOp::create(b, loc, operandType, result,
-                                           unitDimReassociation(operandMap));
-  return result;
+  return finishGradient(b, gradient, status, operandType, operandMap);
 }
 
 //===----------------------------------------------------------------------===//

@@ -305,22 +305,9 @@ static FailureOr<Value> spreadGradient(GradientBuilder &g, linalg::GenericOp op,
             [&](OpBuilder &ib, Location il, unsigned dim) {
               return sameIndex(windowed.windows, ib, il, dim);
             });
-        Value sum = args[numInputs + 1];
-        if (failed(contribution))
-          status = failure();
-        else
-          sum = arith::AddFOp::create(nb, l, sum, *contribution);
-        linalg::YieldOp::create(nb, l, sum);
+        yieldAccumulated(nb, l, args[numInputs + 1], contribution, status);
       });
-  if (failed(status)) {
-    gradient->erase();
-    return failure();
-  }
-  Value result = gradient.getResult(0);
-  if (gradientType.getRank() != operandType.getRank())
-    result = tensor::ExpandShapeOp::create(b, loc, operandType, result,
-                                           unitDimReassociation(windowed.projected));
-  return result;
+  return finishGradient(b, gradient, status, operandType, windowed.projected);
 }
 
 /// Max and min: per window offset, a masked update of the gradient's
@@ -435,12 +422,7 @@ static FailureOr<Value> maskedGradient(GradientBuilder &g, linalg::GenericOp op,
                     return arith::ConstantIndexOp::create(ib, il, k);
                 return linalg::IndexOp::create(ib, il, newLoop[dim]);
               });
-          Value sum = args[next + 3];
-          if (failed(contribution))
-            status = failure();
-          else
-            sum = arith::AddFOp::create(nb, l, sum, *contribution);
-          linalg::YieldOp::create(nb, l, sum);
+          yieldAccumulated(nb, l, args[next + 3], contribution, status);
         });
     if (failed(status)) {
       update->erase();
