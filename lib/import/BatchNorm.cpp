@@ -310,14 +310,14 @@ LogicalResult useBatchStatistics(EvalNormalization &norm) {
         builder, loc, builder.getFloatAttr(type.getElementType(), value));
     return linalg::FillOp::create(builder, loc, scalar, empty)->getResult(0);
   };
-  auto reduce = [&](ValueRange inputs, ArrayRef<AffineMap> inputMaps,
+  auto reduce = [&](RankedTensorType resultType, ValueRange inputs,
+                    ArrayRef<AffineMap> maps,
+                    ArrayRef<utils::IteratorType> iterators,
                     function_ref<Value(OpBuilder &, Location, ValueRange)>
                         term) {
-    SmallVector<AffineMap> maps(inputMaps);
-    maps.push_back(toStat);
     return linalg::GenericOp::create(
-               builder, loc, TypeRange{statType}, inputs,
-               ValueRange{filled(statType, 0.0)}, maps, reduction,
+               builder, loc, TypeRange{resultType}, inputs,
+               ValueRange{filled(resultType, 0.0)}, maps, iterators,
                [&](OpBuilder &b, Location l, ValueRange args) {
                  Value sum =
                      arith::AddFOp::create(b, l, term(b, l, args), args.back());
@@ -325,13 +325,22 @@ LogicalResult useBatchStatistics(EvalNormalization &norm) {
                })
         ->getResult(0);
   };
-  auto divide = [&](Value numerator, Value denominator) {
+  auto perChannel = [&](ValueRange inputs, ArrayRef<AffineMap> inputMaps,
+                        function_ref<Value(OpBuilder &, Location, ValueRange)>
+                            term) {
+    SmallVector<AffineMap> maps(inputMaps);
+    maps.push_back(toStat);
+    return reduce(statType, inputs, maps, reduction, term);
+  };
+  AffineMap toScalar = AffineMap::get(statType.getRank(), 0, {}, context);
+  auto divide = [&](Value numerator, Value count) {
     Value empty = tensor::EmptyOp::create(builder, loc, statType.getShape(),
                                           element);
     return linalg::GenericOp::create(
                builder, loc, TypeRange{statType},
-               ValueRange{numerator, denominator}, ValueRange{empty},
-               SmallVector<AffineMap>(3, statIdentity), elementwise,
+               ValueRange{numerator, count}, ValueRange{empty},
+               ArrayRef<AffineMap>{statIdentity, toScalar, statIdentity},
+               elementwise,
                [&](OpBuilder &b, Location l, ValueRange args) {
                  linalg::YieldOp::create(
                      b, l, arith::DivFOp::create(b, l, args[0], args[1])
@@ -339,28 +348,40 @@ LogicalResult useBatchStatistics(EvalNormalization &norm) {
                })
         ->getResult(0);
   };
+  auto first = [](OpBuilder &, Location, ValueRange args) { return args[0]; };
 
-  // The count is a sum of ones of the activation's shape rather than a
-  // number, so that it follows --soap-set-batch and a split batch. The sum
-  // reads the ones beside the activation to tie their shapes for
-  // --soap-set-batch (it does not use them).
-  Value ones = filled(xType, 1.0);
-  Value sum = reduce({activation, ones}, {identity, identity},
-                     [](OpBuilder &, Location, ValueRange args) {
-                       return args[0];
-                     });
-  Value count = reduce({ones}, {identity},
-                       [](OpBuilder &, Location, ValueRange args) {
-                         return args[0];
-                       });
+  // The count is a sum of ones rather than a number, so that it follows
+  // --soap-set-batch and a split batch: ones of the activation's shape with
+  // the channels made 1 (read through index 0), which the sum reads beside
+  // the activation (without using them) to tie their dimensions for
+  // --soap-set-batch and the partitioner.
+  SmallVector<int64_t> onesShape(xType.getShape());
+  SmallVector<AffineExpr> onesExprs;
+  for (unsigned dim = 0; dim < rank; ++dim) {
+    if (kept[dim])
+      onesShape[dim] = 1;
+    onesExprs.push_back(kept[dim] ? getAffineConstantExpr(0, context)
+                                  : getAffineDimExpr(dim, context));
+  }
+  auto onesType = RankedTensorType::get(onesShape, element);
+  Value ones = filled(onesType, 1.0);
+  AffineMap toOnes = AffineMap::get(rank, 0, onesExprs, context);
+  Value sum = perChannel({activation, ones}, {identity, toOnes}, first);
+  Value count =
+      reduce(RankedTensorType::get({}, element), {ones},
+             {AffineMap::getMultiDimIdentityMap(rank, context),
+              AffineMap::get(rank, 0, {}, context)},
+             SmallVector<utils::IteratorType>(rank,
+                                              utils::IteratorType::reduction),
+             first);
   Value mean = divide(sum, count);
-  Value squares = reduce({activation, mean}, {identity, toStat},
-                         [](OpBuilder &b, Location l, ValueRange args) {
-                           Value d = arith::SubFOp::create(b, l, args[0],
-                                                           args[1]);
-                           return arith::MulFOp::create(b, l, d, d)
-                               .getResult();
-                         });
+  Value squares = perChannel({activation, mean}, {identity, toStat},
+                             [](OpBuilder &b, Location l, ValueRange args) {
+                               Value d = arith::SubFOp::create(b, l, args[0],
+                                                               args[1]);
+                               return arith::MulFOp::create(b, l, d, d)
+                                   .getResult();
+                             });
   Value variance = divide(squares, count); // biased, as batch norm normalizes
   Value oldMean = op.getDpsInputOperand(norm.mean)->get();
   Value oldVariance = op.getDpsInputOperand(norm.variance)->get();

@@ -12,8 +12,11 @@
 #chan = affine_map<(n, c, h, w) -> (c)>
 
 // CHECK-DAG: #[[ID4:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+// CHECK-DAG: #[[NOC:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, 0, d2, d3)>
 // CHECK-DAG: #[[C:.*]] = affine_map<(d0, d1, d2, d3) -> (d1)>
+// CHECK-DAG: #[[ALL:.*]] = affine_map<(d0, d1, d2, d3) -> ()>
 // CHECK-DAG: #[[ID1:.*]] = affine_map<(d0) -> (d0)>
+// CHECK-DAG: #[[SCALAR:.*]] = affine_map<(d0) -> ()>
 // CHECK-LABEL: func.func @forward(
 // CHECK-SAME: %[[G1:arg0]]: tensor<3xf32> {soap.init = dense<1.000000e+00> : tensor<3xf32>, soap.name = "param.0", soap.param}
 // CHECK-SAME: %[[G2:arg1]]: tensor<3xf32> {soap.init = dense<1.000000e+00> : tensor<3xf32>, soap.name = "param.1", soap.param}
@@ -21,13 +24,14 @@
 // CHECK-SAME: %[[B2:arg3]]: tensor<3xf32> {soap.init = dense<0.000000e+00> : tensor<3xf32>, soap.name = "param.3", soap.param}
 // CHECK-SAME: %[[X:arg4]]: tensor<2x3x4x4xf32>)
 // CHECK-NOT: arith.constant dense
-// The mean: a sum over n, h, w (reading ones of the activation's shape
-// beside it) and a count, divided.
-// CHECK: %[[ONES:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%{{.*}} : tensor<2x3x4x4xf32>)
-// CHECK: %[[SUM:.*]] = linalg.generic {indexing_maps = [#[[ID4]], #[[ID4]], #[[C]]], iterator_types = ["reduction", "parallel", "reduction", "reduction"]} ins(%[[X]], %[[ONES]] : {{.*}}) outs(%{{.*}} : tensor<3xf32>)
+// The mean: a sum over n, h, w divided by a count, the sum of ones of the
+// activation's shape without its channels (read beside the activation, so
+// that their batches stay one).
+// CHECK: %[[ONES:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%{{.*}} : tensor<2x1x4x4xf32>)
+// CHECK: %[[SUM:.*]] = linalg.generic {indexing_maps = [#[[ID4]], #[[NOC]], #[[C]]], iterator_types = ["reduction", "parallel", "reduction", "reduction"]} ins(%[[X]], %[[ONES]] : {{.*}}) outs(%{{.*}} : tensor<3xf32>)
 // CHECK: arith.addf %{{.*}}, %{{.*}} : f32
-// CHECK: %[[COUNT:.*]] = linalg.generic {{.*}} ins(%[[ONES]] : tensor<2x3x4x4xf32>) outs(%{{.*}} : tensor<3xf32>)
-// CHECK: %[[MEAN:.*]] = linalg.generic {indexing_maps = [#[[ID1]], #[[ID1]], #[[ID1]]], {{.*}} ins(%[[SUM]], %[[COUNT]] :
+// CHECK: %[[COUNT:.*]] = linalg.generic {indexing_maps = [#[[ID4]], #[[ALL]]], iterator_types = ["reduction", "reduction", "reduction", "reduction"]} ins(%[[ONES]] : tensor<2x1x4x4xf32>) outs(%{{.*}} : tensor<f32>)
+// CHECK: %[[MEAN:.*]] = linalg.generic {indexing_maps = [#[[ID1]], #[[SCALAR]], #[[ID1]]], {{.*}} ins(%[[SUM]], %[[COUNT]] : tensor<3xf32>, tensor<f32>)
 // CHECK: arith.divf
 // The biased variance: the mean square of x - mean.
 // CHECK: %[[SQ:.*]] = linalg.generic {{.*}} ins(%[[X]], %[[MEAN]] : tensor<2x3x4x4xf32>, tensor<3xf32>)
