@@ -31,7 +31,7 @@ mlir::func::FuncOp findTargetFuncOp(mlir::ModuleOp module,
 /// ops SOAP works on, as a --pass-pipeline argument.
 inline constexpr llvm::StringLiteral kTosaToLinalgPipeline =
     "builtin.module(tosa-to-linalg-pipeline,func.func(tosa-to-tensor,"
-    "tosa-to-arith),canonicalize)";
+    "tosa-to-arith,convert-elementwise-to-linalg),canonicalize)";
 
 /// The first TOSA op in `root`, if any.
 mlir::Operation *findTosaOp(mlir::Operation *root);

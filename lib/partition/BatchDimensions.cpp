@@ -154,6 +154,11 @@ private:
     for (OpOperand &operand : op->getOpOperands()) {
       if (operand.get() == value) {
         loop = loopOf(operand.getOperandNumber(), dim);
+        if (!loop && isa<AffineConstantExpr>(
+                         maps[operand.getOperandNumber()].getResult(dim)))
+          return unsupported(op, "reads it at a fixed index, from a loop "
+                                 "that is not the batch alone (the batch "
+                                 "folded with another dimension)");
         if (!loop)
           return unsupported(op, "indexes it through an expression");
       }
@@ -227,8 +232,14 @@ private:
     if (!constant || constant.getValue() != 0 ||
         !isa<RankedTensorType>(operand.getType()) || dimSize(operand, d) != 1)
       return std::nullopt;
-    AffineMap initMap = maps[op.getDpsInitOperand(0)->getOperandNumber()];
+    OpOperand *init = op.getDpsInitOperand(0);
+    AffineMap initMap = maps[init->getOperandNumber()];
     if (initMap.getNumResults() != maps[operandIndex].getNumResults())
+      return std::nullopt;
+    // The loop must be the batch alone (size 1 here): a loop of the batch
+    // folded with heads (12 = 1 x 12) reads a per-sample value at index
+    // 0 only at batch 1.
+    if (dimSize(init->get(), d) != 1)
       return std::nullopt;
     if (auto dimExpr = dyn_cast<AffineDimExpr>(initMap.getResult(d)))
       return dimExpr.getPosition();
@@ -325,7 +336,8 @@ private:
       return success();
     }
     if (auto pad = dyn_cast<tensor::PadOp>(op)) {
-      if (pad.getStaticLow()[dim] != 0 || pad.getStaticHigh()[dim] != 0)
+      if (getConstantIntValue(pad.getMixedLowPad()[dim]) != 0 ||
+          getConstantIntValue(pad.getMixedHighPad()[dim]) != 0)
         return unsupported(op, "it pads it");
       add(pad.getSource(), dim, op);
       add(pad.getResult(), dim, op);

@@ -4,13 +4,13 @@
 // RUN: soap-opt %s --soap-print-dims -o /dev/null 2>&1 | FileCheck %s --check-prefix=HINT
 // RUN: not soap-opt %s --soap-set-batch=4 -o /dev/null 2>&1 | FileCheck %s --check-prefix=REFUSE
 // RUN: not soap-opt %s --soap-training-step="loss=mse" -o /dev/null 2>&1 | FileCheck %s --check-prefix=REFUSE-STEP
-// RUN: soap-opt %s --pass-pipeline="builtin.module(tosa-to-linalg-pipeline,func.func(tosa-to-tensor,tosa-to-arith),canonicalize)" \
+// RUN: soap-opt %s --pass-pipeline="builtin.module(tosa-to-linalg-pipeline,func.func(tosa-to-tensor,tosa-to-arith,convert-elementwise-to-linalg),canonicalize)" \
 // RUN:   | soap-opt --soap-print-dims -o /dev/null 2>&1 | FileCheck %s --check-prefix=LOWERED
 
-// HINT: warning: soap-print-dims: the module is TOSA, which SOAP partitions after lowering it to linalg: soap-opt --pass-pipeline="builtin.module(tosa-to-linalg-pipeline,func.func(tosa-to-tensor,tosa-to-arith),canonicalize)"
+// HINT: warning: soap-print-dims: the module is TOSA, which SOAP partitions after lowering it to linalg: soap-opt --pass-pipeline="builtin.module(tosa-to-linalg-pipeline,func.func(tosa-to-tensor,tosa-to-arith,convert-elementwise-to-linalg),canonicalize)"
 // HINT: remark: 'tosa.add' is not partitionable
 
-// REFUSE: error: soap-set-batch: 'tosa.add' is TOSA; lower the model to linalg first: soap-opt --pass-pipeline="builtin.module(tosa-to-linalg-pipeline,func.func(tosa-to-tensor,tosa-to-arith),canonicalize)" (docs/real-models.md)
+// REFUSE: error: soap-set-batch: 'tosa.add' is TOSA; lower the model to linalg first: soap-opt --pass-pipeline="builtin.module(tosa-to-linalg-pipeline,func.func(tosa-to-tensor,tosa-to-arith,convert-elementwise-to-linalg),canonicalize)" (docs/real-models.md)
 // REFUSE-STEP: error: soap-training-step: 'tosa.add' is TOSA; lower the model to linalg first
 
 // LOWERED-NOT: not partitionable

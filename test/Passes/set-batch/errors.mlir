@@ -68,3 +68,21 @@ func.func @mean_over_batch(%x: tensor<2x3xf32>) -> tensor<f32> {
   } -> tensor<f32>
   return %mean : tensor<f32>
 }
+
+// -----
+
+// A per-sample mask read at index 0 by a loop that folds the batch with the
+// heads (TOSA attention after lowering): only right at batch 1.
+#all = affine_map<(d0, d1) -> (d0, d1)>
+#first = affine_map<(d0, d1) -> (0, d1)>
+func.func @folded_batch(%x: tensor<1x2x3xf32>, %mask: tensor<1x3xf32>) -> tensor<2x3xf32> {
+  %heads = tensor.collapse_shape %x [[0, 1], [2]] : tensor<1x2x3xf32> into tensor<2x3xf32>
+  %e = tensor.empty() : tensor<2x3xf32>
+  // expected-error @+1 {{soap-set-batch: 'linalg.generic' uses the batch dimension but reads it at a fixed index, from a loop that is not the batch alone (the batch folded with another dimension)}}
+  %y = linalg.generic {indexing_maps = [#all, #first, #all], iterator_types = ["parallel", "parallel"]} ins(%heads, %mask : tensor<2x3xf32>, tensor<1x3xf32>) outs(%e : tensor<2x3xf32>) {
+  ^bb0(%a: f32, %b: f32, %out: f32):
+    %s = arith.addf %a, %b : f32
+    linalg.yield %s : f32
+  } -> tensor<2x3xf32>
+  return %y : tensor<2x3xf32>
+}
