@@ -121,13 +121,29 @@ private:
   /// size 1 there (the function is at batch 1) that no input reaches, such
   /// as position ids sliced from a `tensor<1x512xi64>` constant. It holds
   /// the same values for every sample.
-  bool broadcastsOverBatch(linalg::LinalgOp op, unsigned operandIndex,
+  bool broadcastsOverBatch(Operation *op, unsigned operandIndex,
                            unsigned d) const {
     OpOperand &operand = op->getOpOperand(operandIndex);
     Value value = operand.get();
-    return oldBatch == 1 && op.isDpsInput(&operand) &&
-           !inputDependent.contains(value) && !found.count({value, d}) &&
-           isa<RankedTensorType>(value.getType()) && dimSize(value, d) == 1;
+    auto dps = dyn_cast<DestinationStyleOpInterface>(op);
+    if (dps && !dps.isDpsInput(&operand))
+      return false;
+    return oldBatch == 1 && !inputDependent.contains(value) &&
+           !found.count({value, d}) && isa<RankedTensorType>(value.getType()) &&
+           dimSize(value, d) == 1;
+  }
+
+  /// Records a broadcast of operand `index` of `op` at dimension `d` when
+  /// broadcastsOverBatch holds (or one was recorded); returns whether so.
+  bool broadcast(Operation *op, unsigned index, unsigned d) {
+    if (llvm::any_of(broadcasts, [&](const Broadcast &b) {
+          return b.op == op && b.operandIndex == index && b.dim == d;
+        }))
+      return true;
+    if (!broadcastsOverBatch(op, index, d))
+      return false;
+    broadcasts.push_back({op, index, d});
+    return true;
   }
 
   LogicalResult unsupported(Operation *op, const Twine &why) {
@@ -183,12 +199,7 @@ private:
         if (auto dimExpr = dyn_cast<AffineDimExpr>(expr)) {
           if (dimExpr.getPosition() != *loop)
             continue;
-          bool recorded = llvm::any_of(broadcasts, [&](const Broadcast &b) {
-            return b.op == op && b.operandIndex == index && b.dim == d;
-          });
-          if (!recorded && broadcastsOverBatch(op, index, d))
-            broadcasts.push_back({op, index, d});
-          else if (!recorded)
+          if (!broadcast(op, index, d))
             add(operand.get(), d, op);
         } else if (sizeOneBroadcastLoop(op, maps, index, d) == loop) {
           // A size-1 batch read at index 0: what no input reaches stays
@@ -346,8 +357,11 @@ private:
     if (auto concat = dyn_cast<tensor::ConcatOp>(op)) {
       if (concat.getDim() == dim)
         return unsupported(op, "it concatenates along it");
-      for (Value input : concat.getInputs())
-        add(input, dim, op);
+      // A class token or other weight of batch 1 joined to the samples is
+      // repeated over the batch.
+      for (OpOperand &input : concat->getOpOperands())
+        if (!broadcast(op, input.getOperandNumber(), dim))
+          add(input.get(), dim, op);
       add(concat.getResult(), dim, op);
       return success();
     }
@@ -561,13 +575,12 @@ LogicalResult BatchDimensions::resize(func::FuncOp function, int64_t newBatch) {
   // are read at index 0 (a linalg.generic's map says so; another op reads
   // a broadcast copy), unless the closure resized them after all.
   for (const Broadcast &broadcast : broadcasts) {
-    auto op = cast<linalg::LinalgOp>(broadcast.op);
-    Value value = op->getOperand(broadcast.operandIndex);
+    Value value = broadcast.op->getOperand(broadcast.operandIndex);
     if (dims.lookup(value).contains(broadcast.dim))
       continue;
-    SmallVector<AffineMap> maps = op.getIndexingMapsArray();
-    AffineMap map = maps[broadcast.operandIndex];
     if (auto generic = dyn_cast<linalg::GenericOp>(broadcast.op)) {
+      SmallVector<AffineMap> maps = generic.getIndexingMapsArray();
+      AffineMap map = maps[broadcast.operandIndex];
       SmallVector<AffineExpr> results(map.getResults());
       results[broadcast.dim] = getAffineConstantExpr(0, context);
       maps[broadcast.operandIndex] = AffineMap::get(

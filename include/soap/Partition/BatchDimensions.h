@@ -16,7 +16,8 @@
 // new shape. What no input reaches (constants, parameters and what is
 // computed from them alone) and has size 1 where a batch loop reads it, at
 // batch 1, stays size 1 and is broadcast (position ids sliced from a
-// `tensor<1x512xi64>`). A parameter argument never changes shape: reaching
+// `tensor<1x512xi64>`; a class token concatenated to the samples is
+// repeated over the batch). A parameter argument never changes shape: reaching
 // one is an error. Anything else that touches a batch dimension is an error
 // that names the op.
 //

@@ -87,3 +87,16 @@ func.func @splat(%x: tensor<20x3xf32>) -> tensor<20x3xf32> {
   %y = linalg.mul ins(%x, %scale : tensor<20x3xf32>, tensor<20x3xf32>) outs(%e : tensor<20x3xf32>) -> tensor<20x3xf32>
   return %y : tensor<20x3xf32>
 }
+
+// -----
+
+// A class token (a weight of batch 1) joined to the samples along the
+// sequence is repeated over the batch.
+// CHECK-LABEL: func.func @class_token(
+// CHECK-SAME: %[[TOKEN:.*]]: tensor<1x1x2xf32> {soap.param}, %[[X:.*]]: tensor<4x3x2xf32>) -> tensor<4x4x2xf32>
+// CHECK: %[[REPEATED:.*]] = linalg.generic {{.*}} ins(%[[TOKEN]] : tensor<1x1x2xf32>) outs(%{{.*}} : tensor<4x1x2xf32>)
+// CHECK: tensor.concat dim(1) %[[REPEATED]], %[[X]] : (tensor<4x1x2xf32>, tensor<4x3x2xf32>) -> tensor<4x4x2xf32>
+func.func @class_token(%token: tensor<1x1x2xf32> {soap.param}, %x: tensor<1x3x2xf32>) -> tensor<1x4x2xf32> {
+  %y = tensor.concat dim(1) %token, %x : (tensor<1x1x2xf32>, tensor<1x3x2xf32>) -> tensor<1x4x2xf32>
+  return %y : tensor<1x4x2xf32>
+}
