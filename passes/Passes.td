@@ -469,8 +469,10 @@ def SoapSetBatch : Pass<"soap-set-batch", "mlir::ModuleOp"> {
     rebuilt at the new shape. A `{soap.param}` argument never changes its
     shape: a model that ties one to the batch gets an error naming it.
     Float constants that count the elements a reduction over the batch
-    sums (a mean written as `sum / 120.0`) are reported with a warning:
-    they keep their value.
+    sums (a mean written as `sum / 120.0`, or `sum * (1/64)`) are reported
+    with a warning: they keep their value, unless `rescale-means=1`, which
+    rewrites them to the count at the new batch (found by value, so a
+    coincidence is possible: each rewrite is reported with a remark).
 
     Calls to the function are inlined into it first, and callers (a
     printing `@main`) repeat their one sample over the new batch and read
@@ -487,6 +489,8 @@ def SoapSetBatch : Pass<"soap-set-batch", "mlir::ModuleOp"> {
            "The new batch size">,
     Option<"funcName", "func", "std::string", /*default=*/"\"\"",
            "Function to rewrite (default: the only function with a body, else the one no other function calls)">,
+    Option<"rescaleMeans", "rescale-means", "bool", /*default=*/"false",
+           "Rewrite the constants that count the elements of a mean over the batch to the new count">,
   ];
   let dependentDialects = ["::soap::SoapDialect",
                            "::mlir::linalg::LinalgDialect",

@@ -84,7 +84,7 @@ struct SoapSetBatchPass
                    .str();
       original.setName(name);
     }
-    batchDims->reportBatchDivisors(function, newBatch);
+    batchDims->reportBatchDivisors(function, newBatch, rescaleMeans);
     if (failed(batchDims->resize(function, newBatch)) ||
         failed(adaptCallers(module, function, original, oldInputs,
                             oldResults)))

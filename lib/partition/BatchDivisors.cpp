@@ -13,6 +13,8 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/Matchers.h"
 #include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/SmallPtrSet.h"
+#include "llvm/Support/Format.h"
 
 #include <cmath>
 
@@ -42,10 +44,28 @@ static bool near(double value, double expected) {
   return std::abs(value - expected) <= 1e-6 * std::abs(expected);
 }
 
+/// `value` in the shortest of fixed and scientific notation (120,
+/// 0.0833333).
+static void printFactor(InFlightDiagnostic &diag, double value) {
+  std::string text;
+  llvm::raw_string_ostream(text) << llvm::format("%g", value);
+  diag << text;
+}
+
 void BatchDimensions::reportBatchDivisors(func::FuncOp function,
-                                          int64_t newBatch) const {
+                                          int64_t newBatch,
+                                          bool rescale) const {
   if (newBatch == batch)
     return;
+  // A constant operand of a divf or mulf, and what it becomes at the new
+  // batch.
+  struct Divisor {
+    Operation *arith;
+    unsigned operandIndex;
+    double value, rescaled;
+  };
+  SmallVector<Divisor> found;
+  llvm::SmallPtrSet<Operation *, 8> seen;
   function.walk([&](linalg::LinalgOp op) {
     SmallVector<unsigned> loops = getBatchLoops(op);
     SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
@@ -75,31 +95,53 @@ void BatchDimensions::reportBatchDivisors(func::FuncOp function,
     for (Operation *candidate : nearOps) {
       candidate->walk([&](Operation *arith) {
         std::optional<double> factor;
-        bool divides = false;
-        if (auto div = dyn_cast<arith::DivFOp>(arith)) {
-          factor = constantScalar(div.getRhs(), candidate);
-          divides = true;
-        } else if (auto mul = dyn_cast<arith::MulFOp>(arith)) {
-          factor = constantScalar(mul.getRhs(), candidate);
-          if (!factor)
-            factor = constantScalar(mul.getLhs(), candidate);
+        unsigned index = 1;
+        bool divides = isa<arith::DivFOp>(arith);
+        if (divides) {
+          factor = constantScalar(arith->getOperand(1), candidate);
+        } else if (isa<arith::MulFOp>(arith)) {
+          factor = constantScalar(arith->getOperand(1), candidate);
+          if (!factor) {
+            index = 0;
+            factor = constantScalar(arith->getOperand(0), candidate);
+          }
         }
         if (!factor ||
-            !(divides ? near(*factor, extent) : near(*factor, 1.0 / extent)))
+            !(divides ? near(*factor, extent) : near(*factor, 1.0 / extent)) ||
+            !seen.insert(arith).second)
           return;
-        InFlightDiagnostic diag = candidate->emitWarning();
+        double rescaled = divides ? static_cast<double>(newExtent)
+                                  : 1.0 / static_cast<double>(newExtent);
+        found.push_back({arith, index, *factor, rescaled});
+        InFlightDiagnostic diag =
+            rescale ? candidate->emitRemark() : candidate->emitWarning();
         diag << pass << ": " << (divides ? "divides by " : "multiplies by ");
-        if (*factor == std::round(*factor))
-          diag << static_cast<int64_t>(*factor);
-        else
-          diag << *factor;
-        diag << ", which counts the " << extent
-             << " elements that '" << op->getName()
-             << "' sums over the batch at batch " << batch
-             << "; the constant is kept, so at batch " << newBatch
-             << " (" << newExtent << " elements) this is no longer a mean";
+        printFactor(diag, *factor);
+        diag << ", which counts the " << extent << " elements that '"
+             << op->getName() << "' sums over the batch at batch " << batch;
+        if (rescale) {
+          diag << "; rescaled to ";
+          printFactor(diag, rescaled);
+          diag << " for the " << newExtent << " elements at batch "
+               << newBatch;
+        } else {
+          diag << "; the constant is kept, so at batch " << newBatch << " ("
+               << newExtent
+               << " elements) this is no longer a mean (rescale-means=1 "
+                  "rescales it)";
+        }
         diag.attachNote(op->getLoc()) << "the reduction over the batch";
       });
     }
   });
+  if (!rescale)
+    return;
+  for (const Divisor &divisor : found) {
+    OpBuilder builder(divisor.arith);
+    Type type = divisor.arith->getOperand(divisor.operandIndex).getType();
+    Value constant = arith::ConstantOp::create(
+        builder, divisor.arith->getLoc(), type,
+        builder.getFloatAttr(type, divisor.rescaled));
+    divisor.arith->setOperand(divisor.operandIndex, constant);
+  }
 }

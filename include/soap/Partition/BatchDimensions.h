@@ -67,12 +67,14 @@ public:
   /// takes its place before resize()).
   void transfer(mlir::Value from, mlir::Value to);
 
-  /// Warns about float constants near a reduction over the batch that
-  /// count its elements at the current batch (a mean written as a sum
-  /// divided by a constant): resize() keeps them, so at `newBatch` they
-  /// no longer count the elements. Call before resize().
-  void reportBatchDivisors(mlir::func::FuncOp function,
-                           int64_t newBatch) const;
+  /// Finds float constants near a reduction over the batch that count its
+  /// elements at the current batch (a mean written as a sum divided by a
+  /// constant, or multiplied by its inverse). resize() keeps them, so at
+  /// `newBatch` they no longer count the elements: a warning names each,
+  /// or with `rescale` a remark, and the divf or mulf then uses the count
+  /// at `newBatch`. Call before resize().
+  void reportBatchDivisors(mlir::func::FuncOp function, int64_t newBatch,
+                           bool rescale) const;
 
   /// Rescales every batch dimension from the current batch to `newBatch`
   /// (which must divide or be a multiple of it evenly), fixes the ops that

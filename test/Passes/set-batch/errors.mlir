@@ -60,7 +60,7 @@ func.func @mean_over_batch(%x: tensor<2x3xf32>) -> tensor<f32> {
   } -> tensor<f32>
   %count = arith.constant dense<6.0> : tensor<f32>
   %e2 = tensor.empty() : tensor<f32>
-  // expected-warning @+1 {{soap-set-batch: divides by 6, which counts the 6 elements that 'linalg.generic' sums over the batch at batch 2; the constant is kept, so at batch 4 (12 elements) this is no longer a mean}}
+  // expected-warning @+1 {{soap-set-batch: divides by 6, which counts the 6 elements that 'linalg.generic' sums over the batch at batch 2; the constant is kept, so at batch 4 (12 elements) this is no longer a mean (rescale-means=1 rescales it)}}
   %mean = linalg.generic {indexing_maps = [#scalar, #scalar, #scalar], iterator_types = []} ins(%sum, %count : tensor<f32>, tensor<f32>) outs(%e2 : tensor<f32>) {
   ^bb0(%a: f32, %b: f32, %out: f32):
     %d = arith.divf %a, %b : f32
