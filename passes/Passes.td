@@ -422,14 +422,33 @@ def SoapLiftParams : Pass<"soap-lift-params", "mlir::ModuleOp"> {
   let summary = "Turn weight constants into {soap.param} function arguments";
   let description = [{
     Real exporters (torch-mlir, IREE) put the weights in `arith.constant`
-    tensors, often `dense_resource<__elided__>` without data. This pass makes
-    every float constant tensor of at least `min-elements` elements in the
-    target function a new leading argument marked `{soap.param}`, so that
-    `--soap-training-step` can train it:
+    tensors, often `dense_resource<__elided__>` without data; JAX passes them
+    as arguments. This pass makes the target function's weights arguments
+    marked `{soap.param}`, so that `--soap-training-step` can train them:
 
-    - `soap.name` is `param.<i>`, in order of appearance;
-    - `soap.init` is the constant's value when the export has it, and
-      `"fan-in"` (initialised from the runtime's seed) when it was elided.
+    - Every float constant tensor of at least `min-elements` elements becomes
+      a new leading argument, `soap.name = "param.<i>"` in order of
+      appearance, `soap.init` its value, or `"fan-in"` (initialised from the
+      runtime's seed) when it was elided.
+    - A splat constant gets one parameter per op that uses it: CSE merges the
+      equal `dense<1.0>` gammas of unrelated layers into one constant. Any
+      other constant (real or elided data) used twice is one tied parameter.
+    - Structural splats stay constants: one used as a destination (`outs`),
+      or read through the identity map of an elementwise `linalg.generic`
+      beside a computed input of the same shape (JAX's broadcast zero of
+      `max(x, 0)`, SELU's scale).
+    - Batch norm exported in evaluation form, `(x - mean) * rsqrt(var + eps)
+      * gamma + beta` in a generic's body (recognized by dataflow), trains
+      with the batch's statistics (`batch-norm=train`: mean and biased
+      variance computed by reductions before it, differentiated and
+      partitioned like any op) or keeps its statistics as constants
+      (`batch-norm=frozen`: mean 0 and variance 1 when elided). Statistics
+      are never parameters; gamma and beta are.
+    - `params=0,1,4-7` marks existing arguments as parameters (`soap.init =
+      "fan-in"`, `soap.name = "arg<i>"` unless they have one).
+    - An integer constant whose values were elided is an error naming it,
+      unless `elided-integers=iota` (0, 1, 2, ... along the last dimension:
+      position ids) or `elided-integers=zeros` fills it.
 
     Calls to the function pass the constants instead, so the module still
     computes what it computed. Smaller constants (scalars, epsilons) stay.
@@ -445,8 +464,21 @@ def SoapLiftParams : Pass<"soap-lift-params", "mlir::ModuleOp"> {
            "Function to rewrite (default: the only function with a body)">,
     Option<"minElements", "min-elements", "int64_t", /*default=*/"2",
            "Lift float constant tensors with at least this many elements">,
+    Option<"batchNorm", "batch-norm", "std::string", /*default=*/"\"train\"",
+           "Batch norm in evaluation form: train (batch statistics) or "
+           "frozen (the exported statistics, mean 0 and variance 1 when "
+           "elided)">,
+    Option<"params", "params", "std::string", /*default=*/"\"\"",
+           "Arguments that are parameters, by index: 0,1,4-7">,
+    Option<"elidedIntegers", "elided-integers", "std::string",
+           /*default=*/"\"error\"",
+           "Elided integer constants: error, iota (0, 1, 2, ... along the "
+           "last dimension) or zeros">,
   ];
-  let dependentDialects = ["::soap::SoapDialect"];
+  let dependentDialects = ["::soap::SoapDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect"];
 }
 
 def SoapSetBatch : Pass<"soap-set-batch", "mlir::ModuleOp"> {

@@ -13,9 +13,11 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/Diagnostics.h"
 #include "mlir/Transforms/RegionUtils.h"
 
 using namespace mlir;
@@ -24,7 +26,7 @@ namespace soap::autodiff {
 
 void registerAutodiffDependencies(DialectRegistry &registry) {
   registry.insert<arith::ArithDialect, linalg::LinalgDialect,
-                  math::MathDialect, tensor::TensorDialect>();
+                  math::MathDialect, scf::SCFDialect, tensor::TensorDialect>();
 }
 
 //===----------------------------------------------------------------------===//
@@ -212,13 +214,41 @@ FailureOr<SmallVector<Value>> buildGradients(OpBuilder &builder, Value loss,
   if (g.isActive(loss))
     g.adjoints[loss] = g.filled(loc, lossType, 1.0);
 
+  // An op without a gradient does not stop the sweep: every such op is
+  // reported, in program order (the first one first), and then the sweep
+  // fails.
+  MLIRContext *context = builder.getContext();
+  SmallVector<SmallVector<Diagnostic>> failures;
   for (Operation *op : llvm::reverse(forward)) {
     if (llvm::none_of(op->getResults(),
                       [&](Value r) { return g.adjoint(r); }))
       continue;
     OpBuilder::InsertionGuard guard(builder);
-    if (failed(differentiateOp(g, op)))
-      return failure();
+    SmallVector<Diagnostic> diagnostics;
+    LogicalResult result = success();
+    {
+      ScopedDiagnosticHandler capture(context, [&](Diagnostic &diagnostic) {
+        diagnostics.push_back(std::move(diagnostic));
+        return success();
+      });
+      result = differentiateOp(g, op);
+    }
+    if (failed(result)) {
+      failures.push_back(std::move(diagnostics));
+      // Zeros stand in for the adjoints it could not give, so that the
+      // sweep reaches (and reports) the ops before it; nothing is built
+      // from them.
+      for (Value operand : readValues(op))
+        if (g.isActive(operand) && !g.adjoint(operand))
+          if (auto type = dyn_cast<RankedTensorType>(operand.getType()))
+            g.adjoints[operand] = g.zeros(op->getLoc(), type);
+    }
+  }
+  if (!failures.empty()) {
+    for (SmallVector<Diagnostic> &diagnostics : llvm::reverse(failures))
+      for (Diagnostic &diagnostic : diagnostics)
+        context->getDiagEngine().emit(std::move(diagnostic));
+    return failure();
   }
 
   SmallVector<Value> gradients;

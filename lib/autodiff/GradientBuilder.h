@@ -78,15 +78,15 @@ mlir::LogicalResult differentiateTensorOp(GradientBuilder &g,
                                           mlir::Operation *op);
 
 /// Emits, inside a linalg body being built, the derivative of `seed` (a
-/// value of the original body `body`) with respect to the block argument
-/// `target` of `body`, times `seedAdjoint`. `mapping` maps the original
+/// value of the original body `body`) with respect to `target` (a block
+/// argument of `body` or a value computed in it), times `seedAdjoint`. `mapping` maps the original
 /// body's values to their clones in the new body. Returns a zero constant
 /// when `seed` does not depend on `target`; fails after an error at an op
 /// without a derivative.
 mlir::FailureOr<mlir::Value>
 scalarDerivative(mlir::OpBuilder &b, mlir::Block &body,
                  mlir::IRMapping &mapping, mlir::Value seed,
-                 mlir::Value seedAdjoint, mlir::BlockArgument target);
+                 mlir::Value seedAdjoint, mlir::Value target);
 
 } // namespace soap::autodiff
 

@@ -7,8 +7,9 @@
 // filter, and its filter gradient a convolution of the transposed input
 // with the transposed output adjoint (dilation and stride swapped). Sum
 // pooling reuses the input gradient of a convolution with a filter of
-// ones, max pooling routes the adjoint to the window elements equal to the
-// maximum. Other structured ops are generalized and take the generic rule.
+// ones. Other structured ops (max pooling, convolutions in other layouts)
+// are generalized and take the generic rule (GenericGradient.cpp,
+// WindowGradient.cpp).
 //
 //===----------------------------------------------------------------------===//
 
@@ -248,62 +249,6 @@ static LogicalResult differentiateSumPool(GradientBuilder &g,
   return success();
 }
 
-static LogicalResult differentiateMaxPool(GradientBuilder &g,
-                                          linalg::PoolingNchwMaxOp op) {
-  Location loc = op.getLoc();
-  Value input = op.getDpsInputs()[0];
-  Value forward = op->getResult(0);
-  Value adjoint = g.adjoint(forward);
-  if (g.isActive(op.getDpsInits()[0]))
-    return op.emitOpError("cannot be differentiated: the initial value of "
-                          "its maximum depends on the parameters");
-  if (!g.isActive(input))
-    return success();
-  // For each window position, the strided slice of the input it reads gets
-  // the adjoint where it equals the maximum. The update writes into the
-  // gradient's strided slice itself (its init), so that bufferization
-  // updates the gradient in place instead of copying each slice back.
-  Window w = poolingWindow(op);
-  RankedTensorType inputType = tensorType(input);
-  ArrayRef<int64_t> dy = tensorType(adjoint).getShape();
-  OpBuilder &b = g.b;
-  AffineMap identity = b.getMultiDimIdentityMap(4);
-  SmallVector<int64_t> sizes(dy);
-  SmallVector<int64_t> strides = {1, 1, w.strideH, w.strideW};
-  Value gradient = g.zeros(loc, inputType);
-  for (int64_t kh = 0; kh < w.kernelH; ++kh) {
-    for (int64_t kw = 0; kw < w.kernelW; ++kw) {
-      SmallVector<int64_t> offsets = {0, 0, kh * w.dilationH, kw * w.dilationW};
-      Value window = g.slice(loc, input, offsets, sizes, strides);
-      Value current = g.slice(loc, gradient, offsets, sizes, strides);
-      auto type = tensorType(current);
-      Value updated =
-          linalg::GenericOp::create(
-              b, loc, TypeRange{type}, ValueRange{window, forward, adjoint},
-              ValueRange{current}, SmallVector<AffineMap>(4, identity),
-              SmallVector<utils::IteratorType>(4,
-                                               utils::IteratorType::parallel),
-              [](OpBuilder &nb, Location l, ValueRange args) {
-                Value hit = arith::CmpFOp::create(
-                    nb, l, arith::CmpFPredicate::OEQ, args[0], args[1]);
-                Value sum = arith::AddFOp::create(nb, l, args[3], args[2]);
-                linalg::YieldOp::create(
-                    nb, l,
-                    arith::SelectOp::create(nb, l, hit, sum, args[3])
-                        .getResult());
-              })
-              .getResult(0);
-      MLIRContext *context = b.getContext();
-      gradient = tensor::InsertSliceOp::create(
-          b, loc, updated, gradient, getAsIndexOpFoldResult(context, offsets),
-          getAsIndexOpFoldResult(context, sizes),
-          getAsIndexOpFoldResult(context, strides));
-    }
-  }
-  g.accumulate(loc, input, gradient);
-  return success();
-}
-
 static LogicalResult differentiateTranspose(GradientBuilder &g,
                                             linalg::TransposeOp op) {
   Location loc = op.getLoc();
@@ -364,9 +309,6 @@ LogicalResult differentiateLinalgOp(GradientBuilder &g, linalg::LinalgOp op) {
       })
       .Case([&](linalg::PoolingNchwSumOp pool) {
         return differentiateSumPool(g, pool);
-      })
-      .Case([&](linalg::PoolingNchwMaxOp pool) {
-        return differentiateMaxPool(g, pool);
       })
       .Case([&](linalg::TransposeOp transpose) {
         return differentiateTranspose(g, transpose);

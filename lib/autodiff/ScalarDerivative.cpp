@@ -3,7 +3,10 @@
 // The derivative of a body's scalar result with respect to one block
 // argument, emitted as scalar arith/math ops in the body of a gradient
 // linalg.generic. The original body's ops are already cloned there
-// (`mapping`), so partial derivatives can use forward values.
+// (`mapping`), so partial derivatives can use forward values. An `scf.if`
+// is differentiated structurally: the gradient has an `scf.if` on the same
+// condition whose branches recompute their forward ops and sweep them in
+// reverse, so the branch not taken contributes nothing (not even a NaN).
 //
 //===----------------------------------------------------------------------===//
 
@@ -11,7 +14,9 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/Transforms/RegionUtils.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 #include <cmath>
@@ -53,6 +58,12 @@ public:
   }
 
   LogicalResult visit(Operation *op, Value g);
+  /// Marks the float results of the ops of `block` that read a dependent
+  /// value (operands or values their regions capture) as dependent.
+  void markDependent(Block &block);
+  /// Visits, in reverse, the ops of `block` from `last` backwards.
+  LogicalResult sweep(Operation *last);
+  LogicalResult visitIf(scf::IfOp op);
 
   OpBuilder &b;
   IRMapping &mapping;
@@ -199,50 +210,127 @@ LogicalResult ScalarSweep::visit(Operation *op, Value g) {
             math::RoundEvenOp>([&](Operation *) {
         return success(); // piecewise constant: zero almost everywhere
       })
+      .Case([&](scf::IfOp ifOp) { return visitIf(ifOp); })
       .Default([&](Operation *other) {
         return other->emitOpError(
             "cannot be differentiated: no derivative rule for it");
       });
 }
 
-FailureOr<Value> scalarDerivative(OpBuilder &b, Block &body,
-                                  IRMapping &mapping, Value seed,
-                                  Value seedAdjoint, BlockArgument target) {
-  Location loc = seedAdjoint.getLoc();
-  ScalarSweep sweep(b, mapping, loc);
-  // The float values that depend on `target`.
-  sweep.dependent.insert(target);
-  for (Operation &op : body.without_terminator()) {
-    if (llvm::none_of(op.getOperands(), [&](Value v) {
-          return sweep.dependent.contains(v);
-        }))
+/// The values defined outside `op`'s regions that they read.
+static SmallVector<Value> capturedValues(Operation *op) {
+  llvm::SetVector<Value> captured;
+  getUsedValuesDefinedAbove(op->getRegions(), captured);
+  return SmallVector<Value>(captured.begin(), captured.end());
+}
+
+void ScalarSweep::markDependent(Block &block) {
+  for (Operation &op : block.without_terminator()) {
+    SmallVector<Value> read(op.getOperands());
+    if (op.getNumRegions() != 0)
+      llvm::append_range(read, capturedValues(&op));
+    if (llvm::none_of(read, [&](Value v) { return dependent.contains(v); }))
       continue;
     for (Value r : op.getResults())
       if (isa<FloatType>(r.getType()))
-        sweep.dependent.insert(r);
+        dependent.insert(r);
+    for (Region &region : op.getRegions())
+      for (Block &inner : region)
+        markDependent(inner);
   }
+}
+
+LogicalResult ScalarSweep::sweep(Operation *last) {
+  for (Operation *op = last; op; op = op->getPrevNode()) {
+    Value g;
+    for (Value r : op->getResults())
+      if (Value adjoint = adjoints.lookup(r))
+        g = adjoint;
+    if (!g)
+      continue;
+    // An op that reads no dependent value (the target's producer when the
+    // target is a value of the body) passes nothing on.
+    SmallVector<Value> read(op->getOperands());
+    if (op->getNumRegions() != 0)
+      llvm::append_range(read, capturedValues(op));
+    if (llvm::none_of(read, [&](Value v) { return dependent.contains(v); }))
+      continue;
+    if (op->getNumResults() != 1 && !isa<scf::IfOp>(op))
+      return op->emitOpError("cannot be differentiated: it has ")
+             << op->getNumResults() << " results";
+    if (failed(visit(op, g)))
+      return failure();
+  }
+  return success();
+}
+
+LogicalResult ScalarSweep::visitIf(scf::IfOp op) {
+  // The dependent values the branches read from outside: the gradient's
+  // `scf.if` yields their adjoints.
+  SmallVector<Value> inputs;
+  for (Value v : capturedValues(op))
+    if (dependent.contains(v))
+      inputs.push_back(v);
+  if (inputs.empty())
+    return success();
+  SmallVector<Type> types = llvm::to_vector(
+      llvm::map_range(inputs, [](Value v) { return v.getType(); }));
+  Value condition = fwd(op.getCondition());
+  auto gradient = scf::IfOp::create(b, loc, types, condition,
+                                    /*withElseRegion=*/true);
+  for (auto [forward, backward] :
+       llvm::zip(op->getRegions(), gradient->getRegions())) {
+    Block &target = backward.front();
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(&target);
+    IRMapping branchMapping = mapping;
+    ScalarSweep branch(b, branchMapping, loc);
+    branch.dependent = dependent;
+    Operation *last = nullptr;
+    if (!forward.empty()) {
+      Block &source = forward.front();
+      for (Operation &inner : source.without_terminator())
+        last = b.clone(inner, branchMapping);
+      branch.markDependent(source);
+      Operation *yield = source.getTerminator();
+      for (auto [result, yielded] :
+           llvm::zip(op->getResults(), yield->getOperands()))
+        if (Value adjoint = adjoints.lookup(result))
+          branch.add(yielded, adjoint);
+      if (failed(branch.sweep(last ? source.getTerminator()->getPrevNode()
+                                   : nullptr)))
+        return failure();
+    }
+    SmallVector<Value> yielded;
+    for (Value input : inputs) {
+      Value adjoint = branch.adjoints.lookup(input);
+      yielded.push_back(adjoint ? adjoint
+                                : branch.constant(input.getType(), 0.0));
+    }
+    scf::YieldOp::create(b, loc, yielded);
+  }
+  for (auto [input, adjoint] : llvm::zip(inputs, gradient.getResults()))
+    add(input, adjoint);
+  return success();
+}
+
+FailureOr<Value> scalarDerivative(OpBuilder &b, Block &body,
+                                  IRMapping &mapping, Value seed,
+                                  Value seedAdjoint, Value target) {
+  Location loc = seedAdjoint.getLoc();
+  ScalarSweep sweep(b, mapping, loc);
+  // The float values that depend on `target` (also through the values an
+  // op's regions read).
+  sweep.dependent.insert(target);
+  sweep.markDependent(body);
   Type type = target.getType();
   if (!sweep.dependent.contains(seed))
     return sweep.constant(type, 0.0);
 
   sweep.adjoints[seed] = seedAdjoint;
   // The ops before the seed's producer, in reverse.
-  Operation *last = seed.getDefiningOp();
-  if (last) {
-    for (Operation *op = last; op; op = op->getPrevNode()) {
-      Value g;
-      for (Value r : op->getResults())
-        if (Value adjoint = sweep.adjoints.lookup(r))
-          g = adjoint;
-      if (!g)
-        continue;
-      if (op->getNumResults() != 1)
-        return op->emitOpError("cannot be differentiated: it has ")
-               << op->getNumResults() << " results";
-      if (failed(sweep.visit(op, g)))
-        return failure();
-    }
-  }
+  if (failed(sweep.sweep(seed.getDefiningOp())))
+    return failure();
   Value result = sweep.adjoints.lookup(target);
   return result ? result : sweep.constant(type, 0.0);
 }

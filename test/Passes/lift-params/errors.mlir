@@ -18,3 +18,12 @@ module {
     return
   }
 }
+
+// -----
+
+// Elided integers are data the model cannot run without.
+func.func @positions() -> tensor<1x512xi64> {
+  // expected-error @+1 {{soap-lift-params: the exporter elided the values of this integer constant ('tensor<1x512xi64>' = dense_resource<__elided__>); integers are data, not weights to initialise. Re-export the model with its constants, or pass elided-integers=iota to fill it with 0, 1, 2, ... along its last dimension (position ids) or elided-integers=zeros}}
+  %ids = arith.constant dense_resource<__elided__> : tensor<1x512xi64>
+  return %ids : tensor<1x512xi64>
+}
