@@ -99,6 +99,28 @@ LogicalResult prepareSimulation(ModuleOp module, const std::string &machineName,
   return success();
 }
 
+Operation *findTosaOp(Operation *root) {
+  Operation *found = nullptr;
+  root->walk([&](Operation *op) {
+    if (op->getName().getDialectNamespace() != "tosa")
+      return WalkResult::advance();
+    found = op;
+    return WalkResult::interrupt();
+  });
+  return found;
+}
+
+LogicalResult rejectTosa(Operation *root, StringRef pass) {
+  Operation *tosa = findTosaOp(root);
+  if (!tosa)
+    return success();
+  return tosa->emitError()
+         << pass << ": '" << tosa->getName()
+         << "' is TOSA; lower the model to linalg first: soap-opt "
+            "--pass-pipeline=\""
+         << kTosaToLinalgPipeline << "\" (docs/real-models.md)";
+}
+
 func::FuncOp findTargetFuncOp(ModuleOp module, StringRef funcName,
                               StringRef pass) {
   std::string error;
@@ -108,9 +130,13 @@ func::FuncOp findTargetFuncOp(ModuleOp module, StringRef funcName,
     return {};
   }
   auto function = dyn_cast<func::FuncOp>(target.getOperation());
-  if (!function)
+  if (!function) {
     target.emitError() << pass << " works on func.func, not '"
                        << target->getName() << "'";
+    return {};
+  }
+  if (failed(rejectTosa(function, pass)) || failed(inlineCalls(function, pass)))
+    return {};
   return function;
 }
 

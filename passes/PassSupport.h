@@ -21,10 +21,24 @@ std::optional<BuiltOpGraph> buildModuleGraph(mlir::ModuleOp module,
                                              llvm::StringRef funcName);
 
 /// The func.func a rewriting pass works on (findTargetFunction's choice),
-/// or null after an error prefixed with `pass` was emitted.
+/// with the calls it makes to functions of the module inlined into it
+/// (inlineCalls), or null after an error prefixed with `pass` was emitted.
 mlir::func::FuncOp findTargetFuncOp(mlir::ModuleOp module,
                                     llvm::StringRef funcName,
                                     llvm::StringRef pass);
+
+/// The upstream pipeline that lowers TOSA to the linalg, tensor and arith
+/// ops SOAP works on, as a --pass-pipeline argument.
+inline constexpr llvm::StringLiteral kTosaToLinalgPipeline =
+    "builtin.module(tosa-to-linalg-pipeline,func.func(tosa-to-tensor,"
+    "tosa-to-arith,convert-elementwise-to-linalg),canonicalize)";
+
+/// The first TOSA op in `root`, if any.
+mlir::Operation *findTosaOp(mlir::Operation *root);
+
+/// Fails, after an error on the first TOSA op in `root` that says how to
+/// lower TOSA first, when `root` holds TOSA ops.
+mlir::LogicalResult rejectTosa(mlir::Operation *root, llvm::StringRef pass);
 
 /// `name` as a file, else as a machine in SOAP's machines/ folder (with or
 /// without ".json"), restricted to `devices` devices when positive.

@@ -232,7 +232,19 @@ def SoapTrainingStep : Pass<"soap-training-step", "mlir::ModuleOp"> {
     `loss=softmax-xent` appends the mean softmax cross-entropy of the
     logits it returns ([batch, classes]) against an i64 labels argument
     ([batch], `soap.range` = classes), `loss=mse` the mean squared error
-    against a float labels argument shaped like the output.
+    against a float labels argument shaped like the output. Both sum in
+    two levels (partial sums over the trailing dimensions, then their sum),
+    so the f32 loss of a large output stays close to its f64 value.
+
+    A function that returns several values (MobileBERT's start and end
+    logits) needs `result=K`: the loss applies to result K and the others
+    are dropped. `result=all` applies the loss to every result and sums the
+    losses; each result then gets its own labels argument, named
+    `labels.K`. With `loss=none`, `result=` picks the scalar loss (or sums
+    the scalars).
+
+    Calls to functions of the module (helpers an exporter emits, as JAX
+    does) are inlined into the loss function first.
 
     Gradients are computed by reverse-mode automatic differentiation over
     the ops (docs/training-step.md): linalg.generic through its body's
@@ -268,6 +280,8 @@ def SoapTrainingStep : Pass<"soap-training-step", "mlir::ModuleOp"> {
            "Loss appended to the function's output: none, softmax-xent, mse">,
     Option<"funcName", "func", "std::string", /*default=*/"\"\"",
            "Loss function (default: the one with {soap.param} arguments)">,
+    Option<"result", "result", "std::string", /*default=*/"\"\"",
+           "The result the loss applies to when the function returns several: a number, or all (the losses of all results summed)">,
   ];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::linalg::LinalgDialect",
@@ -480,17 +494,39 @@ def SoapSetBatch : Pass<"soap-set-batch", "mlir::ModuleOp"> {
     B*k becomes N*k), and slices, pads and concatenations that keep the
     dimension whole. The function's result types follow.
 
+    What no input reaches (constants, parameters and what is computed
+    from them alone, such as position ids sliced from a `tensor<1x512xi64>`)
+    and has size 1 where a batch loop reads it stays size 1 and is read at
+    index 0 by every sample. Splat constants shaped by the batch are
+    rebuilt at the new shape. A `{soap.param}` argument never changes its
+    shape: a model that ties one to the batch gets an error naming it.
+    Float constants that count the elements a reduction over the batch
+    sums (a mean written as `sum / 120.0`, or `sum * (1/64)`) are reported
+    with a warning: they keep their value, unless `rescale-means=1`, which
+    rewrites them to the count at the new batch (found by value, so a
+    coincidence is possible: each rewrite is reported with a remark).
+
+    Calls to the function are inlined into it first, and callers (a
+    printing `@main`) repeat their one sample over the new batch and read
+    the first sample of each result; callers at a larger batch call a copy
+    of the function at its old batch (`@NAME_batchB`). TOSA input is refused with the
+    pipeline that lowers it.
+
     An op that uses a batch dimension in a way that cannot be resized (a
-    partial slice of it, a constant shaped by it, an op the pass does not
-    know) gets an error naming it, and the module is left unchanged.
+    partial slice of it, a constant shaped by it that is not a splat, an op
+    the pass does not know) gets an error naming it.
   }];
   let options = [
     Option<"batch", "batch", "int64_t", /*default=*/"0",
            "The new batch size">,
     Option<"funcName", "func", "std::string", /*default=*/"\"\"",
-           "Function to rewrite (default: the only function with a body)">,
+           "Function to rewrite (default: the only function with a body, else the one no other function calls)">,
+    Option<"rescaleMeans", "rescale-means", "bool", /*default=*/"false",
+           "Rewrite the constants that count the elements of a mean over the batch to the new count">,
   ];
-  let dependentDialects = ["::soap::SoapDialect"];
+  let dependentDialects = ["::soap::SoapDialect",
+                           "::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect"];
 }
 
 def SoapPartition : Pass<"soap-partition", "mlir::ModuleOp"> {

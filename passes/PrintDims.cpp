@@ -1,5 +1,6 @@
 //===- PrintDims.cpp - report how each op can be partitioned --------------===//
 
+#include "PassSupport.h"
 #include "soap/Dialect/DimensionKinds.h"
 #include "soap/Dialect/Registration.h"
 #include "soap/Passes/Passes.h"
@@ -31,6 +32,13 @@ struct SoapPrintDimsPass
   using Base::Base;
 
   void runOnOperation() override {
+    // TOSA ops are not partitionable as they are: say how to lower them
+    // before the remarks that call each one replicated.
+    if (Operation *tosa = findTosaOp(getOperation()))
+      tosa->emitWarning()
+          << "soap-print-dims: the module is TOSA, which SOAP partitions "
+             "after lowering it to linalg: soap-opt --pass-pipeline=\""
+          << kTosaToLinalgPipeline << "\"";
     DimensionKindAnalysis analysis(getOperation());
     getOperation().walk([&](Operation *op) {
       if (auto partitionable = dyn_cast<PartitionableOpInterface>(op)) {

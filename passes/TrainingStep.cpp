@@ -5,8 +5,10 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "PassSupport.h"
 #include "soap/Autodiff/TrainingStep.h"
 #include "soap/Passes/Passes.h"
+#include "soap/graph/OpGraphBuilder.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -55,6 +57,14 @@ struct SoapTrainingStepPass
              "non-negative";
       return signalPassFailure();
     }
+    std::optional<autodiff::LossResults> results =
+        autodiff::parseLossResults(result);
+    if (!results) {
+      module.emitError() << "bad result='" << result
+                         << "' (expected a result number or all)";
+      return signalPassFailure();
+    }
+    options.results = *results;
     options.optimizer = *optimizerKind;
     options.loss = *lossKind;
     options.learningRate = learningRate;
@@ -64,9 +74,12 @@ struct SoapTrainingStepPass
     options.epsilon = epsilon;
     options.weightDecay = weightDecay;
 
+    if (failed(rejectTosa(module, "soap-training-step")))
+      return signalPassFailure();
     FailureOr<func::FuncOp> lossFunction =
         autodiff::findLossFunction(module, funcName);
-    if (failed(lossFunction))
+    if (failed(lossFunction) ||
+        failed(inlineCalls(*lossFunction, "soap-training-step")))
       return signalPassFailure();
     FailureOr<func::FuncOp> step =
         autodiff::buildTrainingStep(*lossFunction, options);

@@ -33,6 +33,132 @@ static Value floatConstant(OpBuilder &b, Location loc, Type type,
   return arith::ConstantOp::create(b, loc, type, b.getFloatAttr(type, value));
 }
 
+namespace {
+
+/// How to sum the elements of a tensor in two levels: the shape to view it
+/// as (its last dimension split in two when that balances the levels
+/// better) and how many leading dimensions the second level sums (0: one
+/// level).
+struct Blocking {
+  SmallVector<int64_t> shape;
+  unsigned outer = 0;
+};
+
+} // namespace
+
+/// The cost of summing `shape` in two levels split after `outer` leading
+/// dimensions: the longer of the two accumulations, which bounds how f32
+/// rounding error grows.
+static int64_t bestSplit(ArrayRef<int64_t> shape, unsigned &outer) {
+  int64_t total = 1;
+  for (int64_t size : shape)
+    total *= size;
+  int64_t best = total, leading = 1;
+  outer = 0;
+  for (unsigned k = 1; k < shape.size(); ++k) {
+    leading *= shape[k - 1];
+    int64_t cost = std::max(leading, total / leading);
+    if (cost < best) {
+      best = cost;
+      outer = k;
+    }
+  }
+  return best;
+}
+
+/// Rank 1 stays whole: its one dimension is the batch, which
+/// --soap-set-batch and --soap-partition resize.
+static Blocking chooseBlocking(ArrayRef<int64_t> shape) {
+  Blocking result;
+  result.shape.assign(shape.begin(), shape.end());
+  int64_t cost = bestSplit(shape, result.outer);
+  if (shape.size() < 2)
+    return result;
+  int64_t last = shape.back();
+  for (int64_t d = 2; d * d <= last; ++d) {
+    if (last % d != 0)
+      continue;
+    for (int64_t inner : {d, last / d}) {
+      SmallVector<int64_t> split(shape.drop_back());
+      split.push_back(last / inner);
+      split.push_back(inner);
+      unsigned outer;
+      int64_t splitCost = bestSplit(split, outer);
+      if (splitCost < cost) {
+        cost = splitCost;
+        result = {split, outer};
+      }
+    }
+  }
+  return result;
+}
+
+/// The sum over every element of `term(elements of inputs)`, as a rank-0
+/// tensor. The inputs share one static shape. A long f32 accumulation
+/// loses accuracy linearly with its length, so the sum runs in two
+/// levels of about the square root of the element count each: partial
+/// sums over the trailing dimensions, then their sum. Both levels are
+/// linalg.generic reductions, which autodiff and the partitioner handle
+/// like the model's own.
+static Value blockedSum(
+    OpBuilder &b, Location loc, ValueRange inputs, Type element,
+    function_ref<Value(OpBuilder &, Location, ValueRange)> term) {
+  auto type = cast<RankedTensorType>(inputs.front().getType());
+  Blocking blocking = chooseBlocking(type.getShape());
+  SmallVector<Value> viewed(inputs);
+  int64_t rank = blocking.shape.size();
+  if (rank != type.getRank()) {
+    SmallVector<ReassociationIndices> groups;
+    for (int64_t d = 0; d + 2 < rank; ++d)
+      groups.push_back({d});
+    groups.push_back({rank - 2, rank - 1});
+    for (Value &input : viewed) {
+      auto inputType = cast<RankedTensorType>(input.getType());
+      input = tensor::ExpandShapeOp::create(
+          b, loc, inputType.clone(blocking.shape), input, groups);
+    }
+  }
+  MLIRContext *context = b.getContext();
+  AffineMap full = b.getMultiDimIdentityMap(rank);
+  unsigned outer = blocking.outer;
+  SmallVector<AffineMap> maps(viewed.size(), full);
+  maps.push_back(outer == 0 ? AffineMap::get(rank, 0, {}, context)
+                            : full.getMajorSubMap(outer));
+  SmallVector<utils::IteratorType> iterators(rank,
+                                             utils::IteratorType::reduction);
+  for (unsigned d = 0; d < outer; ++d)
+    iterators[d] = utils::IteratorType::parallel;
+  ArrayRef<int64_t> outerShape = ArrayRef<int64_t>(blocking.shape).take_front(outer);
+  Value init = filledTensor(b, loc, outerShape, element, 0.0);
+  Value partial =
+      linalg::GenericOp::create(
+          b, loc, TypeRange{RankedTensorType::get(outerShape, element)},
+          viewed, ValueRange{init}, maps, iterators,
+          [&](OpBuilder &nb, Location l, ValueRange args) {
+            Value value = term(nb, l, args.drop_back());
+            linalg::YieldOp::create(
+                nb, l,
+                arith::AddFOp::create(nb, l, args.back(), value).getResult());
+          })
+          .getResult(0);
+  if (outer == 0)
+    return partial;
+  Value scalarInit = filledTensor(b, loc, {}, element, 0.0);
+  return linalg::GenericOp::create(
+             b, loc, TypeRange{RankedTensorType::get({}, element)},
+             ValueRange{partial}, ValueRange{scalarInit},
+             ArrayRef<AffineMap>{b.getMultiDimIdentityMap(outer),
+                                 AffineMap::get(outer, 0, {}, context)},
+             SmallVector<utils::IteratorType>(outer,
+                                              utils::IteratorType::reduction),
+             [](OpBuilder &nb, Location l, ValueRange args) {
+               linalg::YieldOp::create(
+                   nb, l,
+                   arith::AddFOp::create(nb, l, args[1], args[0]).getResult());
+             })
+      .getResult(0);
+}
+
 Value buildSoftmaxCrossEntropy(OpBuilder &b, Location loc, Value logits,
                                Value labels) {
   auto type = cast<RankedTensorType>(logits.getType());
@@ -42,9 +168,7 @@ Value buildSoftmaxCrossEntropy(OpBuilder &b, Location loc, Value logits,
   int64_t rows = 1;
   for (int64_t size : rowShape)
     rows *= size;
-  MLIRContext *context = b.getContext();
   AffineMap full = b.getMultiDimIdentityMap(rank);
-  AffineMap row = AffineMap::getMultiDimIdentityMap(rank - 1, context);
   AffineMap rowOfFull = full.getMajorSubMap(rank - 1);
   SmallVector<utils::IteratorType> reduceLast(rank,
                                               utils::IteratorType::parallel);
@@ -98,51 +222,48 @@ Value buildSoftmaxCrossEntropy(OpBuilder &b, Location loc, Value logits,
           })
           .getResult(0);
   // log(sum) + max - picked, averaged over the rows
-  SmallVector<utils::IteratorType> allReduce(rank - 1,
-                                             utils::IteratorType::reduction);
-  Value lossInit = filledTensor(b, loc, {}, element, 0.0);
-  AffineMap toScalar = AffineMap::get(rank - 1, 0, {}, context);
   double scale = 1.0 / static_cast<double>(rows);
-  return linalg::GenericOp::create(
-             b, loc, TypeRange{RankedTensorType::get({}, element)},
-             ValueRange{sum, maximum, picked}, ValueRange{lossInit},
-             ArrayRef<AffineMap>{row, row, row, toScalar}, allReduce,
-             [&](OpBuilder &nb, Location l, ValueRange args) {
-               Value log = math::LogOp::create(nb, l, args[0]);
-               Value value = arith::AddFOp::create(nb, l, log, args[1]);
-               value = arith::SubFOp::create(nb, l, value, args[2]);
-               Value factor = floatConstant(nb, l, value.getType(), scale);
-               value = arith::MulFOp::create(nb, l, value, factor);
-               linalg::YieldOp::create(
-                   nb, l,
-                   arith::AddFOp::create(nb, l, args[3], value).getResult());
-             })
-      .getResult(0);
+  return blockedSum(b, loc, ValueRange{sum, maximum, picked}, element,
+                    [&](OpBuilder &nb, Location l, ValueRange args) {
+                      Value log = math::LogOp::create(nb, l, args[0]);
+                      Value value = arith::AddFOp::create(nb, l, log, args[1]);
+                      value = arith::SubFOp::create(nb, l, value, args[2]);
+                      Value factor =
+                          floatConstant(nb, l, value.getType(), scale);
+                      return arith::MulFOp::create(nb, l, value, factor)
+                          .getResult();
+                    });
 }
 
 Value buildMeanSquaredError(OpBuilder &b, Location loc, Value output,
                             Value labels) {
   auto type = cast<RankedTensorType>(output.getType());
-  Type element = type.getElementType();
-  int64_t rank = type.getRank();
-  AffineMap full = b.getMultiDimIdentityMap(rank);
-  AffineMap toScalar = AffineMap::get(rank, 0, {}, b.getContext());
   double scale = 1.0 / static_cast<double>(type.getNumElements());
-  Value init = filledTensor(b, loc, {}, element, 0.0);
+  return blockedSum(b, loc, ValueRange{output, labels}, type.getElementType(),
+                    [&](OpBuilder &nb, Location l, ValueRange args) {
+                      Value diff =
+                          arith::SubFOp::create(nb, l, args[0], args[1]);
+                      Value square = arith::MulFOp::create(nb, l, diff, diff);
+                      Value factor =
+                          floatConstant(nb, l, diff.getType(), scale);
+                      return arith::MulFOp::create(nb, l, square, factor)
+                          .getResult();
+                    });
+}
+
+Value addScalars(OpBuilder &b, Location loc, Value lhs, Value rhs) {
+  auto type = cast<RankedTensorType>(lhs.getType());
+  Value init = tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{},
+                                       type.getElementType());
+  AffineMap scalar = AffineMap::get(0, 0, {}, b.getContext());
   return linalg::GenericOp::create(
-             b, loc, TypeRange{RankedTensorType::get({}, element)},
-             ValueRange{output, labels}, ValueRange{init},
-             ArrayRef<AffineMap>{full, full, toScalar},
-             SmallVector<utils::IteratorType>(rank,
-                                              utils::IteratorType::reduction),
-             [&](OpBuilder &nb, Location l, ValueRange args) {
-               Value diff = arith::SubFOp::create(nb, l, args[0], args[1]);
-               Value square = arith::MulFOp::create(nb, l, diff, diff);
-               Value factor = floatConstant(nb, l, diff.getType(), scale);
-               Value value = arith::MulFOp::create(nb, l, square, factor);
+             b, loc, TypeRange{type}, ValueRange{lhs, rhs}, ValueRange{init},
+             ArrayRef<AffineMap>{scalar, scalar, scalar},
+             ArrayRef<utils::IteratorType>{},
+             [](OpBuilder &nb, Location l, ValueRange args) {
                linalg::YieldOp::create(
                    nb, l,
-                   arith::AddFOp::create(nb, l, args[2], value).getResult());
+                   arith::AddFOp::create(nb, l, args[0], args[1]).getResult());
              })
       .getResult(0);
 }

@@ -20,6 +20,10 @@ mlir::Value buildSoftmaxCrossEntropy(mlir::OpBuilder &b, mlir::Location loc,
 mlir::Value buildMeanSquaredError(mlir::OpBuilder &b, mlir::Location loc,
                                   mlir::Value output, mlir::Value labels);
 
+/// `lhs + rhs` of two rank-0 tensors (the losses of several results).
+mlir::Value addScalars(mlir::OpBuilder &b, mlir::Location loc, mlir::Value lhs,
+                       mlir::Value rhs);
+
 } // namespace soap::autodiff
 
 #endif // SOAP_LIB_AUTODIFF_LOSSFUNCTIONS_H

@@ -10,6 +10,7 @@
 #include "GradientBuilder.h"
 
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
@@ -25,7 +26,11 @@ LogicalResult differentiateTensorOp(GradientBuilder &g, Operation *op) {
         if (g.isActive(pad.getConstantPaddingValue()))
           return pad.emitOpError("cannot be differentiated: the padding "
                                  "value depends on the parameters");
-        if (!pad.getLow().empty() || !pad.getHigh().empty() ||
+        // Padding given by constant index values (IREE writes
+        // `low[%c0, %c1, %c0]`) is as static as the attribute form.
+        std::optional<SmallVector<int64_t>> low =
+            getConstantIntValues(pad.getMixedLowPad());
+        if (!low || !getConstantIntValues(pad.getMixedHighPad()) ||
             !pad.getSourceType().hasStaticShape())
           return pad.emitOpError(
               "cannot be differentiated: only static padding is supported");
@@ -34,8 +39,8 @@ LogicalResult differentiateTensorOp(GradientBuilder &g, Operation *op) {
         ArrayRef<int64_t> sizes = pad.getSourceType().getShape();
         SmallVector<int64_t> strides(sizes.size(), 1);
         g.accumulate(loc, pad.getSource(),
-                     g.slice(loc, g.adjoint(pad.getResult()),
-                             pad.getStaticLow(), sizes, strides));
+                     g.slice(loc, g.adjoint(pad.getResult()), *low, sizes,
+                             strides));
         return success();
       })
       .Case([&](tensor::ExtractSliceOp slice) {

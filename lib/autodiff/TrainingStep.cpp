@@ -46,6 +46,22 @@ std::optional<OptimizerKind> parseOptimizerKind(llvm::StringRef name) {
       .Default(std::nullopt);
 }
 
+std::optional<LossResults> parseLossResults(llvm::StringRef text) {
+  LossResults results;
+  text = text.trim();
+  if (text.empty())
+    return results;
+  if (text == "all") {
+    results.all = true;
+    return results;
+  }
+  unsigned index;
+  if (text.getAsInteger(10, index))
+    return std::nullopt;
+  results.index = index;
+  return results;
+}
+
 static bool hasParams(func::FuncOp function) {
   for (unsigned i = 0, e = function.getNumArguments(); i < e; ++i)
     if (function.getArgAttr(i, kParamAttr))
@@ -97,12 +113,22 @@ struct ArgInfo {
   SmallVector<NamedAttribute> extraAttrs;
 };
 
+/// A labels argument the loss appends, for one result.
+struct AppendedLabels {
+  RankedTensorType type;
+  /// The number of classes (softmax-xent), else 0.
+  int64_t range = 0;
+  std::string name;
+};
+
 /// Everything the loss function's signature implies.
 struct Signature {
   SmallVector<ArgInfo> args;
-  /// The type of the labels argument the loss appends (null: none).
-  RankedTensorType appendedLabels;
-  int64_t appendedRange = 0;
+  /// The results the loss applies to (their losses are summed).
+  SmallVector<unsigned> lossResults;
+  /// The labels arguments the loss appends, one per loss result (none for
+  /// loss=none).
+  SmallVector<AppendedLabels> appendedLabels;
 };
 
 } // namespace
@@ -117,7 +143,8 @@ static std::string argumentName(func::FuncOp function, unsigned index) {
 }
 
 static FailureOr<Signature> analyzeSignature(func::FuncOp function,
-                                             LossKind loss) {
+                                             LossKind loss,
+                                             LossResults selection) {
   Signature signature;
   for (unsigned i = 0, e = function.getNumArguments(); i < e; ++i) {
     ArgInfo info;
@@ -156,59 +183,88 @@ static FailureOr<Signature> analyzeSignature(func::FuncOp function,
   }
 
   ArrayRef<Type> results = function.getResultTypes();
-  if (results.size() != 1) {
-    function.emitError() << "the loss function must return one value, not "
-                         << results.size();
+  if (results.empty()) {
+    function.emitError() << "the loss function returns nothing";
     return failure();
   }
-  auto output = dyn_cast<RankedTensorType>(results[0]);
-  if (!output || !isa<FloatType>(output.getElementType()) ||
-      !output.hasStaticShape()) {
-    function.emitError() << "the loss function must return a static float "
-                            "tensor, not "
-                         << results[0];
+  if (selection.all) {
+    for (unsigned i = 0; i < results.size(); ++i)
+      signature.lossResults.push_back(i);
+  } else if (selection.index) {
+    if (*selection.index >= results.size()) {
+      function.emitError() << "result=" << *selection.index
+                           << " is out of range: the function returns "
+                           << results.size() << " values";
+      return failure();
+    }
+    signature.lossResults.push_back(*selection.index);
+  } else if (results.size() == 1) {
+    signature.lossResults.push_back(0);
+  } else {
+    function.emitError() << "the function returns " << results.size()
+                         << " values; choose the one the loss applies to "
+                            "with result=K (0 to "
+                         << results.size() - 1
+                         << "), or sum the loss over all of them with "
+                            "result=all";
     return failure();
   }
-  switch (loss) {
-  case LossKind::None:
-    if (output.getRank() != 0) {
-      function.emitError()
-          << "the function returns " << output
-          << ", not a scalar loss; append one with loss=softmax-xent or "
-             "loss=mse";
+  bool several = signature.lossResults.size() > 1;
+  for (unsigned index : signature.lossResults) {
+    std::string which =
+        results.size() > 1 ? "result " + std::to_string(index) : "the function";
+    auto output = dyn_cast<RankedTensorType>(results[index]);
+    if (!output || !isa<FloatType>(output.getElementType()) ||
+        !output.hasStaticShape()) {
+      function.emitError() << "the loss applies to " << which
+                           << ", which must be a static float tensor, not "
+                           << results[index];
       return failure();
     }
-    break;
-  case LossKind::SoftmaxCrossEntropy: {
-    if (output.getRank() < 2) {
-      function.emitError() << "loss=softmax-xent needs logits [batch, "
-                              "classes], but the function returns "
-                           << output;
-      return failure();
+    std::string labels =
+        several ? "labels." + std::to_string(index) : std::string("labels");
+    switch (loss) {
+    case LossKind::None:
+      if (output.getRank() != 0) {
+        function.emitError()
+            << which << " returns " << output
+            << ", not a scalar loss; append one with loss=softmax-xent or "
+               "loss=mse";
+        return failure();
+      }
+      break;
+    case LossKind::SoftmaxCrossEntropy:
+      if (output.getRank() < 2) {
+        function.emitError() << "loss=softmax-xent needs logits [batch, "
+                                "classes], but "
+                             << which << " returns " << output;
+        return failure();
+      }
+      signature.appendedLabels.push_back(
+          {RankedTensorType::get(output.getShape().drop_back(),
+                                 IntegerType::get(function.getContext(), 64)),
+           output.getShape().back(), labels});
+      break;
+    case LossKind::MeanSquaredError:
+      if (output.getRank() == 0) {
+        function.emitError() << "loss=mse needs a tensor output, but "
+                             << which << " returns a scalar";
+        return failure();
+      }
+      signature.appendedLabels.push_back({output, 0, labels});
+      break;
     }
-    signature.appendedLabels = RankedTensorType::get(
-        output.getShape().drop_back(),
-        IntegerType::get(function.getContext(), 64));
-    signature.appendedRange = output.getShape().back();
-    break;
-  }
-  case LossKind::MeanSquaredError:
-    if (output.getRank() == 0) {
-      function.emitError() << "loss=mse needs a tensor output, but the "
-                              "function returns a scalar";
-      return failure();
-    }
-    signature.appendedLabels = output;
-    break;
   }
   return signature;
 }
 
 /// Clones the body of `function` at the builder's insertion point with its
-/// arguments replaced by `args`, and appends the loss; returns the loss.
+/// arguments replaced by `args`, and appends the loss of each result in
+/// `lossResults` (against its labels); returns their sum.
 static FailureOr<Value> emitForward(OpBuilder &b, func::FuncOp function,
-                                    ValueRange args, Value labels,
-                                    LossKind loss) {
+                                    ValueRange args,
+                                    ArrayRef<unsigned> lossResults,
+                                    ValueRange labels, LossKind loss) {
   if (!function.getBody().hasOneBlock()) {
     function.emitError() << "the loss function must have a single block";
     return failure();
@@ -218,17 +274,18 @@ static FailureOr<Value> emitForward(OpBuilder &b, func::FuncOp function,
   mapping.map(body.getArguments(), args);
   for (Operation &op : body.without_terminator())
     b.clone(op, mapping);
-  Value output = mapping.lookup(body.getTerminator()->getOperand(0));
   Location loc = function.getLoc();
-  switch (loss) {
-  case LossKind::None:
-    return output;
-  case LossKind::SoftmaxCrossEntropy:
-    return buildSoftmaxCrossEntropy(b, loc, output, labels);
-  case LossKind::MeanSquaredError:
-    return buildMeanSquaredError(b, loc, output, labels);
+  Value total;
+  for (auto [i, index] : llvm::enumerate(lossResults)) {
+    Value output = mapping.lookup(body.getTerminator()->getOperand(index));
+    Value value = output;
+    if (loss == LossKind::SoftmaxCrossEntropy)
+      value = buildSoftmaxCrossEntropy(b, loc, output, labels[i]);
+    else if (loss == LossKind::MeanSquaredError)
+      value = buildMeanSquaredError(b, loc, output, labels[i]);
+    total = total ? addScalars(b, loc, total, value) : value;
   }
-  return output;
+  return total;
 }
 
 /// A unique symbol name based on `name` in the module of `function`.
@@ -244,13 +301,15 @@ static LogicalResult checkFreeName(func::FuncOp function, StringRef name) {
 
 FailureOr<func::FuncOp> buildGradientFunction(func::FuncOp lossFunction,
                                               LossKind loss, StringRef name,
-                                              bool withGradients) {
-  FailureOr<Signature> signature = analyzeSignature(lossFunction, loss);
+                                              bool withGradients,
+                                              LossResults results) {
+  FailureOr<Signature> signature =
+      analyzeSignature(lossFunction, loss, results);
   if (failed(signature) || failed(checkFreeName(lossFunction, name)))
     return failure();
   SmallVector<Type> argTypes(lossFunction.getArgumentTypes());
-  if (signature->appendedLabels)
-    argTypes.push_back(signature->appendedLabels);
+  for (const AppendedLabels &labels : signature->appendedLabels)
+    argTypes.push_back(labels.type);
 
   OpBuilder b(lossFunction);
   b.setInsertionPointAfter(lossFunction);
@@ -260,16 +319,15 @@ FailureOr<func::FuncOp> buildGradientFunction(func::FuncOp lossFunction,
   Block *entry = function.addEntryBlock();
   b.setInsertionPointToStart(entry);
   ValueRange args = entry->getArguments();
-  Value labels = signature->appendedLabels ? args.back() : Value();
+  unsigned numArgs = lossFunction.getNumArguments();
   FailureOr<Value> lossValue =
-      emitForward(b, lossFunction,
-                  args.take_front(lossFunction.getNumArguments()), labels,
-                  loss);
+      emitForward(b, lossFunction, args.take_front(numArgs),
+                  signature->lossResults, args.drop_front(numArgs), loss);
   if (failed(lossValue)) {
     function.erase();
     return failure();
   }
-  SmallVector<Value> results = {*lossValue};
+  SmallVector<Value> returned = {*lossValue};
   if (withGradients) {
     SmallVector<Value> params;
     for (const ArgInfo &info : signature->args)
@@ -281,10 +339,11 @@ FailureOr<func::FuncOp> buildGradientFunction(func::FuncOp lossFunction,
       function.erase();
       return failure();
     }
-    results.append(*gradients);
+    returned.append(*gradients);
   }
-  func::ReturnOp::create(b, loc, results);
-  function.setType(b.getFunctionType(argTypes, ValueRange(results).getTypes()));
+  func::ReturnOp::create(b, loc, returned);
+  function.setType(
+      b.getFunctionType(argTypes, ValueRange(returned).getTypes()));
   return function;
 }
 
@@ -491,7 +550,7 @@ FailureOr<func::FuncOp> buildTrainingStep(func::FuncOp lossFunction,
                                           const TrainingStepOptions &options) {
   MLIRContext *context = lossFunction.getContext();
   FailureOr<Signature> signature =
-      analyzeSignature(lossFunction, options.loss);
+      analyzeSignature(lossFunction, options.loss, options.results);
   if (failed(signature) || failed(checkFreeName(lossFunction, "train_step")))
     return failure();
   SmallVector<const ArgInfo *> params, inputs, labels;
@@ -546,12 +605,12 @@ FailureOr<func::FuncOp> buildTrainingStep(func::FuncOp lossFunction,
   for (const ArgInfo *info : labels)
     addArg(lossFunction.getArgumentTypes()[info->index], "label", info->name,
            info->extraAttrs);
-  if (signature->appendedLabels) {
+  for (const AppendedLabels &labels : signature->appendedLabels) {
     SmallVector<NamedAttribute> extra;
-    if (signature->appendedRange)
-      extra.push_back(b.getNamedAttr(
-          kRangeAttr, b.getI64IntegerAttr(signature->appendedRange)));
-    addArg(signature->appendedLabels, "label", "labels", extra);
+    if (labels.range)
+      extra.push_back(
+          b.getNamedAttr(kRangeAttr, b.getI64IntegerAttr(labels.range)));
+    addArg(labels.type, "label", labels.name, extra);
   }
 
   b.setInsertionPointAfter(lossFunction);
@@ -576,11 +635,11 @@ FailureOr<func::FuncOp> buildTrainingStep(func::FuncOp lossFunction,
     lossArgs[info->index] = entry->getArgument(next++);
   for (const ArgInfo *info : labels)
     lossArgs[info->index] = entry->getArgument(next++);
-  Value appendedLabels =
-      signature->appendedLabels ? entry->getArgument(next++) : Value();
+  ValueRange appendedLabels = entry->getArguments().drop_front(next);
 
   FailureOr<Value> lossValue =
-      emitForward(b, lossFunction, lossArgs, appendedLabels, options.loss);
+      emitForward(b, lossFunction, lossArgs, signature->lossResults,
+                  appendedLabels, options.loss);
   FailureOr<SmallVector<Value>> gradients =
       succeeded(lossValue) ? buildGradients(b, *lossValue, paramValues)
                            : FailureOr<SmallVector<Value>>(failure());

@@ -10,6 +10,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/BuiltinTypes.h"
+#include "mlir/Interfaces/CallInterfaces.h"
 #include "llvm/Support/raw_ostream.h"
 
 using namespace mlir;
@@ -253,11 +254,35 @@ static bool hasParams(FunctionOpInterface func) {
   return false;
 }
 
+/// True when `func` takes or returns something: `@main() -> ()` drivers
+/// that call a model and print its result are not models.
+static bool hasInterface(FunctionOpInterface func) {
+  return func.getNumArguments() != 0 || func.getNumResults() != 0;
+}
+
+/// The entry points among `candidates`: those no other candidate calls.
+/// Helper functions a model calls (JAX's `@selu`, `@_mse`) are not entries.
+static SmallVector<FunctionOpInterface>
+uncalled(Operation *module, ArrayRef<FunctionOpInterface> candidates) {
+  llvm::DenseSet<StringRef> called;
+  for (FunctionOpInterface caller : candidates)
+    caller->walk([&](CallOpInterface call) {
+      if (auto symbol =
+              dyn_cast<SymbolRefAttr>(call.getCallableForCallee()))
+        if (symbol.getRootReference() != caller.getNameAttr())
+          called.insert(symbol.getRootReference().getValue());
+    });
+  SmallVector<FunctionOpInterface> entries;
+  for (FunctionOpInterface func : candidates)
+    if (!called.contains(func.getName()))
+      entries.push_back(func);
+  return entries;
+}
+
 FunctionOpInterface findTargetFunction(Operation *module, StringRef name,
                                        std::string &error) {
   FunctionOpInterface found;
-  unsigned withBody = 0;
-  SmallVector<FunctionOpInterface> withParams;
+  SmallVector<FunctionOpInterface> withBody, withParams;
   module->walk([&](FunctionOpInterface func) {
     if (func.isExternal())
       return;
@@ -266,26 +291,46 @@ FunctionOpInterface findTargetFunction(Operation *module, StringRef name,
         found = func;
       return;
     }
-    ++withBody;
-    found = func;
+    withBody.push_back(func);
     if (hasParams(func))
       withParams.push_back(func);
   });
+  if (!name.empty()) {
+    if (!found)
+      error = ("no function named '" + name + "' with a body").str();
+    return found;
+  }
+  if (withBody.empty()) {
+    error = "the module has no function with a body";
+    return {};
+  }
+  if (withBody.size() == 1)
+    return withBody.front();
   // Several functions, one model: the one whose arguments are marked
   // {soap.param} (a loss function beside the @train_step made from it).
-  if (name.empty() && withBody > 1 && withParams.size() == 1)
+  if (withParams.size() == 1)
     return withParams.front();
-  if (!name.empty() && !found)
-    error = ("no function named '" + name + "' with a body").str();
-  else if (name.empty() && withBody == 0)
-    error = "the module has no function with a body";
-  else if (name.empty() && withBody > 1)
-    error = "the module has " + std::to_string(withBody) +
-            " functions" +
-            (withParams.size() > 1 ? " with {soap.param} arguments" : "") +
-            "; name one with func=NAME";
-  else
-    return found;
+  if (withParams.size() > 1) {
+    error = "the module has " + std::to_string(withParams.size()) +
+            " functions with {soap.param} arguments; name one with func=NAME";
+    return {};
+  }
+  // Else the one function that takes or returns something and that no
+  // other such function calls: the model, beside its helpers and a
+  // printing @main.
+  SmallVector<FunctionOpInterface> models;
+  for (FunctionOpInterface func : withBody)
+    if (hasInterface(func))
+      models.push_back(func);
+  SmallVector<FunctionOpInterface> entries = uncalled(module, models);
+  if (entries.size() == 1)
+    return entries.front();
+  std::string names;
+  for (FunctionOpInterface func : entries.empty() ? withBody : entries)
+    names += (names.empty() ? "@" : ", @") + func.getName().str();
+  error = "the module has " + std::to_string(withBody.size()) +
+          " functions and no single entry (" + names +
+          "); name one with func=NAME";
   return {};
 }
 

@@ -4,8 +4,10 @@
 
 #include "soap/Dialect/SoapDialect.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/Transforms/RegionUtils.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Verifier.h"
 #include "llvm/ADT/SmallBitVector.h"
@@ -41,17 +43,59 @@ static unsigned sliceToFull(const llvm::SmallBitVector &dropped,
   llvm_unreachable("slice dimension out of range");
 }
 
+/// The values of `function`'s body that an input argument reaches (through
+/// operands, or values its regions use): the others (constants, parameters,
+/// and what is computed from them alone) are the same for every sample.
+static llvm::DenseSet<Value>
+inputDependentValues(func::FuncOp function,
+                     function_ref<bool(unsigned)> isInput) {
+  llvm::DenseSet<Value> dependent;
+  for (BlockArgument argument : function.getArguments())
+    if (isInput(argument.getArgNumber()))
+      dependent.insert(argument);
+  for (Block &block : function.getBody()) {
+    for (Operation &op : block) {
+      bool reached = llvm::any_of(op.getOperands(), [&](Value operand) {
+        return dependent.contains(operand);
+      });
+      if (!reached && op.getNumRegions() != 0) {
+        llvm::SetVector<Value> above;
+        getUsedValuesDefinedAbove(op.getRegions(), above);
+        reached = llvm::any_of(
+            above, [&](Value value) { return dependent.contains(value); });
+      }
+      if (reached)
+        dependent.insert(op.getResults().begin(), op.getResults().end());
+    }
+  }
+  return dependent;
+}
+
+/// A constant whose elements all hold one value: it can be rebuilt at any
+/// shape.
+static bool isSplatConstant(Value value) {
+  auto constant = value.getDefiningOp<arith::ConstantOp>();
+  if (!constant)
+    return false;
+  auto elements = dyn_cast<DenseElementsAttr>(constant.getValue());
+  return elements && elements.isSplat();
+}
+
 class BatchClosure {
 public:
-  BatchClosure(int64_t oldBatch, StringRef pass)
-      : oldBatch(oldBatch), pass(pass.str()) {}
+  BatchClosure(func::FuncOp function, int64_t oldBatch, StringRef pass,
+               function_ref<bool(unsigned)> isInput)
+      : function(function), isInput(isInput),
+        inputDependent(inputDependentValues(function, isInput)),
+        oldBatch(oldBatch), pass(pass.str()) {}
 
   LogicalResult run(ArrayRef<ValueDim> seeds) {
     for (ValueDim seed : seeds)
-      add(seed.first, seed.second);
+      add(seed.first, seed.second, nullptr);
     while (!worklist.empty()) {
       auto [value, dim] = worklist.pop_back_val();
-      if (failed(visitDefiningOp(value, dim)))
+      if (failed(visitArgument(value, dim)) ||
+          failed(visitDefiningOp(value, dim)))
         return failure();
       for (OpOperand &use : value.getUses())
         if (failed(visitUse(use, dim)))
@@ -63,9 +107,43 @@ public:
   const llvm::DenseSet<ValueDim> &dims() const { return found; }
 
 private:
-  void add(Value value, unsigned dim) {
-    if (found.insert({value, dim}).second)
+  /// Records that dimension `dim` of `value` follows the batch, because of
+  /// `via` (the op that ties it; null for the seeds).
+  void add(Value value, unsigned dim, Operation *via) {
+    if (found.insert({value, dim}).second) {
       worklist.push_back({value, dim});
+      reasons[{value, dim}] = via;
+    }
+  }
+
+  /// True when operand `operandIndex` of `op`, read at its dimension `d`
+  /// through a batch loop, is better broadcast than resized: a DPS input of
+  /// size 1 there (the function is at batch 1) that no input reaches, such
+  /// as position ids sliced from a `tensor<1x512xi64>` constant. It holds
+  /// the same values for every sample.
+  bool broadcastsOverBatch(Operation *op, unsigned operandIndex,
+                           unsigned d) const {
+    OpOperand &operand = op->getOpOperand(operandIndex);
+    Value value = operand.get();
+    auto dps = dyn_cast<DestinationStyleOpInterface>(op);
+    if (dps && !dps.isDpsInput(&operand))
+      return false;
+    return oldBatch == 1 && !inputDependent.contains(value) &&
+           !found.count({value, d}) && isa<RankedTensorType>(value.getType()) &&
+           dimSize(value, d) == 1;
+  }
+
+  /// Records a broadcast of operand `index` of `op` at dimension `d` when
+  /// broadcastsOverBatch holds (or one was recorded); returns whether so.
+  bool broadcast(Operation *op, unsigned index, unsigned d) {
+    if (llvm::any_of(broadcasts, [&](const Broadcast &b) {
+          return b.op == op && b.operandIndex == index && b.dim == d;
+        }))
+      return true;
+    if (!broadcastsOverBatch(op, index, d))
+      return false;
+    broadcasts.push_back({op, index, d});
+    return true;
   }
 
   LogicalResult unsupported(Operation *op, const Twine &why) {
@@ -92,6 +170,11 @@ private:
     for (OpOperand &operand : op->getOpOperands()) {
       if (operand.get() == value) {
         loop = loopOf(operand.getOperandNumber(), dim);
+        if (!loop && isa<AffineConstantExpr>(
+                         maps[operand.getOperandNumber()].getResult(dim)))
+          return unsupported(op, "reads it at a fixed index, from a loop "
+                                 "that is not the batch alone (the batch "
+                                 "folded with another dimension)");
         if (!loop)
           return unsupported(op, "indexes it through an expression");
       }
@@ -109,21 +192,22 @@ private:
     for (OpOperand &operand : op->getOpOperands()) {
       if (!isa<RankedTensorType>(operand.get().getType()))
         continue;
-      AffineMap map = maps[operand.getOperandNumber()];
+      unsigned index = operand.getOperandNumber();
+      AffineMap map = maps[index];
       for (unsigned d = 0; d < map.getNumResults(); ++d) {
         AffineExpr expr = map.getResult(d);
         if (auto dimExpr = dyn_cast<AffineDimExpr>(expr)) {
-          if (dimExpr.getPosition() == *loop)
-            add(operand.get(), d);
-        } else if (sizeOneBroadcastLoop(op, maps, operand.getOperandNumber(),
-                                        d) == loop) {
-          // A size-1 batch read at index 0; a constant stays broadcast,
-          // anything else grows with the batch.
-          Operation *producer = operand.get().getDefiningOp();
-          if (producer && producer->hasTrait<OpTrait::ConstantLike>())
+          if (dimExpr.getPosition() != *loop)
             continue;
-          mapRewrites.push_back({op, operand.getOperandNumber(), d, *loop});
-          add(operand.get(), d);
+          if (!broadcast(op, index, d))
+            add(operand.get(), d, op);
+        } else if (sizeOneBroadcastLoop(op, maps, index, d) == loop) {
+          // A size-1 batch read at index 0: what no input reaches stays
+          // broadcast, anything else grows with the batch.
+          if (!inputDependent.contains(operand.get()))
+            continue;
+          mapRewrites.push_back({op, index, d, *loop});
+          add(operand.get(), d, op);
         } else if (expr.isFunctionOfDim(*loop)) {
           return unsupported(op, "another operand indexes it through an "
                                  "expression");
@@ -136,7 +220,7 @@ private:
       for (unsigned d = 0; d < map.getNumResults(); ++d)
         if (auto dimExpr = dyn_cast<AffineDimExpr>(map.getResult(d)))
           if (dimExpr.getPosition() == *loop)
-            add(result, d);
+            add(result, d, op);
     }
     return success();
   }
@@ -159,8 +243,14 @@ private:
     if (!constant || constant.getValue() != 0 ||
         !isa<RankedTensorType>(operand.getType()) || dimSize(operand, d) != 1)
       return std::nullopt;
-    AffineMap initMap = maps[op.getDpsInitOperand(0)->getOperandNumber()];
+    OpOperand *init = op.getDpsInitOperand(0);
+    AffineMap initMap = maps[init->getOperandNumber()];
     if (initMap.getNumResults() != maps[operandIndex].getNumResults())
+      return std::nullopt;
+    // The loop must be the batch alone (size 1 here): a loop of the batch
+    // folded with heads (12 = 1 x 12) reads a per-sample value at index
+    // 0 only at batch 1.
+    if (dimSize(init->get(), d) != 1)
       return std::nullopt;
     if (auto dimExpr = dyn_cast<AffineDimExpr>(initMap.getResult(d)))
       return dimExpr.getPosition();
@@ -174,22 +264,33 @@ public:
     unsigned operandIndex, result, loop;
   };
   ArrayRef<MapRewrite> getMapRewrites() const { return mapRewrites; }
+  /// A size-1 operand dimension read through a batch loop that stays size 1
+  /// and is read at index 0 once the batch grows.
+  struct Broadcast {
+    Operation *op;
+    unsigned operandIndex, dim;
+  };
+  ArrayRef<Broadcast> getBroadcasts() const { return broadcasts; }
+  /// The splat constants whose shape follows the batch.
+  ArrayRef<arith::ConstantOp> getSplats() const { return splats; }
 
 private:
   SmallVector<MapRewrite> mapRewrites;
+  SmallVector<Broadcast> broadcasts;
+  SmallVector<arith::ConstantOp> splats;
 
   /// Ties a collapsed dim to its group's dims (source side: the first dim
   /// of the group carries the batch).
-  void tieReshape(Value collapsed, Value expanded,
+  void tieReshape(Operation *op, Value collapsed, Value expanded,
                   ArrayRef<ReassociationIndices> groups, Value value,
                   unsigned dim) {
     if (value == collapsed) {
-      add(expanded, groups[dim].front());
+      add(expanded, groups[dim].front(), op);
       return;
     }
     for (auto [index, group] : llvm::enumerate(groups))
       if (llvm::is_contained(group, dim))
-        add(collapsed, index);
+        add(collapsed, index, op);
   }
 
   /// True when dim `dim` of a slice of `source` is taken whole.
@@ -209,12 +310,12 @@ private:
     if (isa<tensor::EmptyOp>(op))
       return success();
     if (auto collapse = dyn_cast<tensor::CollapseShapeOp>(op)) {
-      tieReshape(collapse.getResult(), collapse.getSrc(),
+      tieReshape(op, collapse.getResult(), collapse.getSrc(),
                  collapse.getReassociationIndices(), value, dim);
       return success();
     }
     if (auto expand = dyn_cast<tensor::ExpandShapeOp>(op)) {
-      tieReshape(expand.getSrc(), expand.getResult(),
+      tieReshape(op, expand.getSrc(), expand.getResult(),
                  expand.getReassociationIndices(), value, dim);
       return success();
     }
@@ -227,8 +328,8 @@ private:
         return unsupported(op, "it drops it");
       if (!wholeDim(slice, slice.getSource(), full))
         return unsupported(op, "it takes only part of it");
-      add(slice.getSource(), full);
-      add(slice.getResult(), *kept);
+      add(slice.getSource(), full, op);
+      add(slice.getResult(), *kept, op);
       return success();
     }
     if (auto insert = dyn_cast<tensor::InsertSliceOp>(op)) {
@@ -240,24 +341,28 @@ private:
         return unsupported(op, "it inserts a slice without it");
       if (!wholeDim(insert, insert.getDest(), full))
         return unsupported(op, "it writes only part of it");
-      add(insert.getSource(), *kept);
-      add(insert.getDest(), full);
-      add(insert.getResult(), full);
+      add(insert.getSource(), *kept, op);
+      add(insert.getDest(), full, op);
+      add(insert.getResult(), full, op);
       return success();
     }
     if (auto pad = dyn_cast<tensor::PadOp>(op)) {
-      if (pad.getStaticLow()[dim] != 0 || pad.getStaticHigh()[dim] != 0)
+      if (getConstantIntValue(pad.getMixedLowPad()[dim]) != 0 ||
+          getConstantIntValue(pad.getMixedHighPad()[dim]) != 0)
         return unsupported(op, "it pads it");
-      add(pad.getSource(), dim);
-      add(pad.getResult(), dim);
+      add(pad.getSource(), dim, op);
+      add(pad.getResult(), dim, op);
       return success();
     }
     if (auto concat = dyn_cast<tensor::ConcatOp>(op)) {
       if (concat.getDim() == dim)
         return unsupported(op, "it concatenates along it");
-      for (Value input : concat.getInputs())
-        add(input, dim);
-      add(concat.getResult(), dim);
+      // A class token or other weight of batch 1 joined to the samples is
+      // repeated over the batch.
+      for (OpOperand &input : concat->getOpOperands())
+        if (!broadcast(op, input.getOperandNumber(), dim))
+          add(input.get(), dim, op);
+      add(concat.getResult(), dim, op);
       return success();
     }
     if (isa<func::ReturnOp>(op))
@@ -265,12 +370,48 @@ private:
     return unsupported(op, "the pass does not know how it uses it");
   }
 
+  /// An argument of the function that is not an input (a {soap.param})
+  /// never changes its shape: a weight that only looks batch-shaped.
+  LogicalResult visitArgument(Value value, unsigned dim) {
+    auto argument = dyn_cast<BlockArgument>(value);
+    if (!argument || argument.getOwner()->getParentOp() != function ||
+        isInput(argument.getArgNumber()))
+      return success();
+    unsigned index = argument.getArgNumber();
+    std::string name = "argument " + std::to_string(index);
+    if (auto attr = function.getArgAttrOfType<StringAttr>(
+            index, SoapDialect::getNameAttrName()))
+      name += " ('" + attr.getValue().str() + "')";
+    Operation *via = reasons.lookup({value, dim});
+    InFlightDiagnostic diag =
+        via ? via->emitError() : function.emitError();
+    diag << pass << ": " << name << " is not an input (a parameter keeps its "
+         << "shape), but ";
+    if (via)
+      diag << "'" << via->getName() << "' ties its dimension " << dim
+           << " to the batch";
+    else
+      diag << "its dimension " << dim << " is tied to the batch";
+    diag << "; the model mixes samples with this weight, so the batch "
+            "cannot change";
+    return failure();
+  }
+
   LogicalResult visitDefiningOp(Value value, unsigned dim) {
     Operation *op = value.getDefiningOp();
     if (!op)
       return success();
-    if (op->hasTrait<OpTrait::ConstantLike>())
-      return unsupported(op, "a constant cannot change its shape");
+    if (op->hasTrait<OpTrait::ConstantLike>()) {
+      // A splat (zeros, a scale) is rebuilt at the new shape.
+      if (isSplatConstant(value)) {
+        auto constant = cast<arith::ConstantOp>(op);
+        if (!llvm::is_contained(splats, constant))
+          splats.push_back(constant);
+        return success();
+      }
+      return unsupported(op, "a constant that is not a splat cannot change "
+                             "its shape");
+    }
     return visitOp(op, value, dim);
   }
 
@@ -278,9 +419,13 @@ private:
     return visitOp(use.getOwner(), use.get(), dim);
   }
 
+  func::FuncOp function;
+  function_ref<bool(unsigned)> isInput;
+  llvm::DenseSet<Value> inputDependent;
   int64_t oldBatch;
   std::string pass;
   llvm::DenseSet<ValueDim> found;
+  llvm::DenseMap<ValueDim, Operation *> reasons;
   SmallVector<ValueDim> worklist;
 };
 
@@ -365,7 +510,7 @@ BatchDimensions::find(func::FuncOp function, StringRef pass,
                                    "dimension";
   result.batch = *oldBatch;
 
-  BatchClosure closure(result.batch, pass);
+  BatchClosure closure(function, result.batch, pass, isInput);
   if (failed(closure.run(seeds)))
     return failure();
   for (auto [value, dim] : closure.dims()) {
@@ -383,6 +528,11 @@ BatchDimensions::find(func::FuncOp function, StringRef pass,
   for (const BatchClosure::MapRewrite &rewrite : closure.getMapRewrites())
     result.mapRewrites.push_back(
         {rewrite.op, rewrite.operandIndex, rewrite.result, rewrite.loop});
+  for (const BatchClosure::Broadcast &broadcast : closure.getBroadcasts())
+    result.broadcasts.push_back(
+        {broadcast.op, broadcast.operandIndex, broadcast.dim});
+  result.splats.assign(closure.getSplats().begin(),
+                       closure.getSplats().end());
   return result;
 }
 
@@ -421,6 +571,49 @@ LogicalResult BatchDimensions::resize(func::FuncOp function, int64_t newBatch) {
   MLIRContext *context = function.getContext();
   if (newBatch == batch)
     return success();
+  // Operands that hold the same values for every sample stay size 1 and
+  // are read at index 0 (a linalg.generic's map says so; another op reads
+  // a broadcast copy), unless the closure resized them after all.
+  for (const Broadcast &broadcast : broadcasts) {
+    Value value = broadcast.op->getOperand(broadcast.operandIndex);
+    if (dims.lookup(value).contains(broadcast.dim))
+      continue;
+    if (auto generic = dyn_cast<linalg::GenericOp>(broadcast.op)) {
+      SmallVector<AffineMap> maps = generic.getIndexingMapsArray();
+      AffineMap map = maps[broadcast.operandIndex];
+      SmallVector<AffineExpr> results(map.getResults());
+      results[broadcast.dim] = getAffineConstantExpr(0, context);
+      maps[broadcast.operandIndex] = AffineMap::get(
+          map.getNumDims(), map.getNumSymbols(), results, context);
+      generic.setIndexingMapsAttr(
+          Builder(context).getAffineMapArrayAttr(maps));
+      continue;
+    }
+    auto type = cast<RankedTensorType>(value.getType());
+    unsigned rank = type.getRank();
+    OpBuilder builder(broadcast.op);
+    Location loc = broadcast.op->getLoc();
+    Value init = tensor::EmptyOp::create(builder, loc, type.getShape(),
+                                         type.getElementType());
+    SmallVector<AffineExpr> read;
+    for (unsigned d = 0; d < rank; ++d)
+      read.push_back(d == broadcast.dim ? getAffineConstantExpr(0, context)
+                                        : getAffineDimExpr(d, context));
+    Value copy =
+        linalg::GenericOp::create(
+            builder, loc, TypeRange{type}, ValueRange{value}, ValueRange{init},
+            ArrayRef<AffineMap>{AffineMap::get(rank, 0, read, context),
+                                builder.getMultiDimIdentityMap(rank)},
+            SmallVector<utils::IteratorType>(rank,
+                                             utils::IteratorType::parallel),
+            [](OpBuilder &nb, Location l, ValueRange args) {
+              linalg::YieldOp::create(nb, l, args[0]);
+            })
+            .getResult(0);
+    broadcast.op->setOperand(broadcast.operandIndex, copy);
+    dims[init].insert(broadcast.dim);
+    dims[copy].insert(broadcast.dim);
+  }
   // Size-1 reads of the batch at index 0 become reads at the batch loop.
   for (const MapRewrite &rewrite : mapRewrites) {
     auto generic = cast<linalg::GenericOp>(rewrite.op);
@@ -492,6 +685,12 @@ LogicalResult BatchDimensions::resize(func::FuncOp function, int64_t newBatch) {
   for (auto &[value, valueDims] : dims)
     value.setType(rescaled(cast<RankedTensorType>(value.getType()), valueDims,
                            batch, newBatch));
+  // Splat constants keep their value at the new shape.
+  for (arith::ConstantOp constant : splats) {
+    auto elements = cast<DenseElementsAttr>(constant.getValue());
+    constant.setValueAttr(elements.resizeSplat(
+        cast<ShapedType>(constant.getResult().getType())));
+  }
   // (Slices tied to the batch keep their rank and take the batch whole;
   // only their batch entries change.)
   auto resized = [&](SmallVector<int64_t> sizes, Value tied) {

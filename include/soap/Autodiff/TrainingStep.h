@@ -30,6 +30,18 @@ enum class LossKind {
 
 enum class OptimizerKind { SGD, Momentum, Adam };
 
+/// Which results of a function that returns several values the loss
+/// applies to: one (by number), or all of them, whose losses are summed.
+struct LossResults {
+  /// The result number; none: the function's only result.
+  std::optional<unsigned> index;
+  /// Every result, the losses summed.
+  bool all = false;
+};
+
+/// `""` (the only result), `all`, or a result number.
+std::optional<LossResults> parseLossResults(llvm::StringRef text);
+
 std::optional<LossKind> parseLossKind(llvm::StringRef name);
 std::optional<OptimizerKind> parseOptimizerKind(llvm::StringRef name);
 
@@ -42,6 +54,7 @@ struct TrainingStepOptions {
   double beta2 = 0.999;
   double epsilon = 1e-8;
   double weightDecay = 0.0;
+  LossResults results;
 };
 
 /// The function named `name`, or else the only function with an argument
@@ -81,7 +94,8 @@ void emitOptimizerUpdates(mlir::OpBuilder &b, mlir::Location loc,
 /// gradient checks. With `withGradients` false it returns the loss only.
 mlir::FailureOr<mlir::func::FuncOp>
 buildGradientFunction(mlir::func::FuncOp lossFunction, LossKind loss,
-                      llvm::StringRef name, bool withGradients = true);
+                      llvm::StringRef name, bool withGradients = true,
+                      LossResults results = {});
 
 } // namespace soap::autodiff
 

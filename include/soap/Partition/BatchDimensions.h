@@ -12,14 +12,21 @@
 // (the batch goes to the group's first dimension, the batch-major
 // convention of every exporter) or collapses from; slices, pads and
 // concatenations tie dimensions they keep whole. A batch dimension of size
-// B*k (a collapsed batch) scales to N*k. Anything else that touches a batch
-// dimension is an error that names the op.
+// B*k (a collapsed batch) scales to N*k. Splat constants are rebuilt at the
+// new shape. What no input reaches (constants, parameters and what is
+// computed from them alone) and has size 1 where a batch loop reads it, at
+// batch 1, stays size 1 and is broadcast (position ids sliced from a
+// `tensor<1x512xi64>`; a class token concatenated to the samples is
+// repeated over the batch). A parameter argument never changes shape: reaching
+// one is an error. Anything else that touches a batch dimension is an error
+// that names the op.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef SOAP_PARTITION_BATCHDIMENSIONS_H
 #define SOAP_PARTITION_BATCHDIMENSIONS_H
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "llvm/ADT/DenseMap.h"
@@ -60,6 +67,15 @@ public:
   /// takes its place before resize()).
   void transfer(mlir::Value from, mlir::Value to);
 
+  /// Finds float constants near a reduction over the batch that count its
+  /// elements at the current batch (a mean written as a sum divided by a
+  /// constant, or multiplied by its inverse). resize() keeps them, so at
+  /// `newBatch` they no longer count the elements: a warning names each,
+  /// or with `rescale` a remark, and the divf or mulf then uses the count
+  /// at `newBatch`. Call before resize().
+  void reportBatchDivisors(mlir::func::FuncOp function, int64_t newBatch,
+                           bool rescale) const;
+
   /// Rescales every batch dimension from the current batch to `newBatch`
   /// (which must divide or be a multiple of it evenly), fixes the ops that
   /// spell shapes out, and the function's type; verifies the function.
@@ -70,11 +86,20 @@ private:
     mlir::Operation *op;
     unsigned operandIndex, result, loop;
   };
+  struct Broadcast {
+    mlir::Operation *op;
+    unsigned operandIndex, dim;
+  };
   int64_t batch = 0;
   std::string pass;
   llvm::SmallVector<ValueDim> inputs;
   llvm::DenseMap<mlir::Value, llvm::SmallDenseSet<unsigned>> dims;
   llvm::SmallVector<MapRewrite> mapRewrites;
+  /// Operand dimensions read through a batch loop that stay size 1 (they
+  /// hold the same values for every sample).
+  llvm::SmallVector<Broadcast> broadcasts;
+  /// Splat constants whose shape follows the batch.
+  llvm::SmallVector<mlir::arith::ConstantOp> splats;
 };
 
 } // namespace soap

@@ -39,10 +39,21 @@ void attachStrategy(const BuiltOpGraph &built, const Strategy &strategy);
 
 /// The function a SOAP pass works on: the one named `name` when given,
 /// else the only function with a body, else the only one with arguments
-/// marked {soap.param} (the loss function beside its @train_step).
+/// marked {soap.param} (the loss function beside its @train_step), else
+/// the only function that takes or returns something and that no other
+/// such function calls (the model beside its helpers and a printing
+/// `@main() -> ()`).
 mlir::FunctionOpInterface findTargetFunction(mlir::Operation *module,
                                              llvm::StringRef name,
                                              std::string &error);
+
+/// Inlines into `function` every call to a function of the module with a
+/// body, repeatedly (helpers that call helpers), so that passes see the
+/// whole model in one function; the callees stay in the module. Calls to
+/// external functions stay. Errors (recursion, a call the inliner refuses)
+/// are emitted on the call, prefixed with `pass`.
+mlir::LogicalResult inlineCalls(mlir::FunctionOpInterface function,
+                                llvm::StringRef pass);
 
 } // namespace soap
 

@@ -9,7 +9,7 @@ func.func @small(%x: tensor<2xf32>) -> tensor<2xf32> {
 
 // -----
 
-// expected-error @+1 {{soap-lift-params: the module has 2 functions; name one with func=NAME}}
+// expected-error @+1 {{soap-lift-params: the module has 2 functions and no single entry (@a, @b); name one with func=NAME}}
 module {
   func.func @a() {
     return

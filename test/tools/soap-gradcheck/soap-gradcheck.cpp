@@ -3,6 +3,7 @@
 // soap-gradcheck MODEL.mlir [--loss=none|softmax-xent|mse] [--func=NAME]
 //                [--samples=N] [--seed=S] [--tolerance=T]
 //                [--optimizer=sgd|momentum|adam [--lr=..] [--weight-decay=..]]
+//                [--result=K|all] [--check-f32-loss=T]
 //
 // Retypes the model to float64, builds its loss and gradients with
 // lib/autodiff, runs them with an upstream JIT pipeline on random data, and
@@ -11,7 +12,10 @@
 // Prints the largest relative error per parameter and `ok` or `FAIL`;
 // exits with 1 when any parameter fails. With --optimizer it also runs
 // @train_step once and compares the updated parameters and optimizer state
-// with the update formulas applied to the checked gradients.
+// with the update formulas applied to the checked gradients. With
+// --check-f32-loss it checks instead that the loss computed in the model's
+// own f32 precision stays within T (relative) of the f64 loss on the same
+// inputs: how accurately the loss heads accumulate.
 //
 //===----------------------------------------------------------------------===//
 
@@ -19,6 +23,7 @@
 
 #include "soap/Autodiff/TrainingStep.h"
 #include "soap/Dialect/Registration.h"
+#include "soap/graph/OpGraphBuilder.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/AttrTypeSubElements.h"
@@ -74,6 +79,16 @@ static cl::opt<double> corrupt(
     cl::init(0.0));
 static cl::opt<bool> verbose("v", cl::desc("print timings on stderr"),
                              cl::init(false));
+static cl::opt<std::string> resultName(
+    "result",
+    cl::desc("the result the loss applies to: a number, or all (summed)"),
+    cl::init(""));
+static cl::opt<double> f32LossTolerance(
+    "check-f32-loss",
+    cl::desc("instead of gradients, compare the loss computed in f32 with "
+             "the f64 loss on the same inputs; fail above this relative "
+             "error"),
+    cl::init(0.0));
 static cl::opt<double> learningRate("lr", cl::init(0.1));
 static cl::opt<double> weightDecay("weight-decay", cl::init(0.0));
 
@@ -148,8 +163,9 @@ struct ArgumentFill {
 
 } // namespace
 
-static std::vector<ArgumentFill> describeArguments(func::FuncOp lossFunction,
-                                                   func::FuncOp gradient) {
+static std::vector<ArgumentFill>
+describeArguments(func::FuncOp lossFunction, func::FuncOp gradient,
+                  const autodiff::LossResults &results) {
   std::vector<ArgumentFill> fills;
   for (unsigned i = 0, e = gradient.getNumArguments(); i < e; ++i) {
     ArgumentFill fill;
@@ -166,9 +182,13 @@ static std::vector<ArgumentFill> describeArguments(func::FuncOp lossFunction,
       if (auto range = lossFunction.getArgAttrOfType<IntegerAttr>(i, "soap.range"))
         fill.range = range.getInt();
     } else {
-      // The labels a loss appends: classes are the last logits dimension.
+      // The labels a loss appends, one per result it applies to: classes
+      // are the last logits dimension.
       fill.name = "labels";
-      auto output = cast<RankedTensorType>(lossFunction.getResultTypes()[0]);
+      unsigned result = results.all ? i - lossFunction.getNumArguments()
+                                    : results.index.value_or(0);
+      auto output =
+          cast<RankedTensorType>(lossFunction.getResultTypes()[result]);
       fill.range = output.getShape().back();
     }
     fills.push_back(fill);
@@ -277,6 +297,42 @@ static double referenceUpdate(autodiff::OptimizerKind kind,
   return p;
 }
 
+/// --check-f32-loss: the loss of the model in its own precision (f32)
+/// against the f64 loss, both on the arguments in `args` rounded to f32.
+/// The f64 value is the reference for how the f32 sums accumulate.
+static int compareOwnPrecisionLoss(ModuleOp ownPrecision,
+                                   gradcheck::Buffers &args, size_t numArgs,
+                                   Checker &checker) {
+  std::string error;
+  std::unique_ptr<gradcheck::JitRunner> jit =
+      gradcheck::JitRunner::create(ownPrecision, {"gc_loss"}, error);
+  if (!jit) {
+    llvm::errs() << "soap-gradcheck: " << error << "\n";
+    return 2;
+  }
+  gradcheck::Buffers own = jit->makeBuffers("gc_loss");
+  for (size_t i = 0; i < numArgs; ++i)
+    for (int64_t j = 0, e = args.specs[i].numElements(); j < e; ++j) {
+      own.setDouble(i, j, args.getDouble(i, j));
+      args.setDouble(i, j, own.getDouble(i, j));
+    }
+  std::optional<double> reference = checker.loss(args);
+  if (!reference || !jit->run("gc_loss", own, error)) {
+    llvm::errs() << "soap-gradcheck: "
+                 << (reference ? error : checker.error) << "\n";
+    return 2;
+  }
+  double value = own.getDouble(numArgs, 0);
+  double relative = std::fabs(value - *reference) /
+                    std::max(std::fabs(*reference), 1e-30);
+  bool ok = relative <= f32LossTolerance;
+  llvm::outs() << llvm::format("loss f32 %.9g f64 %.17g relative error %.3g "
+                               "%s\n",
+                               value, *reference, relative,
+                               ok ? "ok" : "FAIL");
+  return ok ? 0 : 1;
+}
+
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   cl::ParseCommandLineOptions(argc, argv, "SOAP gradient checker\n");
@@ -305,7 +361,8 @@ int main(int argc, char **argv) {
     return 2;
   FailureOr<func::FuncOp> lossFunction =
       autodiff::findLossFunction(*module, funcName);
-  if (failed(lossFunction))
+  if (failed(lossFunction) ||
+      failed(soap::inlineCalls(*lossFunction, "soap-gradcheck")))
     return 2;
 
   std::optional<autodiff::OptimizerKind> optimizerKind;
@@ -329,6 +386,24 @@ int main(int argc, char **argv) {
         !lossFunction->getArgAttrOfType<StringAttr>(i, "soap.init"))
       lossFunction->setArgAttr(i, "soap.init",
                                StringAttr::get(&context, "fan-in"));
+  std::optional<autodiff::LossResults> lossResults =
+      autodiff::parseLossResults(resultName);
+  if (!lossResults) {
+    llvm::errs() << "soap-gradcheck: bad --result='" << resultName << "'\n";
+    return 2;
+  }
+  stepOptions.results = *lossResults;
+  // The loss in the model's own precision, for --check-f32-loss.
+  OwningOpRef<ModuleOp> ownPrecision;
+  if (f32LossTolerance > 0) {
+    ownPrecision = module->clone();
+    FailureOr<func::FuncOp> own =
+        autodiff::findLossFunction(*ownPrecision, funcName);
+    if (failed(own) ||
+        failed(autodiff::buildGradientFunction(*own, *lossKind, "gc_loss",
+                                               false, *lossResults)))
+      return 1;
+  }
   if (failed(retypeToF64(*module)))
     return 2;
   // After retyping, so that the hyperparameters are exact in f64 (the step
@@ -336,15 +411,16 @@ int main(int argc, char **argv) {
   if (optimizerKind &&
       failed(autodiff::buildTrainingStep(*lossFunction, stepOptions)))
     return 2;
-  FailureOr<func::FuncOp> gradient =
-      autodiff::buildGradientFunction(*lossFunction, *lossKind, "gc_grad");
+  FailureOr<func::FuncOp> gradient = autodiff::buildGradientFunction(
+      *lossFunction, *lossKind, "gc_grad", true, *lossResults);
   if (failed(gradient))
     return 1;
   FailureOr<func::FuncOp> forward = autodiff::buildGradientFunction(
-      *lossFunction, *lossKind, "gc_loss", /*withGradients=*/false);
+      *lossFunction, *lossKind, "gc_loss", /*withGradients=*/false,
+      *lossResults);
   if (failed(forward))
     return 1;
-  std::vector<ArgumentFill> fills = describeArguments(*lossFunction, *gradient);
+  std::vector<ArgumentFill> fills = describeArguments(*lossFunction, *gradient, *lossResults);
   std::vector<std::string> names = {"gc_grad", "gc_loss"};
   if (optimizerKind)
     names.push_back("train_step");
@@ -377,6 +453,9 @@ int main(int argc, char **argv) {
       grad.setDouble(first, j, grad.getDouble(first, j) * (1.0 + corrupt));
   }
   Checker checker{*jit, ""};
+  if (f32LossTolerance > 0)
+    return compareOwnPrecisionLoss(*ownPrecision, grad, fills.size(),
+                                   checker);
   std::optional<double> base = checker.loss(grad);
   if (!base) {
     llvm::errs() << "soap-gradcheck: " << checker.error << "\n";
