@@ -52,7 +52,7 @@ EXPORTER[bert_hf]=torch-mlir;       PREPARE[bert_hf]='--soap-lift-params=elided-
 EXPORTER[llama_ffn_sublayer]=torch-mlir; PREPARE[llama_ffn_sublayer]='--soap-lift-params'
 EXPORTER[resnet50_nhwc]="Keras via IREE-style linalg"; PREPARE[resnet50_nhwc]='--soap-lift-params --soap-set-batch=4'
 EXPORTER[mobilebert]="IREE (TensorFlow)"; PREPARE[mobilebert]='--soap-lift-params'
-EXPORTER[jax_mlp_loss]="JAX (StableHLO to linalg)"; PREPARE[jax_mlp_loss]='--soap-lift-params=params=0-11 --soap-set-batch=batch=8'
+EXPORTER[jax_mlp_loss]="JAX (StableHLO to linalg)"; PREPARE[jax_mlp_loss]='--soap-lift-params=params=0-11 --soap-set-batch="batch=8 rescale-means=1"'
 EXPORTER[linreg_train_step]="torch-mlir (a whole training step)"
 EXPORTER[gqa_attention_tosa]=TOSA
 for m in lenet squeezenet1_1 resnet18 mobilenet_v3_small bert_hf resnet50_nhwc; do
@@ -95,8 +95,8 @@ for m in $MODELS; do
       fi
       continue ;;
   esac
-  # shellcheck disable=SC2086
-  soap-opt "$src" ${PREPARE[$m]} -o "$WORK/$m.mlir" 2> "$WORK/$m.prep.err"
+  # The options are quoted as in the docs: eval splits them as a shell would.
+  eval soap-opt '"$src"' "${PREPARE[$m]}" -o '"$WORK/$m.mlir"' 2> "$WORK/$m.prep.err"
   soap-opt "$WORK/$m.mlir" --soap-training-step="${TRAIN[$m]}" --soap-lower-cpu 2> "$WORK/$m.err" \
     | soap-translate --soap-to-executable -o "$WORK/$m.exe"
   start=$(date +%s)

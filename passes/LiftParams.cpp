@@ -62,6 +62,14 @@ struct SoapLiftParamsPass
                          << elidedIntegers << "'";
       return failure();
     }
+    if (init == "export" || init == "seed") {
+      options.initFromSeed = init == "seed";
+    } else {
+      module.emitError() << "soap-lift-params: init must be export or seed, "
+                            "not '"
+                         << init << "'";
+      return failure();
+    }
     std::string error;
     if (!parseArgumentList(params, options.parameterArguments, error)) {
       module.emitError() << "soap-lift-params: " << error;

@@ -474,6 +474,10 @@ def SoapLiftParams : Pass<"soap-lift-params", "mlir::ModuleOp"> {
            /*default=*/"\"error\"",
            "Elided integer constants: error, iota (0, 1, 2, ... along the "
            "last dimension) or zeros">,
+    Option<"init", "init", "std::string", /*default=*/"\"export\"",
+           "Initial values of lifted weights: export (the exported values; "
+           "the seeded fan-in where elided) or seed (matrices and filters "
+           "from the seeded fan-in, vectors keep their values)">,
   ];
   let dependentDialects = ["::soap::SoapDialect",
                            "::mlir::arith::ArithDialect",

@@ -229,7 +229,12 @@ LogicalResult liftParameters(ModuleOp module, func::FuncOp function,
     attrs.set(SoapDialect::getParamAttrName(), UnitAttr::get(context));
     attrs.set(SoapDialect::getNameAttrName(),
               StringAttr::get(context, "param." + std::to_string(index)));
-    attrs.set(SoapDialect::getInitAttrName(), initialValue(parameter.constant));
+    bool fromSeed = options.initFromSeed &&
+                    cast<RankedTensorType>(parameter.constant.getType())
+                            .getRank() >= 2;
+    attrs.set(SoapDialect::getInitAttrName(),
+              fromSeed ? StringAttr::get(context, "fan-in")
+                       : initialValue(parameter.constant));
     argAttrs.push_back(attrs.getDictionary(context));
   }
   for (unsigned i = 0; i < oldArguments; ++i) {

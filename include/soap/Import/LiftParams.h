@@ -45,6 +45,11 @@ struct LiftOptions {
   int64_t minElements = 2;
   BatchNormMode batchNorm = BatchNormMode::Train;
   ElidedIntegers elidedIntegers = ElidedIntegers::Error;
+  /// Whether lifted weights of rank 2 or more (matrices, filters) start
+  /// from the runtime's seeded fan-in instead of the exported values
+  /// (training from scratch; exports whose weights were stripped to
+  /// splats). Vectors (biases, gammas, betas) keep their values.
+  bool initFromSeed = false;
   /// Arguments of the function (original numbering) that are parameters.
   llvm::SmallVector<unsigned> parameterArguments;
 };
