@@ -29,6 +29,7 @@ struct SoapLowerCpuPass
     options.entry = entry;
     options.traceOps = traceOps;
     options.overlapComm = overlapComm;
+    options.fuseElementwise = fuseElementwise;
     if (kernels == "blas") {
       options.kernels = soap::KernelCodegen::Blas;
     } else if (kernels == "vector") {

@@ -315,7 +315,11 @@ def SoapLowerCpu : Pass<"soap-lower-cpu", "mlir::ModuleOp"> {
     parameters whose `soap.init` is an elements attribute). With
     `trace-ops` (the default) every op is bracketed by
     `soaprt_op_begin/end(id)`, which cost a branch unless the executable
-    runs with `--trace`. See docs/lowering.md.
+    runs with `--trace`. With `fuse-elementwise` (the default) a chain of
+    elementwise ops (bias, batch-norm apply, activations, residual adds,
+    the optimizer update) runs as one loop nest: an elementwise producer
+    with one use fuses into the linalg op that uses it, unless that op is
+    a contraction or a convolution. See docs/lowering.md.
 
     ```
     soap-opt model.mlir --soap-lower-cpu | soap-translate --soap-to-executable -o model.exe
@@ -330,6 +334,8 @@ def SoapLowerCpu : Pass<"soap-lower-cpu", "mlir::ModuleOp"> {
            "Call soaprt_op_begin/end around every op (for --trace)">,
     Option<"overlapComm", "overlap-comm", "bool", /*default=*/"false",
            "Start each all-reduce as soon as its operand exists (MPI_Iallreduce) and wait right before the first use of its result, so that gradient all-reduces overlap the backward pass">,
+    Option<"fuseElementwise", "fuse-elementwise", "bool", /*default=*/"true",
+           "Fuse chains of elementwise ops into one loop nest (an elementwise producer with one use into its linalg consumer, contractions and convolutions excepted)">,
   ];
 }
 

@@ -240,6 +240,9 @@ LogicalResult lowerModuleForCpu(ModuleOp module,
   if (failed(codegen::prepareEntry(module, options.entry, description)))
     return failure();
 
+  if (options.fuseElementwise &&
+      failed(codegen::fuseElementwiseChains(module)))
+    return failure();
   if (options.kernels == KernelCodegen::Blas)
     codegen::foldTransposesIntoContractions(module);
   // Hooks first, so that they bracket the loop nests of vectorized ops.

@@ -121,25 +121,6 @@ Value constantIndex(OpBuilder &b, Location loc, int64_t value) {
   return arith::ConstantIndexOp::create(b, loc, value);
 }
 
-/// Elementwise chains become one kernel: an elementwise producer with one
-/// use fuses into its consumer, unless the consumer is a contraction or a
-/// convolution (which stay whole for cuBLAS and cuDNN).
-LogicalResult fuseElementwiseChains(ModuleOp module) {
-  MLIRContext *context = module.getContext();
-  RewritePatternSet patterns(context);
-  linalg::populateElementwiseOpsFusionPatterns(patterns, [](OpOperand *fused) {
-    Operation *producer = fused->get().getDefiningOp();
-    auto consumer = dyn_cast<linalg::LinalgOp>(fused->getOwner());
-    return producer && producer->hasOneUse() && consumer &&
-           !linalg::isaContractionOpInterface(consumer) &&
-           !linalg::isaConvolutionOpInterface(consumer);
-  });
-  linalg::populateEraseUnusedOperandsAndResultsPatterns(patterns);
-  if (failed(applyPatternsGreedily(module, std::move(patterns))))
-    return module.emitError() << "elementwise fusion did not converge";
-  return success();
-}
-
 /// memref.copy (from bufferization) between device buffers: a kernel.
 void copiesToLinalg(ModuleOp module) {
   SmallVector<memref::CopyOp> copies;
@@ -471,7 +452,7 @@ LogicalResult lowerModuleForGpu(ModuleOp module,
   if (failed(codegen::prepareEntry(module, options.entry, description)))
     return failure();
   codegen::foldTransposesIntoContractions(module);
-  if (failed(fuseElementwiseChains(module)))
+  if (failed(codegen::fuseElementwiseChains(module)))
     return failure();
   if (options.traceOps)
     codegen::insertTraceHooks(module, description.ops);

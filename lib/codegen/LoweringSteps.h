@@ -71,6 +71,11 @@ mlir::LogicalResult describeEntry(mlir::func::FuncOp entry,
 /// calls and appends "name (location)" to `ops` for each id.
 void insertTraceHooks(mlir::ModuleOp module, std::vector<std::string> &ops);
 
+/// On tensors: an elementwise producer with one use fuses into the linalg
+/// op that uses it, unless that op is a contraction or a convolution
+/// (ElementwiseFusion.cpp). Fails when the rewrite does not converge.
+mlir::LogicalResult fuseElementwiseChains(mlir::ModuleOp module);
+
 /// kernels=blas: a contraction that reads a linalg.transpose reads the
 /// transpose's input through the permuted map instead (as a linalg.generic),
 /// so BLAS gets the transposition as strides and no copy is made.

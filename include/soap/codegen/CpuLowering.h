@@ -43,6 +43,8 @@ struct CpuLoweringOptions {
   /// All-reduces start early (MPI_Iallreduce) and are waited for at their
   /// first use (CommunicationOverlap.cpp).
   bool overlapComm = false;
+  /// Elementwise chains run as one loop nest (ElementwiseFusion.cpp).
+  bool fuseElementwise = true;
 };
 
 /// Runs a pass pipeline on the module being lowered (a pass gives its
