@@ -47,6 +47,15 @@ int64_t accessFootprint(const TensorAccess &access,
     int64_t dimSize = d < access.shape.size() ? access.shape[d] : -1;
     elements *= accessExtent(access.indices[d], shardSizes, dimSize);
   }
+  // An access reads at most one element per iteration: a gather (indices
+  // computed from data, so a whole dimension in extent) moves the rows it
+  // looks up, not its table.
+  if (!shardSizes.empty()) {
+    int64_t iterations = 1;
+    for (int64_t size : shardSizes)
+      iterations *= std::max<int64_t>(size, 1);
+    elements = std::min(elements, iterations);
+  }
   return elements;
 }
 

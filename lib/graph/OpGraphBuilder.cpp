@@ -11,6 +11,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/Interfaces/CallInterfaces.h"
+#include "mlir/Transforms/RegionUtils.h"
 #include "llvm/Support/raw_ostream.h"
 
 using namespace mlir;
@@ -172,6 +173,15 @@ private:
         a.tensor = tensorOf(access.value);
         node.accesses.push_back(std::move(a));
       }
+      // Tensors the body reads from above (a gather's table, read with
+      // tensor.extract at computed indices): every task needs them whole,
+      // as the partitioner materializes them.
+      llvm::SetVector<Value> captured;
+      getUsedValuesDefinedAbove(op->getRegions(), captured);
+      for (Value value : captured)
+        if (isa<RankedTensorType>(value.getType()))
+          node.accesses.push_back(
+              {tensorOf(value), wholeTensor(value), AccessRole::Read});
     } else {
       // Replicated: one task that reads and writes whole tensors.
       node.partitionable = false;

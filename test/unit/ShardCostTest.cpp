@@ -89,6 +89,24 @@ TEST(ShardCost, RowSplitMatmulReadsAllOfB) {
   EXPECT_DOUBLE_EQ(cost.bytesWritten, 4.0 * 16 * 32);
 }
 
+TEST(ShardCost, GatherMovesItsRowsNotItsTable) {
+  // out[n, d] = table[ids[n], d]: the table's row index comes from data (a
+  // whole dimension in extent), but each of the 8 x 16 iterations reads one
+  // element, so a task reads 8 x 16 table elements, not 30000 x 16; split
+  // in two along n, half of that.
+  IndexExpr row;
+  row.isLinear = false;
+  LoopNest nest;
+  nest.loopSizes = {8, 16};
+  nest.accesses.push_back({{loop(0)}, {8}, 8, AccessRole::Read});
+  nest.accesses.push_back({{row, loop(1)}, {30000, 16}, 4, AccessRole::Read});
+  nest.accesses.push_back({{loop(0), loop(1)}, {8, 16}, 4, AccessRole::Write});
+  ShardCost whole = shardCost(nest, {8, 16});
+  EXPECT_DOUBLE_EQ(whole.bytesRead, 8.0 * 8 + 4.0 * 8 * 16);
+  ShardCost half = shardCost(nest, {4, 16});
+  EXPECT_DOUBLE_EQ(half.bytesRead, 8.0 * 4 + 4.0 * 4 * 16);
+}
+
 TEST(ShardCost, UnreadAccessesMoveNoBytes) {
   LoopNest nest;
   nest.loopSizes = {8, 8};
