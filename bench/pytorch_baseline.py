@@ -1,23 +1,31 @@
 #!/usr/bin/env python3
-"""PyTorch eager baseline for bench/gpu.sh: the training step of a zoo model
-(the same architecture and sizes as `soap-zoo`), timed on the GPU.
+"""PyTorch eager baseline for bench/gpu.sh and bench/vs-pytorch.sh: the
+training step of a zoo model (the same architecture and sizes as
+`soap-zoo`), timed on the GPU or on the CPU.
 
     python3 bench/pytorch_baseline.py resnet50 --batch 64 --math tf32
     python3 bench/pytorch_baseline.py bert-base --batch 64 --math f32
+    python3 bench/pytorch_baseline.py bert-base --device cpu --threads 1 \
+        --hidden 256 --layers 2 --heads 4 --seq 64 --batch 8
+    python3 bench/pytorch_baseline.py rnnlm --device cpu --threads 1 \
+        --vocab 2000 --embed 256 --hidden 256 --seq 10 --batch 16
 
 One step is forward, mean softmax cross-entropy, backward and a plain SGD
 update, as `--soap-training-step` builds it (default optimizer sgd). Prints
 one line: `model=... batch=... math=... median_ms=... mean_ms=...`, the
 median and mean over --steps steps after --warmup steps, each step timed
-with CUDA events around it.
+with CUDA events around it (on the CPU: the wall clock). With --peak-rss it
+also prints the process's peak resident memory (MiB).
 
 --math: f32 (no TF32 anywhere), tf32 (TF32 matmuls and convolutions), or
 bf16 (autocast to bfloat16), matching soap-lower-gpu's math= option.
 """
 
 import argparse
+import resource
 import statistics
 import sys
+import time
 
 try:
     import torch
@@ -102,9 +110,38 @@ class Bert(nn.Module):
         return self.classifier(torch.tanh(self.pooler(x[:, 0])))
 
 
+class RnnLm(nn.Module):
+    """soap-zoo rnnlm: embedding, stacked LSTMs (PyTorch's gate order), a
+    linear layer over the vocabulary at every step."""
+
+    def __init__(self, vocab, embed, hidden, layers):
+        super().__init__()
+        self.embedding = nn.Embedding(vocab, embed)
+        self.lstm = nn.LSTM(embed, hidden, layers, batch_first=True)
+        self.out = nn.Linear(hidden, vocab)
+
+    def forward(self, ids):
+        x, _ = self.lstm(self.embedding(ids))
+        return self.out(x).reshape(-1, self.out.out_features)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("model", choices=["resnet50", "bert-base"])
+    parser.add_argument("model", choices=["resnet50", "bert-base", "rnnlm"])
+    parser.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
+    parser.add_argument("--threads", type=int, default=0,
+                        help="CPU threads (0: PyTorch's default)")
+    parser.add_argument("--vocab", type=int, default=0,
+                        help="vocabulary (default: 30522 bert, 10000 rnnlm)")
+    parser.add_argument("--hidden", type=int, default=0,
+                        help="hidden width (default: 768 bert, 2048 rnnlm)")
+    parser.add_argument("--embed", type=int, default=2048)
+    parser.add_argument("--layers", type=int, default=0,
+                        help="layers (default: 12 bert, 2 rnnlm)")
+    parser.add_argument("--heads", type=int, default=12)
+    parser.add_argument("--max-pos", type=int, default=512)
+    parser.add_argument("--classes", type=int, default=2)
+    parser.add_argument("--peak-rss", action="store_true")
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--image", type=int, default=224)
     parser.add_argument("--seq", type=int, default=128)
@@ -114,31 +151,46 @@ def main():
                         default="f32")
     parser.add_argument("--lr", type=float, default=0.01)
     args = parser.parse_args()
-    if not torch.cuda.is_available():
+    cuda = args.device == "cuda"
+    if cuda and not torch.cuda.is_available():
         sys.exit("error: no CUDA device is usable by PyTorch")
+    if args.threads > 0:
+        torch.set_num_threads(args.threads)
     torch.manual_seed(0)
-    device = torch.device("cuda")
+    device = torch.device(args.device)
     tf32 = args.math == "tf32"
-    torch.backends.cuda.matmul.allow_tf32 = tf32
-    torch.backends.cudnn.allow_tf32 = tf32
-    torch.backends.cudnn.benchmark = True
+    if cuda:
+        torch.backends.cuda.matmul.allow_tf32 = tf32
+        torch.backends.cudnn.allow_tf32 = tf32
+        torch.backends.cudnn.benchmark = True
 
     if args.model == "resnet50":
         model = ResNet50().to(device)
         inputs = torch.randn(args.batch, 3, args.image, args.image,
                              device=device)
         labels = torch.randint(0, 1000, (args.batch,), device=device)
-    else:
-        model = Bert().to(device)
-        inputs = torch.randint(0, 30522, (args.batch, args.seq),
+    elif args.model == "bert-base":
+        vocab = args.vocab or 30522
+        model = Bert(vocab=vocab, hidden=args.hidden or 768,
+                     layers=args.layers or 12, heads=args.heads,
+                     max_pos=args.max_pos, classes=args.classes).to(device)
+        inputs = torch.randint(0, vocab, (args.batch, args.seq),
                                device=device)
-        labels = torch.randint(0, 2, (args.batch,), device=device)
+        labels = torch.randint(0, args.classes, (args.batch,), device=device)
+    else:
+        vocab = args.vocab or 10000
+        model = RnnLm(vocab, args.embed, args.hidden or 2048,
+                      args.layers or 2).to(device)
+        inputs = torch.randint(0, vocab, (args.batch, args.seq),
+                               device=device)
+        labels = torch.randint(0, vocab, (args.batch * args.seq,),
+                               device=device)
     model.train()
     optimizer = torch.optim.SGD(model.parameters(), lr=args.lr)
 
     def step():
         optimizer.zero_grad(set_to_none=True)
-        with torch.autocast("cuda", dtype=torch.bfloat16,
+        with torch.autocast(args.device, dtype=torch.bfloat16,
                             enabled=args.math == "bf16"):
             loss = F.cross_entropy(model(inputs), labels)
         loss.backward()
@@ -147,20 +199,30 @@ def main():
 
     for _ in range(args.warmup):
         step()
-    torch.cuda.synchronize()
     times = []
-    for _ in range(args.steps):
-        start = torch.cuda.Event(enable_timing=True)
-        end = torch.cuda.Event(enable_timing=True)
-        start.record()
-        loss = step()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end))
-    print(f"model={args.model} batch={args.batch} math={args.math} "
-          f"median_ms={statistics.median(times):.3f} "
-          f"mean_ms={statistics.fmean(times):.3f} "
-          f"final_loss={loss.item():.6f}")
+    if cuda:
+        torch.cuda.synchronize()
+        for _ in range(args.steps):
+            start = torch.cuda.Event(enable_timing=True)
+            end = torch.cuda.Event(enable_timing=True)
+            start.record()
+            loss = step()
+            end.record()
+            end.synchronize()
+            times.append(start.elapsed_time(end))
+    else:
+        for _ in range(args.steps):
+            start = time.perf_counter()
+            loss = step()
+            times.append((time.perf_counter() - start) * 1e3)
+    line = (f"model={args.model} batch={args.batch} math={args.math} "
+            f"median_ms={statistics.median(times):.3f} "
+            f"mean_ms={statistics.fmean(times):.3f} "
+            f"final_loss={loss.item():.6f}")
+    if args.peak_rss:
+        # ru_maxrss is in KiB on Linux.
+        line += f" peak_rss_mib={resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.1f}"
+    print(line)
 
 
 if __name__ == "__main__":
