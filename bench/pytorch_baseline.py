@@ -63,19 +63,51 @@ class Bottleneck(nn.Module):
         return F.relu(out + identity)
 
 
-class ResNet50(nn.Module):
-    def __init__(self, classes=1000, width=64):
+class BasicBlock(nn.Module):
+    """ResNet-18/34 block: two 3x3 convolutions, the stride on the first."""
+
+    expansion = 1
+
+    def __init__(self, inplanes, planes, stride):
         super().__init__()
+        self.conv1 = nn.Conv2d(inplanes, planes, 3, stride, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(planes)
+        self.conv2 = nn.Conv2d(planes, planes, 3, 1, 1, bias=False)
+        self.bn2 = nn.BatchNorm2d(planes)
+        self.down = None
+        if stride != 1 or inplanes != planes:
+            self.down = nn.Sequential(
+                nn.Conv2d(inplanes, planes, 1, stride, bias=False),
+                nn.BatchNorm2d(planes))
+
+    def forward(self, x):
+        out = F.relu(self.bn1(self.conv1(x)))
+        out = self.bn2(self.conv2(out))
+        identity = x if self.down is None else self.down(x)
+        return F.relu(out + identity)
+
+
+# soap-zoo's depths (tools/soap-zoo/ResNet.cpp): block kind and counts.
+RESNET_DEPTHS = {18: (BasicBlock, (2, 2, 2, 2)), 34: (BasicBlock, (3, 4, 6, 3)),
+                 50: (Bottleneck, (3, 4, 6, 3)),
+                 101: (Bottleneck, (3, 4, 23, 3)),
+                 152: (Bottleneck, (3, 8, 36, 3))}
+
+
+class ResNet50(nn.Module):
+    def __init__(self, classes=1000, width=64, depth=50):
+        super().__init__()
+        block, counts = RESNET_DEPTHS[depth]
         self.stem = nn.Sequential(
             nn.Conv2d(3, width, 7, 2, 3, bias=False), nn.BatchNorm2d(width),
             nn.ReLU(), nn.MaxPool2d(3, 2, 1))
         layers, inplanes = [], width
-        for planes, blocks, stride in ((width, 3, 1), (width * 2, 4, 2),
-                                       (width * 4, 6, 2), (width * 8, 3, 2)):
+        for stage, blocks in enumerate(counts):
+            planes, stride = width << stage, (1 if stage == 0 else 2)
             for b in range(blocks):
-                layers.append(Bottleneck(inplanes, planes,
-                                         stride if b == 0 else 1))
-                inplanes = planes * 4
+                layers.append(block(inplanes, planes,
+                                    stride if b == 0 else 1))
+                inplanes = planes * block.expansion
         self.layers = nn.Sequential(*layers)
         self.fc = nn.Linear(inplanes, classes)
 
@@ -142,6 +174,10 @@ def main():
     parser.add_argument("--max-pos", type=int, default=512)
     parser.add_argument("--classes", type=int, default=2)
     parser.add_argument("--peak-rss", action="store_true")
+    parser.add_argument("--depth", type=int, default=50,
+                        choices=sorted(RESNET_DEPTHS))
+    parser.add_argument("--width", type=int, default=64)
+    parser.add_argument("--classes-resnet", type=int, default=1000)
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--image", type=int, default=224)
     parser.add_argument("--seq", type=int, default=128)
@@ -165,10 +201,12 @@ def main():
         torch.backends.cudnn.benchmark = True
 
     if args.model == "resnet50":
-        model = ResNet50().to(device)
+        model = ResNet50(classes=args.classes_resnet, width=args.width,
+                         depth=args.depth).to(device)
         inputs = torch.randn(args.batch, 3, args.image, args.image,
                              device=device)
-        labels = torch.randint(0, 1000, (args.batch,), device=device)
+        labels = torch.randint(0, args.classes_resnet, (args.batch,),
+                               device=device)
     elif args.model == "bert-base":
         vocab = args.vocab or 30522
         model = Bert(vocab=vocab, hidden=args.hidden or 768,

@@ -20,7 +20,7 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=$ROOT/build
 STEPS=10
-CASES="bert rnnlm"
+CASES="resnet18 resnet50-narrow bert rnnlm"
 while [ $# -gt 0 ]; do
   case $1 in
     --build) BUILD=$2; shift 2 ;;
@@ -35,18 +35,26 @@ trap 'rm -rf "$WORK"' EXIT
 
 # Each case: the zoo model and its options, and the same model for PyTorch.
 declare -A ZOO TORCH
+ZOO[resnet18]="resnet50 --depth 18 --image 64 --batch 8"
+TORCH[resnet18]="resnet50 --depth 18 --image 64 --batch 8"
+ZOO[resnet50-narrow]="resnet50 --width 32 --image 64 --batch 4"
+TORCH[resnet50-narrow]="resnet50 --width 32 --image 64 --batch 4"
 ZOO[bert]="bert-base --hidden 256 --layers 2 --heads 4 --seq 64 --batch 8"
 TORCH[bert]="bert-base --hidden 256 --layers 2 --heads 4 --seq 64 --batch 8"
 ZOO[rnnlm]="rnnlm --vocab 2000 --embed 256 --hidden 256 --seq 10 --batch 16"
 TORCH[rnnlm]="rnnlm --vocab 2000 --embed 256 --hidden 256 --seq 10 --batch 16"
 
+# Debian's PyTorch is a module of Debian's Python, which may not be the
+# python3 first on PATH.
+PY=/usr/bin/python3
+[ -x "$PY" ] || PY=python3
 have_torch=1
-if ! python3 -c 'import torch' 2>/dev/null; then
+if ! $PY -c 'import torch' 2>/dev/null; then
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO=sudo
   echo "vs-pytorch: installing python3-torch from Debian" >&2
   if ! (DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq \
           --no-install-recommends python3-torch >&2) ||
-     ! python3 -c 'import torch' 2>/dev/null; then
+     ! $PY -c 'import torch' 2>/dev/null; then
     have_torch=0
   fi
 fi
@@ -72,7 +80,7 @@ mkdir -p "$(dirname "$OUT")"
   echo "Measured by \`bench/vs-pytorch.sh\` on $(date -u +%Y-%m-%d): $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores."
   echo "SOAP: \`--soap-training-step\` (SGD, lr 0.01), \`--soap-lower-cpu\`, OPENBLAS_NUM_THREADS=1."
   if [ "$have_torch" -eq 1 ]; then
-    echo "PyTorch $(python3 -c 'import torch; print(torch.__version__)') eager (Debian python3-torch), torch.set_num_threads(1), SGD lr 0.01."
+    echo "PyTorch $($PY -c 'import torch; print(torch.__version__)') eager (Debian python3-torch), torch.set_num_threads(1), SGD lr 0.01."
   else
     echo "PyTorch: not available (python3-torch could not be installed); its columns are empty."
   fi
@@ -93,7 +101,7 @@ for c in $CASES; do
   torch_ms=""; torch_mib=""; ratio=""
   if [ "$have_torch" -eq 1 ]; then
     # shellcheck disable=SC2086
-    python3 "$ROOT/bench/pytorch_baseline.py" ${TORCH[$c]} --device cpu \
+    $PY "$ROOT/bench/pytorch_baseline.py" ${TORCH[$c]} --device cpu \
       --threads 1 --warmup 2 --steps "$STEPS" --peak-rss > "$WORK/$c.torch"
     torch_ms=$(field median_ms < "$WORK/$c.torch")
     torch_mib=$(field peak_rss_mib < "$WORK/$c.torch")

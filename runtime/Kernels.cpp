@@ -4,18 +4,22 @@
 // through OpenBLAS. An operand BLAS can read in place (one unit stride and
 // a leading dimension no smaller than the other size) is passed as is,
 // transposed when its unit stride is the row's; any other is packed into a
-// dense scratch copy first. Convolutions are im2col followed by one GEMM
-// per image.
+// dense scratch copy first. f32 convolutions run through oneDNN
+// (DnnlKernels.cpp); the others, and any oneDNN refuses, are im2col
+// followed by one GEMM per image.
 //
 //===----------------------------------------------------------------------===//
 
 #include "soap/Runtime/Runtime.h"
+
+#include "DnnlKernels.h"
 
 #include <cblas.h>
 
 #include <algorithm>
 #include <cstdlib>
 #include <strings.h>
+#include <type_traits>
 #include <unistd.h>
 #include <vector>
 
@@ -194,6 +198,19 @@ void conv2d(int64_t n, int64_t c, int64_t h, int64_t w, int64_t f, int64_t kh,
   }
 }
 
+/// The convolution through oneDNN where it takes it (f32), else im2col.
+template <typename T>
+void conv2dKernel(const soaprt::Conv2dShape &s, const soaprt::Conv2dStrides &st,
+                  const T *in, const T *filter, T *out) {
+  if constexpr (std::is_same_v<T, float>)
+    if (soaprt::dnnlConv2d(s, st, in, filter, out))
+      return;
+  conv2d<T>(s.n, s.c, s.h, s.w, s.f, s.kh, s.kw, s.oh, s.ow, s.sh, s.sw, s.dh,
+            s.dw, in, st.in[0], st.in[1], st.in[2], st.in[3], filter,
+            st.filter[0], st.filter[1], st.filter[2], st.filter[3], out,
+            st.out[0], st.out[1], st.out[2], st.out[3]);
+}
+
 } // namespace
 
 extern "C" int soaprt_select_blas_core(char **argv) {
@@ -240,8 +257,12 @@ extern "C" int soaprt_select_blas_core(char **argv) {
       int64_t isw, const T *filter, int64_t fsf, int64_t fsc, int64_t fsh,     \
       int64_t fsw, T *out, int64_t osn, int64_t osf, int64_t osh,              \
       int64_t osw) {                                                           \
-    conv2d<T>(n, c, h, w, f, kh, kw, oh, ow, sh, sw, dh, dw, in, isn, isc,     \
-              ish, isw, filter, fsf, fsc, fsh, fsw, out, osn, osf, osh, osw);  \
+    soaprt::Conv2dStrides strides;                                             \
+    strides.in = {isn, isc, ish, isw};                                         \
+    strides.filter = {fsf, fsc, fsh, fsw};                                     \
+    strides.out = {osn, osf, osh, osw};                                        \
+    conv2dKernel<T>({n, c, h, w, f, kh, kw, oh, ow, sh, sw, dh, dw}, strides,  \
+                    in, filter, out);                                          \
   }
 
 extern "C" {

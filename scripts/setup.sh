@@ -9,7 +9,7 @@ PACKAGES=(
   libopenmpi-dev openmpi-bin
   libgtest-dev googletest
   nlohmann-json3-dev
-  libopenblas-dev
+  libopenblas-dev libdnnl-dev
 )
 
 missing=()

@@ -263,9 +263,8 @@ LogicalResult link(llvm::StringRef objectPath, llvm::StringRef exePath,
                                    "-lsoaprt_driver"};
   // libsoaprt_gpu needs libsoaprt: before it.
   args.insert(args.end(), gpu.begin(), gpu.end());
-  args.insert(args.end(), {"-lsoaprt",
-                                   "-lopenblas",
-                                   "-lm"});
+  args.insert(args.end(), {"-lsoaprt", "-lopenblas", "-ldnnl", "-lgomp",
+                           "-lm"});
   args.insert(args.end(), mpi.begin(), mpi.end());
   std::vector<llvm::StringRef> argRefs(args.begin(), args.end());
   std::optional<llvm::StringRef> redirects[] = {std::nullopt, log.path.str(),

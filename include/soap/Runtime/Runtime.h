@@ -48,7 +48,8 @@ void soaprt_batch_matmul_f64(int64_t batch, int64_t m, int64_t n, int64_t k,
                              int64_t cm, int64_t cn);
 
 /** out[n,f,y,x] += sum_{c,i,j} in[n,c,y*sh+i*dh,x*sw+j*dw] * filter[f,c,i,j]
- *  (linalg.conv_2d_nchw_fchw), by im2col and GEMM. Sizes: in N x C x H x W,
+ *  (linalg.conv_2d_nchw_fchw): f32 through oneDNN, f64 (and what oneDNN
+ *  refuses, or all with SOAP_DNNL=0) by im2col and GEMM. Sizes: in N x C x H x W,
  *  filter F x C x KH x KW, out N x F x OH x OW; s* are element strides. */
 void soaprt_conv2d_nchw_fchw_f32(
     int64_t n, int64_t c, int64_t h, int64_t w, int64_t f, int64_t kh,

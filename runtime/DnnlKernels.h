@@ -1,0 +1,37 @@
+//===- DnnlKernels.h - oneDNN kernels of libsoaprt -------------*- C++ -*-===//
+//
+// Private to the runtime: Kernels.cpp tries these before its own paths.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SOAP_RUNTIME_DNNLKERNELS_H
+#define SOAP_RUNTIME_DNNLKERNELS_H
+
+#include <array>
+#include <cstdint>
+
+namespace soaprt {
+
+/// out[n,f,oh,ow] += sum_{c,kh,kw} in[n,c,sh*oh+dh*kh,sw*ow+dw*kw]
+///                                 * filter[f,c,kh,kw]
+struct Conv2dShape {
+  int64_t n, c, h, w, f, kh, kw, oh, ow, sh, sw, dh, dw;
+};
+
+/// The element strides of each operand's four dimensions, in the order of
+/// Conv2dShape's indices.
+struct Conv2dStrides {
+  std::array<int64_t, 4> in, filter, out;
+};
+
+/// Whether oneDNN runs the runtime's convolutions (SOAP_DNNL=0: no).
+bool dnnlEnabled();
+
+/// Runs the convolution through oneDNN; false (nothing written) when
+/// oneDNN is off or refuses it.
+bool dnnlConv2d(const Conv2dShape &shape, const Conv2dStrides &strides,
+                const float *in, const float *filter, float *out);
+
+} // namespace soaprt
+
+#endif // SOAP_RUNTIME_DNNLKERNELS_H
