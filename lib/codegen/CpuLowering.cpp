@@ -10,8 +10,9 @@
 //   4. one-shot bufferization (function boundaries, identity layouts),
 //      results to out-params, ownership-based deallocation; SOAP
 //      communication ops (CommunicationOps.cpp) are calls on buffers by then;
-//   5. kernels=blas: contractions and NCHW convolutions become libsoaprt
-//      calls; kernels=vector: vector ops are lowered;
+//   5. kernels=blas: contractions and 2-D convolutions (any layout, the
+//      transposes around them folded first) become libsoaprt calls;
+//      kernels=vector: vector ops are lowered;
 //   6. everything else to loops, and to the LLVM dialect (bare pointers);
 //   7. the C ABI for the driver.
 //
@@ -107,8 +108,40 @@ bool blasTakes(linalg::LinalgOp op) {
   }
   if (!element || !(element.isF32() || element.isF64()))
     return false;
-  return isa<linalg::Conv2DNchwFchwOp>(op.getOperation()) ||
-         linalg::isaContractionOpInterface(op);
+  return conv2dRoles(op).has_value() || linalg::isaContractionOpInterface(op);
+}
+
+/// The inputs of `generic` that a linalg.transpose produces are read from
+/// the transpose's input through the permuted map.
+static void foldInputTransposes(linalg::GenericOp generic) {
+  SmallVector<AffineMap> maps = generic.getIndexingMapsArray();
+  for (OpOperand *input : generic.getDpsInputOperands()) {
+    auto transpose = input->get().getDefiningOp<linalg::TransposeOp>();
+    if (!transpose)
+      continue;
+    // Dimension j of the transposed tensor is dimension perm[j] of the
+    // original: read the original where the transposed one was read.
+    ArrayRef<int64_t> perm = transpose.getPermutation();
+    AffineMap &map = maps[input->getOperandNumber()];
+    SmallVector<AffineExpr> results(perm.size());
+    for (auto [j, source] : llvm::enumerate(perm))
+      results[source] = map.getResult(j);
+    map = AffineMap::get(map.getNumDims(), map.getNumSymbols(), results,
+                         generic.getContext());
+    input->set(transpose.getInput());
+  }
+  generic.setIndexingMapsAttr(
+      Builder(generic.getContext()).getAffineMapArrayAttr(maps));
+}
+
+/// Transposes read by nothing else go (after bufferization they would be
+/// copies into buffers, which nothing removes).
+static void eraseUnusedTransposes(ModuleOp module) {
+  IRRewriter rewriter(module.getContext());
+  module.walk([&](linalg::TransposeOp transpose) {
+    if (transpose->use_empty())
+      rewriter.eraseOp(transpose);
+  });
 }
 
 void foldTransposesIntoContractions(ModuleOp module) {
@@ -129,30 +162,71 @@ void foldTransposesIntoContractions(ModuleOp module) {
             : linalg::generalizeNamedOp(rewriter, op);
     if (failed(generic))
       continue;
-    SmallVector<AffineMap> maps = generic->getIndexingMapsArray();
-    for (OpOperand *input : generic->getDpsInputOperands()) {
-      auto transpose = input->get().getDefiningOp<linalg::TransposeOp>();
-      if (!transpose)
-        continue;
-      // Dimension j of the transposed tensor is dimension perm[j] of the
-      // original: read the original where the transposed one was read.
-      ArrayRef<int64_t> perm = transpose.getPermutation();
-      AffineMap &map = maps[input->getOperandNumber()];
-      SmallVector<AffineExpr> results(perm.size());
-      for (auto [j, source] : llvm::enumerate(perm))
-        results[source] = map.getResult(j);
-      map = AffineMap::get(map.getNumDims(), map.getNumSymbols(), results,
-                           module.getContext());
-      input->set(transpose.getInput());
-    }
-    generic->setIndexingMapsAttr(rewriter.getAffineMapArrayAttr(maps));
+    foldInputTransposes(*generic);
   }
-  // Transposes read by nothing else go (after bufferization they would be
-  // copies into buffers, which nothing removes).
-  module.walk([&](linalg::TransposeOp transpose) {
-    if (transpose->use_empty())
-      rewriter.eraseOp(transpose);
+  eraseUnusedTransposes(module);
+}
+
+void foldTransposesIntoConvolutions(ModuleOp module) {
+  SmallVector<linalg::LinalgOp> convolutions;
+  module.walk([&](linalg::LinalgOp op) {
+    if (op.hasPureTensorSemantics() && conv2dRoles(op) && blasTakes(op))
+      convolutions.push_back(op);
   });
+  IRRewriter rewriter(module.getContext());
+  for (linalg::LinalgOp op : convolutions) {
+    auto readsTranspose = [](OpOperand *input) {
+      return input->get().getDefiningOp<linalg::TransposeOp>() != nullptr;
+    };
+    // The transpose that is the result's only use, when the output starts
+    // as a fill of an empty tensor (which can be made in its layout).
+    linalg::TransposeOp written;
+    Value result = op->getResult(0);
+    auto fill = op.getDpsInitOperand(0)->get().getDefiningOp<linalg::FillOp>();
+    if (result.hasOneUse() && fill &&
+        fill.getOutputs()[0].getDefiningOp<tensor::EmptyOp>())
+      written = dyn_cast<linalg::TransposeOp>(*result.getUsers().begin());
+    if (written && written.getInput() != result)
+      written = nullptr;
+    if (!written && llvm::none_of(op.getDpsInputOperands(), readsTranspose))
+      continue;
+    rewriter.setInsertionPoint(op);
+    FailureOr<linalg::GenericOp> generic =
+        isa<linalg::GenericOp>(op.getOperation())
+            ? FailureOr<linalg::GenericOp>(cast<linalg::GenericOp>(op))
+            : linalg::generalizeNamedOp(rewriter, op);
+    if (failed(generic))
+      continue;
+    foldInputTransposes(*generic);
+    if (!written)
+      continue;
+    // out^T: element j of the transposed result is element perm[j] of the
+    // result; write it there directly, into a fill of the new shape.
+    Location loc = generic->getLoc();
+    ArrayRef<int64_t> perm = written.getPermutation();
+    SmallVector<AffineMap> maps = generic->getIndexingMapsArray();
+    AffineMap &outMap = maps.back();
+    SmallVector<AffineExpr> results;
+    for (int64_t source : perm)
+      results.push_back(outMap.getResult(source));
+    outMap = AffineMap::get(outMap.getNumDims(), 0, results,
+                            module.getContext());
+    auto type = cast<RankedTensorType>(written.getResult()[0].getType());
+    Value empty = tensor::EmptyOp::create(rewriter, loc, type.getShape(),
+                                          type.getElementType());
+    Value init = linalg::FillOp::create(rewriter, loc, fill.getInputs()[0],
+                                        empty)
+                     .getResult(0);
+    auto replacement = linalg::GenericOp::create(
+        rewriter, loc, TypeRange{type}, generic->getDpsInputs(),
+        ValueRange{init}, maps, generic->getIteratorTypesArray());
+    rewriter.inlineRegionBefore(generic->getRegion(),
+                                replacement.getRegion(),
+                                replacement.getRegion().end());
+    rewriter.replaceOp(written, replacement.getResults());
+    rewriter.eraseOp(*generic);
+  }
+  eraseUnusedTransposes(module);
 }
 
 void vectorizeKernels(ModuleOp module, bool skipBlasKernels) {
@@ -243,8 +317,10 @@ LogicalResult lowerModuleForCpu(ModuleOp module,
   if (options.fuseElementwise &&
       failed(codegen::fuseElementwiseChains(module)))
     return failure();
-  if (options.kernels == KernelCodegen::Blas)
+  if (options.kernels == KernelCodegen::Blas) {
     codegen::foldTransposesIntoContractions(module);
+    codegen::foldTransposesIntoConvolutions(module);
+  }
   // Hooks first, so that they bracket the loop nests of vectorized ops.
   if (options.traceOps)
     codegen::insertTraceHooks(module, description.ops);

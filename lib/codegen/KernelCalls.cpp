@@ -76,6 +76,104 @@ void insertTraceHooks(ModuleOp module, std::vector<std::string> &ops) {
   }
 }
 
+/// `expr` as `a * d0 + b * d1` over two loops (coefficients positive), or
+/// `d0` alone; nothing else.
+static std::optional<SmallVector<std::pair<unsigned, int64_t>>>
+loopTerms(AffineExpr expr) {
+  if (auto dim = dyn_cast<AffineDimExpr>(expr))
+    return SmallVector<std::pair<unsigned, int64_t>>{{dim.getPosition(), 1}};
+  if (auto binary = dyn_cast<AffineBinaryOpExpr>(expr)) {
+    if (expr.getKind() == AffineExprKind::Mul) {
+      auto dim = dyn_cast<AffineDimExpr>(binary.getLHS());
+      auto factor = dyn_cast<AffineConstantExpr>(binary.getRHS());
+      if (!dim || !factor || factor.getValue() <= 0)
+        return std::nullopt;
+      return SmallVector<std::pair<unsigned, int64_t>>{
+          {dim.getPosition(), factor.getValue()}};
+    }
+    if (expr.getKind() == AffineExprKind::Add) {
+      auto lhs = loopTerms(binary.getLHS());
+      auto rhs = loopTerms(binary.getRHS());
+      if (!lhs || !rhs || lhs->size() + rhs->size() != 2)
+        return std::nullopt;
+      lhs->append(*rhs);
+      return lhs;
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<Conv2dRoles> conv2dRoles(linalg::LinalgOp op) {
+  if (op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1 ||
+      op.getNumLoops() != 7 || !linalg::isaConvolutionOpInterface(op))
+    return std::nullopt;
+  FailureOr<linalg::ConvolutionDimensions> dims =
+      linalg::inferConvolutionDims(op);
+  if (failed(dims) || dims->batch.size() != 1 ||
+      dims->outputChannel.size() != 1 || dims->inputChannel.size() != 1 ||
+      dims->outputImage.size() != 2 || dims->filterLoop.size() != 2 ||
+      !dims->depth.empty())
+    return std::nullopt;
+  Conv2dRoles roles;
+  roles.batch = dims->batch[0];
+  roles.outputChannel = dims->outputChannel[0];
+  roles.inputChannel = dims->inputChannel[0];
+  // Where a plain loop is in `map`'s results.
+  auto position = [](AffineMap map, unsigned loop) -> std::optional<unsigned> {
+    for (auto [i, expr] : llvm::enumerate(map.getResults()))
+      if (auto dim = dyn_cast<AffineDimExpr>(expr))
+        if (dim.getPosition() == loop)
+          return i;
+    return std::nullopt;
+  };
+  AffineMap image = op.getMatchingIndexingMap(op.getDpsInputOperand(0));
+  AffineMap filter = op.getMatchingIndexingMap(op.getDpsInputOperand(1));
+  AffineMap output = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
+  if (image.getNumResults() != 4 || filter.getNumResults() != 4 ||
+      output.getNumResults() != 4)
+    return std::nullopt;
+  // The image's two windowed results, in the order they appear: each is
+  // stride * (output position) + dilation * (window offset).
+  SmallVector<unsigned> windowed;
+  for (auto [i, expr] : llvm::enumerate(image.getResults())) {
+    if (isa<AffineDimExpr>(expr))
+      continue;
+    auto terms = loopTerms(expr);
+    if (!terms || terms->size() != 2)
+      return std::nullopt;
+    auto [a, aFactor] = (*terms)[0];
+    auto [c, cFactor] = (*terms)[1];
+    if (llvm::is_contained(dims->filterLoop, a))
+      std::swap(a, c), std::swap(aFactor, cFactor);
+    if (windowed.size() == 2 || !llvm::is_contained(dims->outputImage, a) ||
+        !llvm::is_contained(dims->filterLoop, c))
+      return std::nullopt;
+    roles.outputImage[windowed.size()] = a;
+    roles.window[windowed.size()] = c;
+    roles.strides[windowed.size()] = aFactor;
+    roles.dilations[windowed.size()] = cFactor;
+    roles.image[2 + windowed.size()] = i;
+    windowed.push_back(i);
+  }
+  if (windowed.size() != 2)
+    return std::nullopt;
+  std::optional<unsigned> places[] = {
+      position(image, roles.batch), position(image, roles.inputChannel),
+      position(filter, roles.outputChannel),
+      position(filter, roles.inputChannel), position(filter, roles.window[0]),
+      position(filter, roles.window[1]), position(output, roles.batch),
+      position(output, roles.outputChannel),
+      position(output, roles.outputImage[0]),
+      position(output, roles.outputImage[1])};
+  if (llvm::any_of(places, [](auto p) { return !p.has_value(); }))
+    return std::nullopt;
+  roles.image[0] = *places[0];
+  roles.image[1] = *places[1];
+  roles.filter = {*places[2], *places[3], *places[4], *places[5]};
+  roles.output = {*places[6], *places[7], *places[8], *places[9]};
+  return roles;
+}
+
 namespace {
 
 /// A memref operand as the runtime takes it: a pointer to its first element
@@ -259,14 +357,23 @@ bool replaceContraction(linalg::LinalgOp op, const std::string &suffix,
   return true;
 }
 
-/// linalg.conv_2d_nchw_fchw as a call of soaprt_conv2d_nchw_fchw_*.
-bool replaceConvolution(linalg::Conv2DNchwFchwOp op, const std::string &suffix,
-                        const CallTarget &target) {
-  auto in = cast<MemRefType>(op.getInputs()[0].getType());
-  auto filter = cast<MemRefType>(op.getInputs()[1].getType());
-  auto out = cast<MemRefType>(op.getOutputs()[0].getType());
-  SmallVector<int64_t> strides(op.getStrides().getValues<int64_t>());
-  SmallVector<int64_t> dilations(op.getDilations().getValues<int64_t>());
+/// `operand`'s strides in the order of `results` (positions in its map).
+SmallVector<Value> stridesOf(const StridedOperand &operand,
+                             ArrayRef<unsigned> results) {
+  SmallVector<Value> strides;
+  for (unsigned result : results)
+    strides.push_back(operand.strides[result]);
+  return strides;
+}
+
+/// A 2-D convolution in any layout (conv2dRoles) as a call of
+/// soaprt_conv2d_nchw_fchw_*, each operand's dimensions passed in the
+/// runtime's order through their strides.
+bool replaceConvolution(linalg::LinalgOp op, const Conv2dRoles &roles,
+                        const std::string &suffix, const CallTarget &target) {
+  SmallVector<int64_t> loops = op.getStaticLoopRanges();
+  Value image = op.getDpsInputOperand(0)->get();
+  auto imageType = cast<MemRefType>(image.getType());
   OpBuilder b(op);
   Location loc = op.getLoc();
   auto constant = [&](int64_t v) {
@@ -276,17 +383,22 @@ bool replaceConvolution(linalg::Conv2DNchwFchwOp op, const std::string &suffix,
   if (target.math)
     args.push_back(constant(*target.math));
   for (int64_t v :
-       {in.getDimSize(0), in.getDimSize(1), in.getDimSize(2), in.getDimSize(3),
-        filter.getDimSize(0), filter.getDimSize(2), filter.getDimSize(3),
-        out.getDimSize(2), out.getDimSize(3), strides[0], strides[1],
-        dilations[0], dilations[1]})
+       {loops[roles.batch], loops[roles.inputChannel],
+        imageType.getDimSize(roles.image[2]),
+        imageType.getDimSize(roles.image[3]), loops[roles.outputChannel],
+        loops[roles.window[0]], loops[roles.window[1]],
+        loops[roles.outputImage[0]], loops[roles.outputImage[1]],
+        roles.strides[0], roles.strides[1], roles.dilations[0],
+        roles.dilations[1]})
     args.push_back(constant(v));
-  for (Value operand : {op.getInputs()[0], op.getInputs()[1],
-                        op.getOutputs()[0]}) {
+  auto add = [&](Value operand, ArrayRef<unsigned> results) {
     StridedOperand strided = stridedOperand(b, loc, operand);
     args.push_back(strided.pointer);
-    args.append(strided.strides);
-  }
+    args.append(stridesOf(strided, results));
+  };
+  add(image, roles.image);
+  add(op.getDpsInputOperand(1)->get(), roles.filter);
+  add(op.getDpsInitOperand(0)->get(), roles.output);
   func::FuncOp callee = declareRuntimeFunction(
       op->getParentOfType<ModuleOp>(),
       target.prefix + "conv2d_nchw_fchw_" + suffix,
@@ -351,10 +463,12 @@ int replaceKernelsByCalls(ModuleOp module, const CallTarget &target) {
     std::optional<std::string> suffix = kernelSuffix(op);
     if (!suffix || (gpu && *suffix != "f32"))
       continue;
-    if (auto conv = dyn_cast<linalg::Conv2DNchwFchwOp>(op.getOperation())) {
-      replaced += replaceConvolution(conv, *suffix, target);
-      continue;
-    }
+    // The GPU kernel (cuDNN) is only used, and tested, in NCHW.
+    if (!gpu || isa<linalg::Conv2DNchwFchwOp>(op.getOperation()))
+      if (std::optional<Conv2dRoles> roles = conv2dRoles(op)) {
+        replaced += replaceConvolution(op, *roles, *suffix, target);
+        continue;
+      }
     if (gpu && isa<linalg::PoolingNchwMaxOp>(op.getOperation())) {
       replaced += replacePooling(op, 0);
       continue;

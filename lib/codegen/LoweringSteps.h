@@ -81,7 +81,16 @@ mlir::LogicalResult fuseElementwiseChains(mlir::ModuleOp module);
 /// so BLAS gets the transposition as strides and no copy is made.
 void foldTransposesIntoContractions(mlir::ModuleOp module);
 
-// replaceKernelsByBlasCalls and blasTakes: soap/codegen/BlasKernels.h.
+/// kernels=blas: a 2-D convolution (conv2dRoles) that reads a
+/// linalg.transpose, or whose result only a linalg.transpose reads, reads
+/// or writes the transpose's other side through the permuted map (as a
+/// linalg.generic): the runtime's convolution gets the layouts as strides,
+/// and the autodiff's weight gradients (a convolution of transposed
+/// tensors, transposed) copy nothing.
+void foldTransposesIntoConvolutions(mlir::ModuleOp module);
+
+// replaceKernelsByBlasCalls, blasTakes, conv2dRoles:
+// soap/codegen/BlasKernels.h.
 
 /// Tiles and vectorizes contractions and convolutions on tensors (before
 /// bufferization); ops the vectorizer declines stay linalg.
