@@ -19,6 +19,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "GenericBody.h"
+#include "soap/support/LinearAffine.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -29,12 +30,6 @@ using namespace mlir;
 namespace soap::autodiff {
 
 namespace {
-
-/// `sum coefficient * dim + constant`.
-struct LinearExpr {
-  SmallVector<std::pair<unsigned, int64_t>> terms;
-  int64_t constant = 0;
-};
 
 /// One result of the input's map that reads a window.
 struct Window {
@@ -53,45 +48,6 @@ struct WindowedMap {
 };
 
 } // namespace
-
-static std::optional<LinearExpr> linearize(AffineExpr expr) {
-  if (auto dim = dyn_cast<AffineDimExpr>(expr))
-    return LinearExpr{{{dim.getPosition(), 1}}, 0};
-  if (auto constant = dyn_cast<AffineConstantExpr>(expr))
-    return LinearExpr{{}, constant.getValue()};
-  auto binary = dyn_cast<AffineBinaryOpExpr>(expr);
-  if (!binary)
-    return std::nullopt;
-  std::optional<LinearExpr> lhs = linearize(binary.getLHS());
-  std::optional<LinearExpr> rhs = linearize(binary.getRHS());
-  if (!lhs || !rhs)
-    return std::nullopt;
-  if (expr.getKind() == AffineExprKind::Add) {
-    LinearExpr sum = *lhs;
-    sum.constant += rhs->constant;
-    for (auto [dim, coefficient] : rhs->terms) {
-      auto it = llvm::find_if(sum.terms,
-                              [&](auto &term) { return term.first == dim; });
-      if (it != sum.terms.end())
-        it->second += coefficient;
-      else
-        sum.terms.push_back({dim, coefficient});
-    }
-    return sum;
-  }
-  if (expr.getKind() == AffineExprKind::Mul) {
-    const LinearExpr *scale = lhs->terms.empty() ? &*lhs : &*rhs;
-    const LinearExpr *term = lhs->terms.empty() ? &*rhs : &*lhs;
-    if (!scale->terms.empty())
-      return std::nullopt;
-    LinearExpr product = *term;
-    product.constant *= scale->constant;
-    for (auto &t : product.terms)
-      t.second *= scale->constant;
-    return product;
-  }
-  return std::nullopt;
-}
 
 /// Splits `map` (how input `operand` is read) into plain loops and
 /// windows; fails when a result is neither.

@@ -134,6 +134,15 @@ static void foldInputTransposes(linalg::GenericOp generic) {
       Builder(generic.getContext()).getAffineMapArrayAttr(maps));
 }
 
+/// `op` as a linalg.generic: itself, or its generalization (at the
+/// rewriter's insertion point).
+static FailureOr<linalg::GenericOp> asGeneric(RewriterBase &rewriter,
+                                              linalg::LinalgOp op) {
+  if (auto generic = dyn_cast<linalg::GenericOp>(op.getOperation()))
+    return generic;
+  return linalg::generalizeNamedOp(rewriter, op);
+}
+
 /// Transposes read by nothing else go (after bufferization they would be
 /// copies into buffers, which nothing removes).
 static void eraseUnusedTransposes(ModuleOp module) {
@@ -156,10 +165,7 @@ void foldTransposesIntoContractions(ModuleOp module) {
   IRRewriter rewriter(module.getContext());
   for (linalg::LinalgOp op : contractions) {
     rewriter.setInsertionPoint(op);
-    FailureOr<linalg::GenericOp> generic =
-        isa<linalg::GenericOp>(op.getOperation())
-            ? FailureOr<linalg::GenericOp>(cast<linalg::GenericOp>(op))
-            : linalg::generalizeNamedOp(rewriter, op);
+    FailureOr<linalg::GenericOp> generic = asGeneric(rewriter, op);
     if (failed(generic))
       continue;
     foldInputTransposes(*generic);
@@ -191,10 +197,7 @@ void foldTransposesIntoConvolutions(ModuleOp module) {
     if (!written && llvm::none_of(op.getDpsInputOperands(), readsTranspose))
       continue;
     rewriter.setInsertionPoint(op);
-    FailureOr<linalg::GenericOp> generic =
-        isa<linalg::GenericOp>(op.getOperation())
-            ? FailureOr<linalg::GenericOp>(cast<linalg::GenericOp>(op))
-            : linalg::generalizeNamedOp(rewriter, op);
+    FailureOr<linalg::GenericOp> generic = asGeneric(rewriter, op);
     if (failed(generic))
       continue;
     foldInputTransposes(*generic);

@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "LoweringSteps.h"
+#include "soap/support/LinearAffine.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -76,33 +77,6 @@ void insertTraceHooks(ModuleOp module, std::vector<std::string> &ops) {
   }
 }
 
-/// `expr` as `a * d0 + b * d1` over two loops (coefficients positive), or
-/// `d0` alone; nothing else.
-static std::optional<SmallVector<std::pair<unsigned, int64_t>>>
-loopTerms(AffineExpr expr) {
-  if (auto dim = dyn_cast<AffineDimExpr>(expr))
-    return SmallVector<std::pair<unsigned, int64_t>>{{dim.getPosition(), 1}};
-  if (auto binary = dyn_cast<AffineBinaryOpExpr>(expr)) {
-    if (expr.getKind() == AffineExprKind::Mul) {
-      auto dim = dyn_cast<AffineDimExpr>(binary.getLHS());
-      auto factor = dyn_cast<AffineConstantExpr>(binary.getRHS());
-      if (!dim || !factor || factor.getValue() <= 0)
-        return std::nullopt;
-      return SmallVector<std::pair<unsigned, int64_t>>{
-          {dim.getPosition(), factor.getValue()}};
-    }
-    if (expr.getKind() == AffineExprKind::Add) {
-      auto lhs = loopTerms(binary.getLHS());
-      auto rhs = loopTerms(binary.getRHS());
-      if (!lhs || !rhs || lhs->size() + rhs->size() != 2)
-        return std::nullopt;
-      lhs->append(*rhs);
-      return lhs;
-    }
-  }
-  return std::nullopt;
-}
-
 std::optional<Conv2dRoles> conv2dRoles(linalg::LinalgOp op) {
   if (op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1 ||
       op.getNumLoops() != 7 || !linalg::isaConvolutionOpInterface(op))
@@ -138,14 +112,15 @@ std::optional<Conv2dRoles> conv2dRoles(linalg::LinalgOp op) {
   for (auto [i, expr] : llvm::enumerate(image.getResults())) {
     if (isa<AffineDimExpr>(expr))
       continue;
-    auto terms = loopTerms(expr);
-    if (!terms || terms->size() != 2)
+    std::optional<LinearExpr> linear = linearize(expr);
+    if (!linear || linear->terms.size() != 2 || linear->constant != 0)
       return std::nullopt;
-    auto [a, aFactor] = (*terms)[0];
-    auto [c, cFactor] = (*terms)[1];
+    auto [a, aFactor] = linear->terms[0];
+    auto [c, cFactor] = linear->terms[1];
     if (llvm::is_contained(dims->filterLoop, a))
       std::swap(a, c), std::swap(aFactor, cFactor);
-    if (windowed.size() == 2 || !llvm::is_contained(dims->outputImage, a) ||
+    if (windowed.size() == 2 || aFactor <= 0 || cFactor <= 0 ||
+        !llvm::is_contained(dims->outputImage, a) ||
         !llvm::is_contained(dims->filterLoop, c))
       return std::nullopt;
     roles.outputImage[windowed.size()] = a;
