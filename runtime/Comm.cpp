@@ -83,6 +83,9 @@ State &state() {
 
 size_t elementBytes(int64_t dtype) {
   switch (dtype) {
+  case SOAPRT_I8:
+  case SOAPRT_I1:
+    return 1;
   case SOAPRT_F32:
   case SOAPRT_I32:
     return 4;
@@ -120,6 +123,13 @@ void divideBy(void *data, int64_t count, int64_t dtype, int64_t n) {
     case SOAPRT_I64:
       static_cast<int64_t *>(data)[i] /= n;
       break;
+    case SOAPRT_I8:
+      static_cast<int8_t *>(data)[i] /= static_cast<int8_t>(n);
+      break;
+    default:
+      commFail("internal: a mean of element type code " +
+                   std::to_string(dtype),
+               4);
     }
 }
 
@@ -173,12 +183,29 @@ MPI_Datatype mpiType(int64_t dtype) {
     return MPI_INT32_T;
   case SOAPRT_I64:
     return MPI_INT64_T;
+  case SOAPRT_I8:
+    return MPI_INT8_T;
+  case SOAPRT_I1:
+    return MPI_UINT8_T;
   }
   elementBytes(dtype); // fails
   return MPI_DATATYPE_NULL;
 }
 
-MPI_Op mpiOp(int64_t op) {
+/// The MPI reduction for `op` on `dtype`: i1's bytes of 0/1 reduce as
+/// arith's signed i1 does (SOAPRT_I1 in Runtime.h).
+MPI_Op mpiOp(int64_t op, int64_t dtype) {
+  if (dtype == SOAPRT_I1)
+    switch (op) {
+    case SOAPRT_SUM:
+      return MPI_BXOR;
+    case SOAPRT_MAX:
+      return MPI_BAND;
+    case SOAPRT_MIN:
+      return MPI_BOR;
+    default:
+      commFail("internal: a mean of i1 values", 4);
+    }
   switch (op) {
   case SOAPRT_SUM:
   case SOAPRT_MEAN:
@@ -329,6 +356,10 @@ bool commEnter(const char *what, const int64_t *group, int64_t size) {
 
 size_t commElementBytes(int64_t dtype) { return elementBytes(dtype); }
 
+void commDivideBy(void *data, int64_t count, int64_t dtype, int64_t n) {
+  divideBy(data, count, dtype, n);
+}
+
 void commFail(const std::string &message, int code) {
   State &s = state();
   std::fflush(stdout);
@@ -362,7 +393,7 @@ void soaprt_all_reduce(const void *in, void *out, int64_t count, int64_t dtype,
   ScopedEvent event("soap.all_reduce", "comm", bytes);
 #if SOAP_HAVE_MPI
   if (groupSize > 1) {
-    check(MPI_Allreduce(in, out, checkedCount(count), mpiType(dtype), mpiOp(op),
+    check(MPI_Allreduce(in, out, checkedCount(count), mpiType(dtype), mpiOp(op, dtype),
                         groupComm(group, groupSize)),
           "MPI_Allreduce");
     if (op == SOAPRT_MEAN)
@@ -393,7 +424,7 @@ int64_t soaprt_all_reduce_start(const void *in, void *out, int64_t count,
     }
     ScopedEvent event("soap.all_reduce", "comm", count * elementBytes(dtype));
     check(MPI_Iallreduce(in, out, checkedCount(count), mpiType(dtype),
-                         mpiOp(op), groupComm(group, groupSize),
+                         mpiOp(op, dtype), groupComm(group, groupSize),
                          &pending.request),
           "MPI_Iallreduce");
     if (op == SOAPRT_MEAN) {
@@ -483,7 +514,7 @@ void soaprt_reduce_scatter(const void *in, void *out, int64_t outer,
       source = packed;
     }
     check(MPI_Reduce_scatter_block(source, out, checkedCount(outer * chunk),
-                                   mpiType(dtype), mpiOp(op),
+                                   mpiType(dtype), mpiOp(op, dtype),
                                    groupComm(group, groupSize)),
           "MPI_Reduce_scatter_block");
     if (op == SOAPRT_MEAN)

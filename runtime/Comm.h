@@ -45,6 +45,9 @@ void commGatherToRoot(const void *local, size_t bytes, void *all);
 /// collectives do first), and the size of an element of `dtype`.
 bool commEnter(const char *what, const int64_t *group, int64_t size);
 size_t commElementBytes(int64_t dtype);
+/// Divides each of `count` elements of `dtype` at `data` (host memory) by
+/// `n`, integers truncating: the mean after a sum.
+void commDivideBy(void *data, int64_t count, int64_t dtype, int64_t n);
 
 /// Completes pending sends and shuts MPI down.
 void commFinalize();

@@ -86,6 +86,10 @@ ncclDataType_t ncclType(int64_t dtype) {
     return ncclInt32;
   case SOAPRT_I64:
     return ncclInt64;
+  case SOAPRT_I8:
+    return ncclInt8;
+  case SOAPRT_I1:
+    return ncclUint8;
   }
   commElementBytes(dtype); // fails, naming the code
   return ncclFloat32;
@@ -272,12 +276,7 @@ void divideOnDevice(void *data, int64_t count, int64_t dtype, int64_t n) {
                         comm),
         "cudaMemcpyAsync");
   check(cudaStreamSynchronize(comm), "cudaStreamSynchronize");
-  for (int64_t i = 0; i < count; ++i) {
-    if (dtype == SOAPRT_I32)
-      reinterpret_cast<int32_t *>(host.data())[i] /= static_cast<int32_t>(n);
-    else
-      reinterpret_cast<int64_t *>(host.data())[i] /= n;
-  }
+  commDivideBy(host.data(), count, dtype, n);
   check(cudaMemcpyAsync(data, host.data(), bytes, cudaMemcpyHostToDevice,
                         comm),
         "cudaMemcpyAsync");
@@ -378,7 +377,8 @@ int64_t allReduceStart(const void *in, void *out, int64_t count,
     copyOnDevice(out, in, bytes);
     return 0;
   }
-  if (!useNccl()) {
+  // NCCL has no exclusive or, which an i1 sum is: i1 reduces on the host.
+  if (!useNccl() || dtype == SOAPRT_I1) {
     staged(in, bytes, out, bytes, [&](void *hostIn, void *hostOut) {
       soaprt_all_reduce(hostIn, hostOut, count, dtype, op, group, groupSize);
     });
@@ -450,7 +450,7 @@ void reduceScatter(const void *in, void *out, int64_t outer, int64_t chunk,
   size_t outBytes = outer * chunkBytes;
   if (groupSize == 1)
     return copyOnDevice(out, in, outBytes);
-  if (!useNccl())
+  if (!useNccl() || dtype == SOAPRT_I1)
     return staged(in, groupSize * outBytes, out, outBytes,
                   [&](void *hostIn, void *hostOut) {
                     soaprt_reduce_scatter(hostIn, hostOut, outer, chunk, dtype,

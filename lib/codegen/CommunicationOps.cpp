@@ -74,6 +74,10 @@ int64_t dtypeCode(Type element) {
     return SOAPRT_I32;
   if (element.isInteger(64) || element.isIndex())
     return SOAPRT_I64;
+  if (element.isInteger(8))
+    return SOAPRT_I8;
+  if (element.isInteger(1))
+    return SOAPRT_I1;
   return -1;
 }
 
@@ -191,7 +195,14 @@ LogicalResult lowerCommunication(Operation *op, ModuleOp module,
   if (dtype < 0)
     return op->emitError() << "element type " << type.getElementType()
                            << " is not one the MPI backend handles (f32, "
-                              "f64, i32, i64, index)";
+                              "f64, i1, i8, i32, i64, index)";
+  auto isMeanOfI1 = [&](ReductionKind kind) {
+    return dtype == SOAPRT_I1 && kind == ReductionKind::mean;
+  };
+  if (auto reduce = dyn_cast<AllReduceOp>(op); reduce && isMeanOfI1(reduce.getKind()))
+    return op->emitError() << "a mean of i1 values has no i1 result";
+  if (auto scatter = dyn_cast<ReduceScatterOp>(op); scatter && isMeanOfI1(scatter.getKind()))
+    return op->emitError() << "a mean of i1 values has no i1 result";
 
   if (auto reduce = dyn_cast<AllReduceOp>(op)) {
     ArrayRef<int64_t> group = reduce.getGroup();
@@ -285,14 +296,17 @@ memref::GlobalOp deviceListGlobal(ModuleOp module, ArrayRef<int64_t> devices) {
 
 } // namespace
 
+int64_t elementBytes(ShapedType type) {
+  return llvm::divideCeil(type.getElementTypeBitWidth(), 8);
+}
+
 Value pointerTo(OpBuilder &b, Location loc, Value memref) {
   auto type = cast<MemRefType>(memref.getType());
   auto metadata = memref::ExtractStridedMetadataOp::create(b, loc, memref);
   Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
   Value offsetBytes = arith::MulIOp::create(
       b, loc, metadata.getOffset(),
-      arith::ConstantIndexOp::create(b, loc,
-                                     type.getElementTypeBitWidth() / 8));
+      arith::ConstantIndexOp::create(b, loc, elementBytes(type)));
   Value address = arith::AddIOp::create(b, loc, base, offsetBytes);
   Value asInt = arith::IndexCastOp::create(b, loc, b.getI64Type(), address);
   return LLVM::IntToPtrOp::create(

@@ -355,7 +355,7 @@ LogicalResult copyGlobalsToDevice(ModuleOp module) {
                << ", which the GPU lowering cannot copy to the device";
       Value host = memref::GetGlobalOp::create(b, loc, type, name.getValue());
       Value device = memref::AllocOp::create(b, loc, type);
-      int64_t bytes = type.getNumElements() * type.getElementTypeBitWidth() / 8;
+      int64_t bytes = type.getNumElements() * codegen::elementBytes(type);
       Value size = arith::ConstantIntOp::create(b, loc, bytes, 64);
       Value stream = LLVM::ZeroOp::create(b, loc, ptr);
       func::CallOp::create(b, loc, memcpy,

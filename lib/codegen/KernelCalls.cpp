@@ -163,7 +163,7 @@ StridedOperand stridedOperand(OpBuilder &b, Location loc, Value memref) {
   auto metadata = memref::ExtractStridedMetadataOp::create(b, loc, memref);
   Value base =
       memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
-  int64_t bytes = type.getElementTypeBitWidth() / 8;
+  int64_t bytes = elementBytes(type);
   Value offsetBytes = arith::MulIOp::create(
       b, loc, metadata.getOffset(),
       arith::ConstantIndexOp::create(b, loc, bytes));

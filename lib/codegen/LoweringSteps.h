@@ -106,6 +106,9 @@ mlir::LogicalResult lowerVectorKernels(mlir::ModuleOp module);
 /// placeholder on buffers (a new buffer for its result). Fails with an
 /// error on an op the runtime cannot run (element type, dynamic shape).
 mlir::LogicalResult lowerCommunicationOps(mlir::ModuleOp module);
+/// The bytes an element of `type` takes in memory: i1 takes a whole byte,
+/// as LLVM stores it.
+int64_t elementBytes(mlir::ShapedType type);
 /// A pointer (!llvm.ptr) to element 0 of `memref` (its aligned pointer
 /// plus its offset), for calls of the runtime.
 mlir::Value pointerTo(mlir::OpBuilder &b, mlir::Location loc,

@@ -97,12 +97,17 @@ void soaprt_op_end(int64_t id);
  * step, grouped with the receives there, so that exchanges in both
  * directions cannot deadlock.                                              */
 
-/** Element types (`dtype`) and reductions (`op`, as soap::ReductionKind). */
+/** Element types (`dtype`) and reductions (`op`, as soap::ReductionKind).
+ * SOAPRT_I1 is MLIR's i1 as memory holds it, one byte of 0 or 1; its
+ * reductions follow arith's signed i1 (true is -1): a sum is an exclusive
+ * or, a max a logical and, a min a logical or. A mean of i1 is refused. */
 enum {
   SOAPRT_F32 = 0,
   SOAPRT_F64 = 1,
   SOAPRT_I32 = 2,
-  SOAPRT_I64 = 3
+  SOAPRT_I64 = 3,
+  SOAPRT_I8 = 4,
+  SOAPRT_I1 = 5
 };
 enum { SOAPRT_SUM = 0, SOAPRT_MAX = 1, SOAPRT_MIN = 2, SOAPRT_MEAN = 3 };
 

@@ -22,11 +22,13 @@ def value(check, rank, i):
 
 
 # Tensors are (shape, flat list); only rank 0, 1 and 2 tensors are used.
-def make(check, rank, shape):
+# i1 tensors hold 0 and 1 (false, true).
+def make(check, rank, shape, elem="f32"):
     size = 1
     for s in shape:
         size *= s
-    return (list(shape), [value(check, rank, i) for i in range(size)])
+    v = [value(check, rank, i) for i in range(size)]
+    return (list(shape), [x % 2 for x in v] if elem == "i1" else v)
 
 
 def rows(t):
@@ -57,9 +59,18 @@ def concat(ts, dim):
     return from_rows([sum((p[i] for p in parts), []) for i in range(len(parts[0]))])
 
 
-def reduce(ts, kind):
+def reduce(ts, kind, elem="f32"):
     cols = list(zip(*[t[1] for t in ts]))
-    if kind == "sum":
+    if elem == "i1":
+        # arith's signed i1 (true is -1): a sum is an exclusive or, a max a
+        # logical and, a min a logical or.
+        if kind == "sum":
+            out = [sum(c) % 2 for c in cols]
+        elif kind == "max":
+            out = [int(all(c)) for c in cols]
+        else:
+            out = [int(any(c)) for c in cols]
+    elif kind == "sum":
         out = [sum(c) for c in cols]
     elif kind == "max":
         out = [max(c) for c in cols]
@@ -88,6 +99,8 @@ class Program:
         shape = per_rank[0][0]
         flat = [v for t in per_rank for v in t[1]]
         fmt = (lambda v: repr(float(v))) if elem.startswith("f") else (lambda v: str(int(v)))
+        if elem == "i1":
+            fmt = lambda v: "true" if v else "false"
         all_type = "tensor<%s%s>" % ("".join("%dx" % s for s in [len(per_rank)] + shape), elem)
         one_type = ttype(shape, elem)
         name = self.fresh("table")
@@ -164,6 +177,12 @@ class Program:
         if elem == "i64":
             self.emit("  %d = arith.subi %a, %b : i64")
             self.emit("  %f = arith.sitofp %d : i64 to f32")
+        elif elem in ("i1", "i8"):
+            ext = "extui" if elem == "i1" else "extsi"
+            self.emit("  %%x = arith.%s %%a : %s to i64" % (ext, elem))
+            self.emit("  %%y = arith.%s %%b : %s to i64" % (ext, elem))
+            self.emit("  %d = arith.subi %x, %y : i64")
+            self.emit("  %f = arith.sitofp %d : i64 to f32")
         elif elem == "f64":
             self.emit("  %d = arith.subf %a, %b : f64")
             self.emit("  %f = arith.truncf %d : f64 to f32")
@@ -194,18 +213,20 @@ def main():
     # all_reduce: every kind, f32/f64/i64, a matrix and a scalar.
     for kind, elem, shape in [("sum", "f32", [2, 3]), ("max", "f32", [2, 3]),
                               ("min", "f64", [3]), ("mean", "f32", [2, 2]),
-                              ("sum", "i64", [2, 3]), ("sum", "f32", [])]:
+                              ("sum", "i64", [2, 3]), ("sum", "f32", []),
+                              ("sum", "i8", [2, 3]), ("sum", "i1", [2, 3]),
+                              ("max", "i1", [5]), ("min", "i1", [5])]:
         c = p.checks
-        ins = [make(c, r, shape) for r in ALL]
-        out = reduce(ins, kind)
+        ins = [make(c, r, shape, elem) for r in ALL]
+        out = reduce(ins, kind, elem)
         p.check("all_reduce %s %s%s" % (kind, elem, shape),
                 "{res} = soap.all_reduce %s {inp} over %s : {t_in}" % (kind, everyone),
                 ins, [out] * N, elem)
 
     # all_gather along each dimension, group order.
-    for dim, elem in [(0, "f32"), (1, "f64"), (1, "i64")]:
+    for dim, elem in [(0, "f32"), (1, "f64"), (1, "i64"), (0, "i1")]:
         c = p.checks
-        ins = [make(c, r, [2, 3]) for r in ALL]
+        ins = [make(c, r, [2, 3], elem) for r in ALL]
         out = concat(ins, dim)
         p.check("all_gather dim %d %s" % (dim, elem),
                 "{res} = soap.all_gather {inp} dim %d over %s : {t_in} -> {t_out}" % (dim, everyone),
@@ -213,29 +234,29 @@ def main():
 
     # reduce_scatter along each dimension.
     for dim, kind, elem in [(0, "sum", "f32"), (1, "sum", "f64"), (1, "mean", "f32"),
-                            (0, "max", "i64")]:
+                            (0, "max", "i64"), (1, "sum", "i1")]:
         c = p.checks
         shape = [2 * N, 3] if dim == 0 else [3, 2 * N]
-        ins = [make(c, r, shape) for r in ALL]
-        parts = split(reduce(ins, kind), dim, N)
+        ins = [make(c, r, shape, elem) for r in ALL]
+        parts = split(reduce(ins, kind, elem), dim, N)
         p.check("reduce_scatter %s dim %d %s" % (kind, dim, elem),
                 "{res} = soap.reduce_scatter %s {inp} dim %d over %s : {t_in} -> {t_out}" % (kind, dim, everyone),
                 ins, parts, elem)
 
     # all_to_all both ways, and within one dimension.
     for s, cd, shape, elem in [(0, 1, [2 * N, 3], "f32"), (1, 0, [3, 2 * N], "f64"),
-                               (1, 1, [2, 2 * N], "i64")]:
+                               (1, 1, [2, 2 * N], "i64"), (0, 1, [2 * N, 2], "i8")]:
         c = p.checks
-        ins = [make(c, r, shape) for r in ALL]
+        ins = [make(c, r, shape, elem) for r in ALL]
         outs = [concat([split(ins[j], s, N)[m] for j in ALL], cd) for m in ALL]
         p.check("all_to_all split %d concat %d %s" % (s, cd, elem),
                 "{res} = soap.all_to_all {inp} split %d concat %d over %s : {t_in} -> {t_out}" % (s, cd, everyone),
                 ins, outs, elem)
 
     # broadcast from the last rank.
-    for elem, shape in [("f32", [4]), ("i64", [2, 2])]:
+    for elem, shape in [("f32", [4]), ("i64", [2, 2]), ("i1", [3])]:
         c = p.checks
-        ins = [make(c, r, shape) for r in ALL]
+        ins = [make(c, r, shape, elem) for r in ALL]
         p.check("broadcast root %d %s" % (N - 1, elem),
                 "{res} = soap.broadcast {inp} root %d over %s : {t_in}" % (N - 1, everyone),
                 ins, [ins[N - 1]] * N, elem)
