@@ -332,14 +332,13 @@ LogicalResult useBatchStatistics(EvalNormalization &norm) {
     maps.push_back(toStat);
     return reduce(statType, inputs, maps, reduction, term);
   };
-  AffineMap toScalar = AffineMap::get(statType.getRank(), 0, {}, context);
   auto divide = [&](Value numerator, Value count) {
     Value empty = tensor::EmptyOp::create(builder, loc, statType.getShape(),
                                           element);
     return linalg::GenericOp::create(
                builder, loc, TypeRange{statType},
                ValueRange{numerator, count}, ValueRange{empty},
-               ArrayRef<AffineMap>{statIdentity, toScalar, statIdentity},
+               ArrayRef<AffineMap>{statIdentity, statIdentity, statIdentity},
                elementwise,
                [&](OpBuilder &b, Location l, ValueRange args) {
                  linalg::YieldOp::create(
@@ -350,30 +349,20 @@ LogicalResult useBatchStatistics(EvalNormalization &norm) {
   };
   auto first = [](OpBuilder &, Location, ValueRange args) { return args[0]; };
 
-  // The count is a sum of ones rather than a number, so that it follows
-  // --soap-set-batch and a split batch: ones of the activation's shape with
-  // the channels made 1 (read through index 0), which the sum reads beside
-  // the activation (without using them) to tie their dimensions for
-  // --soap-set-batch and the partitioner.
-  SmallVector<int64_t> onesShape(xType.getShape());
-  SmallVector<AffineExpr> onesExprs;
-  for (unsigned dim = 0; dim < rank; ++dim) {
-    if (kept[dim])
-      onesShape[dim] = 1;
-    onesExprs.push_back(kept[dim] ? getAffineConstantExpr(0, context)
-                                  : getAffineDimExpr(dim, context));
-  }
-  auto onesType = RankedTensorType::get(onesShape, element);
-  Value ones = filled(onesType, 1.0);
-  AffineMap toOnes = AffineMap::get(rank, 0, onesExprs, context);
-  Value sum = perChannel({activation, ones}, {identity, toOnes}, first);
-  Value count =
-      reduce(RankedTensorType::get({}, element), {ones},
-             {AffineMap::getMultiDimIdentityMap(rank, context),
-              AffineMap::get(rank, 0, {}, context)},
-             SmallVector<utils::IteratorType>(rank,
-                                              utils::IteratorType::reduction),
-             first);
+  // The count is a sum of ones over the activation itself rather than a
+  // number, so that it follows --soap-set-batch and a split batch: its loops
+  // are the activation's, a batch loop among them, and a partitioned batch
+  // leaves partial counts that are all-reduced like the partial sums. (A
+  // count read from a tensor of ones of its own would be a constant to
+  // --soap-set-batch, which keeps size-1 constants at size 1.)
+  Value sum = perChannel({activation}, {identity}, first);
+  Value count = perChannel({activation}, {identity},
+                           [](OpBuilder &b, Location l, ValueRange args) {
+                             return arith::ConstantOp::create(
+                                        b, l,
+                                        b.getFloatAttr(args[0].getType(), 1.0))
+                                 .getResult();
+                           });
   Value mean = divide(sum, count);
   Value squares = perChannel({activation, mean}, {identity, toStat},
                              [](OpBuilder &b, Location l, ValueRange args) {

@@ -12,9 +12,9 @@
 // CHECK-SAME: %[[G:arg0]]: tensor<3xf32> {soap.init = dense<[1.000000e+00, 2.000000e+00, 3.000000e+00]> : tensor<3xf32>, soap.name = "param.0", soap.param}
 // CHECK-SAME: %[[B:arg1]]: tensor<3xf32> {soap.init = dense<[4.000000e+00, 5.000000e+00, 6.000000e+00]> : tensor<3xf32>, soap.name = "param.1", soap.param}
 // CHECK-SAME: %[[X:arg2]]: tensor<2x4x4x3xf32>)
-// CHECK: %[[SUM:.*]] = linalg.generic {indexing_maps = [{{.*}}, {{.*}}, #[[LAST]]], iterator_types = ["reduction", "reduction", "reduction", "parallel"]} ins(%[[X]],
+// CHECK: %[[SUM:.*]] = linalg.generic {indexing_maps = [{{.*}}, #[[LAST]]], iterator_types = ["reduction", "reduction", "reduction", "parallel"]} ins(%[[X]] :
 // CHECK: %[[MEAN:.*]] = linalg.generic {{.*}} ins(%[[SUM]],
-// CHECK: %[[VAR:.*]] = linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : tensor<3xf32>, tensor<f32>)
+// CHECK: %[[VAR:.*]] = linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : tensor<3xf32>, tensor<3xf32>)
 // CHECK: linalg.generic {{.*}} ins(%[[MEAN]], %[[X]], %[[VAR]], %[[G]], %[[B]] :
 func.func @reordered(%x: tensor<2x4x4x3xf32>) -> tensor<2x4x4x3xf32> {
   %mean = arith.constant dense<[0.5, 0.25, 0.125]> : tensor<3xf32>
@@ -46,12 +46,12 @@ func.func @reordered(%x: tensor<2x4x4x3xf32>) -> tensor<2x4x4x3xf32> {
 #chan = affine_map<(n, c) -> (c)>
 // CHECK-LABEL: func.func @inverse_sqrt(
 // CHECK-SAME: %[[X:arg0]]: tensor<8x3xf32>)
-// CHECK: %[[MEAN:.*]] = linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : tensor<3xf32>, tensor<f32>)
-// CHECK: %[[VAR:.*]] = linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : tensor<3xf32>, tensor<f32>)
+// CHECK: %[[MEAN:.*]] = linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : tensor<3xf32>, tensor<3xf32>)
+// CHECK: %[[VAR:.*]] = linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : tensor<3xf32>, tensor<3xf32>)
 // CHECK: %[[Y:.*]] = linalg.generic {{.*}} ins(%[[X]], %[[MEAN]], %[[VAR]] :
 // CHECK: math.sqrt
-// CHECK: %[[MEAN2:.*]] = linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : tensor<3xf32>, tensor<f32>)
-// CHECK: %[[VAR2:.*]] = linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : tensor<3xf32>, tensor<f32>)
+// CHECK: %[[MEAN2:.*]] = linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : tensor<3xf32>, tensor<3xf32>)
+// CHECK: %[[VAR2:.*]] = linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : tensor<3xf32>, tensor<3xf32>)
 // CHECK: linalg.generic {{.*}} ins(%[[Y]], %[[MEAN2]], %[[VAR2]] :
 // CHECK-NOT: arith.constant dense
 func.func @inverse_sqrt(%x: tensor<8x3xf32>) -> tensor<8x3xf32> {
@@ -95,8 +95,8 @@ func.func @inverse_sqrt(%x: tensor<8x3xf32>) -> tensor<8x3xf32> {
 // CHECK-LABEL: func.func @shared_input(
 // CHECK-SAME: %[[B:arg0]]: tensor<3xf32> {soap.init = dense<[1.000000e+00, 2.000000e+00, 3.000000e+00]> : tensor<3xf32>, soap.name = "param.0", soap.param}
 // CHECK-SAME: %[[X:arg1]]: tensor<8x3xf32>)
-// CHECK: %[[MEAN:.*]] = linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : tensor<3xf32>, tensor<f32>)
-// CHECK: %[[VAR:.*]] = linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : tensor<3xf32>, tensor<f32>)
+// CHECK: %[[MEAN:.*]] = linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : tensor<3xf32>, tensor<3xf32>)
+// CHECK: %[[VAR:.*]] = linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : tensor<3xf32>, tensor<3xf32>)
 // CHECK: linalg.generic {{.*}} ins(%[[X]], %[[B]], %[[VAR]], %[[MEAN]] :
 // CHECK-NEXT: ^bb0(%[[IN:.*]]: f32, %[[BETA:.*]]: f32, %[[V:.*]]: f32, %[[M:.*]]: f32, %{{.*}}: f32):
 // CHECK: arith.subf %[[IN]], %[[M]]
