@@ -56,7 +56,7 @@ EXPORTER[llama_ffn_sublayer]=torch-mlir; PREPARE[llama_ffn_sublayer]='--soap-lif
 EXPORTER[resnet50_nhwc]="Keras via IREE-style linalg"; PREPARE[resnet50_nhwc]='--soap-lift-params --soap-set-batch=4'
 EXPORTER[mobilebert]="IREE (TensorFlow)"; PREPARE[mobilebert]='--soap-lift-params'
 EXPORTER[jax_mlp_loss]="JAX (StableHLO to linalg)"; PREPARE[jax_mlp_loss]='--soap-lift-params=params=0-11 --soap-set-batch="batch=8 rescale-means=1"'
-EXPORTER[linreg_train_step]="torch-mlir (a whole training step)"
+EXPORTER[linreg_train_step]="torch-mlir (a whole training step)"; PREPARE[linreg_train_step]='func=forward params=0,1 labels=3 loss=2'
 EXPORTER[gqa_attention_tosa]=TOSA
 for m in lenet squeezenet1_1 resnet18 mobilenet_v3_small bert_hf resnet50_nhwc; do
   TRAIN[$m]='loss=softmax-xent optimizer=sgd lr=0.01'
@@ -74,34 +74,33 @@ sys.exit(0 if ok else 1)
 EOF
 }
 
-rows=()
-for m in $MODELS; do
-  src=$REAL/$m.mlir
-  [ -f "$src" ] || { echo "no model $m" >&2; exit 1; }
-  echo "== $m" >&2
+# One model through its path; its table row goes to $WORK/$m.row. Run in
+# a subshell with set -e: the first failing command ends the model.
+one_model() {
+  local m=$1 src=$REAL/$1.mlir
   case $m in
     linreg_train_step)
       # Already a training step: it is marked, not differentiated.
-      soap-opt "$src" --soap-mark-train-step --soap-lower-cpu 2> "$WORK/$m.err" \
-        | soap-translate --soap-to-executable -o "$WORK/$m.exe"
+      soap-opt "$src" --soap-mark-train-step="${PREPARE[$m]}" --soap-lower-cpu 2> "$WORK/$m.err" \
+        | soap-translate --soap-to-executable -o "$WORK/$m.exe" 2>> "$WORK/$m.err"
       "$WORK/$m.exe" --steps "$STEPS" > "$WORK/$m.out"
       losses=$(falling "$WORK/$m.out" || echo "NOT FALLING")
-      rows+=("| $m | ${EXPORTER[$m]} | \`--soap-mark-train-step\` | $losses | not partitioned (no configs on a marked step) |")
-      continue ;;
+      echo "| $m | ${EXPORTER[$m]} | \`--soap-mark-train-step=\"${PREPARE[$m]}\"\` | $losses | not partitioned (no configs on a marked step) |" > "$WORK/$m.row"
+      return ;;
     gqa_attention_tosa)
       soap-opt "$src" --pass-pipeline="builtin.module(tosa-to-linalg-pipeline,func.func(tosa-to-tensor,tosa-to-arith,convert-elementwise-to-linalg),canonicalize)" -o "$WORK/$m.linalg.mlir"
       if soap-opt "$WORK/$m.linalg.mlir" --soap-lift-params --soap-set-batch=4 -o "$WORK/$m.mlir" 2> "$WORK/$m.err"; then
-        rows+=("| $m | ${EXPORTER[$m]} | TOSA pipeline, lift, set-batch | unexpectedly accepted | |")
+        echo "| $m | ${EXPORTER[$m]} | TOSA pipeline, lift, set-batch | unexpectedly accepted | |" > "$WORK/$m.row"
       else
         reason=$(grep -m1 -o "error: .*" "$WORK/$m.err" | cut -c8-160)
-        rows+=("| $m | ${EXPORTER[$m]} | TOSA pipeline; refused: $reason | (an attention kernel without weights) | |")
+        echo "| $m | ${EXPORTER[$m]} | TOSA pipeline; refused: $reason | (an attention kernel without weights) | |" > "$WORK/$m.row"
       fi
-      continue ;;
+      return ;;
   esac
   # The options are quoted as in the docs: eval splits them as a shell would.
   eval soap-opt '"$src"' "${PREPARE[$m]}" -o '"$WORK/$m.mlir"' 2> "$WORK/$m.prep.err"
   soap-opt "$WORK/$m.mlir" --soap-training-step="${TRAIN[$m]}" --soap-lower-cpu 2> "$WORK/$m.err" \
-    | soap-translate --soap-to-executable -o "$WORK/$m.exe"
+    | soap-translate --soap-to-executable -o "$WORK/$m.exe" 2>> "$WORK/$m.err"
   start=$(date +%s)
   "$WORK/$m.exe" --steps "$STEPS" --save "$WORK/$m.ckpt" > "$WORK/$m.out"
   seconds=$(( $(date +%s) - start ))
@@ -109,12 +108,31 @@ for m in $MODELS; do
   SOAP_DNNL=0 "$WORK/$m.exe" --steps "$STEPS" --save "$WORK/$m.other.ckpt" > "$WORK/$m.other.out"
   soap-opt "$WORK/$m.mlir" --soap-search="machine=p100-4x4 devices=$RANKS budget=2000 seed=1" \
       --soap-training-step="${TRAIN[$m]}" --soap-partition --soap-lower-cpu 2> "$WORK/$m.search.err" \
-    | soap-translate --soap-to-executable -o "$WORK/$m.part.exe"
+    | soap-translate --soap-to-executable -o "$WORK/$m.part.exe" 2>> "$WORK/$m.search.err"
   speedup=$(grep -o "[0-9.]*x data parallel" "$WORK/$m.search.err" | head -1)
   $MPIRUN -np "$RANKS" "$WORK/$m.part.exe" --steps "$STEPS" --save "$WORK/$m.part.ckpt" > "$WORK/$m.part.out"
   compared=$(python3 "$COMPARE" 1e-4 "$WORK/$m.out" "$WORK/$m.ckpt" "$WORK/$m.part.out" "$WORK/$m.part.ckpt" \
       "$WORK/$m.other.out" "$WORK/$m.other.ckpt" || true)
-  rows+=("| $m | ${EXPORTER[$m]} | \`${PREPARE[$m]} --soap-training-step=\"${TRAIN[$m]}\"\` | $losses (${seconds} s for $STEPS steps) | searched on $RANKS ranks ($speedup simulated): $compared |")
+  echo "| $m | ${EXPORTER[$m]} | \`${PREPARE[$m]} --soap-training-step=\"${TRAIN[$m]}\"\` | $losses (${seconds} s for $STEPS steps) | searched on $RANKS ranks ($speedup simulated): $compared |" > "$WORK/$m.row"
+}
+
+rows=()
+failed=0
+for m in $MODELS; do
+  [ -f "$REAL/$m.mlir" ] || { echo "no model $m" >&2; exit 1; }
+  echo "== $m" >&2
+  set +e
+  ( set -e; one_model "$m" )
+  rc=$?
+  set -e
+  if [ $rc -eq 0 ]; then
+    rows+=("$(cat "$WORK/$m.row")")
+    if grep -q "FAIL\|NOT FALLING" "$WORK/$m.row"; then failed=1; fi
+  else
+    reason=$(cat "$WORK/$m".*err 2>/dev/null | grep -m1 -o "error: .*" | cut -c8-200 || true)
+    rows+=("| $m | ${EXPORTER[$m]} | FAILED: ${reason:-exit status $rc} | | |")
+    failed=1
+  fi
 done
 
 OUT=$ROOT/bench/results/realmodels.md
@@ -132,3 +150,4 @@ OUT=$ROOT/bench/results/realmodels.md
   printf '%s\n' "${rows[@]}"
 } > "$OUT"
 cat "$OUT"
+exit $failed

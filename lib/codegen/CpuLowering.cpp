@@ -173,6 +173,61 @@ void foldTransposesIntoContractions(ModuleOp module) {
   eraseUnusedTransposes(module);
 }
 
+void normalizeConvolutionOperands(ModuleOp module) {
+  SmallVector<linalg::GenericOp> candidates;
+  module.walk([&](linalg::GenericOp op) {
+    if (op.hasPureTensorSemantics() && op.getNumDpsInits() == 1 &&
+        op.getNumDpsInputs() >= 2 && op.getNumLoops() == 7 &&
+        !conv2dRoles(op))
+      candidates.push_back(op);
+  });
+  IRRewriter rewriter(module.getContext());
+  for (linalg::GenericOp op : candidates) {
+    Block &body = op.getRegion().front();
+    SmallVector<OpOperand *> read;
+    for (OpOperand *input : op.getDpsInputOperands())
+      if (!body.getArgument(input->getOperandNumber()).use_empty())
+        read.push_back(input);
+    if (read.size() != 2)
+      continue;
+    // The image is the input read through a window (a sum of loops).
+    auto windowed = [&](OpOperand *input) {
+      return !op.getMatchingIndexingMap(input).isProjectedPermutation();
+    };
+    if (windowed(read[1]) && !windowed(read[0]))
+      std::swap(read[0], read[1]);
+    OpOperand *init = op.getDpsInitOperand(0);
+    SmallVector<AffineMap> maps = {op.getMatchingIndexingMap(read[0]),
+                                   op.getMatchingIndexingMap(read[1]),
+                                   op.getMatchingIndexingMap(init)};
+    rewriter.setInsertionPoint(op);
+    auto candidate = linalg::GenericOp::create(
+        rewriter, op.getLoc(), op->getResultTypes(),
+        ValueRange{read[0]->get(), read[1]->get()}, ValueRange{init->get()},
+        maps, op.getIteratorTypesArray());
+    Block *block = rewriter.createBlock(
+        &candidate.getRegion(), {},
+        {getElementTypeOrSelf(read[0]->get()),
+         getElementTypeOrSelf(read[1]->get()), getElementTypeOrSelf(init->get())},
+        {op.getLoc(), op.getLoc(), op.getLoc()});
+    IRMapping mapping;
+    mapping.map(body.getArgument(read[0]->getOperandNumber()),
+                block->getArgument(0));
+    mapping.map(body.getArgument(read[1]->getOperandNumber()),
+                block->getArgument(1));
+    mapping.map(body.getArgument(init->getOperandNumber()),
+                block->getArgument(2));
+    rewriter.setInsertionPointToEnd(block);
+    for (Operation &inner : body)
+      rewriter.clone(inner, mapping);
+    if (conv2dRoles(candidate) &&
+        candidate.getStaticLoopRanges() == op.getStaticLoopRanges())
+      rewriter.replaceOp(op, candidate->getResults());
+    else
+      rewriter.eraseOp(candidate);
+  }
+}
+
 void foldTransposesIntoConvolutions(ModuleOp module) {
   SmallVector<linalg::LinalgOp> convolutions;
   module.walk([&](linalg::LinalgOp op) {
@@ -317,6 +372,8 @@ LogicalResult lowerModuleForCpu(ModuleOp module,
   if (failed(codegen::prepareEntry(module, options.entry, description)))
     return failure();
 
+  if (options.kernels == KernelCodegen::Blas)
+    codegen::normalizeConvolutionOperands(module);
   if (options.fuseElementwise &&
       failed(codegen::fuseElementwiseChains(module)))
     return failure();

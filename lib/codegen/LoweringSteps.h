@@ -81,6 +81,13 @@ mlir::LogicalResult fuseElementwiseChains(mlir::ModuleOp module);
 /// so BLAS gets the transposition as strides and no copy is made.
 void foldTransposesIntoContractions(mlir::ModuleOp module);
 
+/// kernels=blas, before fusion: a linalg.generic whose body reads two of
+/// its inputs, with the windowed one (the image) not first, or beside
+/// inputs it does not read, becomes the generic of those two, image first,
+/// when that is a 2-D convolution (conv2dRoles) over the same loops. The
+/// autodiff's input gradients (which carry the differentiated operand
+/// unread, and read the spread adjoint last) then run as convolutions.
+void normalizeConvolutionOperands(mlir::ModuleOp module);
 /// kernels=blas: a 2-D convolution (conv2dRoles) that reads a
 /// linalg.transpose, or whose result only a linalg.transpose reads, reads
 /// or writes the transpose's other side through the permuted map (as a
