@@ -12,8 +12,8 @@
 # (benchmarks only; the build and the tests never need it). Where it cannot
 # be installed, the PyTorch columns say so and SOAP's are still measured.
 #
-# Covered so far: the models whose embeddings are gathers (BERT, the LSTM
-# language model). The convolution nets, GPT-2, NMT and the 2-rank
+# Covered so far: ResNet-18 and a narrow ResNet-50 (convolutions), BERT
+# and the LSTM language model (embeddings). GPT-2, NMT and the 2-rank
 # comparison against DistributedDataParallel are still to be added (see
 # the open issue "Per-device speed at library level").
 set -euo pipefail
