@@ -287,45 +287,48 @@ LogicalResult link(llvm::StringRef objectPath, llvm::StringRef exePath,
 }
 
 LogicalResult toExecutable(Operation *op, llvm::raw_ostream &output) {
+  // Errors name the module's location, without the module printed after
+  // them (as an op's own emitError would, all of it).
   auto module = dyn_cast<ModuleOp>(op);
   if (!module)
-    return op->emitError("expected a module");
+    return emitError(op->getLoc(), "expected a module");
+  auto fail = [&] { return emitError(module.getLoc()); };
   for (const char *symbol :
        {"soap_train_step_packed", "soap_model_info", "soap_init_data"})
     if (!module.lookupSymbol(symbol))
-      return module.emitError()
+      return fail()
              << "the module has no @" << symbol
              << "; lower it with soap-opt --soap-lower-cpu first";
   std::string error;
   std::optional<std::string> rtDir = runtimeDir(error);
   if (!rtDir)
-    return module.emitError() << error;
+    return fail() << error;
   std::optional<std::vector<std::string>> mpi = mpiLibraries(error);
   if (!mpi)
-    return module.emitError() << error;
+    return fail() << error;
   std::vector<std::string> gpu;
   if (targetsGpu(module)) {
     std::optional<std::vector<std::string>> args = gpuLinkArguments(*rtDir, error);
     if (!args)
-      return module.emitError() << error;
+      return fail() << error;
     gpu = std::move(*args);
   }
   std::optional<int64_t> devices = soap::getDeclaredNumDevices(module);
   if (mpi->empty() && devices && *devices > 1)
-    return module.emitError()
+    return fail()
            << "the module runs on " << *devices
            << " devices (soap.num_devices) but SOAP was built without MPI; "
               "install libopenmpi-dev (scripts/setup.sh) and rebuild SOAP";
   TemporaryFile object, exe;
   if (!makeTemporary("o", object, error) || !makeTemporary("exe", exe, error))
-    return module.emitError() << error;
+    return fail() << error;
   if (failed(emitObject(module, object.path, error)) ||
       failed(link(object.path, exe.path, *rtDir, *mpi, gpu, error)))
-    return module.emitError() << error;
+    return fail() << error;
   auto bytes = llvm::MemoryBuffer::getFile(exe.path, /*IsText=*/false,
                                            /*RequiresNullTerminator=*/false);
   if (!bytes)
-    return module.emitError() << "cannot read the linked executable";
+    return fail() << "cannot read the linked executable";
   output << (*bytes)->getBuffer();
   return success();
 }
