@@ -142,6 +142,49 @@ static std::string argumentName(func::FuncOp function, unsigned index) {
   return "arg" + std::to_string(index);
 }
 
+/// The rows an integer input indexes, when it is an embedding lookup's ids:
+/// the smallest static size of a table dimension that a linalg.generic
+/// reading the input (directly or through reshapes and slices) indexes with
+/// its element (through casts) in a tensor.extract. 0 when it indexes none.
+static int64_t indexedRows(Value input) {
+  int64_t rows = 0;
+  auto note = [&](int64_t size) {
+    if (!ShapedType::isDynamic(size) && size > 0)
+      rows = rows ? std::min(rows, size) : size;
+  };
+  SmallVector<Value> tensors{input};
+  while (!tensors.empty()) {
+    Value tensor = tensors.pop_back_val();
+    for (OpOperand &use : tensor.getUses()) {
+      Operation *user = use.getOwner();
+      if (isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp,
+              tensor::ExtractSliceOp, tensor::CastOp>(user)) {
+        tensors.push_back(user->getResult(0));
+        continue;
+      }
+      auto generic = dyn_cast<linalg::GenericOp>(user);
+      if (!generic || !generic.isDpsInput(&use))
+        continue;
+      SmallVector<Value> ids{
+          generic.getMatchingBlockArgument(&use)};
+      while (!ids.empty()) {
+        Value id = ids.pop_back_val();
+        for (OpOperand &idUse : id.getUses()) {
+          Operation *op = idUse.getOwner();
+          if (isa<arith::IndexCastOp, arith::IndexCastUIOp, arith::ExtSIOp,
+                  arith::ExtUIOp, arith::TruncIOp>(op))
+            ids.push_back(op->getResult(0));
+          else if (auto extract = dyn_cast<tensor::ExtractOp>(op);
+                   extract && idUse.getOperandNumber() > 0)
+            note(extract.getTensor().getType().getDimSize(
+                idUse.getOperandNumber() - 1));
+        }
+      }
+    }
+  }
+  return rows;
+}
+
 static FailureOr<Signature> analyzeSignature(func::FuncOp function,
                                              LossKind loss,
                                              LossResults selection) {
@@ -170,6 +213,18 @@ static FailureOr<Signature> analyzeSignature(func::FuncOp function,
           attrName != kRoleAttr && attrName != kNameAttr)
         info.extraAttrs.push_back(attr);
     }
+    // Synthetic ids of an embedding lookup are drawn from the table's rows
+    // (the runtime draws integers without a soap.range as 0: every token
+    // the same, a model whose positions cannot differ).
+    Value argument = function.getArgument(i);
+    if (info.role == Role::Input &&
+        isa<IntegerType>(getElementTypeOrSelf(argument)) &&
+        !function.getArgAttr(i, kRangeAttr))
+      if (int64_t rows = indexedRows(argument))
+        info.extraAttrs.push_back(NamedAttribute(
+            StringAttr::get(function.getContext(), kRangeAttr),
+            IntegerAttr::get(IntegerType::get(function.getContext(), 64),
+                             rows)));
     if (info.role == Role::Param) {
       auto type = cast<RankedTensorType>(function.getArgument(i).getType());
       if (!isa<FloatType>(type.getElementType()) || !type.hasStaticShape()) {
