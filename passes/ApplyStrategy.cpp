@@ -60,7 +60,8 @@ struct SoapApplyStrategyPass
           names += (names.empty() ? "" : ", ") + n;
         module.emitError() << "unknown strategy '" << strategyName
                            << "'; expected " << names
-                           << ", random:SEED, or a strategy .json file";
+                           << ", random:SEED (SEED a decimal below 2^64), or "
+                              "a strategy .json file";
         return signalPassFailure();
       }
     }

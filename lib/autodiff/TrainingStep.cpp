@@ -276,6 +276,11 @@ static FailureOr<Signature> analyzeSignature(func::FuncOp function,
                            << results[index];
       return failure();
     }
+    if (llvm::is_contained(output.getShape(), 0)) {
+      function.emitError() << "the loss applies to " << which << ", of type "
+                           << output << ", which has no elements";
+      return failure();
+    }
     std::string labels =
         several ? "labels." + std::to_string(index) : std::string("labels");
     switch (loss) {

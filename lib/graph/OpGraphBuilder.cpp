@@ -75,6 +75,27 @@ public:
               ": SOAP needs a function body of one block";
       return std::nullopt;
     }
+    // An empty tensor has nothing to split or to time (and a split of a
+    // zero-size dimension divides by zero downstream): refused by name.
+    auto empty = [](Type type) {
+      auto tensor = dyn_cast<RankedTensorType>(type);
+      return tensor && llvm::is_contained(tensor.getShape(), 0);
+    };
+    for (BlockArgument arg : body.getArguments())
+      if (empty(arg.getType())) {
+        error = "argument " + std::to_string(arg.getArgNumber()) +
+                " has a zero-size dimension; SOAP partitions no empty "
+                "tensors";
+        return std::nullopt;
+      }
+    for (Operation &op : body.front())
+      if (llvm::any_of(op.getResultTypes(), empty)) {
+        error = locationString(op.getLoc()) + ": '" +
+                op.getName().getStringRef().str() +
+                "' makes a tensor with a zero-size dimension; SOAP "
+                "partitions no empty tensors";
+        return std::nullopt;
+      }
     for (BlockArgument arg : body.getArguments())
       if (isa<RankedTensorType>(arg.getType()))
         tensorOf(arg);

@@ -107,6 +107,10 @@ std::optional<Strategy> Strategy::fromJSON(const std::string &text,
       return std::nullopt;
     }
     seen[node] = true;
+    if (e.contains("replicated") && !e["replicated"].is_boolean()) {
+      error = path + ".replicated' must be true or false";
+      return std::nullopt;
+    }
     if (e.value("replicated", false))
       continue;
     try {

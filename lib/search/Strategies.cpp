@@ -4,6 +4,8 @@
 
 #include "soap/search/ConfigSpace.h"
 
+#include "llvm/ADT/StringRef.h"
+
 #include <algorithm>
 #include <limits>
 #include <numeric>
@@ -294,10 +296,11 @@ std::optional<Strategy> strategyByName(const std::string &name,
     return megatronStrategy(graph, numDevices);
   if (name.rfind("random:", 0) == 0) {
     // random:SEED: a random valid config per op, as the search proposes.
-    const std::string seed = name.substr(7);
-    if (seed.empty() || seed.find_first_not_of("0123456789") != std::string::npos)
+    // A seed beyond 64 bits is no seed (getAsInteger fails on overflow).
+    uint64_t seed;
+    if (llvm::StringRef(name).drop_front(7).getAsInteger(10, seed))
       return std::nullopt;
-    return randomStrategy(graph, numDevices, std::stoull(seed));
+    return randomStrategy(graph, numDevices, seed);
   }
   return std::nullopt;
 }
