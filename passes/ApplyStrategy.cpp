@@ -24,7 +24,10 @@ struct SoapApplyStrategyPass
     std::optional<BuiltOpGraph> built = buildModuleGraph(module, funcName);
     if (!built)
       return signalPassFailure();
-    int devices = resolveDeviceCount(module, numDevices, 0);
+    FailureOr<int> resolved = resolveDeviceCount(module, numDevices, 0);
+    if (failed(resolved))
+      return signalPassFailure();
+    int devices = *resolved;
     std::optional<Strategy> strategy;
     if (strategyName.find(".json") != std::string::npos ||
         strategyName.find('/') != std::string::npos) {

@@ -26,8 +26,10 @@ struct SoapExportStrategyPass
     std::optional<BuiltOpGraph> built = buildModuleGraph(module, funcName);
     if (!built)
       return signalPassFailure();
-    int devices = resolveDeviceCount(module, 0, 1);
-    Strategy strategy = strategyFromIR(*built, devices);
+    FailureOr<int> devices = resolveDeviceCount(module, 0, 1);
+    if (failed(devices))
+      return signalPassFailure();
+    Strategy strategy = strategyFromIR(*built, *devices);
     std::string error;
     if (!writeTextFile(file, strategy.toJSON(built->graph), error)) {
       module.emitError() << error;

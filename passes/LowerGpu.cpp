@@ -25,6 +25,16 @@ struct SoapLowerGpuPass
   }
 
   void runOnOperation() override {
+    // NVVM's target takes any string and fails deep inside on a bad one.
+    llvm::StringRef arch(chip);
+    unsigned version;
+    if (!arch.consume_front("sm_") || arch.empty() ||
+        arch.rtrim("af").getAsInteger(10, version)) {
+      getOperation().emitError()
+          << "chip='" << chip
+          << "' is not an NVIDIA architecture name such as sm_80 or sm_90a";
+      return signalPassFailure();
+    }
     soap::GpuLoweringOptions options;
     options.entry = entry;
     options.chip = chip;

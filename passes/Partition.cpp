@@ -41,7 +41,10 @@ struct SoapPartitionPass
     }
     bool configured = carriesConfigs(function);
     std::optional<int64_t> declared = getDeclaredNumDevices(module);
-    int64_t count = resolveDeviceCount(module, devices, 0);
+    FailureOr<int> resolved = resolveDeviceCount(module, devices, 0);
+    if (failed(resolved))
+      return signalPassFailure();
+    int64_t count = *resolved;
     if (configured && declared && count != *declared) {
       module.emitError() << "soap-partition: devices=" << count
                          << " but the configs are for soap.num_devices = "

@@ -69,11 +69,21 @@ bool carriesConfigs(Operation *root) {
       .wasInterrupted();
 }
 
-int resolveDeviceCount(ModuleOp module, int devices, int fallback) {
+FailureOr<int> resolveDeviceCount(ModuleOp module, int64_t devices,
+                                  int fallback) {
+  if (devices < 0 || devices > kMaxDevices)
+    return module.emitError()
+           << "devices=" << devices << " is not a device count: give 1 to "
+           << kMaxDevices << " (or 0 for the module's soap.num_devices)";
   if (devices > 0)
-    return devices;
-  if (auto declared = getDeclaredNumDevices(module))
-    return *declared;
+    return static_cast<int>(devices);
+  if (std::optional<int64_t> declared = getDeclaredNumDevices(module)) {
+    if (*declared < 1 || *declared > kMaxDevices)
+      return module.emitError()
+             << "soap.num_devices = " << *declared
+             << " is not a device count: give 1 to " << kMaxDevices;
+    return static_cast<int>(*declared);
+  }
   return fallback;
 }
 
@@ -86,9 +96,11 @@ LogicalResult prepareSimulation(ModuleOp module, const std::string &machineName,
   else
     return module.emitError() << "unknown optimizer '" << optimizerName
                               << "'; expected sgd, momentum or adam";
+  FailureOr<int> count = resolveDeviceCount(module, devices, 0);
+  if (failed(count))
+    return failure();
   std::string error;
-  setup.machine = loadMachineByName(
-      machineName, resolveDeviceCount(module, devices, 0), error);
+  setup.machine = loadMachineByName(machineName, *count, error);
   if (!setup.machine)
     return module.emitError() << error;
   if (!profileFile.empty()) {

@@ -48,9 +48,14 @@ std::optional<Machine> loadMachineByName(const std::string &name, int devices,
 /// True when an op nested in `root` carries #soap.config.
 bool carriesConfigs(mlir::Operation *root);
 
+/// The most devices a pass takes (devices=N or soap.num_devices).
+constexpr int64_t kMaxDevices = 65536;
+
 /// `devices` when positive, else the module's soap.num_devices, else
-/// `fallback`.
-int resolveDeviceCount(mlir::ModuleOp module, int devices, int fallback);
+/// `fallback`. A negative count, or one above kMaxDevices, is an error on
+/// the module that names it.
+mlir::FailureOr<int> resolveDeviceCount(mlir::ModuleOp module, int64_t devices,
+                                        int fallback);
 
 /// What simulating passes read from their options: the machine (restricted
 /// to the device count), the optional profile database and the optimizer.

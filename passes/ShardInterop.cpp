@@ -58,7 +58,10 @@ struct SoapExportShardPass
                                        " with a body");
       return signalPassFailure();
     }
-    int64_t count = resolveDeviceCount(module, devices, 0);
+    FailureOr<int> resolved = resolveDeviceCount(module, devices, 0);
+    if (failed(resolved))
+      return signalPassFailure();
+    int64_t count = *resolved;
     if (count < 1) {
       module.emitError() << "soap-export-shard: give the number of devices "
                             "with devices=N or soap.num_devices";

@@ -273,6 +273,20 @@ std::optional<std::string> validateMachineSpec(const MachineSpec &spec) {
   if (!c.positiveInt(spec.nodes, "nodes", "count") ||
       !c.positiveInt(spec.devicesPerNode, "devices_per_node", "count"))
     return c.problem;
+  // Bounds that keep a machine's tables small: the simulator keeps one
+  // entry per device and, in a full mesh, per pair of a node's devices.
+  constexpr int64_t kMaxDevices = 65536, kMaxMesh = 1024;
+  if (static_cast<int64_t>(spec.nodes) * spec.devicesPerNode > kMaxDevices)
+    return "nodes * devices_per_node is " +
+           std::to_string(static_cast<int64_t>(spec.nodes) *
+                          spec.devicesPerNode) +
+           ", more than the " + std::to_string(kMaxDevices) +
+           " devices SOAP simulates";
+  if (spec.intraNode && spec.intraNode->topology == IntraNodeTopology::Mesh &&
+      spec.devicesPerNode > kMaxMesh)
+    return "a full mesh of " + std::to_string(spec.devicesPerNode) +
+           " devices per node has more links than SOAP simulates (at most " +
+           std::to_string(kMaxMesh) + " devices per meshed node)";
 
   if (spec.intraNode) {
     if (!c.positive(spec.intraNode->bandwidth, "intra_node.bandwidth",

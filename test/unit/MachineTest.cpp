@@ -683,6 +683,45 @@ TEST(MachineParse, MoreNicsThanDevices) {
             "would carry nothing");
 }
 
+TEST(MachineParse, TooManyDevices) {
+  json j = validMachine();
+  j["devices_per_node"] = 1000000;
+  j["intra_node"]["topology"] = "switch";
+  EXPECT_EQ(parseError(j), "nodes * devices_per_node is " +
+                               std::to_string(j["nodes"].get<int64_t>() *
+                                              1000000) +
+                               ", more than the 65536 devices SOAP "
+                               "simulates");
+}
+
+TEST(MachineParse, MeshTooLarge) {
+  json j = validMachine();
+  j["nodes"] = 1;
+  j.erase("inter_node");
+  j["devices_per_node"] = 2048;
+  j["intra_node"]["topology"] = "mesh";
+  EXPECT_EQ(parseError(j), "a full mesh of 2048 devices per node has more "
+                           "links than SOAP simulates (at most 1024 devices "
+                           "per meshed node)");
+}
+
+// A large machine of switched nodes builds no per-pair tables: a search
+// on 4 of its devices loads it at once.
+TEST(MachineParse, LargeSwitchedNodeLoads) {
+  json j = validMachine();
+  j["nodes"] = 1;
+  j.erase("inter_node");
+  j["devices_per_node"] = 65536;
+  j["intra_node"]["topology"] = "switch";
+  std::string error;
+  std::optional<Machine> machine = Machine::parse(j.dump(), error);
+  ASSERT_TRUE(machine) << error;
+  EXPECT_EQ(machine->numDevices(), 65536);
+  std::optional<Machine> four = machine->withDevices(4, error);
+  ASSERT_TRUE(four) << error;
+  EXPECT_EQ(four->numDevices(), 4);
+}
+
 TEST(MachineParse, SectionMustBeAnObject) {
   json j = validMachine();
   j["intra_node"] = 20e9;
