@@ -8,6 +8,8 @@
 #include "llvm/Support/Process.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cmath>
+
 namespace soap {
 #define GEN_PASS_DEF_SOAPSEARCH
 #include "soap/Passes/Passes.h.inc"
@@ -22,13 +24,18 @@ struct SoapSearchPass : public soap::impl::SoapSearchBase<SoapSearchPass> {
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    if (budget < 0 || timeLimit < 0 || chains < 1 || threads < 1 ||
-        memoryLimit < 0 || temperature <= 0 || layerMoves < 0 ||
-        layerMoves > 1 || localMoves < 0 || localMoves > 1) {
+    // Written so that NaN fails each (a comparison with NaN is false) and
+    // infinities fail where a finite value is needed.
+    if (budget < 0 || !(timeLimit >= 0 && std::isfinite(timeLimit)) ||
+        chains < 1 || threads < 1 ||
+        memoryLimit < 0 ||
+        !(temperature > 0 && std::isfinite(temperature)) ||
+        !(layerMoves >= 0 && layerMoves <= 1) ||
+        !(localMoves >= 0 && localMoves <= 1)) {
       module.emitError() << "--soap-search: budget, time and memory-limit "
                             "must be >= 0, chains and threads >= 1, "
                             "temperature > 0, layer-moves and local-moves "
-                            "in [0, 1]";
+                            "in [0, 1] (and all finite)";
       return signalPassFailure();
     }
     std::optional<BuiltOpGraph> built = buildModuleGraph(module, funcName);

@@ -19,6 +19,8 @@
 #include "mlir/Transforms/CSE.h"
 #include "mlir/Transforms/Passes.h"
 
+#include <cmath>
+
 namespace soap {
 #define GEN_PASS_DEF_SOAPTRAININGSTEP
 #include "soap/Passes/Passes.h.inc"
@@ -49,12 +51,17 @@ struct SoapTrainingStepPass
                          << "' (expected none, softmax-xent or mse)";
       return signalPassFailure();
     }
-    if (!(learningRate > 0.0) || momentum < 0.0 || !(beta1 >= 0.0 && beta1 < 1.0) ||
-        !(beta2 >= 0.0 && beta2 < 1.0) || !(epsilon > 0.0) || weightDecay < 0.0) {
+    // Written so that NaN fails each (a comparison with NaN is false).
+    auto finite = [](double v) { return std::isfinite(v); };
+    if (!(learningRate > 0.0 && finite(learningRate)) ||
+        !(momentum >= 0.0 && finite(momentum)) ||
+        !(beta1 >= 0.0 && beta1 < 1.0) || !(beta2 >= 0.0 && beta2 < 1.0) ||
+        !(epsilon > 0.0 && finite(epsilon)) ||
+        !(weightDecay >= 0.0 && finite(weightDecay))) {
       module.emitError()
           << "bad optimizer hyperparameters: lr and eps must be positive, "
              "beta1 and beta2 in [0, 1), momentum and weight-decay "
-             "non-negative";
+             "non-negative, all finite";
       return signalPassFailure();
     }
     std::optional<autodiff::LossResults> results =

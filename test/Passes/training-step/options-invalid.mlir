@@ -1,6 +1,10 @@
 // RUN: not soap-opt %s --soap-training-step="optimizer=rmsprop" 2>&1 | FileCheck %s --check-prefix=OPTIMIZER
 // RUN: not soap-opt %s --soap-training-step="loss=hinge" 2>&1 | FileCheck %s --check-prefix=LOSS
 // RUN: not soap-opt %s --soap-training-step="lr=-1" 2>&1 | FileCheck %s --check-prefix=LR
+// NaN passes no check, infinity none that needs a finite value.
+// RUN: not soap-opt %s --soap-training-step="lr=nan" 2>&1 | FileCheck %s --check-prefix=LR
+// RUN: not soap-opt %s --soap-training-step="momentum=nan" 2>&1 | FileCheck %s --check-prefix=LR
+// RUN: not soap-opt %s --soap-training-step="weight-decay=inf" 2>&1 | FileCheck %s --check-prefix=LR
 // RUN: not soap-opt %s --soap-training-step="func=missing" 2>&1 | FileCheck %s --check-prefix=FUNC
 // RUN: not soap-opt %s --soap-training-step="loss=softmax-xent" 2>&1 | FileCheck %s --check-prefix=RANK
 
