@@ -7,6 +7,7 @@
 // RUN: not soap-opt %s --soap-apply-strategy="strategy=%S/Inputs/valid4.json devices=8" -o /dev/null 2>&1 | FileCheck %s --check-prefix=COUNT
 // RUN: not soap-opt %s --soap-apply-strategy="strategy=%S/Inputs/replicated-string.json" -o /dev/null 2>&1 | FileCheck %s --check-prefix=REPLICATED
 // RUN: not soap-opt %s --soap-apply-strategy="strategy=random:99999999999999999999 devices=4" -o /dev/null 2>&1 | FileCheck %s --check-prefix=SEED
+// RUN: not soap-opt %s --soap-apply-strategy="strategy=%S/Inputs/fractional-device.json" -o /dev/null 2>&1 | FileCheck %s --check-prefix=FRACTION
 
 // NAME: error: unknown strategy 'pipeline'; expected data-parallel, model-parallel, layer-pipeline, owt, megatron, random:SEED (SEED a decimal below 2^64), or a strategy .json file
 // DEVICES: error: --soap-apply-strategy needs devices=N (or a module with soap.num_devices)
@@ -16,6 +17,7 @@
 // JSON: error: {{.*}}bad.json: strategy: not valid JSON
 // COUNT: error: {{.*}}valid4.json is a strategy for 4 devices, not 8
 // REPLICATED: error: {{.*}}replicated-string.json: strategy: 'ops[0].replicated' must be true or false
+// FRACTION: error: {{.*}}fractional-device.json: strategy: 'ops[1]' needs integer lists 'degrees' and 'devices' (or "replicated": true)
 // SEED: error: unknown strategy 'random:99999999999999999999'; expected {{.*}}random:SEED (SEED a decimal below 2^64)
 func.func @linear(%x: tensor<16x32xf32>, %w: tensor<32x8xf32> {soap.param}, %o: tensor<16x8xf32>) -> tensor<16x8xf32> {
   %zero = arith.constant 0.0 : f32
