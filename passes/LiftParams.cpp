@@ -85,7 +85,9 @@ struct SoapLiftParamsPass
       return signalPassFailure();
     func::FuncOp function =
         findTargetFuncOp(module, funcName, "soap-lift-params");
-    if (!function || failed(liftParameters(module, function, *options)))
+    if (!function ||
+        failed(refuseAfterTrainingStep(module, funcName, "soap-lift-params")) ||
+        failed(liftParameters(module, function, *options)))
       return signalPassFailure();
   }
 };

@@ -133,6 +133,21 @@ LogicalResult rejectTosa(Operation *root, StringRef pass) {
          << kTosaToLinalgPipeline << "\" (docs/real-models.md)";
 }
 
+LogicalResult refuseAfterTrainingStep(ModuleOp module, StringRef funcName,
+                                      StringRef pass) {
+  auto step = module.lookupSymbol<func::FuncOp>("train_step");
+  std::string ignored;
+  FunctionOpInterface target = findTargetFunction(module, funcName, ignored);
+  if (!step || step.isExternal() || !target ||
+      step.getOperation() == target.getOperation())
+    return success();
+  return module.emitError()
+         << "--" << pass << " changes the model, but the module already has "
+         << "the @train_step --soap-training-step made from it, which would "
+            "stay as it was: run --"
+         << pass << " before --soap-training-step";
+}
+
 func::FuncOp findTargetFuncOp(ModuleOp module, StringRef funcName,
                               StringRef pass) {
   std::string error;

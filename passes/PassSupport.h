@@ -20,6 +20,18 @@ namespace soap {
 std::optional<BuiltOpGraph> buildModuleGraph(mlir::ModuleOp module,
                                              llvm::StringRef funcName);
 
+/// A pass that rewrites the model (its parameters or its shapes) must run
+/// before --soap-training-step, which copies the model into @train_step as
+/// it is then: after it, the pass would change the model function and leave
+/// @train_step as it was. (--soap-search and --soap-apply-strategy may run
+/// after it: they annotate the model to simulate its training step.)
+/// Fails, with an error that names `pass` and where it belongs, when the
+/// module already has a @train_step beside the function the pass works on
+/// (findTargetFunction's choice for `funcName`).
+mlir::LogicalResult refuseAfterTrainingStep(mlir::ModuleOp module,
+                                            llvm::StringRef funcName,
+                                            llvm::StringRef pass);
+
 /// The func.func a rewriting pass works on (findTargetFunction's choice),
 /// with the calls it makes to functions of the module inlined into it
 /// (inlineCalls), or null after an error prefixed with `pass` was emitted.

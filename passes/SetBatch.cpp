@@ -59,7 +59,8 @@ struct SoapSetBatchPass
     }
     func::FuncOp function =
         findTargetFuncOp(module, funcName, "soap-set-batch");
-    if (!function)
+    if (!function ||
+        failed(refuseAfterTrainingStep(module, funcName, "soap-set-batch")))
       return signalPassFailure();
 
     SmallVector<Type> oldInputs(function.getArgumentTypes());
