@@ -86,7 +86,7 @@ struct SoapLiftParamsPass
     func::FuncOp function =
         findTargetFuncOp(module, funcName, "soap-lift-params");
     if (!function ||
-        failed(refuseAfterTrainingStep(module, funcName, "soap-lift-params")) ||
+        failed(refuseAfterTrainingStep(module, function, "soap-lift-params")) ||
         failed(liftParameters(module, function, *options)))
       return signalPassFailure();
   }

@@ -26,10 +26,13 @@ struct SoapLowerGpuPass
 
   void runOnOperation() override {
     // NVVM's target takes any string and fails deep inside on a bad one.
+    // sm_<version>, with at most one feature-set suffix (sm_90a, sm_100f).
     llvm::StringRef arch(chip);
     unsigned version;
-    if (!arch.consume_front("sm_") || arch.empty() ||
-        arch.rtrim("af").getAsInteger(10, version)) {
+    bool named = arch.consume_front("sm_");
+    if (arch.ends_with("a") || arch.ends_with("f"))
+      arch = arch.drop_back();
+    if (!named || arch.getAsInteger(10, version)) {
       getOperation().emitError()
           << "chip='" << chip
           << "' is not an NVIDIA architecture name such as sm_80 or sm_90a";

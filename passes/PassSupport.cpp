@@ -133,13 +133,10 @@ LogicalResult rejectTosa(Operation *root, StringRef pass) {
          << kTosaToLinalgPipeline << "\" (docs/real-models.md)";
 }
 
-LogicalResult refuseAfterTrainingStep(ModuleOp module, StringRef funcName,
+LogicalResult refuseAfterTrainingStep(ModuleOp module, Operation *target,
                                       StringRef pass) {
   auto step = module.lookupSymbol<func::FuncOp>("train_step");
-  std::string ignored;
-  FunctionOpInterface target = findTargetFunction(module, funcName, ignored);
-  if (!step || step.isExternal() || !target ||
-      step.getOperation() == target.getOperation())
+  if (!step || step.isExternal() || step.getOperation() == target)
     return success();
   return module.emitError()
          << "--" << pass << " changes the model, but the module already has "

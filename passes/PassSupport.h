@@ -26,10 +26,10 @@ std::optional<BuiltOpGraph> buildModuleGraph(mlir::ModuleOp module,
 /// @train_step as it was. (--soap-search and --soap-apply-strategy may run
 /// after it: they annotate the model to simulate its training step.)
 /// Fails, with an error that names `pass` and where it belongs, when the
-/// module already has a @train_step beside the function the pass works on
-/// (findTargetFunction's choice for `funcName`).
+/// module already has a @train_step beside `target`, the function the pass
+/// works on.
 mlir::LogicalResult refuseAfterTrainingStep(mlir::ModuleOp module,
-                                            llvm::StringRef funcName,
+                                            mlir::Operation *target,
                                             llvm::StringRef pass);
 
 /// The func.func a rewriting pass works on (findTargetFunction's choice),
@@ -59,9 +59,6 @@ std::optional<Machine> loadMachineByName(const std::string &name, int devices,
 
 /// True when an op nested in `root` carries #soap.config.
 bool carriesConfigs(mlir::Operation *root);
-
-/// The most devices a pass takes (devices=N or soap.num_devices).
-constexpr int64_t kMaxDevices = 65536;
 
 /// `devices` when positive, else the module's soap.num_devices, else
 /// `fallback`. A negative count, or one above kMaxDevices, is an error on

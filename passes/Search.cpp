@@ -27,8 +27,7 @@ struct SoapSearchPass : public soap::impl::SoapSearchBase<SoapSearchPass> {
     // Written so that NaN fails each (a comparison with NaN is false) and
     // infinities fail where a finite value is needed.
     if (budget < 0 || !(timeLimit >= 0 && std::isfinite(timeLimit)) ||
-        chains < 1 || threads < 1 ||
-        memoryLimit < 0 ||
+        chains < 1 || threads < 1 || memoryLimit < 0 ||
         !(temperature > 0 && std::isfinite(temperature)) ||
         !(layerMoves >= 0 && layerMoves <= 1) ||
         !(localMoves >= 0 && localMoves <= 1)) {

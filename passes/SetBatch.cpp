@@ -60,7 +60,7 @@ struct SoapSetBatchPass
     func::FuncOp function =
         findTargetFuncOp(module, funcName, "soap-set-batch");
     if (!function ||
-        failed(refuseAfterTrainingStep(module, funcName, "soap-set-batch")))
+        failed(refuseAfterTrainingStep(module, function, "soap-set-batch")))
       return signalPassFailure();
 
     SmallVector<Type> oldInputs(function.getArgumentTypes());

@@ -52,12 +52,11 @@ struct SoapTrainingStepPass
       return signalPassFailure();
     }
     // Written so that NaN fails each (a comparison with NaN is false).
-    auto finite = [](double v) { return std::isfinite(v); };
-    if (!(learningRate > 0.0 && finite(learningRate)) ||
-        !(momentum >= 0.0 && finite(momentum)) ||
+    if (!(learningRate > 0.0 && std::isfinite(learningRate)) ||
+        !(momentum >= 0.0 && std::isfinite(momentum)) ||
         !(beta1 >= 0.0 && beta1 < 1.0) || !(beta2 >= 0.0 && beta2 < 1.0) ||
-        !(epsilon > 0.0 && finite(epsilon)) ||
-        !(weightDecay >= 0.0 && finite(weightDecay))) {
+        !(epsilon > 0.0 && std::isfinite(epsilon)) ||
+        !(weightDecay >= 0.0 && std::isfinite(weightDecay))) {
       module.emitError()
           << "bad optimizer hyperparameters: lr and eps must be positive, "
              "beta1 and beta2 in [0, 1), momentum and weight-decay "

@@ -127,8 +127,7 @@ void divideBy(void *data, int64_t count, int64_t dtype, int64_t n) {
       static_cast<int8_t *>(data)[i] /= static_cast<int8_t>(n);
       break;
     default:
-      commFail("internal: a mean of element type code " +
-                   std::to_string(dtype),
+      commFail("internal: a mean of element type code " + std::to_string(dtype),
                4);
     }
 }
@@ -393,8 +392,8 @@ void soaprt_all_reduce(const void *in, void *out, int64_t count, int64_t dtype,
   ScopedEvent event("soap.all_reduce", "comm", bytes);
 #if SOAP_HAVE_MPI
   if (groupSize > 1) {
-    check(MPI_Allreduce(in, out, checkedCount(count), mpiType(dtype), mpiOp(op, dtype),
-                        groupComm(group, groupSize)),
+    check(MPI_Allreduce(in, out, checkedCount(count), mpiType(dtype),
+                        mpiOp(op, dtype), groupComm(group, groupSize)),
           "MPI_Allreduce");
     if (op == SOAPRT_MEAN)
       divideBy(out, count, dtype, groupSize);

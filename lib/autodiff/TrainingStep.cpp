@@ -165,8 +165,7 @@ static int64_t indexedRows(Value input) {
       auto generic = dyn_cast<linalg::GenericOp>(user);
       if (!generic || !generic.isDpsInput(&use))
         continue;
-      SmallVector<Value> ids{
-          generic.getMatchingBlockArgument(&use)};
+      SmallVector<Value> ids{generic.getMatchingBlockArgument(&use)};
       while (!ids.empty()) {
         Value id = ids.pop_back_val();
         for (OpOperand &idUse : id.getUses()) {

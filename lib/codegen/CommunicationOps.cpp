@@ -196,12 +196,12 @@ LogicalResult lowerCommunication(Operation *op, ModuleOp module,
     return op->emitError() << "element type " << type.getElementType()
                            << " is not one the MPI backend handles (f32, "
                               "f64, i1, i8, i32, i64, index)";
-  auto isMeanOfI1 = [&](ReductionKind kind) {
-    return dtype == SOAPRT_I1 && kind == ReductionKind::mean;
-  };
-  if (auto reduce = dyn_cast<AllReduceOp>(op); reduce && isMeanOfI1(reduce.getKind()))
-    return op->emitError() << "a mean of i1 values has no i1 result";
-  if (auto scatter = dyn_cast<ReduceScatterOp>(op); scatter && isMeanOfI1(scatter.getKind()))
+  std::optional<ReductionKind> kind;
+  if (auto reduce = dyn_cast<AllReduceOp>(op))
+    kind = reduce.getKind();
+  else if (auto scatter = dyn_cast<ReduceScatterOp>(op))
+    kind = scatter.getKind();
+  if (dtype == SOAPRT_I1 && kind == ReductionKind::mean)
     return op->emitError() << "a mean of i1 values has no i1 result";
 
   if (auto reduce = dyn_cast<AllReduceOp>(op)) {

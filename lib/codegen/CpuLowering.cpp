@@ -177,8 +177,7 @@ void normalizeConvolutionOperands(ModuleOp module) {
   SmallVector<linalg::GenericOp> candidates;
   module.walk([&](linalg::GenericOp op) {
     if (op.hasPureTensorSemantics() && op.getNumDpsInits() == 1 &&
-        op.getNumDpsInputs() >= 2 && op.getNumLoops() == 7 &&
-        !conv2dRoles(op))
+        op.getNumDpsInputs() >= 2 && op.getNumLoops() == 7 && !conv2dRoles(op))
       candidates.push_back(op);
   });
   IRRewriter rewriter(module.getContext());
@@ -205,11 +204,12 @@ void normalizeConvolutionOperands(ModuleOp module) {
         rewriter, op.getLoc(), op->getResultTypes(),
         ValueRange{read[0]->get(), read[1]->get()}, ValueRange{init->get()},
         maps, op.getIteratorTypesArray());
-    Block *block = rewriter.createBlock(
-        &candidate.getRegion(), {},
-        {getElementTypeOrSelf(read[0]->get()),
-         getElementTypeOrSelf(read[1]->get()), getElementTypeOrSelf(init->get())},
-        {op.getLoc(), op.getLoc(), op.getLoc()});
+    Block *block =
+        rewriter.createBlock(&candidate.getRegion(), {},
+                             {getElementTypeOrSelf(read[0]->get()),
+                              getElementTypeOrSelf(read[1]->get()),
+                              getElementTypeOrSelf(init->get())},
+                             {op.getLoc(), op.getLoc(), op.getLoc()});
     IRMapping mapping;
     mapping.map(body.getArgument(read[0]->getOperandNumber()),
                 block->getArgument(0));

@@ -118,19 +118,16 @@ std::optional<Strategy> Strategy::fromJSON(const std::string &text,
     // Integers only: nlohmann would truncate 3.5 to 3.
     auto integers = [&](const char *key) {
       return e.contains(key) && e[key].is_array() &&
-             std::all_of(e[key].begin(), e[key].end(), [](const json &v) {
-               return v.is_number_integer();
-             });
+             std::all_of(e[key].begin(), e[key].end(),
+                         [](const json &v) { return v.is_number_integer(); });
     };
     if (!integers("degrees") || !integers("devices")) {
       error = path + "' needs integer lists 'degrees' and 'devices' (or "
                      "\"replicated\": true)";
       return std::nullopt;
     }
-    strategy.configs[node].degrees =
-        e["degrees"].get<std::vector<int64_t>>();
-    strategy.configs[node].devices =
-        e["devices"].get<std::vector<int64_t>>();
+    strategy.configs[node].degrees = e["degrees"].get<std::vector<int64_t>>();
+    strategy.configs[node].devices = e["devices"].get<std::vector<int64_t>>();
   }
   for (size_t n = 0; n < seen.size(); ++n)
     if (!seen[n]) {

@@ -91,8 +91,8 @@ void Machine::buildLinks() {
   links_.clear();
   switchUp_.assign(numDevices_, -1);
   switchDown_.assign(numDevices_, -1);
-  const bool meshed = spec_.intraNode &&
-                     spec_.intraNode->topology == IntraNodeTopology::Mesh;
+  const bool meshed =
+      spec_.intraNode && spec_.intraNode->topology == IntraNodeTopology::Mesh;
   mesh_.assign(meshed ? static_cast<size_t>(numNodes_) * dpn * dpn : 0, -1);
   bus_.assign(numNodes_, -1);
   const int nics = spec_.interNode ? spec_.interNode->nicsPerNode : 0;

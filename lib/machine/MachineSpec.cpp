@@ -275,7 +275,7 @@ std::optional<std::string> validateMachineSpec(const MachineSpec &spec) {
     return c.problem;
   // Bounds that keep a machine's tables small: the simulator keeps one
   // entry per device and, in a full mesh, per pair of a node's devices.
-  constexpr int64_t kMaxDevices = 65536, kMaxMesh = 1024;
+  constexpr int64_t kMaxMesh = 1024;
   if (static_cast<int64_t>(spec.nodes) * spec.devicesPerNode > kMaxDevices)
     return "nodes * devices_per_node is " +
            std::to_string(static_cast<int64_t>(spec.nodes) *

@@ -497,9 +497,9 @@ BatchDimensions::find(func::FuncOp function, StringRef pass,
       return function.emitError() << pass << ": the batch dimension " << dim
                                   << " of argument " << index << " is dynamic";
     if (size == 0)
-      return function.emitError() << pass << ": the batch dimension " << dim
-                                  << " of argument " << index
-                                  << " is empty (size 0)";
+      return function.emitError()
+             << pass << ": the batch dimension " << dim << " of argument "
+             << index << " is empty (size 0)";
     if (oldBatch && *oldBatch != size)
       return function.emitError()
              << pass << ": inputs disagree on the batch size (" << *oldBatch

@@ -687,11 +687,11 @@ TEST(MachineParse, TooManyDevices) {
   json j = validMachine();
   j["devices_per_node"] = 1000000;
   j["intra_node"]["topology"] = "switch";
-  EXPECT_EQ(parseError(j), "nodes * devices_per_node is " +
-                               std::to_string(j["nodes"].get<int64_t>() *
-                                              1000000) +
-                               ", more than the 65536 devices SOAP "
-                               "simulates");
+  EXPECT_EQ(parseError(j),
+            "nodes * devices_per_node is " +
+                std::to_string(j["nodes"].get<int64_t>() * 1000000) +
+                ", more than the 65536 devices SOAP "
+                "simulates");
 }
 
 TEST(MachineParse, MeshTooLarge) {

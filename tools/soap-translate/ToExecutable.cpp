@@ -296,9 +296,8 @@ LogicalResult toExecutable(Operation *op, llvm::raw_ostream &output) {
   for (const char *symbol :
        {"soap_train_step_packed", "soap_model_info", "soap_init_data"})
     if (!module.lookupSymbol(symbol))
-      return fail()
-             << "the module has no @" << symbol
-             << "; lower it with soap-opt --soap-lower-cpu first";
+      return fail() << "the module has no @" << symbol
+                    << "; lower it with soap-opt --soap-lower-cpu first";
   std::string error;
   std::optional<std::string> rtDir = runtimeDir(error);
   if (!rtDir)

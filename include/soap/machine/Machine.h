@@ -149,6 +149,10 @@ struct MachineSpec {
   CollectiveSpec collectives;
 };
 
+/// The most devices SOAP plans for: a machine file's nodes *
+/// devices_per_node, and a pass's devices=N or soap.num_devices.
+constexpr int64_t kMaxDevices = 65536;
+
 /// Reads a machine description. On failure returns nothing and sets `error`
 /// to a message naming the field and what is wrong with it.
 std::optional<MachineSpec> parseMachineSpec(const std::string &jsonText,
