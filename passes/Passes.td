@@ -434,8 +434,16 @@ def SoapLiftParams : Pass<"soap-lift-params", "mlir::ModuleOp"> {
 
     - Every float constant tensor of at least `min-elements` elements becomes
       a new leading argument, `soap.name = "param.<i>"` in order of
-      appearance, `soap.init` its value, or `"fan-in"` (initialised from the
-      runtime's seed) when it was elided.
+      appearance, `soap.init` its value. An elided weight (and every weight
+      under `init=seed`, and every argument named by `params=`) starts from
+      the runtime's seed as its uses say: the weight of a contraction
+      (matmul, convolution, a generic that reduces over it) uniform in
+      +-1/sqrt(fan-in) with the fan-in the product of its contracted
+      dimensions (`"fan-in:N"`), a table a body gathers from uniform in
+      [-1, 1) (`"fan-in:1"`), an elementwise factor (a scale, a gamma)
+      `"ones"`, an elementwise addend (a bias, a beta) `"zeros"`, looking
+      through transposes, broadcasts, reshapes and copying generics;
+      where no use says, `"fan-in"` (all dimensions but the first).
     - A splat constant gets one parameter per op that uses it: CSE merges the
       equal `dense<1.0>` gammas of unrelated layers into one constant. Any
       other constant (real or elided data) used twice is one tied parameter.
@@ -450,8 +458,8 @@ def SoapLiftParams : Pass<"soap-lift-params", "mlir::ModuleOp"> {
       partitioned like any op) or keeps its statistics as constants
       (`batch-norm=frozen`: mean 0 and variance 1 when elided). Statistics
       are never parameters; gamma and beta are.
-    - `params=0,1,4-7` marks existing arguments as parameters (`soap.init =
-      "fan-in"`, `soap.name = "arg<i>"` unless they have one).
+    - `params=0,1,4-7` marks existing arguments as parameters (seeded as
+      their uses say, `soap.name = "arg<i>"` unless they have one).
     - An integer constant whose values were elided is an error naming it,
       unless `elided-integers=iota` (0, 1, 2, ... along the last dimension:
       position ids) or `elided-integers=zeros` fills it.
@@ -482,8 +490,8 @@ def SoapLiftParams : Pass<"soap-lift-params", "mlir::ModuleOp"> {
            "last dimension) or zeros">,
     Option<"init", "init", "std::string", /*default=*/"\"export\"",
            "Initial values of lifted weights: export (the exported values; "
-           "the seeded fan-in where elided) or seed (matrices and filters "
-           "from the seeded fan-in, vectors keep their values)">,
+           "seeded as their uses say where elided) or seed (every weight "
+           "seeded as its uses say)">,
   ];
   let dependentDialects = ["::soap::SoapDialect",
                            "::mlir::arith::ArithDialect",

@@ -16,6 +16,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/SmallPtrSet.h"
@@ -71,13 +72,100 @@ bool isWeightCandidate(arith::ConstantOp constant, int64_t minElements) {
          type.getNumElements() >= minElements;
 }
 
-/// The initial value a lifted constant carries: its elements, or "fan-in"
-/// when the exporter elided them.
-Attribute initialValue(arith::ConstantOp constant) {
-  TypedAttr value = constant.getValue();
-  if (isElided(value))
-    return StringAttr::get(constant.getContext(), "fan-in");
-  return value;
+/// Whether `use` is the input of an op that only moves its elements: a
+/// transpose, a broadcast, a reshape, or a linalg.generic whose body yields
+/// its one input (how exporters broadcast a bias or transpose a weight).
+/// The role of a weight is that of the moved copy.
+bool isLayoutCopy(OpOperand &use) {
+  Operation *owner = use.getOwner();
+  if (isa<linalg::TransposeOp, linalg::BroadcastOp, tensor::ExpandShapeOp,
+          tensor::CollapseShapeOp>(owner))
+    return use.getOperandNumber() == 0;
+  auto generic = dyn_cast<linalg::GenericOp>(owner);
+  if (!generic || generic.getNumDpsInputs() != 1 ||
+      generic.getNumResults() != 1 || generic.getNumReductionLoops() != 0 ||
+      !generic.isDpsInput(&use))
+    return false;
+  auto yield = cast<linalg::YieldOp>(generic.getBody()->getTerminator());
+  return yield.getValues().front() == generic.getMatchingBlockArgument(&use);
+}
+
+/// How a parameter without values starts, judged from its uses (rule 5),
+/// the strongest role first whatever the order of the uses: the weight
+/// operand of a contraction starts from the seeded fan-in of the dimensions
+/// it is contracted over ("fan-in:N": K of a K x N matmul operand, C*KH*KW
+/// of a filter); a table read by `tensor.extract` inside a body (an
+/// embedding) uniform in [-1, 1) ("fan-in:1"); an elementwise factor (a
+/// scale, a norm's gamma) ones; an elementwise addend (a bias, a beta)
+/// zeros. Uses that say nothing (a call, a reshape, a transpose) leave the
+/// runtime's rule: fan-in over all dimensions but the first.
+StringAttr seededInit(MLIRContext *context, ArrayRef<OpOperand *> uses) {
+  enum Role { Unknown, Addend, Factor, Table, Contracted };
+  Role best = Unknown;
+  int64_t bestFanIn = 1;
+  SmallVector<OpOperand *> worklist(uses);
+  llvm::SmallPtrSet<Operation *, 8> seen;
+  while (!worklist.empty()) {
+    OpOperand *use = worklist.pop_back_val();
+    Operation *owner = use->getOwner();
+    if (isLayoutCopy(*use)) {
+      if (seen.insert(owner).second)
+        for (OpOperand &next : owner->getResult(0).getUses())
+          worklist.push_back(&next);
+      continue;
+    }
+    if (isa<tensor::ExtractOp>(owner) &&
+        owner->getParentOfType<linalg::LinalgOp>()) {
+      best = std::max(best, Table);
+      continue;
+    }
+    auto linalgOp = dyn_cast<linalg::LinalgOp>(owner);
+    auto type = dyn_cast<RankedTensorType>(use->get().getType());
+    if (!linalgOp || !linalgOp.isDpsInput(use) || !type)
+      continue;
+    AffineMap map = linalgOp.getMatchingIndexingMap(use);
+    SmallVector<utils::IteratorType> iterators =
+        linalgOp.getIteratorTypesArray();
+    int64_t fanIn = 1;
+    bool contracted = false;
+    for (auto [dim, expr] : llvm::enumerate(map.getResults())) {
+      auto loop = dyn_cast<AffineDimExpr>(expr);
+      if (loop &&
+          iterators[loop.getPosition()] == utils::IteratorType::reduction) {
+        contracted = true;
+        fanIn *= type.getDimSize(dim);
+      }
+    }
+    if (contracted) {
+      if (best != Contracted || fanIn > bestFanIn)
+        bestFanIn = fanIn;
+      best = Contracted;
+      continue;
+    }
+    if (linalgOp.getNumReductionLoops() != 0)
+      continue;
+    BlockArgument element = linalgOp.getMatchingBlockArgument(use);
+    for (Operation *user : element.getUsers()) {
+      if (isa<arith::MulFOp>(user) ||
+          (isa<arith::DivFOp>(user) && user->getOperand(1) == element))
+        best = std::max(best, Factor);
+      else if (isa<arith::AddFOp, arith::SubFOp>(user))
+        best = std::max(best, Addend);
+    }
+  }
+  switch (best) {
+  case Contracted:
+    return StringAttr::get(context, "fan-in:" + std::to_string(bestFanIn));
+  case Table:
+    return StringAttr::get(context, "fan-in:1");
+  case Factor:
+    return StringAttr::get(context, "ones");
+  case Addend:
+    return StringAttr::get(context, "zeros");
+  case Unknown:
+    break;
+  }
+  return StringAttr::get(context, "fan-in");
 }
 
 /// Rules 2 and 3: the normalizations, then the parameters to create, in
@@ -229,12 +317,11 @@ LogicalResult liftParameters(ModuleOp module, func::FuncOp function,
     attrs.set(SoapDialect::getParamAttrName(), UnitAttr::get(context));
     attrs.set(SoapDialect::getNameAttrName(),
               StringAttr::get(context, "param." + std::to_string(index)));
-    bool fromSeed = options.initFromSeed &&
-                    cast<RankedTensorType>(parameter.constant.getType())
-                            .getRank() >= 2;
+    bool fromSeed =
+        options.initFromSeed || isElided(parameter.constant.getValue());
     attrs.set(SoapDialect::getInitAttrName(),
-              fromSeed ? StringAttr::get(context, "fan-in")
-                       : initialValue(parameter.constant));
+              fromSeed ? seededInit(context, parameter.uses)
+                       : parameter.constant.getValue());
     argAttrs.push_back(attrs.getDictionary(context));
   }
   for (unsigned i = 0; i < oldArguments; ++i) {
@@ -245,9 +332,12 @@ LogicalResult liftParameters(ModuleOp module, func::FuncOp function,
         attrs.set(SoapDialect::getNameAttrName(),
                   StringAttr::get(context,
                                   "arg" + std::to_string(numLifted + i)));
-      if (!attrs.get(SoapDialect::getInitAttrName()))
-        attrs.set(SoapDialect::getInitAttrName(),
-                  StringAttr::get(context, "fan-in"));
+      if (!attrs.get(SoapDialect::getInitAttrName())) {
+        SmallVector<OpOperand *> uses = llvm::map_to_vector(
+            entry.getArgument(numLifted + i).getUses(),
+            [](OpOperand &use) { return &use; });
+        attrs.set(SoapDialect::getInitAttrName(), seededInit(context, uses));
+      }
     }
     argAttrs.push_back(attrs.getDictionary(context));
   }

@@ -16,7 +16,14 @@
 //    A splat constant gets one parameter per op that uses it (CSE merges
 //    equal splats of unrelated layers); any other constant gets one
 //    parameter for all its uses (a real weight tie).
-// 4. Arguments named by index become parameters ("fan-in" initialised).
+// 4. Arguments named by index become parameters.
+// 5. A parameter without values (an elided constant, an argument named by
+//    index, every lifted weight under init=seed) starts from the runtime's
+//    seed as its uses say: a contraction's weight from the fan-in of the
+//    dimensions it is contracted over ("fan-in:N"), a gathered table
+//    ("fan-in:1") uniform in [-1, 1), an elementwise factor ones, an
+//    elementwise addend zeros, looking through transposes, broadcasts,
+//    reshapes and copies; otherwise the runtime's "fan-in".
 //
 //===----------------------------------------------------------------------===//
 
@@ -45,10 +52,9 @@ struct LiftOptions {
   int64_t minElements = 2;
   BatchNormMode batchNorm = BatchNormMode::Train;
   ElidedIntegers elidedIntegers = ElidedIntegers::Error;
-  /// Whether lifted weights of rank 2 or more (matrices, filters) start
-  /// from the runtime's seeded fan-in instead of the exported values
-  /// (training from scratch; exports whose weights were stripped to
-  /// splats). Vectors (biases, gammas, betas) keep their values.
+  /// Whether every lifted weight starts from the runtime's seed as its
+  /// uses say (rule 5) instead of the exported values (training from
+  /// scratch; exports whose weights were stripped to splats).
   bool initFromSeed = false;
   /// Arguments of the function (original numbering) that are parameters.
   llvm::SmallVector<unsigned> parameterArguments;

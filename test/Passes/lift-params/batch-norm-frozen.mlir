@@ -1,7 +1,9 @@
 // batch-norm=frozen keeps the statistics of a batch norm exported in
 // evaluation form as constants, never parameters: exported values stay,
 // elided ones become mean 0 and variance 1. Gamma and beta are lifted, one
-// parameter per layer even where CSE merged them with the statistics.
+// parameter per layer even where CSE merged them with the statistics; an
+// elided gamma starts at ones and an elided beta at zeros (their uses: a
+// factor and an addend).
 // RUN: soap-opt %s --soap-lift-params="batch-norm=frozen" | FileCheck %s
 
 #act = affine_map<(n, c, h, w) -> (n, c, h, w)>
@@ -10,8 +12,8 @@
 // CHECK-LABEL: func.func @forward(
 // CHECK-SAME: %[[G1:arg0]]: tensor<3xf32> {soap.init = dense<1.000000e+00> : tensor<3xf32>, soap.name = "param.0", soap.param}
 // CHECK-SAME: %[[B1:arg1]]: tensor<3xf32> {soap.init = dense<0.000000e+00> : tensor<3xf32>, soap.name = "param.1", soap.param}
-// CHECK-SAME: %[[G2:arg2]]: tensor<3xf32> {soap.init = "fan-in", soap.name = "param.2", soap.param}
-// CHECK-SAME: %[[B2:arg3]]: tensor<3xf32> {soap.init = "fan-in", soap.name = "param.3", soap.param}
+// CHECK-SAME: %[[G2:arg2]]: tensor<3xf32> {soap.init = "ones", soap.name = "param.2", soap.param}
+// CHECK-SAME: %[[B2:arg3]]: tensor<3xf32> {soap.init = "zeros", soap.name = "param.3", soap.param}
 // CHECK-SAME: %[[X:arg4]]: tensor<2x3x4x4xf32>)
 // CHECK-NOT: linalg.fill
 // CHECK: %[[M1:.*]] = arith.constant dense<0.000000e+00> : tensor<3xf32>

@@ -1,5 +1,7 @@
 // params= marks arguments that carry weights (JAX passes them so) as
-// parameters initialised from the runtime's seed; a name they already have
+// parameters initialised from the runtime's seed as their uses say (a
+// matmul operand from the fan-in of its contracted dimension, a bias
+// zeros); a name they already have
 // stays. Indices and ranges count the function's own arguments, before the
 // lifted constants are put in front.
 // RUN: soap-opt %s --soap-lift-params="params=0-1,3" | FileCheck %s
@@ -7,15 +9,15 @@
 
 // CHECK-LABEL: func.func @loss(
 // CHECK-SAME: %arg0: tensor<4xf32> {soap.init = dense<{{.*}}> : tensor<4xf32>, soap.name = "param.0", soap.param}
-// CHECK-SAME: %arg1: tensor<3x4xf32> {soap.init = "fan-in", soap.name = "arg1", soap.param}
-// CHECK-SAME: %arg2: tensor<4xf32> {soap.init = "fan-in", soap.name = "b0", soap.param}
+// CHECK-SAME: %arg1: tensor<3x4xf32> {soap.init = "fan-in:3", soap.name = "arg1", soap.param}
+// CHECK-SAME: %arg2: tensor<4xf32> {soap.init = "zeros", soap.name = "b0", soap.param}
 // CHECK-SAME: %arg3: tensor<2x3xf32>,
-// CHECK-SAME: %arg4: tensor<4x4xf32> {soap.init = "fan-in", soap.name = "arg4", soap.param}
+// CHECK-SAME: %arg4: tensor<4x4xf32> {soap.init = "fan-in:4", soap.name = "arg4", soap.param}
 // ONLY-LABEL: func.func @loss(
-// ONLY-SAME: %arg0: tensor<3x4xf32> {soap.init = "fan-in", soap.name = "arg0", soap.param}
-// ONLY-SAME: %arg1: tensor<4xf32> {soap.init = "fan-in", soap.name = "b0", soap.param}
+// ONLY-SAME: %arg0: tensor<3x4xf32> {soap.init = "fan-in:3", soap.name = "arg0", soap.param}
+// ONLY-SAME: %arg1: tensor<4xf32> {soap.init = "zeros", soap.name = "b0", soap.param}
 // ONLY-SAME: %arg2: tensor<2x3xf32>,
-// ONLY-SAME: %arg3: tensor<4x4xf32> {soap.init = "fan-in", soap.name = "arg3", soap.param}
+// ONLY-SAME: %arg3: tensor<4x4xf32> {soap.init = "fan-in:4", soap.name = "arg3", soap.param}
 #id = affine_map<(n, c) -> (n, c)>
 #col = affine_map<(n, c) -> (c)>
 func.func @loss(%w0: tensor<3x4xf32>, %b0: tensor<4xf32> {soap.name = "b0"},
