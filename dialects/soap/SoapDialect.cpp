@@ -200,7 +200,22 @@ LogicalResult LayoutAttr::verify(function_ref<InFlightDiagnostic()> emitError,
 // Attributes on ops and arguments
 //===----------------------------------------------------------------------===//
 
+/// MLIR verifies an op's dialect attributes before the op itself, and the
+/// checks below query the op (its indexing maps, loop sizes, result type).
+/// An op that is invalid on its own is reported by its own verifier first,
+/// so that those queries never see it.
+static LogicalResult verifyOwnInvariants(Operation *op) {
+  std::optional<RegisteredOperationName> info = op->getRegisteredInfo();
+  if (!info)
+    return success();
+  if (failed(info->verifyInvariants(op)))
+    return failure();
+  return info->verifyRegionInvariants(op);
+}
+
 static LogicalResult verifyConfigOnOp(Operation *op, ConfigAttr config) {
+  if (failed(verifyOwnInvariants(op)))
+    return failure();
   auto partitionable = dyn_cast<PartitionableOpInterface>(op);
   if (!partitionable)
     return op->emitError() << "'" << op->getName()
@@ -227,6 +242,8 @@ static LogicalResult verifyConfigOnOp(Operation *op, ConfigAttr config) {
 }
 
 static LogicalResult verifyLayoutOnOp(Operation *op, LayoutAttr layout) {
+  if (failed(verifyOwnInvariants(op)))
+    return failure();
   if (auto numDevices = getDeclaredNumDevices(op)) {
     for (int64_t device : layout.getDevices())
       if (device >= *numDevices)

@@ -128,3 +128,46 @@ func.func @bad_syntax() -> tensor<8xf32> {
   %0 = tensor.empty() {soap.config = #soap.config<degree = [2], devices = [0, 1]>} : tensor<8xf32>
   return %0 : tensor<8xf32>
 }
+
+// -----
+
+// An op that is invalid on its own is named by its own verifier, not
+// crashed on by the checks of its #soap.config (MLIR verifies dialect
+// attributes before the op itself).
+func.func @invalid_transpose(%a: tensor<4x8xf32>, %b: tensor<8x4xf32>) -> tensor<8x4xf32> {
+  // expected-error @+1 {{'linalg.transpose' op permutation is not valid}}
+  %0 = linalg.transpose {soap.config = #soap.config<degrees = [1, 1], devices = [0]>} ins(%a : tensor<4x8xf32>) outs(%b : tensor<8x4xf32>) permutation = [1, 1]
+  return %0 : tensor<8x4xf32>
+}
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+func.func @generic_with_too_few_maps(%a: tensor<4x8xf32>, %b: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{'linalg.generic' op expected the number of indexing_map (1) to be equal to the number of input/output operands (2)}}
+  %0 = linalg.generic {indexing_maps = [#id], iterator_types = ["parallel", "parallel"], soap.config = #soap.config<degrees = [2, 1], devices = [0, 1]>} ins(%a : tensor<4x8xf32>) outs(%b : tensor<4x8xf32>) {
+  ^bb0(%x: f32, %y: f32):
+    linalg.yield %x : f32
+  } -> tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @invalid_collapse(%a: tensor<4x8xf32>) -> tensor<16xf32> {
+  // expected-error @+1 {{'tensor.collapse_shape' op}}
+  %0 = tensor.collapse_shape %a [[0, 1]] {soap.config = #soap.config<degrees = [1], devices = [0]>} : tensor<4x8xf32> into tensor<16xf32>
+  return %0 : tensor<16xf32>
+}
+
+// -----
+
+func.func @invalid_reduce(%a: tensor<4x8xf32>, %init: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'linalg.reduce' op}}
+  %0 = linalg.reduce ins(%a : tensor<4x8xf32>) outs(%init : tensor<4xf32>) dimensions = [2] {soap.config = #soap.config<degrees = [1, 1], devices = [0]>}
+    (%x: f32, %y: f32) {
+      %s = arith.addf %x, %y : f32
+      linalg.yield %s : f32
+    }
+  return %0 : tensor<4xf32>
+}
