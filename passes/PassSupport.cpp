@@ -166,7 +166,7 @@ func::FuncOp findTargetFuncOp(ModuleOp module, StringRef funcName,
 
 bool writeTextFile(const std::string &path, const std::string &text,
                    std::string &error) {
-  return writeFileAtomically(path, text, error);
+  return writeFileAtomically(path, text + "\n", error);
 }
 
 } // namespace soap

@@ -87,7 +87,8 @@ prepareSimulation(mlir::ModuleOp module, const std::string &machineName,
                   int devices, const std::string &profileFile,
                   const std::string &optimizerName, SimulationSetup &setup);
 
-/// Writes `text` to `path` atomically; false with `error` on failure.
+/// Writes `text` and a newline to `path` (soap::writeFileAtomically);
+/// false with `error` on failure.
 bool writeTextFile(const std::string &path, const std::string &text,
                    std::string &error);
 

@@ -2,7 +2,11 @@
 
 #include "Checkpoint.h"
 
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
 #include <cstring>
+#include <memory>
 
 namespace soaprt {
 
@@ -49,42 +53,55 @@ std::string Checkpoint::serialize() const {
 }
 
 namespace {
-/// Reads from a byte string, remembering whether it ran past the end.
+/// Reads from a file, remembering whether it ran past the end. Reads only
+/// what the header declares, in bounded chunks: a device that never ends
+/// (/dev/zero) or a header that claims more than the file holds costs no
+/// more memory than the bytes that are really there.
 struct Reader {
-  const std::string &bytes;
-  size_t at = 0;
+  FILE *file;
   bool ok = true;
   template <typename T> T get() {
     T value{};
-    if (at + sizeof(T) > bytes.size()) {
+    if (ok && std::fread(&value, sizeof(T), 1, file) != 1)
       ok = false;
-      return value;
-    }
-    std::memcpy(&value, bytes.data() + at, sizeof(T));
-    at += sizeof(T);
     return value;
   }
   std::string getBytes(uint64_t n) {
-    if (n > bytes.size() - at) {
-      ok = false;
-      return {};
+    std::string s;
+    constexpr uint64_t kChunk = 1 << 20;
+    while (ok && s.size() < n) {
+      size_t want = static_cast<size_t>(std::min<uint64_t>(kChunk, n - s.size()));
+      size_t old = s.size();
+      s.resize(old + want);
+      size_t got = std::fread(s.data() + old, 1, want, file);
+      if (got != want) {
+        s.resize(old + got);
+        ok = false;
+      }
     }
-    std::string s = bytes.substr(at, n);
-    at += n;
     return s;
   }
 };
+
+struct FileCloser {
+  void operator()(FILE *file) const { std::fclose(file); }
+};
 } // namespace
 
-bool Checkpoint::parse(const std::string &bytes, const std::string &path,
-                       std::string &error) {
-  if (bytes.size() < 24 || std::memcmp(bytes.data(), kMagic, 8) != 0) {
+bool Checkpoint::read(const std::string &path, std::string &error) {
+  std::unique_ptr<FILE, FileCloser> file(std::fopen(path.c_str(), "rb"));
+  if (!file) {
+    error = "cannot read '" + path + "': " + std::strerror(errno);
+    return false;
+  }
+  Reader r{file.get()};
+  std::string magic = r.getBytes(sizeof(kMagic));
+  if (!r.ok || std::memcmp(magic.data(), kMagic, sizeof(kMagic)) != 0) {
     error = "'" + path + "' is not a SOAP checkpoint (no SOAPCKPT header)";
     return false;
   }
-  Reader r{bytes, 8};
   uint32_t version = r.get<uint32_t>();
-  if (version != kVersion) {
+  if (r.ok && version != kVersion) {
     error = "'" + path + "' has checkpoint version " + std::to_string(version) +
             "; this runtime reads version " + std::to_string(kVersion);
     return false;
@@ -92,18 +109,30 @@ bool Checkpoint::parse(const std::string &bytes, const std::string &path,
   uint32_t count = r.get<uint32_t>();
   step = r.get<uint64_t>();
   tensors.clear();
+  auto corrupt = [&](const std::string &name, const std::string &what) {
+    error = "'" + path + "' is corrupt: tensor '" + name + "' " + what;
+    return false;
+  };
   for (uint32_t i = 0; i < count && r.ok; ++i) {
     NamedTensor t;
-    t.name = r.getBytes(r.get<uint32_t>());
-    t.dtype = r.getBytes(r.get<uint32_t>());
+    uint32_t nameLength = r.get<uint32_t>();
+    if (nameLength > (1u << 16))
+      return corrupt("#" + std::to_string(i),
+                     "has a name of " + std::to_string(nameLength) + " bytes");
+    t.name = r.getBytes(nameLength);
+    uint32_t dtypeLength = r.get<uint32_t>();
+    if (dtypeLength > 64)
+      return corrupt(t.name, "has a dtype of " + std::to_string(dtypeLength) +
+                                 " bytes");
+    t.dtype = r.getBytes(dtypeLength);
     uint32_t rank = r.get<uint32_t>();
-    if (rank > 64) {
-      error = "'" + path + "' is corrupt: tensor '" + t.name + "' has rank " +
-              std::to_string(rank);
-      return false;
-    }
-    for (uint32_t d = 0; d < rank; ++d)
+    if (rank > 64)
+      return corrupt(t.name, "has rank " + std::to_string(rank));
+    for (uint32_t d = 0; d < rank && r.ok; ++d) {
       t.shape.push_back(r.get<int64_t>());
+      if (t.shape.back() < 0)
+        return corrupt(t.name, "has a negative dimension");
+    }
     t.bytes = r.getBytes(r.get<uint64_t>());
     if (r.ok)
       tensors.push_back(std::move(t));
@@ -113,9 +142,12 @@ bool Checkpoint::parse(const std::string &bytes, const std::string &path,
             " of " + std::to_string(count) + " tensors readable)";
     return false;
   }
-  if (r.at != bytes.size()) {
-    error = "'" + path + "' has " + std::to_string(bytes.size() - r.at) +
-            " unexpected bytes after its last tensor";
+  if (std::fgetc(file.get()) != EOF) {
+    error = "'" + path + "' has unexpected bytes after its last tensor";
+    return false;
+  }
+  if (std::ferror(file.get())) {
+    error = "cannot read '" + path + "': " + std::strerror(errno);
     return false;
   }
   return true;

@@ -33,10 +33,10 @@ struct Checkpoint {
   const NamedTensor *find(const std::string &name) const;
   /// The file's bytes.
   std::string serialize() const;
-  /// Parses `bytes` read from `path`; false with `error` naming the file and
-  /// what is wrong with it.
-  bool parse(const std::string &bytes, const std::string &path,
-             std::string &error);
+  /// Reads the checkpoint in `path`, only the bytes its header declares (a
+  /// device such as /dev/zero is refused at its header); false with `error`
+  /// naming the file and what is wrong with it.
+  bool read(const std::string &path, std::string &error);
 };
 
 std::string shapeString(const std::vector<int64_t> &shape);

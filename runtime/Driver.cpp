@@ -20,7 +20,7 @@
 
 #include "Checkpoint.h"
 #include "Comm.h"
-#include "FileIO.h"
+#include "soap/support/AtomicFile.h"
 #include "GpuHooks.h"
 #include "Model.h"
 #include "Trace.h"
@@ -298,10 +298,9 @@ void initializeArgs(Run &run, uint64_t seed) {
 }
 
 void loadCheckpoint(Run &run, const std::string &path, uint64_t &step) {
-  std::string bytes, error;
+  std::string error;
   Checkpoint checkpoint;
-  if (!readFile(path, bytes, error) ||
-      !checkpoint.parse(bytes, path, error))
+  if (!checkpoint.read(path, error))
     fail(error);
   size_t used = 0;
   for (size_t a = 0; a < run.model.args.size(); ++a) {
@@ -370,7 +369,7 @@ void saveCheckpoint(const Run &run, const std::string &path, uint64_t step) {
         {spec.name, spec.dtype, whole.shape, std::move(bytes)});
   }
   std::string error;
-  if (rank0 && !writeFileAtomically(path, checkpoint.serialize(), error))
+  if (rank0 && !soap::writeFileAtomically(path, checkpoint.serialize(), error))
     fail(error);
 }
 
@@ -382,8 +381,8 @@ struct DataSource {
   std::vector<int64_t> batches;
 
   void open(const Run &run, const std::string &path) {
-    std::string bytes, error;
-    if (!readFile(path, bytes, error) || !file.parse(bytes, path, error))
+    std::string error;
+    if (!file.read(path, error))
       fail(error);
     for (const TensorSpec &spec : run.model.args) {
       const NamedTensor *t = nullptr;

@@ -69,11 +69,23 @@ static bool parseSpec(const nlohmann::json &j, TensorSpec &spec,
   }
   static const char *known[] = {"f32", "f64", "f16", "bf16", "i1",
                                 "i8",  "i16", "i32", "i64"};
+  bool knownType = false;
   for (const char *k : known)
-    if (spec.dtype == k)
-      return true;
-  error = "'" + spec.name + "' has unsupported element type " + spec.dtype;
-  return false;
+    knownType |= spec.dtype == k;
+  if (!knownType) {
+    error = "'" + spec.name + "' has unsupported element type " + spec.dtype;
+    return false;
+  }
+  // Its byte count must be a number: 2^62 elements would overflow it.
+  int64_t bytes = static_cast<int64_t>(spec.elementBytes());
+  for (int64_t size : spec.shape)
+    if (size < 0 || __builtin_mul_overflow(bytes, size, &bytes) ||
+        bytes > (int64_t(1) << 50)) {
+      error = "'" + spec.name + "' (" + spec.dtype + spec.shapeString() +
+              ") has more than 2^50 bytes; it cannot be allocated";
+      return false;
+    }
+  return true;
 }
 
 bool ModelInfo::parse(const char *text, std::string &error) {

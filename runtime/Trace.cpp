@@ -4,7 +4,7 @@
 
 #include "GpuHooks.h"
 
-#include "FileIO.h"
+#include "soap/support/AtomicFile.h"
 #include "soap/Runtime/Runtime.h"
 
 #include <nlohmann/json.hpp>
@@ -82,7 +82,7 @@ bool writeChromeTrace(const std::string &path,
                       {"args", args}});
   }
   nlohmann::json trace = {{"traceEvents", events}, {"displayTimeUnit", "ms"}};
-  return writeFileAtomically(path, trace.dump() + "\n", error);
+  return soap::writeFileAtomically(path, trace.dump() + "\n", error);
 }
 
 ScopedEvent::ScopedEvent(const char *name, const char *category, int64_t bytes)

@@ -161,7 +161,7 @@ std::optional<ProfileDatabase> ProfileDatabase::load(const std::string &path,
 }
 
 bool ProfileDatabase::save(const std::string &path, std::string &error) const {
-  return writeFileAtomically(path, toJSON(), error);
+  return writeFileAtomically(path, toJSON() + "\n", error);
 }
 
 //===----------------------------------------------------------------------===//

@@ -12,6 +12,7 @@
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/Interfaces/CallInterfaces.h"
 #include "mlir/Transforms/RegionUtils.h"
+#include "llvm/Support/MathExtras.h"
 #include "llvm/Support/raw_ostream.h"
 
 using namespace mlir;
@@ -76,26 +77,49 @@ public:
       return std::nullopt;
     }
     // An empty tensor has nothing to split or to time (and a split of a
-    // zero-size dimension divides by zero downstream): refused by name.
-    auto empty = [](Type type) {
+    // zero-size dimension divides by zero downstream); a tensor of more
+    // than 2^50 bytes (1 PiB) fits no machine, and near 2^63 its byte count
+    // overflows: both refused by name.
+    auto problem = [](Type type) -> std::optional<std::string> {
       auto tensor = dyn_cast<RankedTensorType>(type);
-      return tensor && llvm::is_contained(tensor.getShape(), 0);
+      if (!tensor)
+        return std::nullopt;
+      if (llvm::is_contained(tensor.getShape(), 0))
+        return std::string("a zero-size dimension; SOAP partitions no empty "
+                           "tensors");
+      if (!tensor.hasStaticShape())
+        return std::nullopt;
+      Type element = tensor.getElementType();
+      int64_t bytes = element.isIntOrFloat()
+                          ? std::max<int64_t>(
+                                1, element.getIntOrFloatBitWidth() / 8)
+                          : 8;
+      constexpr int64_t kMaxTensorBytes = int64_t(1) << 50;
+      for (int64_t size : tensor.getShape())
+        if (llvm::MulOverflow(bytes, size, bytes) ||
+            bytes > kMaxTensorBytes) {
+          std::string text;
+          llvm::raw_string_ostream os(text);
+          os << "type " << tensor
+             << ", more than 2^50 bytes (1 PiB); no machine holds it";
+          return text;
+        }
+      return std::nullopt;
     };
     for (BlockArgument arg : body.getArguments())
-      if (empty(arg.getType())) {
-        error = "argument " + std::to_string(arg.getArgNumber()) +
-                " has a zero-size dimension; SOAP partitions no empty "
-                "tensors";
+      if (auto why = problem(arg.getType())) {
+        error = "argument " + std::to_string(arg.getArgNumber()) + " has " +
+                *why;
         return std::nullopt;
       }
     for (Operation &op : body.front())
-      if (llvm::any_of(op.getResultTypes(), empty)) {
-        error = locationString(op.getLoc()) + ": '" +
-                op.getName().getStringRef().str() +
-                "' makes a tensor with a zero-size dimension; SOAP "
-                "partitions no empty tensors";
-        return std::nullopt;
-      }
+      for (Type type : op.getResultTypes())
+        if (auto why = problem(type)) {
+          error = locationString(op.getLoc()) + ": '" +
+                  op.getName().getStringRef().str() +
+                  "' makes a tensor with " + *why;
+          return std::nullopt;
+        }
     for (BlockArgument arg : body.getArguments())
       if (isa<RankedTensorType>(arg.getType()))
         tensorOf(arg);

@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "soap/Dialect/Registration.h"
+#include "soap/support/AtomicFile.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/InitAllDialects.h"
@@ -14,8 +15,51 @@
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 
 #include "llvm/ADT/StringRef.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/raw_ostream.h"
 
 #include <vector>
+
+/// Runs mlir-opt's driver with its output in a temporary file, then puts
+/// that file in place with soap::writeFileAtomically: a failed run leaves
+/// `-o F` as it was (never empty, never half written), a link is written
+/// through, a device such as /dev/null is written, not replaced.
+static mlir::LogicalResult optMain(int argc, char **argv,
+                                   mlir::DialectRegistry &registry) {
+  auto [input, output] = mlir::registerAndParseCLIOptions(
+      argc, argv,
+      "SOAP optimizer driver: partitions tensor programs over the Sample, "
+      "Operator, Attribute and Parameter dimensions.\n"
+      "SOAP passes are the --soap-* options below.\n",
+      registry);
+  if (output == "-")
+    return mlir::MlirOptMain(argc, argv, input, output, registry);
+  llvm::SmallString<128> temporary;
+  if (std::error_code ec = llvm::sys::fs::createTemporaryFile(
+          "soap-opt", "mlir", temporary)) {
+    llvm::errs() << "error: cannot create a temporary file for '" << output
+                 << "': " << ec.message() << "\n";
+    return mlir::failure();
+  }
+  mlir::LogicalResult result =
+      mlir::MlirOptMain(argc, argv, input, temporary, registry);
+  if (mlir::succeeded(result)) {
+    auto bytes = llvm::MemoryBuffer::getFile(temporary, /*IsText=*/false);
+    std::string error;
+    if (!bytes) {
+      llvm::errs() << "error: cannot read back the output for '" << output
+                   << "': " << bytes.getError().message() << "\n";
+      result = mlir::failure();
+    } else if (!soap::writeFileAtomically(output, (*bytes)->getBuffer().str(),
+                                          error)) {
+      llvm::errs() << "error: " << error << "\n";
+      result = mlir::failure();
+    }
+  }
+  llvm::sys::fs::remove(temporary);
+  return result;
+}
 
 int main(int argc, char **argv) {
   // An error names its location (file:line:col and the source line) and
@@ -41,10 +85,5 @@ int main(int argc, char **argv) {
   mlir::registerAllExtensions(registry);
   soap::registerSoapDialects(registry);
 
-  return mlir::asMainReturnCode(mlir::MlirOptMain(
-      argc, argv,
-      "SOAP optimizer driver: partitions tensor programs over the Sample, "
-      "Operator, Attribute and Parameter dimensions.\n"
-      "SOAP passes are the --soap-* options below.\n",
-      registry));
+  return mlir::asMainReturnCode(optMain(argc, argv, registry));
 }

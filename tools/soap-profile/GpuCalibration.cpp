@@ -403,7 +403,7 @@ int runGpuCalibration(mlir::MLIRContext &context,
       }
     }
   }
-  if (!writeFileAtomically(output, machineSpecToJson(spec), error) ||
+  if (!writeFileAtomically(output, machineSpecToJson(spec) + "\n", error) ||
       !Machine::load(output, error))
     return fail(error);
   os << llvm::formatv("soap-profile: matmul efficiency {0}, elementwise {1}, "

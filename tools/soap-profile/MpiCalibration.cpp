@@ -535,7 +535,7 @@ int runMpiCalibration(int *argc, char ***argv, mlir::MLIRContext &context,
   // 7. Rank 0 writes the file; it must load again.
   int written = 1;
   if (rank == 0) {
-    written = writeFileAtomically(outputPath, machineSpecToJson(spec), error) &&
+    written = writeFileAtomically(outputPath, machineSpecToJson(spec) + "\n", error) &&
               Machine::load(outputPath, error).has_value();
     if (written)
       os << "soap-profile: wrote " << outputPath << " (" << spec.name << ", "

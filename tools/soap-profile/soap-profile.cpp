@@ -25,6 +25,7 @@
 #include "soap/Runtime/Runtime.h"
 #include "soap/codegen/GpuLowering.h"
 #include "soap/graph/OpGraphBuilder.h"
+#include "soap/support/AtomicFile.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/DialectRegistry.h"
@@ -429,14 +430,9 @@ static int runKernelMode(const CommandLine &cl, bool onGpu) {
   if (!output)
     return fail("no output file: use -o PROFILE.json");
 
-  {
-    // Fail before measuring, not after.
-    std::ofstream probe(*output + ".tmp", std::ios::app);
-    if (!probe)
-      return fail("cannot write '" + *output + "'");
-    probe.close();
-    std::remove((*output + ".tmp").c_str());
-  }
+  // Fail before measuring, not after.
+  if (!soap::checkWritable(*output, error))
+    return fail(error);
 
   KernelProfileOptions options;
   int64_t maxBufferMb = options.maxBufferBytes >> 20;

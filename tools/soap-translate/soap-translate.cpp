@@ -8,6 +8,7 @@
 
 #include "ToExecutable.h"
 #include "soap/Dialect/Registration.h"
+#include "soap/support/AtomicFile.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/InitAllDialects.h"
@@ -16,25 +17,35 @@
 #include "mlir/Tools/mlir-translate/Translation.h"
 
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/raw_ostream.h"
 
-#include <cstring>
 #include <string>
+#include <vector>
 
-/// The -o file of an --soap-to-executable run, which must become executable
-/// (mlir-translate's output file is created without the x bits).
-static std::string executableOutput(int argc, char **argv) {
-  bool toExecutable = false;
-  std::string output;
+/// Where the -o file is named in argv: the index of the argument that
+/// holds it and the offset of the name in it ("-o F" or "-o=F"); none for
+/// standard output.
+struct OutputArgument {
+  int index = -1;
+  size_t offset = 0;
+};
+
+static OutputArgument findOutput(int argc, char **argv, bool &toExecutable) {
+  OutputArgument found;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg == "--soap-to-executable" || arg == "-soap-to-executable")
       toExecutable = true;
-    else if (arg == "-o" && i + 1 < argc)
-      output = argv[i + 1];
+    else if ((arg == "-o" || arg == "--o") && i + 1 < argc)
+      found = {i + 1, 0};
     else if (arg.rfind("-o=", 0) == 0 || arg.rfind("--o=", 0) == 0)
-      output = arg.substr(arg.find('=') + 1);
+      found = {i, arg.find('=') + 1};
   }
-  return toExecutable && output != "-" ? output : std::string();
+  if (found.index >= 0 &&
+      std::string(argv[found.index] + found.offset) == "-")
+    return {};
+  return found;
 }
 
 int main(int argc, char **argv) {
@@ -51,13 +62,45 @@ int main(int argc, char **argv) {
         mlir::registerAllDialects(registry);
         soap::registerSoapDialects(registry);
       });
-  std::string executable = executableOutput(argc, argv);
-  if (mlir::failed(mlir::mlirTranslateMain(argc, argv,
-                                           "SOAP translation driver\n")))
+  // mlir-translate's driver writes into a temporary file, which then goes
+  // in place through soap::writeFileAtomically: a failed run leaves -o F as
+  // it was, a link is written through, a device (/dev/null) is written,
+  // never replaced or made executable; an executable gets mode 0755.
+  bool toExecutable = false;
+  OutputArgument output = findOutput(argc, argv, toExecutable);
+  if (output.index < 0)
+    return mlir::failed(
+        mlir::mlirTranslateMain(argc, argv, "SOAP translation driver\n"));
+  std::string target = argv[output.index] + output.offset;
+  llvm::SmallString<128> temporary;
+  if (std::error_code ec = llvm::sys::fs::createTemporaryFile(
+          "soap-translate", "out", temporary)) {
+    llvm::errs() << "error: cannot create a temporary file for '" << target
+                 << "': " << ec.message() << "\n";
     return 1;
-  if (!executable.empty())
-    llvm::sys::fs::setPermissions(executable, llvm::sys::fs::all_read |
-                                                  llvm::sys::fs::all_exe |
-                                                  llvm::sys::fs::owner_write);
-  return 0;
+  }
+  std::vector<char *> args(argv, argv + argc);
+  std::string replaced =
+      std::string(argv[output.index], output.offset) + temporary.str().str();
+  args[output.index] = replaced.data();
+  args.push_back(nullptr);
+  int status = 0;
+  if (mlir::failed(mlir::mlirTranslateMain(argc, args.data(),
+                                           "SOAP translation driver\n"))) {
+    status = 1;
+  } else if (auto bytes =
+                 llvm::MemoryBuffer::getFile(temporary, /*IsText=*/false)) {
+    std::string error;
+    if (!soap::writeFileAtomically(target, (*bytes)->getBuffer().str(), error,
+                                   toExecutable ? 0755 : -1)) {
+      llvm::errs() << "error: " << error << "\n";
+      status = 1;
+    }
+  } else {
+    llvm::errs() << "error: cannot read back the output for '" << target
+                 << "': " << bytes.getError().message() << "\n";
+    status = 1;
+  }
+  llvm::sys::fs::remove(temporary);
+  return status;
 }

@@ -7,11 +7,24 @@
 
 namespace soap {
 
-/// Writes `text` (and a final newline) to a temporary file beside `path`,
-/// then renames it over `path`: a crash mid-write leaves the old file, never
-/// a truncated one. Returns false with `error` naming the file on failure.
-bool writeFileAtomically(const std::string &path, const std::string &text,
-                         std::string &error);
+/// Writes `bytes` (exactly) to `path` so that no reader sees half of it and
+/// no crash leaves half of it:
+/// - a regular file (or a missing one) is written to `path.tmp.<pid>`,
+///   flushed to disk, renamed over `path` (with `mode` when it is given,
+///   else the old file's mode, 0644 for a new one), and the folder synced; temporaries of `path` whose writer died (`kill -9` mid-write)
+///   are removed first;
+/// - a symbolic link is followed: its target is replaced, the link stays;
+/// - a device node, FIFO or socket (`/dev/null`, `/dev/stdout`) is written
+///   in place, never replaced;
+/// - every write, flush and close is checked (a full disk is an error).
+/// Returns false with `error` naming the file and the cause.
+bool writeFileAtomically(const std::string &path, const std::string &bytes,
+                         std::string &error, int mode = -1);
+
+/// Whether writeFileAtomically(path, ...) can be expected to succeed (the
+/// device is writable, or the folder that gets the temporary is): a tool
+/// that measures for minutes checks its output first. False with `error`.
+bool checkWritable(const std::string &path, std::string &error);
 
 } // namespace soap
 
