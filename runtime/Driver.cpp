@@ -28,11 +28,15 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
+#include <condition_variable>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #ifdef __GLIBC__
@@ -61,11 +65,15 @@ const char *kUsage =
     "  --trace FILE     write a Chrome trace (JSON) of steps and kernels\n"
     "                   (under MPI, one per rank: FILE with .rankK before its\n"
     "                   extension)\n"
+    "  --timeout S      end the job when a step (or the final save) takes\n"
+    "                   longer than S seconds: a receive without its send or\n"
+    "                   a collective that not every rank entered would wait\n"
+    "                   forever (default 1800; 0: no limit)\n"
     "  --print-model    print the model description (JSON) and exit\n"
     "  --help           print this message and exit\n";
 
 struct Options {
-  long steps = 10, warmup = 0;
+  long steps = 10, warmup = 0, timeout = 1800;
   uint64_t seed = 0;
   std::string data, save, load, trace;
   bool printModel = false;
@@ -111,7 +119,7 @@ Options parseOptions(int argc, char **argv) {
     }
     static const char *withValue[] = {"--steps", "--warmup", "--seed",
                                       "--data",  "--save",   "--load",
-                                      "--trace"};
+                                      "--trace", "--timeout"};
     if (std::find_if(std::begin(withValue), std::end(withValue),
                      [&](const char *f) { return name == f; }) ==
         std::end(withValue))
@@ -122,7 +130,8 @@ Options parseOptions(int argc, char **argv) {
       value = argv[++i];
     }
     long number = 0;
-    if (name == "--steps" || name == "--warmup" || name == "--seed") {
+    if (name == "--steps" || name == "--warmup" || name == "--seed" ||
+        name == "--timeout") {
       if (!parseInteger(value, number) || number < 0)
         fail("option '" + name + "' needs a non-negative integer, not '" +
                  value + "'",
@@ -131,6 +140,8 @@ Options parseOptions(int argc, char **argv) {
         options.steps = number;
       else if (name == "--warmup")
         options.warmup = number;
+      else if (name == "--timeout")
+        options.timeout = number;
       else
         options.seed = static_cast<uint64_t>(number);
     } else if (value.empty()) {
@@ -147,6 +158,78 @@ Options parseOptions(int argc, char **argv) {
   }
   return options;
 }
+
+/// --timeout: a thread that ends the job when the part of the run it
+/// watches (a step, the final save) is not done by its deadline. A rank
+/// blocked in a receive whose send never comes, or in a collective that
+/// not every rank of its group entered, would otherwise wait forever;
+/// every rank's watchdog fires, and mpirun ends the job when the first
+/// rank exits. The thread calls no MPI: it prints and exits.
+class Watchdog {
+public:
+  explicit Watchdog(long seconds) : seconds(seconds) {
+    if (seconds > 0)
+      thread = std::thread([this] { watch(); });
+  }
+  ~Watchdog() {
+    if (!thread.joinable())
+      return;
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      stopping = true;
+    }
+    wake.notify_one();
+    thread.join();
+  }
+  /// Starts watching `what` ("step 3").
+  void arm(std::string what) {
+    if (seconds <= 0)
+      return;
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      watched = std::move(what);
+      deadline = std::chrono::steady_clock::now() +
+                 std::chrono::seconds(seconds);
+      armed = true;
+    }
+    wake.notify_one();
+  }
+  void disarm() {
+    std::lock_guard<std::mutex> lock(mutex);
+    armed = false;
+  }
+
+private:
+  void watch() {
+    std::unique_lock<std::mutex> lock(mutex);
+    while (!stopping) {
+      if (!armed) {
+        wake.wait(lock);
+        continue;
+      }
+      if (wake.wait_until(lock, deadline) != std::cv_status::timeout ||
+          !armed || std::chrono::steady_clock::now() < deadline)
+        continue;
+      std::fflush(stdout);
+      std::fprintf(stderr,
+                   "error: rank %d: %s did not finish within %ld s "
+                   "(--timeout): a receive whose send never comes, or a "
+                   "collective that not every rank of its group entered, "
+                   "waits forever; ending the job\n",
+                   commRank(), watched.c_str(), seconds);
+      std::fflush(stderr);
+      std::_Exit(kRankError);
+    }
+  }
+
+  long seconds;
+  std::thread thread;
+  std::mutex mutex;
+  std::condition_variable wake;
+  std::chrono::steady_clock::time_point deadline;
+  std::string watched;
+  bool armed = false, stopping = false;
+};
 
 /// The state of a run: a buffer per argument and per result.
 struct Run {
@@ -505,13 +588,16 @@ int main(int argc, char **argv) {
   if (run.gpu)
     run.startDevice();
 
+  Watchdog watchdog(options.timeout);
   // Warm-up steps run on the current state and discard their results.
   for (long i = 0; i < options.warmup; ++i) {
     if (haveData)
       data.fill(run, step);
+    watchdog.arm("warm-up step " + std::to_string(i + 1));
     soap_train_step_packed(run.pointers.data());
     run.finishStep();
     commCompletePendingSends();
+    watchdog.disarm();
   }
 
   bool tracing = !options.trace.empty();
@@ -521,18 +607,20 @@ int main(int argc, char **argv) {
   for (long i = 0; i < options.steps; ++i) {
     if (haveData)
       data.fill(run, step);
+    watchdog.arm("step " + std::to_string(step + 1));
     double start = nowUs();
     soap_train_step_packed(run.pointers.data());
     run.finishStep();
     double elapsed = nowUs() - start;
     commCompletePendingSends();
+    double slowest = commMaxOverRanks(elapsed);
+    watchdog.disarm();
     ++step;
     if (tracing)
       traceEvents().push_back({"step " + std::to_string(step), "step", start,
                                elapsed, static_cast<int64_t>(step)});
     loss = run.loss();
-    // The step takes as long as its slowest rank.
-    double slowest = commMaxOverRanks(elapsed);
+    // The step takes as long as its slowest rank (slowest, above).
     times.push_back(slowest / 1000.0);
     if (rank0) {
       std::printf("step=%llu loss=%.9g time_ms=%.3f\n",
@@ -564,8 +652,10 @@ int main(int argc, char **argv) {
   // Every rank takes part (sharded state is gathered); rank 0 writes.
   std::string error;
   if (!options.save.empty()) {
+    watchdog.arm("saving '" + options.save + "'");
     run.downloadState();
     saveCheckpoint(run, options.save, step);
+    watchdog.disarm();
   }
   if (tracing && !writeChromeTrace(traceFileOfRank(options.trace),
                                    run.model.opNames, error))
