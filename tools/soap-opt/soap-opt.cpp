@@ -12,14 +12,120 @@
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
 #include "mlir/InitAllPasses.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <vector>
+
+/// The option names in a pass's options string ("a=1 b={x y} c"): the
+/// keys at the top level, values skipped through their braces and quotes.
+static std::vector<std::string> optionNames(llvm::StringRef text) {
+  std::vector<std::string> names;
+  size_t i = 0;
+  while (i < text.size()) {
+    while (i < text.size() && text[i] == ' ')
+      ++i;
+    size_t start = i;
+    while (i < text.size() && text[i] != '=' && text[i] != ' ')
+      ++i;
+    if (i > start)
+      names.push_back(text.slice(start, i).str());
+    if (i < text.size() && text[i] == '=') {
+      int depth = 0;
+      char quote = 0;
+      for (++i; i < text.size(); ++i) {
+        char c = text[i];
+        if (quote) {
+          quote = c == quote ? 0 : quote;
+        } else if (c == '"' || c == '\'') {
+          quote = c;
+        } else if (c == '{') {
+          ++depth;
+        } else if (c == '}') {
+          --depth;
+        } else if (c == ' ' && depth <= 0) {
+          break;
+        }
+      }
+    }
+  }
+  return names;
+}
+
+/// Checks the options of every `--<pass>=<options>` on the command line
+/// before the driver runs: a misspelt option name is named with the pass,
+/// the pass's options and the closest one (mlir-opt's own parser printed
+/// nothing for --soap-search="machien=x" and exited 1).
+static bool checkPassOptions(int argc, char **argv) {
+  bool ok = true;
+  for (int i = 1; i < argc; ++i) {
+    llvm::StringRef arg(argv[i]);
+    if (!arg.consume_front("-"))
+      continue;
+    arg.consume_front("-");
+    auto [name, value] = arg.split('=');
+    if (value.empty() && !arg.contains('='))
+      continue;
+    const mlir::PassInfo *info = mlir::PassInfo::lookup(name);
+    if (!info)
+      continue;
+    // The pass's options, as its default instance prints them.
+    auto ignore = [](const llvm::Twine &) { return mlir::failure(); };
+    mlir::OpPassManager defaults("builtin.module",
+                                 mlir::OpPassManager::Nesting::Implicit);
+    if (mlir::failed(info->addToPipeline(defaults, "", ignore)))
+      continue;
+    std::string printed;
+    llvm::raw_string_ostream os(printed);
+    defaults.printAsTextualPipeline(os);
+    size_t open = printed.find('{');
+    size_t close = printed.rfind('}');
+    std::vector<std::string> known;
+    if (open != std::string::npos && close != std::string::npos && close > open)
+      known = optionNames(llvm::StringRef(printed).slice(open + 1, close));
+    std::vector<std::string> unknown;
+    for (const std::string &option : optionNames(value))
+      if (!llvm::is_contained(known, option))
+        unknown.push_back(option);
+    if (unknown.empty())
+      continue; // A bad value is left to the pass's own message.
+    // A list option without values is not printed: if the pass takes the
+    // options as given, the names were its own.
+    mlir::OpPassManager given("builtin.module",
+                              mlir::OpPassManager::Nesting::Implicit);
+    if (mlir::succeeded(info->addToPipeline(given, value, ignore)))
+      continue;
+    for (const std::string &option : unknown) {
+      llvm::errs() << "error: --" << name << ": no option '" << option << "'";
+      std::string closest;
+      unsigned best = 3;
+      for (const std::string &candidate : known) {
+        unsigned distance = llvm::StringRef(candidate).edit_distance(option);
+        if (distance < best) {
+          best = distance;
+          closest = candidate;
+        }
+      }
+      if (!closest.empty())
+        llvm::errs() << " (did you mean '" << closest << "'?)";
+      if (known.empty())
+        llvm::errs() << "; it takes no options\n";
+      else
+        llvm::errs() << "; its options: " << llvm::join(known, ", ")
+                     << " (soap-opt --help describes them)\n";
+      ok = false;
+    }
+  }
+  return ok;
+}
 
 /// Runs mlir-opt's driver with its output in a temporary file, then puts
 /// that file in place with soap::writeFileAtomically: a failed run leaves
@@ -85,5 +191,7 @@ int main(int argc, char **argv) {
   mlir::registerAllExtensions(registry);
   soap::registerSoapDialects(registry);
 
+  if (!checkPassOptions(argc, argv))
+    return 1;
   return mlir::asMainReturnCode(optMain(argc, argv, registry));
 }
