@@ -456,6 +456,41 @@ void saveCheckpoint(const Run &run, const std::string &path, uint64_t step) {
     fail(error);
 }
 
+/// Integer inputs and labels with a range (class labels, token ids: the
+/// loss and the gathers index with them) must hold values in [0, range):
+/// a label of 12 for 10 classes would train on a wrong loss, an id past
+/// the table would read outside it.
+void checkRange(const TensorSpec &spec, const NamedTensor &t,
+                const std::string &path) {
+  if (!spec.range || spec.dtype[0] != 'i')
+    return;
+  size_t width = spec.elementBytes();
+  size_t count = width ? t.bytes.size() / width : 0;
+  for (size_t i = 0; i < count; ++i) {
+    const char *at = t.bytes.data() + i * width;
+    int64_t value = 0;
+    if (width == 8) {
+      std::memcpy(&value, at, 8);
+    } else if (width == 4) {
+      int32_t v;
+      std::memcpy(&v, at, 4);
+      value = v;
+    } else if (width == 2) {
+      int16_t v;
+      std::memcpy(&v, at, 2);
+      value = v;
+    } else {
+      value = static_cast<int8_t>(*at);
+    }
+    if (value < 0 || value >= *spec.range)
+      fail("data file '" + path + "': tensor '" + spec.name + "' holds " +
+           std::to_string(value) + " at element " + std::to_string(i) +
+           "; the model takes values in [0, " + std::to_string(*spec.range) +
+           ") (its soap.range" +
+           (spec.role == "label" ? ": the number of classes)" : ")"));
+  }
+}
+
 /// Inputs and labels from a --data file: for each, the tensor of its name,
 /// with the argument's shape or with one more leading dimension (batches).
 struct DataSource {
@@ -487,6 +522,7 @@ struct DataSource {
         if (t->bytes.size() != spec.bytes() * count)
           fail("data file '" + path + "': tensor '" + spec.name +
                "' has the wrong number of bytes");
+        checkRange(spec, *t, path);
       }
       perArg.push_back(t);
       batches.push_back(count);
