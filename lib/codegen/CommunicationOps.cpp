@@ -33,6 +33,11 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/UB/IR/UBOps.h"
 #include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/LoopLikeInterface.h"
+
+#include <map>
+#include <set>
+#include <tuple>
 
 using namespace mlir;
 
@@ -313,7 +318,70 @@ Value pointerTo(OpBuilder &b, Location loc, Value memref) {
       b, loc, LLVM::LLVMPointerType::get(b.getContext()), asInt);
 }
 
+/// Pairs every soap.send with its soap.recv where no loop is around them:
+/// on each (source, target, tag) the n-th send meets the n-th receive
+/// (MPI's order), so their types must be equal (a send of i64 received as
+/// f32 of the same size would reinterpret its bits, a shorter receive
+/// truncates), and a send or receive without its partner would wait
+/// forever.
+static LogicalResult checkSendRecvPairs(ModuleOp module) {
+  using Key = std::tuple<int64_t, int64_t, int64_t>;
+  std::map<Key, SmallVector<Operation *>> sends, recvs;
+  module.walk([&](Operation *op) {
+    if (auto send = dyn_cast<SendOp>(op))
+      for (auto [from, to] : llvm::zip(send.getFrom(), send.getTo()))
+        sends[{from, to, send.getTag()}].push_back(op);
+    else if (auto recv = dyn_cast<RecvOp>(op))
+      for (auto [from, to] : llvm::zip(recv.getFrom(), recv.getTo()))
+        recvs[{from, to, recv.getTag()}].push_back(op);
+  });
+  auto typeOf = [](Operation *op) {
+    if (auto send = dyn_cast<SendOp>(op))
+      return send.getInput().getType();
+    return cast<RecvOp>(op).getResult().getType();
+  };
+  auto inLoop = [](Operation *op) {
+    return op->getParentOfType<LoopLikeOpInterface>() != nullptr;
+  };
+  std::set<Key> keys;
+  for (auto &entry : sends)
+    keys.insert(entry.first);
+  for (auto &entry : recvs)
+    keys.insert(entry.first);
+  for (const Key &key : keys) {
+    auto [from, to, tag] = key;
+    SmallVector<Operation *> &s = sends[key], &r = recvs[key];
+    // Around a loop, which receive meets which send depends on trip
+    // counts: that is left to the runtime (and its --timeout).
+    if (llvm::any_of(s, inLoop) || llvm::any_of(r, inLoop))
+      continue;
+    for (size_t i = 0; i < std::min(s.size(), r.size()); ++i)
+      if (typeOf(s[i]) != typeOf(r[i])) {
+        InFlightDiagnostic diag = r[i]->emitError()
+                                  << "receives " << typeOf(r[i]) << " from "
+                                  << from << " on " << to << " (tag " << tag
+                                  << ") but the soap.send it pairs with sends "
+                                  << typeOf(s[i]);
+        diag.attachNote(s[i]->getLoc()) << "the soap.send";
+        return diag;
+      }
+    if (s.size() == r.size())
+      continue;
+    bool moreSends = s.size() > r.size();
+    Operation *extra = moreSends ? s[r.size()] : r[s.size()];
+    return extra->emitError()
+           << (moreSends ? "a soap.send from " : "a soap.recv from ") << from
+           << " to " << to << " (tag " << tag << ") has no matching "
+           << (moreSends ? "soap.recv" : "soap.send") << " (" << s.size()
+           << " send(s), " << r.size()
+           << " receive(s) on that pair): the program would wait forever";
+  }
+  return success();
+}
+
 LogicalResult lowerCommunicationOps(ModuleOp module) {
+  if (failed(checkSendRecvPairs(module)))
+    return failure();
   SmallVector<OnDevicesOp> guards;
   module.walk([&](OnDevicesOp op) { guards.push_back(op); });
   for (OnDevicesOp op : guards)
