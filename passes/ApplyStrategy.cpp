@@ -6,6 +6,8 @@
 
 #include "llvm/Support/MemoryBuffer.h"
 
+#include <set>
+
 namespace soap {
 #define GEN_PASS_DEF_SOAPAPPLYSTRATEGY
 #include "soap/Passes/Passes.h.inc"
@@ -29,8 +31,9 @@ struct SoapApplyStrategyPass
       return signalPassFailure();
     int devices = *resolved;
     std::optional<Strategy> strategy;
-    if (strategyName.find(".json") != std::string::npos ||
-        strategyName.find('/') != std::string::npos) {
+    bool fromFile = strategyName.find(".json") != std::string::npos ||
+                    strategyName.find('/') != std::string::npos;
+    if (fromFile) {
       auto buffer = llvm::MemoryBuffer::getFile(strategyName);
       if (!buffer) {
         module.emitError() << "cannot read strategy file '" << strategyName
@@ -72,6 +75,22 @@ struct SoapApplyStrategyPass
       module.emitError() << "strategy '" << strategyName
                          << "' does not fit the model: " << *problem;
       return signalPassFailure();
+    }
+    // A named strategy that cannot use every device (data parallelism on a
+    // batch smaller than, or not a multiple of, the device count) leaves
+    // the rest idle: said, not silent.
+    if (!fromFile) {
+      std::set<int64_t> used;
+      for (const ParallelConfig &config : strategy->configs)
+        used.insert(config.devices.begin(), config.devices.end());
+      if (!used.empty() &&
+          static_cast<int64_t>(used.size()) < strategy->numDevices)
+        module.emitWarning()
+            << "strategy '" << strategyName << "' uses " << used.size()
+            << " of the " << strategy->numDevices
+            << " devices; the others stay idle (a batch smaller than, or "
+               "not a multiple of, the device count splits only as far as "
+               "it divides)";
     }
     attachStrategy(*built, *strategy);
   }
