@@ -72,7 +72,7 @@ const char *kVectorCleanupPipeline =
 const char *kToLLVMPipeline =
     "func.func(convert-vector-to-scf{full-unroll=true}, "
     "convert-linalg-to-loops, fold-memref-alias-ops, canonicalize, cse), "
-    "expand-strided-metadata, lower-affine, convert-scf-to-cf, "
+    "expand-strided-metadata, lower-affine, soap-scf-to-cf, "
     "func.func(canonicalize, cse), "
     "convert-vector-to-llvm, finalize-memref-to-llvm, "
     "convert-math-to-llvm, convert-math-to-libm, convert-arith-to-llvm, "
@@ -87,6 +87,7 @@ namespace codegen {
 
 LogicalResult runParsed(ModuleOp module, const char *pipeline,
                         PipelineRunner run) {
+  registerScfToCfPass();
   OpPassManager pm(ModuleOp::getOperationName());
   std::string error;
   llvm::raw_string_ostream os(error);
@@ -404,9 +405,13 @@ LogicalResult lowerModuleForCpu(ModuleOp module,
                                        description);
 }
 
-const char *getCpuToLLVMPipeline() { return kToLLVMPipeline; }
+const char *getCpuToLLVMPipeline() {
+  registerScfToCfPass();
+  return kToLLVMPipeline;
+}
 
 void getCpuLoweringDependentDialects(DialectRegistry &registry) {
+  registerScfToCfPass();
   for (const char *pipeline :
        {kBufferizePipeline, kVectorCleanupPipeline, kToLLVMPipeline}) {
     OpPassManager pm(ModuleOp::getOperationName());

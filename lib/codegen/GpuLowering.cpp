@@ -84,7 +84,7 @@ std::string toLLVMPipeline(const GpuLoweringOptions &options,
       "gpu.module(convert-gpu-to-nvvm, canonicalize, cse, "
       "reconcile-unrealized-casts), "
       "func.func(fold-memref-alias-ops, canonicalize, cse), "
-      "expand-strided-metadata, lower-affine, convert-scf-to-cf, "
+      "expand-strided-metadata, lower-affine, soap-scf-to-cf, "
       "func.func(canonicalize, cse), "
       "finalize-memref-to-llvm{{use-generic-functions=true}, "
       "convert-math-to-llvm, convert-math-to-libm, convert-arith-to-llvm, "

@@ -63,6 +63,11 @@ mlir::LogicalResult lowerModuleForCpu(mlir::ModuleOp module,
 /// lowers its kernels with it, so that it times the code executables run.
 const char *getCpuToLLVMPipeline();
 
+/// Registers `soap-scf-to-cf` (lib/codegen/ScfToCf.cpp), which the lowering
+/// pipelines use instead of upstream's convert-scf-to-cf; once is enough,
+/// later calls do nothing. runParsed and getCpuToLLVMPipeline call it.
+void registerScfToCfPass();
+
 /// Adds the dialects the lowering creates to `registry` (call from a
 /// pass's getDependentDialects).
 void getCpuLoweringDependentDialects(mlir::DialectRegistry &registry);
