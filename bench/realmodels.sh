@@ -62,7 +62,7 @@ for m in lenet squeezenet1_1 resnet18 mobilenet_v3_small bert_hf resnet50_nhwc; 
   TRAIN[$m]='loss=softmax-xent optimizer=sgd lr=0.01'
 done
 TRAIN[llama_ffn_sublayer]='loss=mse optimizer=sgd lr=0.01'
-TRAIN[mobilebert]='loss=softmax-xent result=all optimizer=sgd lr=0.01'
+TRAIN[mobilebert]='loss=softmax-xent result=all optimizer=sgd lr=0.001'
 TRAIN[jax_mlp_loss]='optimizer=sgd lr=0.01'
 
 falling() { python3 - "$1" <<'EOF'
@@ -117,6 +117,7 @@ one_model() {
 }
 
 rows=()
+kept=()
 failed=0
 for m in $MODELS; do
   [ -f "$REAL/$m.mlir" ] || { echo "no model $m" >&2; exit 1; }
@@ -136,6 +137,14 @@ for m in $MODELS; do
 done
 
 OUT=$ROOT/bench/results/realmodels.md
+# Rows of models not run this time stay as the last run left them (their
+# date is in a note under the table).
+if [ -f "$OUT" ]; then
+  while IFS= read -r row; do
+    m=$(echo "$row" | cut -d'|' -f2 | tr -d ' ')
+    case " $MODELS " in *" $m "*) ;; *) kept+=("$row") ;; esac
+  done < <(grep '^| [a-z]' "$OUT" | grep -v '^| model |')
+fi
 {
   echo "# Real exports: one device, and a searched strategy on $RANKS MPI ranks"
   echo
@@ -148,6 +157,11 @@ OUT=$ROOT/bench/results/realmodels.md
   echo "| model | exporter | commands | single-device losses | partitioned |"
   echo "| --- | --- | --- | --- | --- |"
   printf '%s\n' "${rows[@]}"
+  if [ ${#kept[@]} -gt 0 ]; then
+    printf '%s\n' "${kept[@]}"
+    echo
+    echo "Rows after the first $(echo $MODELS | wc -w) are from an earlier run of this script."
+  fi
 } > "$OUT"
 cat "$OUT"
 exit $failed
