@@ -4,8 +4,10 @@
 # compile, train on one device (the loss must be finite and fall), then
 # search a strategy for 4 devices, partition, run it on 4 MPI ranks and
 # compare every loss and every parameter with the single device (1e-4;
-# where a second single-device run that sums in another order, SOAP_DNNL=0,
-# differs from the first by more, within 4x that difference:
+# where a second single-device run that sums in another order (SOAP_DNNL=0:
+# im2col + GEMM convolutions, and OpenBLAS on another number of threads,
+# which splits its sums differently) differs from the first by more,
+# within 4x that difference:
 # test/Passes/partition/Inputs/compare_runs.py).
 # Models the path refuses are listed with the refusal. Writes
 # bench/results/realmodels.md.
@@ -13,9 +15,9 @@
 #   bench/realmodels.sh [--build DIR] [--steps N] [--ranks N]
 #                       [--models "lenet resnet18 ..."] [--keep DIR]
 #
-# The default list leaves out mobilebert: its 24 layers take about 6.5
-# minutes to compile on this machine (twice: one device and partitioned);
-# name it with --models.
+# The default list leaves out mobilebert: its 24 layers take about 15
+# minutes to compile for one device on this machine and over an hour
+# partitioned; name it with --models.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=$ROOT/build
@@ -42,6 +44,10 @@ mkdir -p "$WORK"
 MPIRUN="mpirun --oversubscribe"
 [ "$(id -u)" -ne 0 ] || MPIRUN="$MPIRUN --allow-run-as-root"
 COMPARE=$ROOT/test/Passes/partition/Inputs/compare_runs.py
+# The first single-device run uses OpenBLAS's default threads (one per
+# core); the second another count.
+OTHER_THREADS=1
+[ "$(nproc)" -gt 1 ] || OTHER_THREADS=2
 
 # The documented commands per model: the exporter, how the export becomes
 # a model with parameters (prepare), and the training step's options.
@@ -105,7 +111,8 @@ one_model() {
   "$WORK/$m.exe" --steps "$STEPS" --save "$WORK/$m.ckpt" > "$WORK/$m.out"
   seconds=$(( $(date +%s) - start ))
   losses=$(falling "$WORK/$m.out" || echo "NOT FALLING")
-  SOAP_DNNL=0 "$WORK/$m.exe" --steps "$STEPS" --save "$WORK/$m.other.ckpt" > "$WORK/$m.other.out"
+  SOAP_DNNL=0 OPENBLAS_NUM_THREADS=$OTHER_THREADS "$WORK/$m.exe" --steps "$STEPS" \
+      --save "$WORK/$m.other.ckpt" > "$WORK/$m.other.out"
   soap-opt "$WORK/$m.mlir" --soap-search="machine=p100-4x4 devices=$RANKS budget=2000 seed=1" \
       --soap-training-step="${TRAIN[$m]}" --soap-partition --soap-lower-cpu 2> "$WORK/$m.search.err" \
     | soap-translate --soap-to-executable -o "$WORK/$m.part.exe" 2>> "$WORK/$m.search.err"
@@ -152,7 +159,8 @@ fi
   echo "documented path of docs/real-models.md; the partitioned run is compared"
   echo "with the single-device run (every loss and every saved tensor, 1e-4, or"
   echo "within 4x the difference between two single-device runs that sum in"
-  echo "different orders, oneDNN and im2col + GEMM convolutions, where that is larger)."
+  echo "different orders (oneDNN against im2col + GEMM convolutions, and OpenBLAS on"
+  echo "$(nproc) against $OTHER_THREADS threads), where that is larger)."
   echo
   echo "| model | exporter | commands | single-device losses | partitioned |"
   echo "| --- | --- | --- | --- | --- |"

@@ -1,9 +1,11 @@
 //===- ToExecutable.cpp - a lowered module as a native executable --------===//
 //
 // LLVM dialect -> LLVM IR (mlir::translateModuleToLLVMIR) -> one function
-// per top-level loop nest -> the -O3 pipeline and code generation by LLVM's TargetMachine for the host triple
-// (the host CPU's features unless --soap-target-cpu says otherwise) -> an
-// object file, linked with `c++` (or $CXX) against libsoaprt_driver,
+// per top-level loop nest -> the -O3 pipeline and code generation by LLVM's
+// TargetMachine for the host triple (the host CPU's features unless
+// --soap-target-cpu says otherwise; functions left with over
+// --soap-large-function instructions by the fast code generator) -> object
+// files, linked with `c++` (or $CXX) against libsoaprt_driver,
 // libsoaprt, OpenBLAS, libm and the MPI libraries libsoaprt's backend was
 // built with (none when SOAP was built without MPI). A module with
 // soap.target = "gpu" (--soap-lower-gpu) also links libsoaprt_gpu (all of
@@ -18,6 +20,7 @@
 #include "ToExecutable.h"
 
 #include "soap/Dialect/SoapDialect.h"
+#include "soap/codegen/LargeFunctions.h"
 #include "soap/codegen/LoopOutlining.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -57,9 +60,23 @@ llvm::cl::opt<std::string> targetCpu(
                    "name such as x86-64-v3"),
     llvm::cl::init("native"));
 
+llvm::cl::opt<unsigned> largeFunction(
+    "soap-large-function",
+    llvm::cl::desc("Loop-free functions of at least this many LLVM "
+                   "instructions once optimized (a partitioned step's driver "
+                   "code between its kernels) are compiled by the fast code "
+                   "generator, whose time is linear in their size (0: never)"),
+    llvm::cl::init(20000));
+
 /// Deletes a temporary file when it goes out of scope.
 struct TemporaryFile {
   llvm::SmallString<128> path;
+  TemporaryFile() = default;
+  TemporaryFile(TemporaryFile &&other) : path(std::move(other.path)) {
+    other.path.clear();
+  }
+  TemporaryFile(const TemporaryFile &) = delete;
+  TemporaryFile &operator=(const TemporaryFile &) = delete;
   ~TemporaryFile() {
     if (!path.empty())
       llvm::sys::fs::remove(path);
@@ -174,7 +191,8 @@ std::optional<std::vector<std::string>> mpiLibraries(std::string &error) {
   return libraries;
 }
 
-std::unique_ptr<llvm::TargetMachine> hostTargetMachine(std::string &error) {
+std::unique_ptr<llvm::TargetMachine>
+hostTargetMachine(llvm::CodeGenOptLevel level, std::string &error) {
   static bool initialized = [] {
     llvm::InitializeNativeTarget();
     llvm::InitializeNativeTargetAsmPrinter();
@@ -197,15 +215,49 @@ std::unique_ptr<llvm::TargetMachine> hostTargetMachine(std::string &error) {
   llvm::TargetOptions options;
   std::unique_ptr<llvm::TargetMachine> machine(target->createTargetMachine(
       triple, cpu, features, options, llvm::Reloc::PIC_, std::nullopt,
-      llvm::CodeGenOptLevel::Aggressive));
+      level));
   if (!machine)
     error = "cannot create a target machine for " + triple.str() + " (" +
             cpu + ")";
   return machine;
 }
 
-LogicalResult emitObject(ModuleOp module, llvm::StringRef objectPath,
-                         std::string &error) {
+/// Code generation of `module` by `machine` into a new temporary object
+/// file, appended to `objects`.
+LogicalResult emitObjectFile(llvm::Module &module, llvm::TargetMachine &machine,
+                             std::vector<TemporaryFile> &objects,
+                             std::string &error) {
+  objects.emplace_back();
+  if (!makeTemporary("o", objects.back(), error))
+    return failure();
+  llvm::StringRef objectPath = objects.back().path;
+  std::error_code ec;
+  llvm::raw_fd_ostream object(objectPath, ec, llvm::sys::fs::OF_None);
+  if (ec) {
+    error = "cannot write '" + objectPath.str() + "': " + ec.message();
+    return failure();
+  }
+  llvm::legacy::PassManager codegen;
+  if (machine.addPassesToEmitFile(codegen, object, nullptr,
+                                  llvm::CodeGenFileType::ObjectFile)) {
+    error = "this target cannot emit object files";
+    return failure();
+  }
+  codegen.run(module);
+  object.flush();
+  if (object.has_error()) {
+    error = "cannot write '" + objectPath.str() +
+            "': " + object.error().message();
+    object.clear_error();
+    return failure();
+  }
+  return success();
+}
+
+/// The module as optimized object code: one object file, or two when some
+/// functions are large enough for the fast code generator (LargeFunctions.h).
+LogicalResult emitObjects(ModuleOp module, std::vector<TemporaryFile> &objects,
+                          std::string &error) {
   llvm::LLVMContext context;
   std::unique_ptr<llvm::Module> llvmModule =
       translateModuleToLLVMIR(module, context, "soap-model");
@@ -213,7 +265,8 @@ LogicalResult emitObject(ModuleOp module, llvm::StringRef objectPath,
     error = "translating the module to LLVM IR failed";
     return failure();
   }
-  std::unique_ptr<llvm::TargetMachine> machine = hostTargetMachine(error);
+  std::unique_ptr<llvm::TargetMachine> machine =
+      hostTargetMachine(llvm::CodeGenOptLevel::Aggressive, error);
   if (!machine)
     return failure();
   llvmModule->setTargetTriple(machine->getTargetTriple());
@@ -224,24 +277,30 @@ LogicalResult emitObject(ModuleOp module, llvm::StringRef objectPath,
     error = "optimizing the LLVM IR failed: " + llvm::toString(std::move(e));
     return failure();
   }
-  std::error_code ec;
-  llvm::raw_fd_ostream object(objectPath, ec, llvm::sys::fs::OF_None);
-  if (ec) {
-    error = "cannot write '" + objectPath.str() + "': " + ec.message();
+  std::unique_ptr<llvm::Module> large =
+      largeFunction ? soap::codegen::splitOffLargeFunctions(*llvmModule,
+                                                            largeFunction)
+                    : nullptr;
+  if (failed(emitObjectFile(*llvmModule, *machine, objects, error)))
     return failure();
-  }
-  llvm::legacy::PassManager codegen;
-  if (machine->addPassesToEmitFile(codegen, object, nullptr,
-                                   llvm::CodeGenFileType::ObjectFile)) {
-    error = "this target cannot emit object files";
+  if (!large)
+    return success();
+  for (llvm::Function &function : *large)
+    if (!function.isDeclaration())
+      llvm::errs() << "soap-translate: remark: @" << function.getName()
+                   << " (" << function.getInstructionCount()
+                   << " LLVM instructions) goes to the fast code generator "
+                      "(--soap-large-function="
+                   << largeFunction.getValue() << ")\n";
+  std::unique_ptr<llvm::TargetMachine> fast =
+      hostTargetMachine(llvm::CodeGenOptLevel::None, error);
+  if (!fast)
     return failure();
-  }
-  codegen.run(*llvmModule);
-  object.flush();
-  return success();
+  return emitObjectFile(*large, *fast, objects, error);
 }
 
-LogicalResult link(llvm::StringRef objectPath, llvm::StringRef exePath,
+LogicalResult link(const std::vector<TemporaryFile> &objects,
+                   llvm::StringRef exePath,
                    const std::string &rtDir,
                    const std::vector<std::string> &mpi,
                    const std::vector<std::string> &gpu, std::string &error) {
@@ -255,12 +314,11 @@ LogicalResult link(llvm::StringRef objectPath, llvm::StringRef exePath,
   TemporaryFile log;
   if (!makeTemporary("log", log, error))
     return failure();
-  std::vector<std::string> args = {*program,
-                                   objectPath.str(),
-                                   "-o",
-                                   exePath.str(),
-                                   "-L" + rtDir,
-                                   "-lsoaprt_driver"};
+  std::vector<std::string> args = {*program};
+  for (const TemporaryFile &object : objects)
+    args.push_back(object.path.str().str());
+  args.insert(args.end(),
+              {"-o", exePath.str(), "-L" + rtDir, "-lsoaprt_driver"});
   // libsoaprt_gpu needs libsoaprt: before it.
   args.insert(args.end(), gpu.begin(), gpu.end());
   args.insert(args.end(), {"-lsoaprt", "-lopenblas", "-ldnnl", "-lgomp",
@@ -318,11 +376,12 @@ LogicalResult toExecutable(Operation *op, llvm::raw_ostream &output) {
            << "the module runs on " << *devices
            << " devices (soap.num_devices) but SOAP was built without MPI; "
               "install libopenmpi-dev (scripts/setup.sh) and rebuild SOAP";
-  TemporaryFile object, exe;
-  if (!makeTemporary("o", object, error) || !makeTemporary("exe", exe, error))
+  std::vector<TemporaryFile> objects;
+  TemporaryFile exe;
+  if (!makeTemporary("exe", exe, error))
     return fail() << error;
-  if (failed(emitObject(module, object.path, error)) ||
-      failed(link(object.path, exe.path, *rtDir, *mpi, gpu, error)))
+  if (failed(emitObjects(module, objects, error)) ||
+      failed(link(objects, exe.path, *rtDir, *mpi, gpu, error)))
     return fail() << error;
   auto bytes = llvm::MemoryBuffer::getFile(exe.path, /*IsText=*/false,
                                            /*RequiresNullTerminator=*/false);
