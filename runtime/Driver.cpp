@@ -39,6 +39,8 @@
 #include <thread>
 #include <vector>
 
+#include <sys/resource.h>
+
 #ifdef __GLIBC__
 #include <malloc.h>
 #endif
@@ -679,10 +681,14 @@ int main(int argc, char **argv) {
     mean += t;
   if (!times.empty())
     mean /= times.size();
+  // The largest resident set of any rank so far (its high-water mark).
+  struct rusage usage {};
+  getrusage(RUSAGE_SELF, &usage);
+  double peakMb = commMaxOverRanks(usage.ru_maxrss / 1024.0);
   if (rank0)
-    std::printf(
-        "summary steps=%ld mean_ms=%.3f median_ms=%.3f final_loss=%.9g\n",
-        options.steps, mean, median(times), loss);
+    std::printf("summary steps=%ld mean_ms=%.3f median_ms=%.3f "
+                "final_loss=%.9g peak_rss_mb=%.1f\n",
+                options.steps, mean, median(times), loss, peakMb);
   std::fflush(stdout);
 
   // Every rank takes part (sharded state is gathered); rank 0 writes.

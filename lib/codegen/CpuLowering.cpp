@@ -56,11 +56,18 @@ const char *kBufferizePipeline =
     "buffer-results-to-out-params{modify-public-functions=true "
     "hoist-static-allocs=true}, "
     "func.func(canonicalize, cse), "
-    "buffer-deallocation-pipeline, convert-bufferization-to-memref, "
+    // Upstream's buffer-deallocation-pipeline, with soap-split-deallocs
+    // ahead of the simplification (lib/codegen/Deallocations.cpp).
+    "func.func(expand-realloc{emit-deallocs=false}, canonicalize, "
+    "ownership-based-buffer-deallocation, canonicalize, soap-split-deallocs, "
+    "buffer-deallocation-simplification), "
+    "bufferization-lower-deallocations, func.func(cse, canonicalize), "
+    "convert-bufferization-to-memref, "
     // The helper deallocation makes for buffers of unknown ownership (results
     // of soap.on_devices guards) takes dynamic memrefs, which the bare-pointer
-    // calling convention cannot pass: it goes inline.
-    "inline, symbol-dce";
+    // calling convention cannot pass: it goes inline (cloned in place,
+    // lib/codegen/Deallocations.cpp; upstream's inliner for anything else).
+    "soap-inline-single-block-calls, inline, symbol-dce";
 
 /// After vectorized kernels are bufferized: fold the tiles' subviews into
 /// the transfers and hoist loop-invariant code, so output tiles stay in
@@ -87,7 +94,7 @@ namespace codegen {
 
 LogicalResult runParsed(ModuleOp module, const char *pipeline,
                         PipelineRunner run) {
-  registerScfToCfPass();
+  registerLoweringPasses();
   OpPassManager pm(ModuleOp::getOperationName());
   std::string error;
   llvm::raw_string_ostream os(error);
@@ -390,6 +397,11 @@ LogicalResult lowerModuleForCpu(ModuleOp module,
 
   if (failed(codegen::runParsed(module, kBufferizePipeline, runPipeline)))
     return failure();
+  // Temporaries are freed after their last use, not when the step returns
+  // (lib/codegen/Deallocations.cpp; the GPU lowering keeps its order).
+  if (failed(codegen::runParsed(
+          module, "func.func(soap-dealloc-after-last-use)", runPipeline)))
+    return failure();
   codegen::replaceCommunicationPlaceholders(module, options.overlapComm);
   if (options.kernels == KernelCodegen::Blas)
     codegen::replaceKernelsByBlasCalls(module);
@@ -406,12 +418,12 @@ LogicalResult lowerModuleForCpu(ModuleOp module,
 }
 
 const char *getCpuToLLVMPipeline() {
-  registerScfToCfPass();
+  registerLoweringPasses();
   return kToLLVMPipeline;
 }
 
 void getCpuLoweringDependentDialects(DialectRegistry &registry) {
-  registerScfToCfPass();
+  registerLoweringPasses();
   for (const char *pipeline :
        {kBufferizePipeline, kVectorCleanupPipeline, kToLLVMPipeline}) {
     OpPassManager pm(ModuleOp::getOperationName());

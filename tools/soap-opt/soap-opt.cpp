@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "soap/Dialect/Registration.h"
+#include "soap/codegen/CpuLowering.h"
 #include "soap/support/AtomicFile.h"
 
 #include "mlir/IR/DialectRegistry.h"
@@ -185,6 +186,7 @@ int main(int argc, char **argv) {
 
   mlir::registerAllPasses();
   soap::registerSoapPasses();
+  soap::registerLoweringPasses();
 
   mlir::DialectRegistry registry;
   mlir::registerAllDialects(registry);

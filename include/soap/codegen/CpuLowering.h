@@ -65,8 +65,15 @@ const char *getCpuToLLVMPipeline();
 
 /// Registers `soap-scf-to-cf` (lib/codegen/ScfToCf.cpp), which the lowering
 /// pipelines use instead of upstream's convert-scf-to-cf; once is enough,
-/// later calls do nothing. runParsed and getCpuToLLVMPipeline call it.
+/// later calls do nothing.
 void registerScfToCfPass();
+
+/// Registers the passes the lowering pipelines name: soap-scf-to-cf,
+/// soap-split-deallocs, soap-dealloc-after-last-use and
+/// soap-inline-single-block-calls (lib/codegen/Deallocations.cpp); once is
+/// enough.
+/// runParsed and getCpuToLLVMPipeline call it.
+void registerLoweringPasses();
 
 /// Adds the dialects the lowering creates to `registry` (call from a
 /// pass's getDependentDialects).
