@@ -382,6 +382,7 @@ static LogicalResult checkSendRecvPairs(ModuleOp module) {
 LogicalResult lowerCommunicationOps(ModuleOp module) {
   if (failed(checkSendRecvPairs(module)))
     return failure();
+  mergeGuards(module);
   SmallVector<OnDevicesOp> guards;
   module.walk([&](OnDevicesOp op) { guards.push_back(op); });
   for (OnDevicesOp op : guards)

@@ -407,6 +407,7 @@ void registerLoweringPasses() {
     PassRegistration<codegen::SplitDeallocsPass>();
     PassRegistration<codegen::DeallocAfterLastUsePass>();
     PassRegistration<codegen::InlineSingleBlockCallsPass>();
+    registerPass([] { return codegen::createMergeGuardsPass(); });
   });
 }
 

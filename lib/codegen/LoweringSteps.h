@@ -13,8 +13,13 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 
+#include <memory>
 #include <string>
 #include <vector>
+
+namespace mlir {
+class Pass;
+} // namespace mlir
 
 namespace soap::codegen {
 
@@ -107,6 +112,13 @@ void vectorizeKernels(mlir::ModuleOp module, bool skipBlasKernels);
 /// After bufferization of vectorized kernels: hoists loop-invariant
 /// transfers and lowers vector ops to forms LLVM handles well.
 mlir::LogicalResult lowerVectorKernels(mlir::ModuleOp module);
+
+/// Sinks ops without memory effects into the one soap.on_devices guard that
+/// uses them and merges neighbouring guards on the same devices into one
+/// (lib/codegen/Guards.cpp). lowerCommunicationOps calls it first.
+void mergeGuards(mlir::ModuleOp module);
+/// The soap-merge-guards pass (mergeGuards on a module).
+std::unique_ptr<mlir::Pass> createMergeGuardsPass();
 
 /// Before bufferization: soap.on_devices becomes an scf.if on the rank,
 /// soap.rank a call of soaprt_rank, and every communication op a call of a

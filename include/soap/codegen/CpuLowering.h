@@ -69,9 +69,9 @@ const char *getCpuToLLVMPipeline();
 void registerScfToCfPass();
 
 /// Registers the passes the lowering pipelines name: soap-scf-to-cf,
-/// soap-split-deallocs, soap-dealloc-after-last-use and
-/// soap-inline-single-block-calls (lib/codegen/Deallocations.cpp); once is
-/// enough.
+/// soap-split-deallocs, soap-dealloc-after-last-use,
+/// soap-inline-single-block-calls (lib/codegen/Deallocations.cpp) and
+/// soap-merge-guards (lib/codegen/Guards.cpp); once is enough.
 /// runParsed and getCpuToLLVMPipeline call it.
 void registerLoweringPasses();
 

@@ -1,0 +1,78 @@
+// RUN: soap-opt --soap-merge-guards --split-input-file %s | FileCheck %s
+
+// The inits of the guarded ops (constant, tensor.empty, linalg.fill) move into the
+// guard that uses them; the three guards on [0, 1] merge into one that
+// yields only what is used after it (%c), and the guard on [2, 3] stays.
+// CHECK-LABEL: func.func @run
+// CHECK-NEXT:    %[[M:.*]] = soap.on_devices [0, 1] -> tensor<4xf32> {
+// CHECK-NEXT:      arith.constant
+// CHECK-NEXT:      tensor.empty
+// CHECK-NEXT:      %[[F:.*]] = linalg.fill
+// CHECK-NEXT:      %[[A:.*]] = linalg.add ins(%arg0, %arg0 : {{.*}}) outs(%[[F]]
+// CHECK-NEXT:      %[[B:.*]] = linalg.mul ins(%[[A]], %arg0 : {{.*}})
+// CHECK-NEXT:      %[[C:.*]] = linalg.add ins(%[[B]], %[[A]] : {{.*}})
+// CHECK-NEXT:      soap.yield %[[C]] : tensor<4xf32>
+// CHECK-NEXT:    }
+// CHECK-NEXT:    tensor.empty
+// CHECK-NEXT:    %[[D:.*]] = soap.on_devices [2, 3] -> tensor<4xf32> {
+// CHECK-NEXT:      linalg.add ins(%[[M]], %[[M]]
+// CHECK-NEXT:      soap.yield
+// CHECK-NEXT:    }
+// CHECK-NEXT:    soap.on_devices [0, 1]
+// CHECK:         return %[[M]], %[[D]]
+func.func @run(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<4xf32>) -> tensor<4xf32>
+  %a = soap.on_devices [0, 1] -> tensor<4xf32> {
+    %r = linalg.add ins(%x, %x : tensor<4xf32>, tensor<4xf32>) outs(%f : tensor<4xf32>) -> tensor<4xf32>
+    soap.yield %r : tensor<4xf32>
+  }
+  %b = soap.on_devices [0, 1] -> tensor<4xf32> {
+    %r = linalg.mul ins(%a, %x : tensor<4xf32>, tensor<4xf32>) outs(%x : tensor<4xf32>) -> tensor<4xf32>
+    soap.yield %r : tensor<4xf32>
+  }
+  %c = soap.on_devices [0, 1] -> tensor<4xf32> {
+    %r = linalg.add ins(%b, %a : tensor<4xf32>, tensor<4xf32>) outs(%x : tensor<4xf32>) -> tensor<4xf32>
+    soap.yield %r : tensor<4xf32>
+  }
+  // Used by two guards: it stays where every rank runs it.
+  %e2 = tensor.empty() : tensor<4xf32>
+  %d = soap.on_devices [2, 3] -> tensor<4xf32> {
+    %r = linalg.add ins(%c, %c : tensor<4xf32>, tensor<4xf32>) outs(%e2 : tensor<4xf32>) -> tensor<4xf32>
+    soap.yield %r : tensor<4xf32>
+  }
+  %g = soap.on_devices [0, 1] -> tensor<4xf32> {
+    %r = linalg.add ins(%x, %x : tensor<4xf32>, tensor<4xf32>) outs(%e2 : tensor<4xf32>) -> tensor<4xf32>
+    soap.yield %r : tensor<4xf32>
+  }
+  return %c, %d : tensor<4xf32>, tensor<4xf32>
+}
+
+// -----
+
+// Guards with effects (a send) merge in order; an op between two guards
+// keeps them apart; ops used outside any guard are not moved.
+// CHECK-LABEL: func.func @effects
+// CHECK-NEXT:    soap.on_devices [0] {
+// CHECK-NEXT:      soap.send %arg0 from [0] to [1]
+// CHECK-NEXT:      soap.send %arg1 from [0] to [1]
+// CHECK-NEXT:    }
+// CHECK-NEXT:    %[[S:.*]] = arith.addf
+// CHECK-NEXT:    soap.on_devices [0] {
+// CHECK-NEXT:      soap.send %arg0 from [0] to [1]
+// CHECK-NEXT:    }
+// CHECK-NEXT:    return %[[S]]
+func.func @effects(%x: tensor<4xf32>, %y: tensor<4xf32>, %s: f32) -> f32 {
+  soap.on_devices [0] {
+    soap.send %x from [0] to [1] : tensor<4xf32>
+  }
+  soap.on_devices [0] {
+    soap.send %y from [0] to [1] : tensor<4xf32>
+  }
+  %t = arith.addf %s, %s : f32
+  soap.on_devices [0] {
+    soap.send %x from [0] to [1] : tensor<4xf32>
+  }
+  return %t : f32
+}
