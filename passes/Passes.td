@@ -171,7 +171,7 @@ def SoapSearch : Pass<"soap-search", "mlir::ModuleOp"> {
     Option<"budget", "budget", "int64_t", /*default=*/"0",
            "Proposals in all (0: 20000, or unlimited with time=)">,
     Option<"timeLimit", "time", "double", /*default=*/"0",
-           "Seconds of search (0: no limit)">,
+           "Seconds of search from the pass's start, op graph included (0: no limit)">,
     Option<"seed", "seed", "uint64_t", /*default=*/"1", "Random seed">,
     Option<"chains", "chains", "int", /*default=*/"4", "Markov chains">,
     Option<"threads", "threads", "int", /*default=*/"1",

@@ -8,6 +8,7 @@
 #include "llvm/Support/Process.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <chrono>
 #include <cmath>
 
 namespace soap {
@@ -23,6 +24,9 @@ struct SoapSearchPass : public soap::impl::SoapSearchBase<SoapSearchPass> {
   using Base::Base;
 
   void runOnOperation() override {
+    // time= counts from here: building the op graph and simulating the
+    // starting points are part of the search the user waits for.
+    auto start = std::chrono::steady_clock::now();
     ModuleOp module = getOperation();
     // Written so that NaN fails each (a comparison with NaN is false) and
     // infinities fail where a finite value is needed.
@@ -50,6 +54,7 @@ struct SoapSearchPass : public soap::impl::SoapSearchBase<SoapSearchPass> {
     SearchOptions options;
     options.budget = budget;
     options.timeLimit = timeLimit;
+    options.start = start;
     options.seed = seed;
     options.chains = chains;
     options.threads = threads;

@@ -70,15 +70,15 @@ std::vector<std::pair<int, int>> OpGraph::readTensors(int node) const {
   return reads;
 }
 
-std::vector<int> OpGraph::consumers(int node) const {
-  std::vector<int> result;
-  for (size_t c = 0; c < nodes.size(); ++c) {
-    for (const auto &[tensor, access] : readTensors(static_cast<int>(c)))
-      if (tensors[tensor].producer == node) {
-        result.push_back(static_cast<int>(c));
-        break;
-      }
-  }
+std::vector<std::vector<int>> OpGraph::consumers() const {
+  std::vector<std::vector<int>> result(nodes.size());
+  for (size_t c = 0; c < nodes.size(); ++c)
+    for (const auto &[tensor, access] : readTensors(static_cast<int>(c))) {
+      int producer = tensors[tensor].producer;
+      if (producer >= 0 && (result[producer].empty() ||
+                            result[producer].back() != static_cast<int>(c)))
+        result[producer].push_back(static_cast<int>(c));
+    }
   return result;
 }
 

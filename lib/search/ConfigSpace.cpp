@@ -174,8 +174,9 @@ std::vector<Layer> layerGroups(const OpGraph &graph) {
   // Multi-source breadth-first search from every reader over undirected
   // producer-consumer edges: each op joins the group that reaches it first.
   std::vector<std::vector<int>> neighbours(numNodes);
+  std::vector<std::vector<int>> consumers = graph.consumers();
   for (int n = 0; n < numNodes; ++n)
-    for (int c : graph.consumers(n)) {
+    for (int c : consumers[n]) {
       neighbours[n].push_back(c);
       neighbours[c].push_back(n);
     }

@@ -99,7 +99,14 @@ double secondsSince(std::chrono::steady_clock::time_point start) {
 SearchResult searchStrategy(const OpGraph &graph, const CostModel &cost,
                             SimOptions simOptions,
                             const SearchOptions &options) {
-  auto startClock = std::chrono::steady_clock::now();
+  using Clock = std::chrono::steady_clock;
+  Clock::time_point startClock = options.start.value_or(Clock::now());
+  std::optional<Clock::time_point> deadline;
+  if (options.timeLimit > 0)
+    deadline =
+        startClock + std::chrono::duration_cast<Clock::duration>(
+                         std::chrono::duration<double>(options.timeLimit));
+  auto pastDeadline = [&] { return deadline && Clock::now() >= *deadline; };
   const Machine &machine = cost.machine();
   int numDevices = machine.numDevices();
   SearchResult result;
@@ -115,6 +122,10 @@ SearchResult searchStrategy(const OpGraph &graph, const CostModel &cost,
   {
     Simulator simulator(graph, cost, simOptions);
     for (const std::string &name : baselineStrategyNames()) {
+      // Past the time limit, data parallelism (the first) is the only
+      // starting point simulated.
+      if (!starts.empty() && pastDeadline())
+        break;
       Strategy s = *strategyByName(name, graph, numDevices);
       if (s.validate(graph))
         continue;
@@ -137,7 +148,8 @@ SearchResult searchStrategy(const OpGraph &graph, const CostModel &cost,
     }
     std::mt19937_64 rng(options.seed * 7919 + 17);
     int numChains = std::max(1, options.chains);
-    for (int c = static_cast<int>(starts.size()); c < numChains; ++c) {
+    for (int c = static_cast<int>(starts.size());
+         c < numChains && (starts.empty() || !pastDeadline()); ++c) {
       Strategy s = randomStrategy(graph, numDevices, rng);
       SimReport report = simulator.simulate(s);
       starts.push_back(std::move(s));
@@ -161,7 +173,8 @@ SearchResult searchStrategy(const OpGraph &graph, const CostModel &cost,
   });
   int numChains = std::max(1, options.chains);
   std::vector<std::unique_ptr<Chain>> chains;
-  for (int c = 0; c < numChains; ++c) {
+  // No chain starts once the time is up (setting one up is a simulation).
+  for (int c = 0; c < numChains && !pastDeadline(); ++c) {
     auto chain = std::make_unique<Chain>(
         graph, cost, simOptions,
         options.seed * 1000003 + static_cast<uint64_t>(c) * 7907);
@@ -171,16 +184,22 @@ SearchResult searchStrategy(const OpGraph &graph, const CostModel &cost,
     chain->best = start;
     chains.push_back(std::move(chain));
   }
+  numChains = static_cast<int>(chains.size());
 
   int64_t budget = options.budget > 0
                        ? options.budget
                        : (options.timeLimit > 0 ? INT64_MAX : 20000);
-  int64_t round = options.roundLength > 0
-                      ? options.roundLength
-                      : std::clamp<int64_t>(
-                            budget == INT64_MAX ? 200 : budget / numChains / 10,
-                            10, 2000);
-  int threads = std::clamp(options.threads, 1, numChains);
+  int64_t round =
+      options.roundLength > 0
+          ? options.roundLength
+          : std::clamp<int64_t>(budget == INT64_MAX
+                                    ? 200
+                                    : budget / std::max(1, numChains) / 10,
+                                10, 2000);
+  // Under a time limit the first round is short: its rate sizes the next.
+  if (deadline && options.roundLength <= 0)
+    round = 10;
+  int threads = std::clamp(options.threads, 1, std::max(1, numChains));
   int numNodes = graph.nodes.size();
   int64_t lastImprovement = 0;
   result.convergence.push_back({secondsSince(startClock), 0, result.bestCost});
@@ -233,7 +252,7 @@ SearchResult searchStrategy(const OpGraph &graph, const CostModel &cost,
   auto runChain = [&](Chain &chain, int64_t proposals) {
     Simulator &sim = chain.simulator;
     std::vector<std::pair<int, ParallelConfig>> changes;
-    for (int64_t i = 0; i < proposals; ++i) {
+    for (int64_t i = 0; i < proposals && !pastDeadline(); ++i) {
       changes.clear();
       double u = std::uniform_real_distribution<double>(0, 1)(chain.rng);
       bool layerMove =
@@ -282,11 +301,13 @@ SearchResult searchStrategy(const OpGraph &graph, const CostModel &cost,
     }
   };
 
-  while (numNodes > 0 && result.iterations < budget) {
+  while (numNodes > 0 && numChains > 0 && result.iterations < budget &&
+         !pastDeadline()) {
     int64_t proposals = round;
     if (budget != INT64_MAX)
       proposals = std::min<int64_t>(
           round, (budget - result.iterations + numChains - 1) / numChains);
+    Clock::time_point roundStart = Clock::now();
     std::vector<std::thread> pool;
     for (int t = 0; t < threads; ++t)
       pool.emplace_back([&, t] {
@@ -295,7 +316,20 @@ SearchResult searchStrategy(const OpGraph &graph, const CostModel &cost,
       });
     for (std::thread &thread : pool)
       thread.join();
-    result.iterations += proposals * numChains;
+    int64_t before = result.iterations;
+    result.iterations = 0;
+    for (auto &chain : chains)
+      result.iterations += chain->proposals;
+    // Under a time limit, a round takes about a tenth of it (with a round
+    // length chosen automatically), so that chains run one after another
+    // on one thread all get their share before the deadline.
+    if (deadline && options.roundLength <= 0) {
+      double roundSeconds = secondsSince(roundStart);
+      double rate = (result.iterations - before) / std::max(roundSeconds, 1e-6);
+      round = std::clamp<int64_t>(
+          static_cast<int64_t>(rate * options.timeLimit / 10 / numChains), 1,
+          2000);
+    }
     // The best of the round, deterministically (ties: lowest chain).
     int roundBest = -1;
     for (int c = 0; c < numChains; ++c)
@@ -319,7 +353,7 @@ SearchResult searchStrategy(const OpGraph &graph, const CostModel &cost,
     if (options.progress)
       options.progress(result.iterations, result.bestCost,
                        result.acceptanceRate, elapsed);
-    if (options.timeLimit > 0 && elapsed >= options.timeLimit)
+    if (pastDeadline())
       break;
     if (budget != INT64_MAX && result.iterations - lastImprovement >= budget / 2)
       break;
@@ -347,8 +381,12 @@ SearchResult searchStrategy(const OpGraph &graph, const CostModel &cost,
     }
   }
 
-  Simulator final(graph, cost, simOptions);
-  result.bestReport = final.simulate(result.best);
+  // A starting point's report is at hand; a strategy the chains found is
+  // simulated afresh.
+  if (result.iterations > 0) {
+    Simulator final(graph, cost, simOptions);
+    result.bestReport = final.simulate(result.best);
+  }
   result.peakMemory = peakOf(result.bestReport);
   result.fitsMemory = result.peakMemory <= limit;
   result.seconds = secondsSince(startClock);

@@ -138,6 +138,37 @@ TEST(Search, DeterministicWithOneThreadOrSeveral) {
   EXPECT_GE(other.iterations, 600);
 }
 
+TEST(Search, StopsAtItsDeadline) {
+  OpGraph g = linearChain(4, 64, 256);
+  Machine machine = loadMachine("p100-4x4", 8);
+  CostModel cost(machine);
+  // The time limit counts from `start`: one that ran out before the call
+  // leaves data parallelism, simulated, as the only starting point and no
+  // proposal, whatever the budget.
+  SearchOptions options = small(7, 2);
+  options.budget = 0;
+  options.roundLength = 0;
+  options.timeLimit = 1;
+  options.start = std::chrono::steady_clock::now() - std::chrono::hours(1);
+  SearchResult late = searchStrategy(g, cost, {}, options);
+  EXPECT_EQ(late.iterations, 0);
+  ASSERT_EQ(late.startTimes.size(), 1u);
+  EXPECT_EQ(late.startTimes[0].first, "data-parallel");
+  EXPECT_EQ(late.best.toJSON(g), dataParallelStrategy(g, 8).toJSON(g));
+  EXPECT_GT(late.bestReport.stepTime, 0);
+  EXPECT_EQ(late.bestReport.stepTime, late.dataParallelTime);
+  EXPECT_FALSE(late.best.validate(g));
+
+  // A limit that has not run out: the search makes proposals, and stops
+  // by the deadline however large the budget.
+  options.start.reset();
+  options.timeLimit = 0.2;
+  SearchResult timed = searchStrategy(g, cost, {}, options);
+  EXPECT_GT(timed.iterations, 0);
+  EXPECT_EQ(timed.bestCost, searchCost(timed.bestReport, timed.memoryLimit));
+  EXPECT_FALSE(timed.best.validate(g));
+}
+
 TEST(Search, NeverWorseThanItsStartingStrategies) {
   OpGraph g = linearChain(3, 32, 512);
   for (const char *name : {"p100-4x4", "k80-16x4"}) {

@@ -56,20 +56,25 @@ LogicalResult ModelBuilder::finish(Value loss, std::string &error) {
   function.setType(FunctionType::get(getContext(), entry->getArgumentTypes(),
                                      {loss.getType()}));
   // Every argument carries its name; parameters say how to initialise
-  // them and integer inputs their value range (docs/train-step.md).
+  // them and integer inputs their value range (docs/train-step.md). Built
+  // and set at once: setArgAttr rebuilds the array of every argument's
+  // attributes, the square of the argument count in uniqued attributes.
+  SmallVector<DictionaryAttr> argAttrs;
   for (unsigned i = 0, e = entry->getNumArguments(); i < e; ++i) {
+    NamedAttrList attrs;
     if (auto name = dyn_cast<NameLoc>(entry->getArgument(i).getLoc()))
-      function.setArgAttr(i, SoapDialect::getNameAttrName(), name.getName());
+      attrs.set(SoapDialect::getNameAttrName(), name.getName());
     if (i < numParams) {
-      function.setArgAttr(i, SoapDialect::getParamAttrName(),
-                          builder.getUnitAttr());
-      function.setArgAttr(i, SoapDialect::getInitAttrName(),
-                          builder.getStringAttr(paramInits[i]));
+      attrs.set(SoapDialect::getParamAttrName(), builder.getUnitAttr());
+      attrs.set(SoapDialect::getInitAttrName(),
+                builder.getStringAttr(paramInits[i]));
     } else if (int64_t range = inputRanges[i - numParams]) {
-      function.setArgAttr(i, SoapDialect::getRangeAttrName(),
-                          builder.getI64IntegerAttr(range));
+      attrs.set(SoapDialect::getRangeAttrName(),
+                builder.getI64IntegerAttr(range));
     }
+    argAttrs.push_back(attrs.getDictionary(getContext()));
   }
+  function.setAllArgAttrs(argAttrs);
   if (hasFailed()) {
     error = failure;
     return llvm::failure();

@@ -88,8 +88,9 @@ public:
   /// Tensors read by node `n` that other nodes produce or that are
   /// arguments, with the index of the access.
   std::vector<std::pair<int, int>> readTensors(int node) const;
-  /// Nodes that read the results of node `n`.
-  std::vector<int> consumers(int node) const;
+  /// For every node, the nodes that read its results, in node order (one
+  /// pass over the accesses).
+  std::vector<std::vector<int>> consumers() const;
   /// Bytes of all parameter tensors.
   int64_t parameterBytes() const;
   /// Sets needsBackward on nodes that depend on a parameter and lead to an

@@ -16,7 +16,9 @@
 
 #include "soap/sim/Simulator.h"
 
+#include <chrono>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,9 +27,14 @@ namespace soap {
 struct SearchOptions {
   /// Proposals in all (0: until `timeLimit`, or 20000 when neither is set).
   int64_t budget = 0;
-  /// Seconds of search (0: no limit). Checked between rounds; a search
-  /// stopped by time is not reproducible, one stopped by budget is.
+  /// Seconds of search (0: no limit), counted from `start`. Checked before
+  /// every proposal, and rounds are sized to a tenth of the limit so
+  /// that every chain gets its share; a search stopped by time is not
+  /// reproducible, one stopped by budget is.
   double timeLimit = 0;
+  /// When the time limit starts (unset: when searchStrategy starts). The
+  /// pass sets it when it starts, so that building the op graph counts.
+  std::optional<std::chrono::steady_clock::time_point> start;
   uint64_t seed = 1;
   int chains = 4;
   int threads = 1;
