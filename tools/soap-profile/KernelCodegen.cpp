@@ -78,25 +78,44 @@ buildKernelModule(Operation *op,
                   const std::vector<std::vector<int64_t>> &operandShapes,
                   std::string &error) {
   MLIRContext *context = op->getContext();
+  // Values the body uses from above: a tensor (a gather's table, read with
+  // tensor.extract) becomes one more buffer after the operands', whole, as
+  // the partitioner materializes it; a scalar is a copy of its constant or,
+  // when it is not one, a zero of its type, as for the operands below.
   llvm::SetVector<Value> captured;
   getUsedValuesDefinedAbove(op->getRegions(), captured);
-  if (!captured.empty()) {
-    error = "its body uses " + std::to_string(captured.size()) +
-            " value(s) defined outside the op";
-    return std::nullopt;
+  SmallVector<Value> capturedTensors, capturedScalars;
+  for (Value value : captured) {
+    if (auto tensor = dyn_cast<RankedTensorType>(value.getType())) {
+      if (!tensor.hasStaticShape()) {
+        error = "its body reads a tensor of dynamic shape from outside the op";
+        return std::nullopt;
+      }
+      capturedTensors.push_back(value);
+    } else if (value.getType().isIntOrIndexOrFloat()) {
+      capturedScalars.push_back(value);
+    } else {
+      error = "its body uses a value of type " + typeString(value.getType()) +
+              " defined outside the op";
+      return std::nullopt;
+    }
   }
 
   KernelModule result;
   SmallVector<Type> argTypes;
-  for (Value operand : op->getOperands()) {
-    auto tensor = dyn_cast<RankedTensorType>(operand.getType());
-    if (!tensor)
-      continue;
+  SmallVector<Value> tensorOperands;
+  for (Value operand : op->getOperands())
+    if (isa<RankedTensorType>(operand.getType()))
+      tensorOperands.push_back(operand);
+  if (tensorOperands.size() > operandShapes.size()) {
+    error = "internal: fewer operand shapes than tensor operands";
+    return std::nullopt;
+  }
+  for (Value table : capturedTensors)
+    tensorOperands.push_back(table);
+  for (Value operand : tensorOperands) {
+    auto tensor = cast<RankedTensorType>(operand.getType());
     size_t index = result.buffers.size();
-    if (index >= operandShapes.size()) {
-      error = "internal: fewer operand shapes than tensor operands";
-      return std::nullopt;
-    }
     Type element = tensor.getElementType();
     if (!element.isIntOrIndexOrFloat()) {
       error =
@@ -104,7 +123,10 @@ buildKernelModule(Operation *op,
       return std::nullopt;
     }
     KernelBuffer buffer;
-    buffer.shape = operandShapes[index];
+    if (index < operandShapes.size())
+      buffer.shape = operandShapes[index];
+    else
+      buffer.shape.assign(tensor.getShape().begin(), tensor.getShape().end());
     buffer.elementBytes =
         element.isIndex()
             ? 8
@@ -155,10 +177,32 @@ buildKernelModule(Operation *op,
     error = "not an op that writes its results into its outputs";
     return std::nullopt;
   }
+  IRMapping fromAbove;
+  for (auto [i, table] : llvm::enumerate(capturedTensors)) {
+    Value buffer = entry->getArgument(nextArg + i);
+    fromAbove.map(table, bufferization::ToTensorOp::create(
+                             b, loc, cast<RankedTensorType>(table.getType()),
+                             buffer, /*restrict=*/true, /*writable=*/false));
+  }
+  for (Value scalar : capturedScalars) {
+    Operation *def = scalar.getDefiningOp();
+    if (def && def->hasTrait<OpTrait::ConstantLike>() &&
+        def->getNumResults() == 1)
+      fromAbove.map(scalar, b.clone(*def)->getResult(0));
+    else
+      fromAbove.map(
+          scalar,
+          arith::ConstantOp::create(
+              b, loc, cast<TypedAttr>(b.getZeroAttr(scalar.getType()))));
+  }
   SmallVector<Type> resultTypes;
   for (OpOperand &init : dps.getDpsInitsMutable())
     resultTypes.push_back(operands[init.getOperandNumber()].getType());
   Operation *copy = clone(b, op, resultTypes, operands);
+  // The body's uses of values from above read the kernel's copies.
+  for (Region &region : copy->getRegions())
+    for (auto [from, to] : fromAbove.getValueMap())
+      replaceAllUsesInRegionWith(from, to, region);
   copy->setDiscardableAttrs(DictionaryAttr::get(context));
   copy->setLoc(loc);
   for (auto [value, buffer] : llvm::zip(copy->getResults(), destinations))
