@@ -416,7 +416,30 @@ private:
   }
 
   LogicalResult visitUse(OpOperand &use, unsigned dim) {
+    if (gatherUnknownUses && !knowsUse(use.getOwner())) {
+      gathered.push_back({&use, dim});
+      return success();
+    }
     return visitOp(use.getOwner(), use.get(), dim);
+  }
+
+public:
+  /// With gatherUnknownUses, the uses that visitOp does not know, each with
+  /// the batch dimension of the value it uses.
+  bool gatherUnknownUses = false;
+  SmallVector<std::pair<OpOperand *, unsigned>> gathered;
+
+private:
+  /// True when visitOp ties `owner`'s dimensions: an op it knows, in the
+  /// function's body (not one nested in the region of another op, such as
+  /// a tensor.extract in the body of a loop or of a gather).
+  bool knowsUse(Operation *owner) {
+    if (owner->getBlock() != &function.getBody().front())
+      return false;
+    return isa<linalg::LinalgOp, tensor::EmptyOp, tensor::CollapseShapeOp,
+               tensor::ExpandShapeOp, tensor::ExtractSliceOp,
+               tensor::InsertSliceOp, tensor::PadOp, tensor::ConcatOp,
+               func::ReturnOp>(owner);
   }
 
   func::FuncOp function;
@@ -475,7 +498,8 @@ static void unshareInits(func::FuncOp function) {
 
 FailureOr<BatchDimensions>
 BatchDimensions::find(func::FuncOp function, StringRef pass,
-                      function_ref<bool(unsigned)> isInput) {
+                      function_ref<bool(unsigned)> isInput,
+                      bool gatherUnknownUses) {
   unshareInits(function);
   BatchDimensions result;
   result.pass = pass.str();
@@ -515,8 +539,10 @@ BatchDimensions::find(func::FuncOp function, StringRef pass,
   result.batch = *oldBatch;
 
   BatchClosure closure(function, result.batch, pass, isInput);
+  closure.gatherUnknownUses = gatherUnknownUses;
   if (failed(closure.run(seeds)))
     return failure();
+  result.gathered = closure.gathered;
   for (auto [value, dim] : closure.dims()) {
     if (dimSize(value, dim) % result.batch != 0) {
       Operation *where = value.getDefiningOp();

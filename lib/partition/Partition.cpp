@@ -11,6 +11,7 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Matchers.h"
+#include "llvm/ADT/SetVector.h"
 
 #include <numeric>
 
@@ -43,10 +44,10 @@ LogicalResult soap::partitionBatch(func::FuncOp function, int64_t devices) {
   if (devices < 1)
     return function.emitError()
            << kPass << ": devices must be at least 1, not " << devices;
-  FailureOr<BatchDimensions> batchDims =
-      BatchDimensions::find(function, kPass, [&](unsigned index) {
-        return isBatchInput(function, index);
-      });
+  FailureOr<BatchDimensions> batchDims = BatchDimensions::find(
+      function, kPass,
+      [&](unsigned index) { return isBatchInput(function, index); },
+      /*gatherUnknownUses=*/true);
   if (failed(batchDims))
     return failure();
   int64_t batch = batchDims->getBatch();
@@ -172,6 +173,36 @@ LogicalResult soap::partitionBatch(func::FuncOp function, int64_t devices) {
                             result, builder.getDenseI64ArrayAttr(group));
     result.replaceAllUsesExcept(combined.getResult(), combined);
   }
+
+  // Ops the batch closure does not go through (the scatter-add loop of a
+  // gather's gradient, a body that reads a split tensor with
+  // tensor.extract) read what they use from the batch whole: gathered over
+  // the ranks before the op of the function's body they are in, which then
+  // runs whole on every rank.
+  llvm::DenseMap<std::pair<Value, Operation *>, Value> wholeValues;
+  llvm::SetVector<Operation *> wholeOps;
+  for (auto [use, dim] : batchDims->getGatheredUses()) {
+    Operation *top = entry.findAncestorOpInBlock(*use->getOwner());
+    Value local = use->get();
+    Value &whole = wholeValues[{local, top}];
+    if (!whole) {
+      auto type = cast<RankedTensorType>(local.getType());
+      SmallVector<int64_t> shape(type.getShape());
+      shape[dim] *= devices;
+      builder.setInsertionPoint(top);
+      whole = AllGatherOp::create(builder, top->getLoc(), type.clone(shape),
+                                  local, builder.getI64IntegerAttr(dim),
+                                  builder.getDenseI64ArrayAttr(group));
+    }
+    use->set(whole);
+    wholeOps.insert(top);
+  }
+  for (Operation *op : wholeOps)
+    op->emitWarning() << kPass << ": '" << op->getName()
+                      << "' reads values split along the batch in a way the "
+                         "pass does not split (an op inside it); they are "
+                         "gathered whole first and it runs whole on every "
+                         "device";
 
   auto returnOp = cast<func::ReturnOp>(entry.getTerminator());
   for (OpOperand &returned : returnOp->getOpOperands())

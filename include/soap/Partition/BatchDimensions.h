@@ -19,7 +19,8 @@
 // `tensor<1x512xi64>`; a class token concatenated to the samples is
 // repeated over the batch). A parameter argument never changes shape: reaching
 // one is an error. Anything else that touches a batch dimension is an error
-// that names the op.
+// that names the op, or, for --soap-partition, a use that gets the value
+// whole (gathered over the devices) first.
 //
 //===----------------------------------------------------------------------===//
 
@@ -48,9 +49,20 @@ public:
   /// shared `tensor.empty` (or `linalg.fill` of one) its own copy, so that
   /// CSE-merged inits do not tie unrelated dimensions to the batch: the
   /// function changes even when the caller does not resize it.
+  /// With `gatherUnknownUses`, a use the closure does not know (an op
+  /// nested in a region, such as a tensor.extract in a scatter-add loop or
+  /// a gather's body, or an unknown op) is not an error: it is recorded in
+  /// getGatheredUses() and the closure does not go through it.
   static mlir::FailureOr<BatchDimensions>
   find(mlir::func::FuncOp function, llvm::StringRef pass,
-       llvm::function_ref<bool(unsigned)> isInput);
+       llvm::function_ref<bool(unsigned)> isInput,
+       bool gatherUnknownUses = false);
+  /// The uses find() recorded with gatherUnknownUses, each with the batch
+  /// dimension of the value used: the user needs the value whole.
+  llvm::ArrayRef<std::pair<mlir::OpOperand *, unsigned>>
+  getGatheredUses() const {
+    return gathered;
+  }
 
   /// The batch size the function has now.
   int64_t getBatch() const { return batch; }
@@ -100,6 +112,7 @@ private:
   llvm::SmallVector<Broadcast> broadcasts;
   /// Splat constants whose shape follows the batch.
   llvm::SmallVector<mlir::arith::ConstantOp> splats;
+  llvm::SmallVector<std::pair<mlir::OpOperand *, unsigned>> gathered;
 };
 
 } // namespace soap
