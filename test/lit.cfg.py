@@ -18,6 +18,7 @@ config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "unit",
 
 config.substitutions.append(("%realmodels", config.realmodels_dir))
 config.substitutions.append(("%soap_src", config.soap_src_root))
+config.substitutions.append(("%soap_tools", config.soap_tools_dir))
 
 llvm_config.with_system_environment(["HOME", "TMPDIR", "PATH"])
 llvm_config.use_default_substitutions()
