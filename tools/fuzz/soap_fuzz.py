@@ -272,8 +272,11 @@ def main():
                 "-o", os.path.join(work, "out.mlir")]
             timed_out = False
             try:
+                # In the work folder: an option mutated into a relative
+                # file name writes there.
                 run = subprocess.run(command, capture_output=True, text=True,
-                                     errors="replace", timeout=args.timeout)
+                                     errors="replace", timeout=args.timeout,
+                                     cwd=work)
                 returncode, stderr = run.returncode, run.stderr
             except subprocess.TimeoutExpired as e:
                 timed_out = True
