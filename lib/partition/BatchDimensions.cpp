@@ -304,7 +304,10 @@ private:
     return offset == 0 && stride == 1 && size == dimSize(source, dim);
   }
 
-  LogicalResult visitOp(Operation *op, Value value, unsigned dim) {
+  /// `use`: the operand of `op` that holds `value`, when `op` uses it (null
+  /// when `op` defines it).
+  LogicalResult visitOp(Operation *op, Value value, unsigned dim,
+                        OpOperand *use = nullptr) {
     if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op))
       return visitLinalg(linalgOp, value, dim);
     if (isa<tensor::EmptyOp>(op))
@@ -367,6 +370,10 @@ private:
     }
     if (isa<func::ReturnOp>(op))
       return success();
+    if (use && gatherUnknownUses) {
+      gathered.push_back({use, dim});
+      return success();
+    }
     return unsupported(op, "the pass does not know how it uses it");
   }
 
@@ -416,32 +423,18 @@ private:
   }
 
   LogicalResult visitUse(OpOperand &use, unsigned dim) {
-    if (gatherUnknownUses && !knowsUse(use.getOwner())) {
-      gathered.push_back({&use, dim});
-      return success();
-    }
-    return visitOp(use.getOwner(), use.get(), dim);
+    return visitOp(use.getOwner(), use.get(), dim, &use);
   }
 
 public:
-  /// With gatherUnknownUses, the uses that visitOp does not know, each with
-  /// the batch dimension of the value it uses.
+  /// With gatherUnknownUses, a use by an op that visitOp does not know (a
+  /// tensor.extract in the body of a loop or of a gather, an unknown op) is
+  /// recorded in `gathered`, with the batch dimension of the value it uses,
+  /// instead of being an error.
   bool gatherUnknownUses = false;
   SmallVector<std::pair<OpOperand *, unsigned>> gathered;
 
 private:
-  /// True when visitOp ties `owner`'s dimensions: an op it knows, in the
-  /// function's body (not one nested in the region of another op, such as
-  /// a tensor.extract in the body of a loop or of a gather).
-  bool knowsUse(Operation *owner) {
-    if (owner->getBlock() != &function.getBody().front())
-      return false;
-    return isa<linalg::LinalgOp, tensor::EmptyOp, tensor::CollapseShapeOp,
-               tensor::ExpandShapeOp, tensor::ExtractSliceOp,
-               tensor::InsertSliceOp, tensor::PadOp, tensor::ConcatOp,
-               func::ReturnOp>(owner);
-  }
-
   func::FuncOp function;
   function_ref<bool(unsigned)> isInput;
   llvm::DenseSet<Value> inputDependent;

@@ -316,10 +316,14 @@ SearchResult searchStrategy(const OpGraph &graph, const CostModel &cost,
       });
     for (std::thread &thread : pool)
       thread.join();
-    int64_t before = result.iterations;
+    int64_t before = result.iterations, accepted = 0;
     result.iterations = 0;
-    for (auto &chain : chains)
+    for (auto &chain : chains) {
       result.iterations += chain->proposals;
+      accepted += chain->accepted;
+    }
+    result.acceptanceRate =
+        result.iterations ? double(accepted) / result.iterations : 0;
     // Under a time limit, a round takes about a tenth of it (with a round
     // length chosen automatically), so that chains run one after another
     // on one thread all get their share before the deadline.
@@ -341,12 +345,6 @@ SearchResult searchStrategy(const OpGraph &graph, const CostModel &cost,
       result.best = chains[roundBest]->best;
       lastImprovement = result.iterations;
     }
-    int64_t proposed = 0, accepted = 0;
-    for (auto &chain : chains) {
-      proposed += chain->proposals;
-      accepted += chain->accepted;
-    }
-    result.acceptanceRate = proposed ? double(accepted) / proposed : 0;
     double elapsed = secondsSince(startClock);
     result.convergence.push_back(
         {elapsed, double(result.iterations), result.bestCost});

@@ -74,32 +74,35 @@ PIPELINES = [
 ]
 
 
-def mutate_number(text, rng):
-    numbers = list(re.finditer(r"(?<![\w.%#@^])-?\d+(\.\d+)?(e[+-]?\d+)?", text))
-    if not numbers:
+def replace_one(text, rng, pattern, make, group=0):
+    """Replaces one match of `pattern` (its `group`), chosen at random, by
+    make(match)."""
+    found = list(re.finditer(pattern, text))
+    if not found:
         return text
-    m = rng.choice(numbers)
-    pool = INTERESTING_FLOATS if "." in m.group(0) else INTERESTING_INTS
-    return text[:m.start()] + rng.choice(pool) + text[m.end():]
+    m = rng.choice(found)
+    return text[:m.start(group)] + make(m) + text[m.end(group):]
+
+
+def mutate_number(text, rng):
+    return replace_one(
+        text, rng, r"(?<![\w.%#@^])-?\d+(\.\d+)?(e[+-]?\d+)?",
+        lambda m: rng.choice(INTERESTING_FLOATS if "." in m.group(0)
+                             else INTERESTING_INTS))
 
 
 def mutate_type(text, rng):
-    found = list(re.finditer(r"\b(f32|f64|i1|i8|i32|i64|index)\b", text))
-    if not found:
-        return text
-    m = rng.choice(found)
-    return text[:m.start()] + rng.choice(TYPES) + text[m.end():]
+    return replace_one(text, rng, r"\b(f32|f64|i1|i8|i32|i64|index)\b",
+                       lambda m: rng.choice(TYPES))
 
 
 def mutate_shape(text, rng):
-    found = list(re.finditer(r"tensor<([0-9x?]+)x", text))
-    if not found:
-        return text
-    m = rng.choice(found)
-    dims = m.group(1).split("x")
-    i = rng.randrange(len(dims))
-    dims[i] = rng.choice(["0", "1", "3", "?", "1000000007"])
-    return text[:m.start(1)] + "x".join(dims) + text[m.end(1):]
+    def one_dim(m):
+        dims = m.group(1).split("x")
+        i = rng.randrange(len(dims))
+        dims[i] = rng.choice(["0", "1", "3", "?", "1000000007"])
+        return "x".join(dims)
+    return replace_one(text, rng, r"tensor<([0-9x?]+)x", one_dim, group=1)
 
 
 def mutate_lines(text, rng):
@@ -212,7 +215,7 @@ def main():
     if args.cases <= 0 and args.seconds <= 0:
         parser.error("give --cases or --seconds")
 
-    soap_opt = os.path.join(args.bin, "soap-opt")
+    soap_opt = os.path.abspath(os.path.join(args.bin, "soap-opt"))
     seeds = []
     for folder, _, files in os.walk(os.path.join(args.root, "test")):
         for name in sorted(files):

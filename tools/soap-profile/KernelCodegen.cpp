@@ -149,6 +149,11 @@ buildKernelModule(Operation *op,
   auto dps = dyn_cast<DestinationStyleOpInterface>(op);
   SmallVector<Value> operands;
   SmallVector<Value> destinations; // buffer of each result
+  // The stand-in for a scalar whose value does not matter to the timing.
+  auto zeroOf = [&](Type type) -> Value {
+    return arith::ConstantOp::create(b, loc,
+                                     cast<TypedAttr>(b.getZeroAttr(type)));
+  };
   unsigned nextArg = 0;
   for (OpOperand &operand : op->getOpOperands()) {
     auto tensor = dyn_cast<RankedTensorType>(operand.get().getType());
@@ -170,8 +175,7 @@ buildKernelModule(Operation *op,
       error = "operand of type " + typeString(type) + " is not supported";
       return std::nullopt;
     }
-    TypedAttr zero = cast<TypedAttr>(b.getZeroAttr(type));
-    operands.push_back(arith::ConstantOp::create(b, loc, zero));
+    operands.push_back(zeroOf(type));
   }
   if (!dps || destinations.size() != op->getNumResults()) {
     error = "not an op that writes its results into its outputs";
@@ -190,10 +194,7 @@ buildKernelModule(Operation *op,
         def->getNumResults() == 1)
       fromAbove.map(scalar, b.clone(*def)->getResult(0));
     else
-      fromAbove.map(
-          scalar,
-          arith::ConstantOp::create(
-              b, loc, cast<TypedAttr>(b.getZeroAttr(scalar.getType()))));
+      fromAbove.map(scalar, zeroOf(scalar.getType()));
   }
   SmallVector<Type> resultTypes;
   for (OpOperand &init : dps.getDpsInitsMutable())
