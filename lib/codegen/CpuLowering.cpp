@@ -322,6 +322,32 @@ LogicalResult lowerVectorKernels(ModuleOp module) {
 
 } // namespace codegen
 
+/// Every result of the entry becomes an out-parameter the driver owns
+/// (buffer-results-to-out-params). A result that is an argument of the
+/// entry, or a value returned twice, would share its buffer with that
+/// argument or with the other result (upstream's pass crashes on the latter):
+/// each such result is returned as a copy of its own.
+static void giveResultsOwnBuffers(func::FuncOp entry) {
+  entry.walk([&](func::ReturnOp ret) {
+    llvm::SmallPtrSet<Value, 8> returned;
+    OpBuilder builder(ret);
+    for (OpOperand &operand : ret->getOpOperands()) {
+      Value value = operand.get();
+      auto type = dyn_cast<RankedTensorType>(value.getType());
+      if (!type)
+        continue;
+      bool isArgument = isa<BlockArgument>(value) &&
+                        cast<BlockArgument>(value).getOwner()->getParentOp() ==
+                            entry.getOperation();
+      if (returned.insert(value).second && !isArgument)
+        continue;
+      SmallVector<Value> dynamicSizes;
+      operand.set(bufferization::AllocTensorOp::create(
+          builder, ret.getLoc(), type, dynamicSizes, value));
+    }
+  });
+}
+
 LogicalResult codegen::prepareEntry(ModuleOp module, StringRef entryName,
                                     codegen::ModelDescription &description) {
   auto entry = module.lookupSymbol<func::FuncOp>(entryName);
@@ -365,6 +391,8 @@ LogicalResult codegen::prepareEntry(ModuleOp module, StringRef entryName,
   for (unsigned i = 0; i < entry.getNumArguments(); ++i)
     entry.setArgAttr(i, bufferization::BufferizationDialect::kWritableAttrName,
                      BoolAttr::get(module.getContext(), false));
+
+  giveResultsOwnBuffers(entry);
 
   // SPMD programs: guards, the rank and communication (on tensors, so that
   // bufferization gives every result a buffer of its own).

@@ -1,16 +1,28 @@
 #!/usr/bin/env python3
-"""Mutation fuzzer for soap-opt: IR, pass options and machine files.
+"""Mutation fuzzer for soap-opt: IR, pass options, machine files, strategy
+files, and the executables soap-translate links with their checkpoints.
 
 Each case takes a seed input (a small .mlir file of the test suite or a
 zoo model), mutates it (numbers, types, attributes, lines, truncation),
 picks a pass pipeline with possibly mutated option values and possibly a
-mutated machine file, and runs soap-opt under a time limit. The outcome:
+mutated machine file, and runs soap-opt under a time limit. Two kinds of
+pipeline go further:
+
+  STRATEGY    a random strategy is applied and exported to JSON, the JSON
+              is mutated, and soap-opt applies the mutated file (then
+              simulates or partitions);
+  EXECUTABLE  the lowered step is linked by soap-translate and run for a
+              step with --save, then again with a mutated checkpoint
+              (--load) or mutated driver options.
+
+The outcome of a case is the worst of its commands':
 
   ok / error  soap-opt accepted the input or refused it with an exit
               status of 1 (a named error is what bad input must get);
-  crash       a signal, an exit status other than 0 and 1, or a crash
+  crash       a signal, an exit status other than 0 and 1 (for an
+              executable: other than its documented 0-5), or a crash
               report on stderr (stack dump, LLVM ERROR, assertion,
-              uncaught exception);
+              uncaught exception, sanitizer report);
   hang        still running at the time limit.
 
 Crashes and hangs are saved with the command that reproduces them. The
@@ -59,7 +71,8 @@ PIPELINES = [
     ["--soap-apply-strategy=strategy=megatron devices=2"],
     ["--soap-apply-strategy=strategy=random:SEED devices=3"],
     ["--soap-simulate=machine=MACHINE devices=4"],
-    ["--soap-search=machine=MACHINE devices=4 budget=40"],
+    # time= bounds a search whose budget= is mutated to 2^31.
+    ["--soap-search=machine=MACHINE devices=4 budget=40 time=10"],
     ["--soap-training-step"],
     ["--soap-training-step=optimizer=adam lr=0.01"],
     ["--soap-training-step", "--soap-partition=devices=2"],
@@ -71,6 +84,19 @@ PIPELINES = [
     ["--soap-lift-params"],
     ["--soap-training-step", "--soap-lower-cpu"],
     ["--soap-lower-cpu"],
+    ["STRATEGY", "--soap-simulate=machine=MACHINE devices=4"],
+    ["STRATEGY", "--soap-training-step", "--soap-partition"],
+    # Seeded from training steps (inputs with a loss result).
+    ["--soap-lower-cpu", "EXECUTABLE"],
+]
+
+# Odd command lines for the executables (docs/runtime.md).
+DRIVER_OPTIONS = [
+    ["--steps=-1"], ["--steps=0"], ["--steps=x"],
+    ["--steps=99999999999999999999"], ["--warmup=3"], ["--seed=x"],
+    ["--timeout=0"], ["--load=/dev/null"], ["--load=missing.bin"],
+    ["--data=input.mlir"], ["--save=."], ["--save=/dev/full"],
+    ["--trace=trace.json"], ["--print-model"], ["--bogus"], ["--steps"],
 ]
 
 
@@ -189,12 +215,58 @@ def mutate_json(value, rng, depth=0):
     return value
 
 
-def classify(returncode, stderr, timed_out):
+def mutate_json_file(path, rng):
+    with open(path) as f:
+        description = json.load(f)
+    for _ in range(rng.randint(1, 3)):
+        description = mutate_json(description, rng)
+    with open(path, "w") as f:
+        json.dump(description, f)
+
+
+def classify(returncode, stderr, timed_out, allowed=(0, 1)):
     if timed_out:
         return "hang"
-    if returncode not in (0, 1) or any(m in stderr for m in CRASH_MARKERS):
+    if returncode not in allowed or any(m in stderr for m in CRASH_MARKERS):
         return "crash"
     return "ok" if returncode == 0 else "error"
+
+
+def run_command(command, timeout, cwd):
+    """(exit status or None, stderr, whether it timed out)."""
+    try:
+        # In the work folder: an option mutated into a relative file name
+        # writes there.
+        run = subprocess.run(command, capture_output=True, text=True,
+                             errors="replace", timeout=timeout, cwd=cwd)
+        return run.returncode, run.stderr, False
+    except subprocess.TimeoutExpired as e:
+        stderr = e.stderr or ""
+        if isinstance(stderr, bytes):
+            stderr = stderr.decode(errors="replace")
+        return None, stderr, True
+
+
+def mutate_bytes(path, rng):
+    """Truncates the file or overwrites a few of its bytes."""
+    with open(path, "rb") as f:
+        data = bytearray(f.read())
+    if not data:
+        return
+    if rng.random() < 0.3:
+        data = data[:rng.randrange(len(data))]
+    else:
+        for _ in range(rng.randint(1, 8)):
+            # Mostly in the header, where sizes and names are.
+            end = len(data) if rng.random() < 0.3 else min(len(data), 256)
+            data[rng.randrange(end)] = rng.randrange(256)
+    with open(path, "wb") as f:
+        f.write(bytes(data))
+
+
+# Exit statuses of the executables (docs/runtime.md): 0 ok, 1 file, 2 usage,
+# 3 loss, 4 rank, 5 GPU.
+EXECUTABLE_STATUSES = (0, 1, 2, 3, 4, 5)
 
 
 def main():
@@ -223,6 +295,11 @@ def main():
             if name.endswith(".mlir") and os.path.getsize(path) <= args.max_seed_bytes:
                 seeds.append(path)
     seeds.sort()
+    steps_seeds = []
+    for path in seeds:
+        with open(path) as f:
+            if 'soap.role = "loss"' in f.read():
+                steps_seeds.append(path)
     machines = sorted(os.path.join(args.root, "machines", m)
                       for m in os.listdir(os.path.join(args.root, "machines"))
                       if m.endswith(".json"))
@@ -233,6 +310,8 @@ def main():
     work = tempfile.mkdtemp(prefix="soap-fuzz-")
     rng = random.Random(args.seed)
     counts = {"ok": 0, "error": 0, "crash": 0, "hang": 0}
+    reached = {"mutated strategy files": 0, "executable runs": 0}
+    exe_path = os.path.join(work, "step.exe")
     start = time.monotonic()
     case = 0
     try:
@@ -242,19 +321,22 @@ def main():
             if args.seconds and time.monotonic() - start >= args.seconds:
                 break
             case += 1
-            seed_path = rng.choice(seeds)
+            pipeline = list(rng.choice(PIPELINES))
+            executable = pipeline[-1] == "EXECUTABLE"
+            seed_path = rng.choice(steps_seeds if executable else seeds)
             with open(seed_path) as f:
                 text = f.read()
             # Split-input files: one piece.
             pieces = text.split("// -----")
             text = rng.choice(pieces)
-            for _ in range(rng.randint(0, 3)):
+            # Steps that are to run get fewer mutations: most mutants fail
+            # before soap-translate.
+            for _ in range(rng.randint(0, 1 if executable else 3)):
                 text = rng.choice(IR_MUTATORS)(text, rng)
             input_path = os.path.join(work, "input.mlir")
             with open(input_path, "w") as f:
                 f.write(text)
 
-            pipeline = list(rng.choice(PIPELINES))
             machine = rng.choice(machines)
             if rng.random() < 0.3:
                 with open(machine) as f:
@@ -271,29 +353,71 @@ def main():
                          .replace("SEED", str(rng.randint(0, 99)))
                          .replace("OUT", os.path.join(work, "out"))
                         for p in pipeline]
-            command = [soap_opt, input_path] + pipeline + [
-                "-o", os.path.join(work, "out.mlir")]
-            timed_out = False
-            try:
-                # In the work folder: an option mutated into a relative
-                # file name writes there.
-                run = subprocess.run(command, capture_output=True, text=True,
-                                     errors="replace", timeout=args.timeout,
-                                     cwd=work)
-                returncode, stderr = run.returncode, run.stderr
-            except subprocess.TimeoutExpired as e:
-                timed_out = True
-                returncode = None
-                stderr = (e.stderr or b"").decode(errors="replace") \
-                    if isinstance(e.stderr, bytes) else (e.stderr or "")
-            outcome = classify(returncode, stderr, timed_out)
+            out_path = os.path.join(work, "out.mlir")
+            for name in ("machine.json", "strategy.json", "checkpoint.bin",
+                         "step.exe"):
+                if os.path.exists(os.path.join(work, name)):
+                    os.remove(os.path.join(work, name))
+            # (command, allowed exit statuses, what to mutate before it).
+            steps = []
+            if pipeline[0] == "STRATEGY":
+                strategy = os.path.join(work, "strategy.json")
+                steps.append(([soap_opt, input_path,
+                               "--soap-apply-strategy=strategy=random:%d "
+                               "devices=4" % rng.randint(0, 99),
+                               "--soap-export-strategy=file=" + strategy,
+                               "-o", out_path], (0, 1), None))
+                pipeline = ["--soap-apply-strategy=strategy=" + strategy] + \
+                    pipeline[1:]
+                prepare = lambda path=strategy: mutate_json_file(path, rng)
+            else:
+                prepare = None
+            if executable:
+                pipeline = pipeline[:-1]
+            steps.append(([soap_opt, input_path] + pipeline +
+                          ["-o", out_path], (0, 1), prepare))
+            if executable:
+                exe = exe_path
+                checkpoint = os.path.join(work, "checkpoint.bin")
+                steps.append(([os.path.join(os.path.dirname(soap_opt),
+                                            "soap-translate"),
+                               "--soap-to-executable", out_path, "-o", exe],
+                              (0, 1), None))
+                steps.append(([exe, "--steps", "1", "--timeout", "60",
+                               "--save", checkpoint], EXECUTABLE_STATUSES,
+                              None))
+                if rng.random() < 0.6:
+                    steps.append(([exe, "--steps", "1", "--timeout", "60",
+                                   "--load", checkpoint], EXECUTABLE_STATUSES,
+                                  lambda: mutate_bytes(checkpoint, rng)))
+                else:
+                    steps.append(([exe, "--steps", "1", "--timeout", "60"] +
+                                  rng.choice(DRIVER_OPTIONS),
+                                  EXECUTABLE_STATUSES, None))
+            # The case's outcome: its first command that does not succeed.
+            for command, allowed, prepare in steps:
+                if prepare:
+                    prepare()
+                if command[0] == exe_path:
+                    reached["executable runs"] += 1
+                elif any(c.startswith("--soap-apply-strategy=strategy=/")
+                         for c in command):
+                    reached["mutated strategy files"] += 1
+                returncode, stderr, timed_out = run_command(
+                    command, args.timeout, work)
+                outcome = classify(returncode, stderr, timed_out, allowed)
+                if outcome != "ok":
+                    break
             counts[outcome] += 1
             if outcome in ("crash", "hang"):
                 keep = os.path.join(args.out, "%s-%06d" % (outcome, case))
                 os.makedirs(keep, exist_ok=True)
                 shutil.copy(input_path, os.path.join(keep, "input.mlir"))
-                if machine.startswith(work):
-                    shutil.copy(machine, os.path.join(keep, "machine.json"))
+                for name in ("machine.json", "strategy.json",
+                             "checkpoint.bin"):
+                    if os.path.exists(os.path.join(work, name)):
+                        shutil.copy(os.path.join(work, name),
+                                    os.path.join(keep, name))
                 with open(os.path.join(keep, "README"), "w") as f:
                     f.write("seed input: %s\nexit status: %s\ncommand:\n  %s\n"
                             "stderr (tail):\n%s\n" % (
@@ -315,6 +439,8 @@ def main():
           "with an error, %d crashes, %d hangs; saved in %s" % (
               case, elapsed, args.seed, counts["ok"], counts["error"],
               counts["crash"], counts["hang"], args.out))
+    print("soap_fuzz: reached %s" % ", ".join(
+        "%d %s" % (n, what) for what, n in reached.items()))
     sys.exit(1 if counts["crash"] or counts["hang"] else 0)
 
 

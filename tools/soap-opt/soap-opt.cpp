@@ -20,9 +20,17 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringRef.h"
+#include "llvm/Support/CrashRecoveryContext.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Process.h"
+#include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
+
+#include "mlir/Support/FileUtilities.h"
+
+#include <atomic>
 
 #include <vector>
 
@@ -128,6 +136,76 @@ static bool checkPassOptions(int argc, char **argv) {
   return ok;
 }
 
+/// Whether the input has been parsed: set when the pass pipeline is set up,
+/// which mlir-opt's driver does right after parsing.
+static std::atomic<bool> inputParsed{false};
+
+/// mlir-opt's driver on one input and output file, as upstream's
+/// MlirOptMain(argc, argv, ...) runs it, with the pass pipeline's setup
+/// noting that parsing is over.
+static mlir::LogicalResult runDriver(int argc, char **argv,
+                                     llvm::StringRef input,
+                                     llvm::StringRef output,
+                                     mlir::DialectRegistry &registry) {
+  mlir::MlirOptMainConfig config =
+      mlir::MlirOptMainConfig::createFromCLOptions();
+  if (config.shouldShowDialects() || config.shouldListPasses())
+    return mlir::MlirOptMain(argc, argv, input, output, registry);
+  mlir::MlirOptMainConfig given = config;
+  config.setPassPipelineSetupFn([given](mlir::PassManager &pm) {
+    inputParsed = true;
+    // From here on a crash is LLVM's usual one: a stack dump, then the
+    // signal.
+    llvm::CrashRecoveryContext::Disable();
+    return given.setupPassPipeline(pm);
+  });
+  std::string error;
+  std::unique_ptr<llvm::MemoryBuffer> file = mlir::openInputFile(input, &error);
+  if (!file) {
+    llvm::errs() << error << "\n";
+    return mlir::failure();
+  }
+  std::unique_ptr<llvm::ToolOutputFile> out =
+      mlir::openOutputFile(output, &error);
+  if (!out) {
+    llvm::errs() << error << "\n";
+    return mlir::failure();
+  }
+  if (mlir::failed(
+          mlir::MlirOptMain(out->os(), std::move(file), registry, config)))
+    return mlir::failure();
+  out->keep();
+  return mlir::success();
+}
+
+/// runDriver, with a crash while parsing turned into an error. MLIR 22's
+/// parser segfaults on some malformed input (an `array<index: ...>`
+/// attribute, llvm/llvm-project#179045; an out-of-range integer in
+/// linalg.transpose's permutation): the user gets a message naming the
+/// input instead of a stack dump. A crash after parsing (in a pass) still
+/// crashes with its stack dump: that is a bug to report.
+static mlir::LogicalResult runGuarded(int argc, char **argv,
+                                      llvm::StringRef input,
+                                      llvm::StringRef output,
+                                      mlir::DialectRegistry &registry) {
+  llvm::CrashRecoveryContext::Enable();
+  llvm::CrashRecoveryContext context;
+  mlir::LogicalResult result = mlir::failure();
+  if (context.RunSafely(
+          [&] { result = runDriver(argc, argv, input, output, registry); }))
+    return result;
+  if (!inputParsed) {
+    llvm::errs() << "error: MLIR's parser crashed reading '" << input
+                 << "': a bug of Debian's MLIR 22 on malformed input (e.g. "
+                    "an array<index: ...> attribute, llvm/llvm-project#179045, "
+                    "or an integer too large for linalg.transpose's "
+                    "permutation); the errors above, if any, say where\n";
+    llvm::errs().flush();
+    llvm::sys::Process::Exit(1, /*NoCleanup=*/true);
+  }
+  return mlir::failure(); // Not reached: past parsing, crashes are not caught.
+}
+
 /// Runs mlir-opt's driver with its output in a temporary file, then puts
 /// that file in place with soap::writeFileAtomically: a failed run leaves
 /// `-o F` as it was (never empty, never half written), a link is written
@@ -141,7 +219,7 @@ static mlir::LogicalResult optMain(int argc, char **argv,
       "SOAP passes are the --soap-* options below.\n",
       registry);
   if (output == "-")
-    return mlir::MlirOptMain(argc, argv, input, output, registry);
+    return runGuarded(argc, argv, input, output, registry);
   llvm::SmallString<128> temporary;
   if (std::error_code ec = llvm::sys::fs::createTemporaryFile(
           "soap-opt", "mlir", temporary)) {
@@ -150,7 +228,7 @@ static mlir::LogicalResult optMain(int argc, char **argv,
     return mlir::failure();
   }
   mlir::LogicalResult result =
-      mlir::MlirOptMain(argc, argv, input, temporary, registry);
+      runGuarded(argc, argv, input, temporary, registry);
   if (mlir::succeeded(result)) {
     auto bytes = llvm::MemoryBuffer::getFile(temporary, /*IsText=*/false);
     std::string error;
@@ -169,6 +247,8 @@ static mlir::LogicalResult optMain(int argc, char **argv,
 }
 
 int main(int argc, char **argv) {
+  // Stack dumps on a crash (upstream's MlirOptMain does the same).
+  llvm::InitLLVM initLLVM(argc, argv);
   // An error names its location (file:line:col and the source line) and
   // is not followed by the op it is about: for SOAP's whole-module passes
   // that op is the module, thousands of lines. Upstream's default prints
