@@ -6,11 +6,13 @@
 #include "soap/Partition/BatchDimensions.h"
 
 #include "Reductions.h"
+#include "ScatterLoops.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Matchers.h"
+#include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SetVector.h"
 
 #include <numeric>
@@ -39,6 +41,81 @@ struct PartialReduction {
   /// adds them, the others start from the combination's identity.
   bool initHoldsValues;
 };
+
+/// Runs the scatter-add nest `loop` over each rank's rows when every value
+/// split along the batch that it reads (`uses`, each with its batch
+/// dimension, at the local size) is indexed there by a loop that only sums:
+/// those loops run over the local rows, the nest starts from zeros on all
+/// ranks but rank 0, and its result is all_reduced. Fails (changing
+/// nothing) otherwise.
+static LogicalResult
+splitScatterAdd(scf::ForOp loop,
+                ArrayRef<std::pair<OpOperand *, unsigned>> uses,
+                int64_t devices, Value rank, ArrayRef<int64_t> group) {
+  std::optional<partition::ScatterAddNest> nest =
+      partition::matchScatterAdd(loop);
+  if (!nest)
+    return failure();
+  auto indexes = [](const partition::LoopRead &read, OpOperand *use,
+                    unsigned dim) {
+    return read.tensor == use && read.dim == dim;
+  };
+  // The loop that indexes each use at its batch dimension.
+  llvm::SmallSetVector<unsigned, 4> split;
+  for (auto [use, dim] : uses) {
+    std::optional<unsigned> found;
+    for (auto [index, reads] : llvm::enumerate(nest->summable))
+      if (reads && llvm::any_of(*reads, [&](const partition::LoopRead &r) {
+            return indexes(r, use, dim);
+          }))
+        found = index;
+    if (!found)
+      return failure();
+    split.insert(*found);
+  }
+  // Such a loop reads nothing but rows of the batch, all of the same size.
+  SmallVector<int64_t> localCounts;
+  for (unsigned index : split) {
+    std::optional<int64_t> rows;
+    for (const partition::LoopRead &read : *nest->summable[index]) {
+      if (!llvm::any_of(uses, [&](auto use) {
+            return indexes(read, use.first, use.second);
+          }))
+        return failure();
+      int64_t size = cast<RankedTensorType>(read.tensor->get().getType())
+                         .getDimSize(read.dim);
+      if (rows && *rows != size)
+        return failure();
+      rows = size;
+    }
+    if (!rows || *rows * devices != nest->tripCounts[index])
+      return failure();
+    localCounts.push_back(*rows);
+  }
+  for (auto [index, count] : llvm::zip_equal(split, localCounts))
+    nest->setTripCount(index, count);
+
+  OpBuilder builder(loop);
+  Location loc = loop.getLoc();
+  Value init = nest->init();
+  auto type = cast<RankedTensorType>(init.getType());
+  if (!isIdentityFill(init, ReductionKind::sum)) {
+    Value zeros = identityFilled(builder, loc, type, ReductionKind::sum);
+    Value first =
+        arith::CmpIOp::create(builder, loc, arith::CmpIPredicate::eq, rank,
+                              arith::ConstantIndexOp::create(builder, loc, 0));
+    loop.getInitArgsMutable()[0].assign(
+        arith::SelectOp::create(builder, loc, first, init, zeros));
+  }
+  builder.setInsertionPointAfter(loop);
+  Value result = nest->result();
+  auto combined = AllReduceOp::create(
+      builder, loc, type,
+      ReductionKindAttr::get(loop.getContext(), ReductionKind::sum), result,
+      builder.getDenseI64ArrayAttr(group));
+  result.replaceAllUsesExcept(combined.getResult(), combined);
+  return success();
+}
 
 LogicalResult soap::partitionBatch(func::FuncOp function, int64_t devices) {
   if (devices < 1)
@@ -174,15 +251,30 @@ LogicalResult soap::partitionBatch(func::FuncOp function, int64_t devices) {
     result.replaceAllUsesExcept(combined.getResult(), combined);
   }
 
-  // Ops the batch closure does not go through (the scatter-add loop of a
-  // gather's gradient, a body that reads a split tensor with
-  // tensor.extract) read what they use from the batch whole: gathered over
-  // the ranks before the op of the function's body they are in, which then
-  // runs whole on every rank.
+  // A scatter-add nest (a gather's gradient) whose loops index the batch
+  // of what it reads, directly, runs over the rank's rows: it sums the
+  // rank's part of the gradient, and the parts are added up.
+  llvm::MapVector<Operation *, SmallVector<std::pair<OpOperand *, unsigned>>>
+      usesByOp;
+  for (auto [use, dim] : batchDims->getGatheredUses())
+    usesByOp[entry.findAncestorOpInBlock(*use->getOwner())].push_back(
+        {use, dim});
+  llvm::DenseSet<Operation *> summedOps;
+  for (auto &[top, uses] : usesByOp)
+    if (auto loop = dyn_cast<scf::ForOp>(top))
+      if (succeeded(splitScatterAdd(loop, uses, devices, rank, group)))
+        summedOps.insert(top);
+
+  // Ops the batch closure does not go through otherwise (a body that reads
+  // a split tensor with tensor.extract) read what they use from the batch
+  // whole: gathered over the ranks before the op of the function's body
+  // they are in, which then runs whole on every rank.
   llvm::DenseMap<std::pair<Value, Operation *>, Value> wholeValues;
   llvm::SetVector<Operation *> wholeOps;
   for (auto [use, dim] : batchDims->getGatheredUses()) {
     Operation *top = entry.findAncestorOpInBlock(*use->getOwner());
+    if (summedOps.contains(top))
+      continue;
     Value local = use->get();
     Value &whole = wholeValues[{local, top}];
     if (!whole) {

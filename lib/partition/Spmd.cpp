@@ -29,6 +29,7 @@
 
 #include "RankTables.h"
 #include "Reductions.h"
+#include "ScatterLoops.h"
 
 #include "soap/Dialect/PartitionableInterface.h"
 #include "soap/Dialect/SoapDialect.h"
@@ -41,6 +42,7 @@
 #include "mlir/Transforms/RegionUtils.h"
 #include "llvm/ADT/MapVector.h"
 
+#include <map>
 #include <numeric>
 
 using namespace mlir;
@@ -187,6 +189,7 @@ private:
   LogicalResult partitionLinalg(linalg::LinalgOp op, const LinalgLoops &nest,
                                 const Plan &plan);
   LogicalResult runReplicated(Operation *op);
+  LogicalResult partitionScatterAdd(scf::ForOp loop);
   void recordSplat(Operation *op);
   LogicalResult partitionReshape(Operation *op);
   LogicalResult partitionPassThrough(Operation *op);
@@ -1040,6 +1043,113 @@ LogicalResult SpmdPartitioner::runReplicated(Operation *op) {
   return success();
 }
 
+/// A scatter-add nest (a gather's gradient, lib/partition/ScatterLoops.h)
+/// whose summing loops index tensors split along those dimensions runs
+/// each such loop over the part its device holds: every device adds its
+/// part of the gradient into zeros, a partial sum that a consumer needing
+/// the whole gradient all_reduces (data parallelism's gradient of an
+/// embedding table). Fails, changing nothing, when no loop can be split
+/// that way.
+LogicalResult SpmdPartitioner::partitionScatterAdd(scf::ForOp loop) {
+  std::optional<ScatterAddNest> nest = matchScatterAdd(loop);
+  if (!nest || !isIdentityFill(nest->init(), ReductionKind::sum))
+    return failure();
+  // Per split loop: each device's offset, and the local trip count.
+  struct Split {
+    SmallVector<int64_t> offsets;
+    int64_t count;
+  };
+  llvm::SmallDenseMap<unsigned, Split> splits;
+  for (auto [index, reads] : llvm::enumerate(nest->summable)) {
+    if (!reads)
+      continue;
+    for (const LoopRead &read : *reads) {
+      std::optional<Piece> layout = layoutOf(read.tensor->get());
+      auto type = cast<RankedTensorType>(read.tensor->get().getType());
+      if (!layout || layout->partial ||
+          type.getDimSize(read.dim) != nest->tripCounts[index] ||
+          llvm::any_of(layout->boxes, [](auto &box) { return !box; }))
+        continue;
+      Split split{{}, layout->boxes.front()->sizes[read.dim]};
+      for (const std::optional<Box> &box : layout->boxes)
+        split.offsets.push_back(box->offsets[read.dim]);
+      if (split.count == nest->tripCounts[index] ||
+          llvm::any_of(layout->boxes, [&](auto &box) {
+            return box->sizes[read.dim] != split.count;
+          }))
+        continue;
+      splits[index] = std::move(split);
+      break;
+    }
+  }
+  if (splits.empty())
+    return failure();
+
+  // Every read of a tensor a split loop indexes must index that dimension
+  // with that loop: the tensor is then held in its part on each device.
+  llvm::MapVector<Value, llvm::SmallDenseMap<unsigned, unsigned>> splitDims;
+  for (auto &[index, split] : splits)
+    for (const LoopRead &read : *nest->summable[index]) {
+      auto [it, inserted] =
+          splitDims[read.tensor->get()].try_emplace(read.dim, index);
+      if (!inserted && it->second != index)
+        return failure();
+    }
+  for (auto &[tensor, dims] : splitDims)
+    for (Operation *user : tensor.getUsers()) {
+      if (!loop->isProperAncestor(user))
+        continue;
+      auto extract = dyn_cast<tensor::ExtractOp>(user);
+      if (!extract)
+        return failure();
+      for (auto [dim, index] : dims)
+        if (extract.getIndices()[dim] != nest->loops[index].getInductionVar())
+          return failure();
+    }
+
+  // The task of each device: which part of the split loops it runs.
+  SmallVector<int64_t> tasks(numDevices);
+  std::map<SmallVector<int64_t>, int64_t> taskOf;
+  for (int64_t device = 0; device < numDevices; ++device) {
+    SmallVector<int64_t> part;
+    for (auto &[index, split] : splits)
+      part.push_back(split.offsets[device]);
+    tasks[device] = taskOf.try_emplace(part, taskOf.size()).first->second;
+  }
+
+  Location loc = loop.getLoc();
+  b.setInsertionPoint(loop);
+  IRMapping mapping = plain;
+  SmallVector<Value> reads(loop->getOperands());
+  llvm::SetVector<Value> captured;
+  getUsedValuesDefinedAbove(loop->getRegions(), captured);
+  reads.append(captured.begin(), captured.end());
+  for (Value value : reads) {
+    auto type = dyn_cast<RankedTensorType>(value.getType());
+    if (!type || mapping.contains(value))
+      continue;
+    if (!type.hasStaticShape())
+      return loop->emitError() << kPass << ": operand of type " << type
+                               << " needs a static shape";
+    DeviceBoxes target = everywhere(type);
+    if (auto dims = splitDims.find(value); dims != splitDims.end())
+      for (int64_t device = 0; device < numDevices; ++device)
+        for (auto [dim, index] : dims->second) {
+          target[device]->offsets[dim] = splits[index].offsets[device];
+          target[device]->sizes[dim] = splits[index].count;
+        }
+    mapping.map(value, materialize(value, target, loc));
+  }
+  auto local = cast<scf::ForOp>(b.clone(*loop, mapping));
+  std::optional<ScatterAddNest> localNest = matchScatterAdd(local);
+  for (auto &[index, split] : splits)
+    localNest->setTripCount(index, split.count);
+  auto type = cast<RankedTensorType>(loop.getResult(0).getType());
+  dist[loop.getResult(0)].pieces.push_back(
+      Piece{local.getResult(0), everywhere(type), tasks, ReductionKind::sum});
+  return success();
+}
+
 /// tensor.empty, a fill of a splat, and splat constants.
 static bool isSplat(Operation *op,
                     const llvm::DenseMap<Value, DistValue> &dist) {
@@ -1542,6 +1652,9 @@ LogicalResult SpmdPartitioner::run() {
       partitionReturn(ret);
       continue;
     }
+    if (auto loop = dyn_cast<scf::ForOp>(op);
+        loop && succeeded(partitionScatterAdd(loop)))
+      continue;
     if (failed(runReplicated(op)))
       return failure();
   }
