@@ -188,6 +188,13 @@ private:
   // Rewriting.
   LogicalResult partitionLinalg(linalg::LinalgOp op, const LinalgLoops &nest,
                                 const Plan &plan);
+  /// Every tensor `op` reads (operands, values its regions capture) as a
+  /// local value holding `targetOf(value, type)` on each device; `moved` is
+  /// set when one was not there already.
+  FailureOr<IRMapping>
+  localReads(Operation *op,
+             function_ref<DeviceBoxes(Value, RankedTensorType)> targetOf,
+             bool &moved);
   LogicalResult runReplicated(Operation *op);
   LogicalResult partitionScatterAdd(scf::ForOp loop);
   void recordSplat(Operation *op);
@@ -1001,11 +1008,11 @@ LogicalResult SpmdPartitioner::partitionLinalg(linalg::LinalgOp op,
   return success();
 }
 
-LogicalResult SpmdPartitioner::runReplicated(Operation *op) {
+FailureOr<IRMapping> SpmdPartitioner::localReads(
+    Operation *op, function_ref<DeviceBoxes(Value, RankedTensorType)> targetOf,
+    bool &moved) {
   Location loc = op->getLoc();
-  b.setInsertionPoint(op);
   IRMapping mapping = plain;
-  bool moved = false;
   SmallVector<Value> reads(op->getOperands());
   llvm::SetVector<Value> captured;
   getUsedValuesDefinedAbove(op->getRegions(), captured);
@@ -1017,17 +1024,29 @@ LogicalResult SpmdPartitioner::runReplicated(Operation *op) {
     if (!type.hasStaticShape())
       return op->emitError() << kPass << ": operand of type " << type
                              << " needs a static shape";
+    DeviceBoxes target = targetOf(value, type);
     DistValue &distValue = dist[value];
     if (!distValue.splat && !distValue.transpose &&
         llvm::none_of(distValue.pieces, [&](const Piece &piece) {
-          return covers(piece, everywhere(type));
+          return covers(piece, target);
         }))
       moved = true;
-    mapping.map(value, materialize(value, everywhere(type), loc));
+    mapping.map(value, materialize(value, target, loc));
   }
+  return mapping;
+}
+
+LogicalResult SpmdPartitioner::runReplicated(Operation *op) {
+  b.setInsertionPoint(op);
+  bool moved = false;
+  FailureOr<IRMapping> mapping = localReads(
+      op, [&](Value, RankedTensorType type) { return everywhere(type); },
+      moved);
+  if (failed(mapping))
+    return failure();
   if (moved && !isa<func::ReturnOp>(op))
     ++replicatedOps[op->getName().getStringRef()];
-  Operation *local = b.clone(*op, mapping);
+  Operation *local = b.clone(*op, *mapping);
   local->removeAttr(SoapDialect::getConfigAttrName());
   for (auto [result, localResult] :
        llvm::zip(op->getResults(), local->getResults())) {
@@ -1117,30 +1136,24 @@ LogicalResult SpmdPartitioner::partitionScatterAdd(scf::ForOp loop) {
     tasks[device] = taskOf.try_emplace(part, taskOf.size()).first->second;
   }
 
-  Location loc = loop.getLoc();
   b.setInsertionPoint(loop);
-  IRMapping mapping = plain;
-  SmallVector<Value> reads(loop->getOperands());
-  llvm::SetVector<Value> captured;
-  getUsedValuesDefinedAbove(loop->getRegions(), captured);
-  reads.append(captured.begin(), captured.end());
-  for (Value value : reads) {
-    auto type = dyn_cast<RankedTensorType>(value.getType());
-    if (!type || mapping.contains(value))
-      continue;
-    if (!type.hasStaticShape())
-      return loop->emitError() << kPass << ": operand of type " << type
-                               << " needs a static shape";
-    DeviceBoxes target = everywhere(type);
-    if (auto dims = splitDims.find(value); dims != splitDims.end())
-      for (int64_t device = 0; device < numDevices; ++device)
-        for (auto [dim, index] : dims->second) {
-          target[device]->offsets[dim] = splits[index].offsets[device];
-          target[device]->sizes[dim] = splits[index].count;
-        }
-    mapping.map(value, materialize(value, target, loc));
-  }
-  auto local = cast<scf::ForOp>(b.clone(*loop, mapping));
+  bool moved = false;
+  FailureOr<IRMapping> mapping = localReads(
+      loop,
+      [&](Value value, RankedTensorType type) {
+        DeviceBoxes target = everywhere(type);
+        if (auto dims = splitDims.find(value); dims != splitDims.end())
+          for (int64_t device = 0; device < numDevices; ++device)
+            for (auto [dim, index] : dims->second) {
+              target[device]->offsets[dim] = splits[index].offsets[device];
+              target[device]->sizes[dim] = splits[index].count;
+            }
+        return target;
+      },
+      moved);
+  if (failed(mapping))
+    return failure();
+  auto local = cast<scf::ForOp>(b.clone(*loop, *mapping));
   std::optional<ScatterAddNest> localNest = matchScatterAdd(local);
   for (auto &[index, split] : splits)
     localNest->setTripCount(index, split.count);
