@@ -4,6 +4,7 @@
 # anything fails.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+started=$(date +%s)
 BUILD_DIR=${SOAP_BUILD_DIR:-build}
 export SOAP_BUILD_DIR=$BUILD_DIR
 
@@ -43,6 +44,29 @@ int_line=$(grep -E 'tests passed' "$int_log" || true)
 rm -f "$int_log"
 [ "$int_rc" -eq 0 ] || failed=1
 summary+=("integration: ${int_line:-no result}")
+
+# Sanitizers: AddressSanitizer + UndefinedBehaviorSanitizer build of
+# soap-opt, soap-zoo and the unit tests in a second folder
+# (scripts/sanitize.sh). Its cold build takes about 20 minutes on 2 cores;
+# CI's limit is 90 for all of this script, so it is skipped, saying so, when
+# the suites above took more than SOAP_SANITIZE_AFTER_MIN minutes (default
+# 40). SOAP_SANITIZE=0 skips it, SOAP_SANITIZE=1 always runs it.
+elapsed_min=$(( ($(date +%s) - started) / 60 ))
+sanitize=${SOAP_SANITIZE:-auto}
+if [ "$sanitize" = auto ] && [ "$elapsed_min" -gt "${SOAP_SANITIZE_AFTER_MIN:-40}" ]; then
+  summary+=("sanitizers:  skipped: the suites above took ${elapsed_min} min (SOAP_SANITIZE=1 forces it)")
+elif [ "$sanitize" = 0 ]; then
+  summary+=("sanitizers:  skipped (SOAP_SANITIZE=0)")
+else
+  san_log=$(mktemp)
+  SOAP_ASAN_DIR=${SOAP_ASAN_DIR:-$BUILD_DIR-asan} ./scripts/sanitize.sh 2>&1 | tee "$san_log"
+  san_rc=${PIPESTATUS[0]}
+  san_lit=$(grep -oE 'Passed *: *[0-9]+' "$san_log" | grep -oE '[0-9]+$' | tail -1 || echo 0)
+  san_unit=$(grep -oE '[0-9]+ tests? from [0-9]+ test suites? ran' "$san_log" | grep -oE '^[0-9]+' || echo 0)
+  rm -f "$san_log"
+  [ "$san_rc" -eq 0 ] || failed=1
+  summary+=("sanitizers:  $([ "$san_rc" -eq 0 ] && echo passed || echo FAILED): unit ${san_unit:-0}, lit ${san_lit:-0} (ASan + UBSan)")
+fi
 
 echo
 echo "== SOAP test summary =="

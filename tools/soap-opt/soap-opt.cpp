@@ -188,6 +188,11 @@ static mlir::LogicalResult runGuarded(int argc, char **argv,
                                       llvm::StringRef input,
                                       llvm::StringRef output,
                                       mlir::DialectRegistry &registry) {
+#if defined(__SANITIZE_ADDRESS__)
+  // Under AddressSanitizer (scripts/sanitize.sh) a crash is its report and
+  // its exit status, never an error message.
+  return runDriver(argc, argv, input, output, registry);
+#endif
   llvm::CrashRecoveryContext::Enable();
   llvm::CrashRecoveryContext context;
   mlir::LogicalResult result = mlir::failure();
