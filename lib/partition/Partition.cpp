@@ -259,35 +259,31 @@ LogicalResult soap::partitionBatch(func::FuncOp function, int64_t devices) {
   for (auto [use, dim] : batchDims->getGatheredUses())
     usesByOp[entry.findAncestorOpInBlock(*use->getOwner())].push_back(
         {use, dim});
-  llvm::DenseSet<Operation *> summedOps;
-  for (auto &[top, uses] : usesByOp)
-    if (auto loop = dyn_cast<scf::ForOp>(top))
-      if (succeeded(splitScatterAdd(loop, uses, devices, rank, group)))
-        summedOps.insert(top);
-
   // Ops the batch closure does not go through otherwise (a body that reads
   // a split tensor with tensor.extract) read what they use from the batch
   // whole: gathered over the ranks before the op of the function's body
   // they are in, which then runs whole on every rank.
-  llvm::DenseMap<std::pair<Value, Operation *>, Value> wholeValues;
-  llvm::SetVector<Operation *> wholeOps;
-  for (auto [use, dim] : batchDims->getGatheredUses()) {
-    Operation *top = entry.findAncestorOpInBlock(*use->getOwner());
-    if (summedOps.contains(top))
+  SmallVector<Operation *> wholeOps;
+  for (auto &[top, uses] : usesByOp) {
+    if (auto loop = dyn_cast<scf::ForOp>(top);
+        loop && succeeded(splitScatterAdd(loop, uses, devices, rank, group)))
       continue;
-    Value local = use->get();
-    Value &whole = wholeValues[{local, top}];
-    if (!whole) {
-      auto type = cast<RankedTensorType>(local.getType());
-      SmallVector<int64_t> shape(type.getShape());
-      shape[dim] *= devices;
-      builder.setInsertionPoint(top);
-      whole = AllGatherOp::create(builder, top->getLoc(), type.clone(shape),
-                                  local, builder.getI64IntegerAttr(dim),
-                                  builder.getDenseI64ArrayAttr(group));
+    llvm::DenseMap<Value, Value> wholeValues;
+    for (auto [use, dim] : uses) {
+      Value local = use->get();
+      Value &whole = wholeValues[local];
+      if (!whole) {
+        auto type = cast<RankedTensorType>(local.getType());
+        SmallVector<int64_t> shape(type.getShape());
+        shape[dim] *= devices;
+        builder.setInsertionPoint(top);
+        whole = AllGatherOp::create(builder, top->getLoc(), type.clone(shape),
+                                    local, builder.getI64IntegerAttr(dim),
+                                    builder.getDenseI64ArrayAttr(group));
+      }
+      use->set(whole);
     }
-    use->set(whole);
-    wholeOps.insert(top);
+    wholeOps.push_back(top);
   }
   for (Operation *op : wholeOps)
     op->emitWarning() << kPass << ": '" << op->getName()

@@ -44,7 +44,7 @@ struct ScatterAddNest {
   /// The nest's result, the gradient.
   mlir::Value result() const { return loops.front()->getResult(0); }
   /// The tensor it starts from.
-  mlir::Value init() const { return loops.front()->getOperand(3); }
+  mlir::Value init() { return loops.front().getInitArgs()[0]; }
   /// Makes loop `loop` run `count` times from 0.
   void setTripCount(unsigned loop, int64_t count);
 };

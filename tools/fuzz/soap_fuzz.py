@@ -192,19 +192,14 @@ def mutate_option(arg, rng):
 
 
 def mutate_json(value, rng, depth=0):
-    if isinstance(value, dict) and value:
-        key = rng.choice(sorted(value))
+    if isinstance(value, (dict, list)) and value:
+        # One key or index (the same draw for both: choice over a range).
+        key = rng.choice(sorted(value) if isinstance(value, dict)
+                         else range(len(value)))
         if rng.random() < 0.15:
             del value[key]
         else:
             value[key] = mutate_json(value[key], rng, depth + 1)
-        return value
-    if isinstance(value, list) and value:
-        i = rng.randrange(len(value))
-        if rng.random() < 0.15:
-            del value[i]
-        else:
-            value[i] = mutate_json(value[i], rng, depth + 1)
         return value
     if isinstance(value, bool):
         return rng.choice([not value, "yes", 0])

@@ -192,7 +192,7 @@ static mlir::LogicalResult runGuarded(int argc, char **argv,
   // Under AddressSanitizer (scripts/sanitize.sh) a crash is its report and
   // its exit status, never an error message.
   return runDriver(argc, argv, input, output, registry);
-#endif
+#else
   llvm::CrashRecoveryContext::Enable();
   llvm::CrashRecoveryContext context;
   mlir::LogicalResult result = mlir::failure();
@@ -209,6 +209,7 @@ static mlir::LogicalResult runGuarded(int argc, char **argv,
     llvm::sys::Process::Exit(1, /*NoCleanup=*/true);
   }
   return mlir::failure(); // Not reached: past parsing, crashes are not caught.
+#endif
 }
 
 /// Runs mlir-opt's driver with its output in a temporary file, then puts
