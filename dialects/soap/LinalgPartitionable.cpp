@@ -2,10 +2,13 @@
 //
 // Every linalg structured op (named ops, convolutions, pooling, generic,
 // fill, transpose, broadcast, reduce, ...) is a loop nest with indexing maps,
-// so one external model serves them all.
+// so one external model serves them all. A gather (soap/Dialect/Gather.h)
+// has a lookup loop more per data-indexed dimension of its table, and reads
+// the table through them.
 //
 //===----------------------------------------------------------------------===//
 
+#include "soap/Dialect/Gather.h"
 #include "soap/Dialect/PartitionableInterface.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -36,11 +39,30 @@ struct LinalgPartitionableModel
     : public PartitionableOpInterface::ExternalModel<
           LinalgPartitionableModel<OpTy>, OpTy> {
   SmallVector<int64_t> getLoopSizes(Operation *op) const {
-    return cast<linalg::LinalgOp>(op).getStaticLoopRanges();
+    SmallVector<int64_t> sizes =
+        cast<linalg::LinalgOp>(op).getStaticLoopRanges();
+    if (std::optional<GatherLookup> gather = matchGather(op))
+      sizes.append(gather->lookupSizes);
+    return sizes;
   }
 
   SmallVector<utils::IteratorType> getLoopIteratorTypes(Operation *op) const {
-    return cast<linalg::LinalgOp>(op).getIteratorTypesArray();
+    SmallVector<utils::IteratorType> iterators =
+        cast<linalg::LinalgOp>(op).getIteratorTypesArray();
+    if (std::optional<GatherLookup> gather = matchGather(op))
+      iterators.append(gather->lookupSizes.size(),
+                       utils::IteratorType::reduction);
+    return iterators;
+  }
+
+  SmallVector<bool> getLookupLoops(Operation *op) const {
+    std::optional<GatherLookup> gather = matchGather(op);
+    if (!gather)
+      return {};
+    SmallVector<bool> lookups(gather->numLoops(), false);
+    for (unsigned l = gather->numOpLoops; l < gather->numLoops(); ++l)
+      lookups[l] = true;
+    return lookups;
   }
 
   SmallVector<std::string> getLoopNames(Operation *op) const {
@@ -78,11 +100,28 @@ struct LinalgPartitionableModel
         nameLoops(names, dims->k, {}, "k");
       }
     }
+    if (std::optional<GatherLookup> gather = matchGather(op)) {
+      SmallVector<unsigned> lookups;
+      for (unsigned l = numLoops; l < gather->numLoops(); ++l) {
+        names.emplace_back();
+        lookups.push_back(l);
+      }
+      nameLoops(names, lookups, {}, "v");
+    }
     return names;
   }
 
   SmallVector<OperandAccess> getOperandAccesses(Operation *op) const {
     auto linalgOp = cast<linalg::LinalgOp>(op);
+    std::optional<GatherLookup> gather = matchGather(op);
+    // Every map ranges over all the loops, lookup loops included.
+    auto mapOf = [&](OpOperand *operand) {
+      AffineMap map = linalgOp.getMatchingIndexingMap(operand);
+      if (!gather)
+        return map;
+      return AffineMap::get(gather->numLoops(), 0, map.getResults(),
+                            op->getContext());
+    };
     SmallVector<OperandAccess> accesses;
     for (OpOperand *input : linalgOp.getDpsInputOperands()) {
       if (!isa<RankedTensorType, MemRefType>(input->get().getType()))
@@ -91,22 +130,25 @@ struct LinalgPartitionableModel
       AccessRole role = linalgOp.payloadUsesValueFromOperand(input)
                             ? AccessRole::Read
                             : AccessRole::Unread;
-      accesses.push_back(
-          {input->get(), linalgOp.getMatchingIndexingMap(input), role});
+      accesses.push_back({input->get(), mapOf(input), role});
     }
     for (OpOperand &init : linalgOp.getDpsInitsMutable()) {
       AccessRole role = linalgOp.payloadUsesValueFromOperand(&init)
                             ? AccessRole::Read
                             : AccessRole::Unread;
-      accesses.push_back({init.get(), linalgOp.getMatchingIndexingMap(&init),
-                          role, /*isDestination=*/true});
+      accesses.push_back(
+          {init.get(), mapOf(&init), role, /*isDestination=*/true});
     }
+    // After the outputs, as the tensors a body reads from above follow the
+    // operands (soap-profile's kernels take them in that order).
+    if (gather)
+      accesses.push_back(
+          {gather->table(), gather->tableMap(), AccessRole::Read});
     for (OpOperand &init : linalgOp.getDpsInitsMutable()) {
       if (!linalgOp.hasPureTensorSemantics())
         break;
-      accesses.push_back({linalgOp.getTiedOpResult(&init),
-                          linalgOp.getMatchingIndexingMap(&init),
-                          AccessRole::Write});
+      accesses.push_back(
+          {linalgOp.getTiedOpResult(&init), mapOf(&init), AccessRole::Write});
     }
     return accesses;
   }
@@ -116,6 +158,9 @@ struct LinalgPartitionableModel
   /// 1 for max pooling, 0 for fill, copy and transpose.
   double getFlopsPerIteration(Operation *op) const {
     auto linalgOp = cast<linalg::LinalgOp>(op);
+    // A gather moves data and computes nothing but its indices.
+    if (matchGather(op))
+      return 0;
     Block *body = linalgOp.getBlock();
     if (!body)
       return 0;

@@ -63,6 +63,8 @@ LoopNest soap::getLoopNest(PartitionableOpInterface op) {
   for (int64_t size : op.getLoopSizes())
     nest.loopSizes.push_back(ShapedType::isDynamic(size) ? -1 : size);
   nest.flopsPerIteration = op.getFlopsPerIteration();
+  for (bool lookup : op.getLookupLoops())
+    nest.lookupLoops.push_back(lookup);
   for (const OperandAccess &access : op.getOperandAccesses()) {
     TensorAccess tensor;
     tensor.role = access.role;

@@ -31,6 +31,18 @@ def Soap_PartitionableOpInterface : OpInterface<"PartitionableOpInterface"> {
       }],
       "::llvm::SmallVector<::soap::OperandAccess>", "getOperandAccesses">,
     InterfaceMethod<[{
+        Per loop, whether it is a lookup loop: a loop over the rows of a
+        table that the op reads at indices computed from data (a gather,
+        soap/Dialect/Gather.h). A point of the other loops reads one row; a
+        task that covers part of a lookup loop holds those rows and yields
+        zero where its row is elsewhere, so tasks along it hold partial sums.
+        Lookup loops add no work: a task's points are those of the other
+        loops. Empty when the op has none.
+      }],
+      "::llvm::SmallVector<bool>", "getLookupLoops", (ins), [{}], [{
+        return {};
+      }]>,
+    InterfaceMethod<[{
         Floating-point (or integer) operations per point of the iteration
         space.
       }],

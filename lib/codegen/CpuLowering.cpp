@@ -394,6 +394,12 @@ LogicalResult codegen::prepareEntry(ModuleOp module, StringRef entryName,
 
   giveResultsOwnBuffers(entry);
 
+  // Partition configs say how to split ops that are split by now (or that
+  // run whole on one device): the lowering rewrites the ops they describe
+  // (a gather's table becomes a buffer), so they go first.
+  module.walk(
+      [](Operation *op) { op->removeAttr(SoapDialect::getConfigAttrName()); });
+
   // SPMD programs: guards, the rank and communication (on tensors, so that
   // bufferization gives every result a buffer of its own).
   return codegen::lowerCommunicationOps(module);

@@ -11,7 +11,8 @@
 //      first and lowered to an scf.parallel over them (reductions as scf.for
 //      inside); the scf.parallel becomes a gpu.launch of 256-thread blocks,
 //      one thread per point of the parallel loops (an op without parallel
-//      loops runs on one thread);
+//      loops runs on one thread, as do loop nests on buffers: a gather's
+//      scatter-add gradient);
 //   4. constants that kernels read are copied to device memory at the start
 //      of the step;
 //   5. kernels are outlined, compiled through NVVM to PTX (or a fatbin) and
@@ -133,15 +134,62 @@ void copiesToLinalg(ModuleOp module) {
   }
 }
 
+/// `op` alone in a marked scf.execute_region: a kernel.
+static void markKernel(RewriterBase &rewriter, Operation *op) {
+  rewriter.setInsertionPoint(op);
+  auto region =
+      scf::ExecuteRegionOp::create(rewriter, op->getLoc(), TypeRange{});
+  region->setAttr(kKernelMarker, rewriter.getUnitAttr());
+  Block &block = region.getRegion().emplaceBlock();
+  op->moveBefore(&block, block.end());
+  rewriter.setInsertionPointToEnd(&block);
+  scf::YieldOp::create(rewriter, op->getLoc());
+}
+
+/// A loop nest on buffers that only loads, stores and computes (a gather's
+/// scatter-add gradient, lib/autodiff/GatherGradient.cpp, once bufferized
+/// in place): device code. Loops over buffers of `index` or `i1` (the
+/// lowered deallocation's ownership bookkeeping) are host code.
+static bool isDeviceLoopNest(scf::ForOp loop) {
+  if (loop->getNumResults() != 0)
+    return false;
+  bool touchesMemory = false;
+  WalkResult walk = loop.getBody()->walk([&](Operation *op) {
+    if (isa<memref::LoadOp, memref::StoreOp>(op)) {
+      Value buffer = isa<memref::LoadOp>(op)
+                         ? cast<memref::LoadOp>(op).getMemRef()
+                         : cast<memref::StoreOp>(op).getMemRef();
+      Type element = cast<MemRefType>(buffer.getType()).getElementType();
+      if (element.isIndex() || element.isInteger(1))
+        return WalkResult::interrupt();
+      touchesMemory = true;
+      return WalkResult::advance();
+    }
+    if (isa<scf::ForOp, scf::IfOp, scf::YieldOp>(op) || isPure(op))
+      return WalkResult::advance();
+    return WalkResult::interrupt();
+  });
+  return touchesMemory && !walk.wasInterrupted();
+}
+
 /// Each linalg op left on buffers: generalized, parallel loops first, alone
-/// in a marked scf.execute_region.
+/// in a marked scf.execute_region. Device loop nests too (they run on one
+/// thread).
 void isolateKernels(ModuleOp module) {
   SmallVector<linalg::LinalgOp> ops;
-  module.walk([&](linalg::LinalgOp op) {
-    if (op.hasPureBufferSemantics())
-      ops.push_back(op);
+  SmallVector<scf::ForOp> loops;
+  module.walk([&](Operation *op) {
+    if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
+        linalgOp && linalgOp.hasPureBufferSemantics())
+      ops.push_back(linalgOp);
+    if (auto loop = dyn_cast<scf::ForOp>(op);
+        loop && !loop->getParentOfType<scf::ForOp>() &&
+        !loop->getParentOfType<linalg::LinalgOp>() && isDeviceLoopNest(loop))
+      loops.push_back(loop);
   });
   IRRewriter rewriter(module.getContext());
+  for (scf::ForOp loop : loops)
+    markKernel(rewriter, loop);
   for (linalg::LinalgOp op : ops) {
     rewriter.setInsertionPoint(op);
     Operation *kernel = op;
@@ -174,14 +222,7 @@ void isolateKernels(ModuleOp module) {
           kernel = *interchanged;
       }
     }
-    rewriter.setInsertionPoint(kernel);
-    auto region =
-        scf::ExecuteRegionOp::create(rewriter, kernel->getLoc(), TypeRange{});
-    region->setAttr(kKernelMarker, rewriter.getUnitAttr());
-    Block &block = region.getRegion().emplaceBlock();
-    kernel->moveBefore(&block, block.end());
-    rewriter.setInsertionPointToEnd(&block);
-    scf::YieldOp::create(rewriter, kernel->getLoc());
+    markKernel(rewriter, kernel);
   }
 }
 

@@ -281,9 +281,10 @@ double CostModel::backwardTime(const OpGraph &graph, int node,
   for (int access : n.accumulatedReads) {
     const TensorAccess &a = loopNest().accesses[access];
     // An op that cannot be split (no loops) reads the whole tensor.
-    int64_t bytes = n.loopSizes.empty()
-                        ? graph.tensors[n.accesses[access].tensor].bytes()
-                        : accessFootprint(a, shard) * a.elementBytes;
+    int64_t bytes =
+        n.loopSizes.empty()
+            ? graph.tensors[n.accesses[access].tensor].bytes()
+            : accessFootprint(loopNest(), a, shard) * a.elementBytes;
     sums += accumulateTime(bytes, device);
   }
   if (profile) {

@@ -40,35 +40,37 @@ int64_t accessExtent(const IndexExpr &expr,
   return std::max<int64_t>(count, 1);
 }
 
-int64_t accessFootprint(const TensorAccess &access,
+double LoopNest::points(const std::vector<int64_t> &shardSizes) const {
+  double points = 1;
+  for (size_t l = 0; l < shardSizes.size(); ++l)
+    if (l >= lookupLoops.size() || !lookupLoops[l])
+      points *= static_cast<double>(std::max<int64_t>(shardSizes[l], 1));
+  return points;
+}
+
+int64_t accessFootprint(const LoopNest &nest, const TensorAccess &access,
                         const std::vector<int64_t> &shardSizes) {
   int64_t elements = 1;
   for (size_t d = 0; d < access.indices.size(); ++d) {
     int64_t dimSize = d < access.shape.size() ? access.shape[d] : -1;
     elements *= accessExtent(access.indices[d], shardSizes, dimSize);
   }
-  // An access reads at most one element per iteration: a gather (indices
-  // computed from data, so a whole dimension in extent) moves the rows it
-  // looks up, not its table.
-  if (!shardSizes.empty()) {
-    int64_t iterations = 1;
-    for (int64_t size : shardSizes)
-      iterations *= std::max<int64_t>(size, 1);
-    elements = std::min(elements, iterations);
-  }
+  // An access reads at most one element per point: a gather moves the rows
+  // it looks up, not its table.
+  if (!shardSizes.empty())
+    elements = static_cast<int64_t>(
+        std::min(static_cast<double>(elements), nest.points(shardSizes)));
   return elements;
 }
 
 ShardCost shardCost(const LoopNest &nest,
                     const std::vector<int64_t> &shardSizes) {
   ShardCost cost;
-  double iterations = 1;
-  for (int64_t size : shardSizes)
-    iterations *= static_cast<double>(size);
-  cost.flops = iterations * nest.flopsPerIteration;
+  cost.flops = nest.points(shardSizes) * nest.flopsPerIteration;
   for (const TensorAccess &access : nest.accesses) {
-    double bytes = static_cast<double>(accessFootprint(access, shardSizes)) *
-                   static_cast<double>(access.elementBytes);
+    double bytes =
+        static_cast<double>(accessFootprint(nest, access, shardSizes)) *
+        static_cast<double>(access.elementBytes);
     if (access.role == AccessRole::Read)
       cost.bytesRead += bytes;
     else if (access.role == AccessRole::Write)

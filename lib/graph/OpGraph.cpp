@@ -46,6 +46,7 @@ LoopNest OpNode::loopNest(const std::vector<GraphTensor> &tensors) const {
   LoopNest nest;
   nest.loopSizes = loopSizes;
   nest.flopsPerIteration = flopsPerIteration;
+  nest.lookupLoops = lookupLoops;
   for (const NodeAccess &access : accesses) {
     TensorAccess tensor;
     tensor.indices = access.indices;
@@ -157,7 +158,9 @@ std::optional<std::string> OpGraph::validate() const {
     if (node.loopNames.size() != node.loopSizes.size() ||
         node.loopKinds.size() != node.loopSizes.size() ||
         (!node.overBatch.empty() &&
-         node.overBatch.size() != node.loopSizes.size())) {
+         node.overBatch.size() != node.loopSizes.size()) ||
+        (!node.lookupLoops.empty() &&
+         node.lookupLoops.size() != node.loopSizes.size())) {
       os << "node " << n << " (" << node.opName
          << ") has mismatched loop sizes, names and kinds";
       return os.str();
@@ -255,6 +258,8 @@ std::string OpGraph::toJSON() const {
               {"flops_per_iteration", n.flopsPerIteration},
               {"needs_backward", n.needsBackward},
               {"accesses", accesses}};
+    if (!n.lookupLoops.empty())
+      e["lookup_loops"] = n.lookupLoops;
     jn.push_back(e);
   }
   j["nodes"] = jn;
@@ -329,6 +334,7 @@ std::optional<OpGraph> OpGraph::fromJSON(const std::string &text,
         !r.get(e, "loop_names", path, n.loopNames) ||
         !r.get(e, "loop_kinds", path, kinds) ||
         !r.get(e, "over_batch", path, n.overBatch, false) ||
+        !r.get(e, "lookup_loops", path, n.lookupLoops, false) ||
         !r.get(e, "flops_per_iteration", path, n.flopsPerIteration) ||
         !r.get(e, "needs_backward", path, n.needsBackward, false))
       return std::nullopt;

@@ -205,6 +205,8 @@ private:
       for (unsigned l = 0; l < node.loopSizes.size(); ++l)
         node.overBatch.push_back(batch.test(l));
       node.flopsPerIteration = partitionable.getFlopsPerIteration();
+      for (bool lookup : partitionable.getLookupLoops())
+        node.lookupLoops.push_back(lookup);
       node.opClass = classify(op, node.flopsPerIteration,
                               partitionable.getLoopIteratorTypes());
       for (const OperandAccess &access : partitionable.getOperandAccesses()) {
@@ -218,13 +220,16 @@ private:
         a.tensor = tensorOf(access.value);
         node.accesses.push_back(std::move(a));
       }
-      // Tensors the body reads from above (a gather's table, read with
-      // tensor.extract at computed indices): every task needs them whole,
-      // as the partitioner materializes them.
+      // Other tensors the body reads from above (tensor.extract at indices
+      // the interface cannot describe): every task needs them whole, as the
+      // partitioner materializes them.
       llvm::SetVector<Value> captured;
       getUsedValuesDefinedAbove(op->getRegions(), captured);
       for (Value value : captured)
-        if (isa<RankedTensorType>(value.getType()))
+        if (isa<RankedTensorType>(value.getType()) &&
+            llvm::none_of(node.accesses, [&](const NodeAccess &a) {
+              return a.tensor == tensorOf(value);
+            }))
           node.accesses.push_back(
               {tensorOf(value), wholeTensor(value), AccessRole::Read});
     } else {

@@ -18,6 +18,15 @@ void ScatterAddNest::setTripCount(unsigned loop, int64_t count) {
   tripCounts[loop] = count;
 }
 
+void ScatterAddNest::setCarriedType(RankedTensorType type) {
+  for (scf::ForOp loop : loops) {
+    loop.getRegionIterArgs()[0].setType(type);
+    loop.getResult(0).setType(type);
+  }
+  for (auto insert : loops.back().getBody()->getOps<tensor::InsertOp>())
+    insert.getResult().setType(type);
+}
+
 /// Whether `value` is defined inside `op`'s regions.
 static bool definedInside(Value value, Operation *op) {
   Operation *scope = value.getParentRegion()->getParentOp();
@@ -91,20 +100,51 @@ std::optional<ScatterAddNest> matchScatterAdd(scf::ForOp outer) {
   if (!onlyAdds(nest.loops.back()))
     return std::nullopt;
 
+  // The tensors of the carried sum in the innermost body: its iteration
+  // argument and each update.
+  Block *innermost = nest.loops.back().getBody();
+  SmallVector<tensor::InsertOp> updates;
+  for (auto insert : innermost->getOps<tensor::InsertOp>())
+    updates.push_back(insert);
+  auto isSum = [&](Value tensor) {
+    return tensor == nest.loops.back().getRegionIterArgs()[0] ||
+           llvm::is_contained(updates, tensor.getDefiningOp());
+  };
   for (scf::ForOp forOp : nest.loops) {
     SmallVector<LoopRead> reads;
-    bool summable = true;
-    for (OpOperand &use : forOp.getInductionVar().getUses()) {
+    bool onlyReads = true, column = true;
+    std::optional<unsigned> resultDim;
+    Value iv = forOp.getInductionVar();
+    for (OpOperand &use : iv.getUses()) {
       auto extract = dyn_cast<tensor::ExtractOp>(use.getOwner());
-      if (!extract || use.getOperandNumber() == 0 ||
-          definedInside(extract.getTensor(), outer)) {
-        summable = false;
-        break;
+      if (extract && use.getOperandNumber() != 0 &&
+          !definedInside(extract.getTensor(), outer)) {
+        reads.push_back(
+            {&extract->getOpOperand(0), use.getOperandNumber() - 1});
+        continue;
       }
-      reads.push_back({&extract->getOpOperand(0), use.getOperandNumber() - 1});
+      onlyReads = false;
+      // An index of the element updated: of an update, or of the read of
+      // the element's old value.
+      std::optional<unsigned> dim;
+      if (auto insert = dyn_cast<tensor::InsertOp>(use.getOwner());
+          insert && use.getOperandNumber() >= 2 && isSum(insert.getDest()))
+        dim = use.getOperandNumber() - 2;
+      else if (extract && use.getOperandNumber() != 0 &&
+               isSum(extract.getTensor()))
+        dim = use.getOperandNumber() - 1;
+      if (!dim || (resultDim && *resultDim != *dim))
+        column = false;
+      else
+        resultDim = dim;
     }
-    nest.summable.push_back(summable ? std::optional(std::move(reads))
-                                     : std::nullopt);
+    column = column && resultDim && llvm::all_of(updates, [&](auto insert) {
+               return insert.getIndices()[*resultDim] == iv;
+             });
+    nest.summable.push_back(onlyReads ? std::optional(reads) : std::nullopt);
+    nest.columns.push_back(!onlyReads && column
+                               ? std::optional(ColumnLoop{reads, *resultDim})
+                               : std::nullopt);
   }
   return nest;
 }

@@ -8,7 +8,9 @@
 // indexes those outside tensors, directly, can run over a part of its
 // range on each device: each device then holds a partial sum of the whole
 // gradient, and the parts add up (an all_reduce), as for any reduction
-// split over the batch.
+// split over the batch. A loop whose induction variable also picks one
+// dimension of the element written (the column) can run over a part of its
+// range into that part of the gradient.
 //
 //===----------------------------------------------------------------------===//
 
@@ -31,6 +33,15 @@ struct LoopRead {
   unsigned dim;
 };
 
+/// A loop whose induction variable picks one dimension of the element
+/// written, and otherwise only indexes tensors from outside directly (the
+/// column of an embedding's gradient): each device can run its part of the
+/// range into its part of the result along that dimension.
+struct ColumnLoop {
+  llvm::SmallVector<LoopRead> reads;
+  unsigned resultDim;
+};
+
 /// A scatter-add loop nest (see the file comment).
 struct ScatterAddNest {
   /// Outermost first; each loop runs from 0 by 1 and carries one tensor.
@@ -40,6 +51,8 @@ struct ScatterAddNest {
   /// only use (the loop sums over its range and can be split); nullopt
   /// when it is used otherwise (it picks the element written).
   llvm::SmallVector<std::optional<llvm::SmallVector<LoopRead>>> summable;
+  /// Per loop, when it is a column loop.
+  llvm::SmallVector<std::optional<ColumnLoop>> columns;
 
   /// The nest's result, the gradient.
   mlir::Value result() const { return loops.front()->getResult(0); }
@@ -47,6 +60,9 @@ struct ScatterAddNest {
   mlir::Value init() { return loops.front().getInitArgs()[0]; }
   /// Makes loop `loop` run `count` times from 0.
   void setTripCount(unsigned loop, int64_t count);
+  /// Makes the loops carry `type` (a part of the gradient, after their
+  /// init was replaced by one).
+  void setCarriedType(mlir::RankedTensorType type);
 };
 
 /// The nest `outer` heads, when it is a scatter-add nest: constant bounds,

@@ -43,6 +43,10 @@ static FailureOr<unsigned> gridLoop(linalg::LinalgOp op, ConfigAttr config,
     why = "it runs on one device";
     return failure();
   }
+  if (*loop >= op.getNumLoops()) {
+    why = "it splits the rows of a gather's table (a lookup loop)";
+    return failure();
+  }
   SmallVector<int64_t> inOrder(numDevices);
   std::iota(inOrder.begin(), inOrder.end(), 0);
   if (ArrayRef<int64_t>(inOrder) != config.getDevices()) {

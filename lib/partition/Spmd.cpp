@@ -31,6 +31,7 @@
 #include "Reductions.h"
 #include "ScatterLoops.h"
 
+#include "soap/Dialect/Gather.h"
 #include "soap/Dialect/PartitionableInterface.h"
 #include "soap/Dialect/SoapDialect.h"
 
@@ -119,6 +120,9 @@ struct LinalgLoops {
   SmallVector<int64_t> sizes;
   SmallVector<utils::IteratorType> iterators;
   SmallVector<AffineMap> maps; // one per operand
+  /// A gather's table and lookup loops (after the op's own loops in
+  /// `sizes` and `iterators`, soap/Dialect/Gather.h).
+  std::optional<GatherLookup> gather;
 };
 
 /// The task grid coordinates of `task` (row-major, last loop fastest).
@@ -188,6 +192,9 @@ private:
   // Rewriting.
   LogicalResult partitionLinalg(linalg::LinalgOp op, const LinalgLoops &nest,
                                 const Plan &plan);
+  /// The part of `gather`'s table each device's task reads (`boxes`).
+  LocalTable localTable(const GatherLookup &gather, const DeviceBoxes &boxes,
+                        Location loc);
   /// Every tensor `op` reads (operands, values its regions capture) as a
   /// local value holding `targetOf(value, type)` on each device; `moved` is
   /// set when one was not there already.
@@ -673,6 +680,11 @@ std::optional<LinalgLoops> SpmdPartitioner::loopNestOf(linalg::LinalgOp op) {
       return std::nullopt;
   nest.iterators = op.getIteratorTypesArray();
   nest.maps = op.getIndexingMapsArray();
+  if ((nest.gather = matchGather(op))) {
+    nest.sizes.append(nest.gather->lookupSizes);
+    nest.iterators.append(nest.gather->lookupSizes.size(),
+                          utils::IteratorType::reduction);
+  }
   return nest;
 }
 
@@ -743,6 +755,11 @@ std::optional<std::string> SpmdPartitioner::checkPlan(linalg::LinalgOp op,
         return "operand " + std::to_string(operand.getOperandNumber()) +
                " is read through a map that a split loop cannot follow";
   }
+  if (nest.gather)
+    for (int64_t task = 0; task < numTasks; ++task)
+      if (!accessBox(nest.gather->tableMap(), nest.sizes, plan.degrees, task,
+                     nest.gather->tableType().getShape()))
+        return std::string("the table it looks up is read past its end");
   bool reductionSplit = false;
   for (auto [l, degree] : llvm::enumerate(plan.degrees)) {
     if (degree == 1)
@@ -757,7 +774,9 @@ std::optional<std::string> SpmdPartitioner::checkPlan(linalg::LinalgOp op,
                " is split but does not index output " +
                std::to_string(init.getOperandNumber() - op.getNumDpsInputs());
   }
-  if (reductionSplit && !combinerOf(op))
+  // A gather's tasks along its lookup loops yield zero where their row is
+  // elsewhere: partial sums.
+  if (reductionSplit && !nest.gather && !combinerOf(op))
     return std::string("a reduction loop is split but the op's partial "
                        "results cannot be combined (not a sum, max or min "
                        "of one output)");
@@ -861,6 +880,28 @@ std::optional<Plan> SpmdPartitioner::planFromOperands(linalg::LinalgOp op,
 // Rewriting ops
 //===----------------------------------------------------------------------===//
 
+LocalTable SpmdPartitioner::localTable(const GatherLookup &gather,
+                                       const DeviceBoxes &boxes, Location loc) {
+  LocalTable table;
+  table.tensor = materialize(gather.table(), boxes, loc);
+  RankedTensorType type = gather.tableType();
+  for (int64_t dim = 0; dim < type.getRank(); ++dim) {
+    SmallVector<int64_t> offsets(numDevices, 0);
+    bool partRows = false;
+    for (auto [device, box] : llvm::enumerate(boxes))
+      if (box) {
+        offsets[device] = box->offsets[dim];
+        partRows |=
+            gather.isLookupDim(dim) && box->sizes[dim] != type.getDimSize(dim);
+      }
+    table.offsets.push_back(llvm::any_of(offsets, [](int64_t o) { return o; })
+                                ? perDevice(offsets, loc)
+                                : Value());
+    table.partialRows.push_back(partRows);
+  }
+  return table;
+}
+
 LogicalResult SpmdPartitioner::partitionLinalg(linalg::LinalgOp op,
                                                const LinalgLoops &nest,
                                                const Plan &plan) {
@@ -872,14 +913,16 @@ LogicalResult SpmdPartitioner::partitionLinalg(linalg::LinalgOp op,
       reductionSplit = true;
   std::optional<ReductionKind> kind;
   if (reductionSplit)
-    kind = combinerOf(op);
+    kind = nest.gather ? ReductionKind::sum : combinerOf(op);
 
-  // Tensors the body reads from above are needed whole.
+  // Tensors the body reads from above are needed whole, but for a gather's
+  // table: each task reads the box its loops cover.
   IRMapping mapping = plain;
   llvm::SetVector<Value> captured;
   getUsedValuesDefinedAbove(op->getRegions(), captured);
   for (Value value : captured)
-    if (auto type = dyn_cast<RankedTensorType>(value.getType()))
+    if (auto type = dyn_cast<RankedTensorType>(value.getType());
+        type && !(nest.gather && value == nest.gather->table()))
       mapping.map(value, materialize(value, everywhere(type), loc));
 
   SmallVector<SmallVector<Piece>> results(op->getNumResults());
@@ -925,6 +968,7 @@ LogicalResult SpmdPartitioner::partitionLinalg(linalg::LinalgOp op,
         local = materialize(value, boxes, loc);
       }
       if (isInit && reductionSplit && !partialInit &&
+          op.payloadUsesValueFromOperand(&operand) &&
           !isIdentityFill(value, *kind)) {
         // Only the tasks at the start of every split reduction loop add
         // the init; the others start from the identity.
@@ -959,6 +1003,11 @@ LogicalResult SpmdPartitioner::partitionLinalg(linalg::LinalgOp op,
                            (nest.sizes[l] / degree);
         loopOffsets[l] = perDevice(perDev, loc);
       }
+    std::optional<LocalTable> table;
+    if (nest.gather)
+      table = localTable(
+          *nest.gather,
+          boxesOf(nest.gather->tableMap(), nest.gather->tableType()), loc);
 
     OnDevicesOp guard;
     OpBuilder::InsertionGuard insertion(b);
@@ -986,6 +1035,10 @@ LogicalResult SpmdPartitioner::partitionLinalg(linalg::LinalgOp op,
       Value global = arith::AddIOp::create(b, index.getLoc(), index, offset);
       index.getResult().replaceAllUsesExcept(global, global.getDefiningOp());
     });
+    if (table)
+      lookUpLocally(b, *table,
+                    slotMapping.lookup(nest.gather->extract.getResult())
+                        .getDefiningOp<tensor::ExtractOp>());
     ValueRange localResults = local->getResults();
     if (guard) {
       YieldOp::create(b, loc, local->getResults());
@@ -1073,13 +1126,23 @@ LogicalResult SpmdPartitioner::partitionScatterAdd(scf::ForOp loop) {
   std::optional<ScatterAddNest> nest = matchScatterAdd(loop);
   if (!nest || !isIdentityFill(nest->init(), ReductionKind::sum))
     return failure();
-  // Per split loop: each device's offset, and the local trip count.
+  // Per split loop: each device's offset, the local trip count, and the
+  // dimension of the result it picks (a column loop; none: it sums).
   struct Split {
     SmallVector<int64_t> offsets;
     int64_t count;
+    std::optional<unsigned> resultDim;
   };
   llvm::SmallDenseMap<unsigned, Split> splits;
-  for (auto [index, reads] : llvm::enumerate(nest->summable)) {
+  auto readsOf = [&](unsigned index) -> const SmallVector<LoopRead> * {
+    if (nest->summable[index])
+      return &*nest->summable[index];
+    if (nest->columns[index])
+      return &nest->columns[index]->reads;
+    return nullptr;
+  };
+  for (unsigned index = 0; index < nest->loops.size(); ++index) {
+    const SmallVector<LoopRead> *reads = readsOf(index);
     if (!reads)
       continue;
     for (const LoopRead &read : *reads) {
@@ -1089,7 +1152,9 @@ LogicalResult SpmdPartitioner::partitionScatterAdd(scf::ForOp loop) {
           type.getDimSize(read.dim) != nest->tripCounts[index] ||
           llvm::any_of(layout->boxes, [](auto &box) { return !box; }))
         continue;
-      Split split{{}, layout->boxes.front()->sizes[read.dim]};
+      Split split{{}, layout->boxes.front()->sizes[read.dim], std::nullopt};
+      if (nest->columns[index])
+        split.resultDim = nest->columns[index]->resultDim;
       for (const std::optional<Box> &box : layout->boxes)
         split.offsets.push_back(box->offsets[read.dim]);
       if (split.count == nest->tripCounts[index] ||
@@ -1108,7 +1173,7 @@ LogicalResult SpmdPartitioner::partitionScatterAdd(scf::ForOp loop) {
   // with that loop: the tensor is then held in its part on each device.
   llvm::MapVector<Value, llvm::SmallDenseMap<unsigned, unsigned>> splitDims;
   for (auto &[index, split] : splits)
-    for (const LoopRead &read : *nest->summable[index]) {
+    for (const LoopRead &read : *readsOf(index)) {
       auto [it, inserted] =
           splitDims[read.tensor->get()].try_emplace(read.dim, index);
       if (!inserted && it->second != index)
@@ -1136,11 +1201,27 @@ LogicalResult SpmdPartitioner::partitionScatterAdd(scf::ForOp loop) {
     tasks[device] = taskOf.try_emplace(part, taskOf.size()).first->second;
   }
 
+  // The part of the result each device computes: the columns of its
+  // column loops.
+  auto type = cast<RankedTensorType>(loop.getResult(0).getType());
+  DeviceBoxes resultBoxes = everywhere(type);
+  bool partial = false;
+  for (auto &[index, split] : splits) {
+    partial |= !split.resultDim;
+    if (split.resultDim)
+      for (int64_t device = 0; device < numDevices; ++device) {
+        resultBoxes[device]->offsets[*split.resultDim] = split.offsets[device];
+        resultBoxes[device]->sizes[*split.resultDim] = split.count;
+      }
+  }
+
   b.setInsertionPoint(loop);
   bool moved = false;
   FailureOr<IRMapping> mapping = localReads(
       loop,
       [&](Value value, RankedTensorType type) {
+        if (value == nest->init())
+          return resultBoxes; // zeros, at the local shape
         DeviceBoxes target = everywhere(type);
         if (auto dims = splitDims.find(value); dims != splitDims.end())
           for (int64_t device = 0; device < numDevices; ++device)
@@ -1157,9 +1238,13 @@ LogicalResult SpmdPartitioner::partitionScatterAdd(scf::ForOp loop) {
   std::optional<ScatterAddNest> localNest = matchScatterAdd(local);
   for (auto &[index, split] : splits)
     localNest->setTripCount(index, split.count);
-  auto type = cast<RankedTensorType>(loop.getResult(0).getType());
+  localNest->setCarriedType(
+      cast<RankedTensorType>(localNest->init().getType()));
+  std::optional<ReductionKind> kind;
+  if (partial)
+    kind = ReductionKind::sum;
   dist[loop.getResult(0)].pieces.push_back(
-      Piece{local.getResult(0), everywhere(type), tasks, ReductionKind::sum});
+      Piece{local.getResult(0), resultBoxes, tasks, kind});
   return success();
 }
 
@@ -1762,23 +1847,35 @@ LogicalResult soap::partitionByConfigs(func::FuncOp function,
     DeviceBoxes boxes;
   };
   SmallVector<KeptState> kept;
-  {
+  // Keeping one state's layout can change where others end up (a weight
+  // kept split along its rows splits the gradient of what it multiplies,
+  // and with it an embedding table's gradient): probe again with what was
+  // kept, until nothing more is.
+  for (int round = 0; round < 3; ++round) {
     func::FuncOp probe = function.clone();
     SpmdPartitioner first(probe, devices);
     first.warn = false;
+    for (const KeptState &state : kept) {
+      first.shardedArgs[state.arg] = state.boxes;
+      first.shardedResults[state.result] = state.boxes;
+    }
     bool ok;
     {
       ScopedDiagnosticHandler silence(function.getContext(),
                                       [](Diagnostic &) { return success(); });
       ok = succeeded(first.run());
     }
+    SmallVector<KeptState> next;
     if (ok)
       for (auto [result, layout] : llvm::enumerate(first.returnLayouts)) {
         std::optional<unsigned> arg = stateArgumentOf(function, result);
         if (arg && layout && !layout->partial && keepsLayout(layout->boxes))
-          kept.push_back({*arg, static_cast<unsigned>(result), layout->boxes});
+          next.push_back({*arg, static_cast<unsigned>(result), layout->boxes});
       }
     probe.erase();
+    if (!ok || next.size() == kept.size())
+      break; // what was kept stays kept: the same states
+    kept = std::move(next);
   }
   // The driver initializes, saves and loads the whole tensor: each kept
   // argument and its result say which part of it every device holds (the

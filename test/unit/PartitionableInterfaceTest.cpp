@@ -9,6 +9,7 @@
 #include "soap/Dialect/Registration.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -26,7 +27,8 @@ class PartitionableTest : public ::testing::Test {
 protected:
   PartitionableTest() {
     DialectRegistry registry;
-    registry.insert<func::FuncDialect, arith::ArithDialect>();
+    registry.insert<func::FuncDialect, arith::ArithDialect,
+                    cf::ControlFlowDialect>();
     registerSoapDialects(registry);
     context.appendDialectRegistry(registry);
     context.loadAllAvailableDialects();
@@ -76,6 +78,57 @@ TEST_F(PartitionableTest, ConvolutionLoopsNamesAndKinds) {
                                   DimKind::Attribute, DimKind::Attribute,
                                   DimKind::Reduction, DimKind::Reduction,
                                   DimKind::Reduction}));
+}
+
+/// torch-mlir's embedding: a generic over [tokens, width] reading
+/// table[ids[n], d] with tensor.extract, with its bounds assertion.
+constexpr const char *kGather = R"mlir(
+func.func @embed(%table: tensor<30x8xf32> {soap.param}, %ids: tensor<6xi64>)
+    -> tensor<6x8xf32> {
+  %c30 = arith.constant 30 : index
+  %e = tensor.empty() : tensor<6x8xf32>
+  %0 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0)>,
+                                        affine_map<(d0, d1) -> (d0, d1)>],
+                       iterator_types = ["parallel", "parallel"]}
+      ins(%ids : tensor<6xi64>) outs(%e : tensor<6x8xf32>) {
+  ^bb0(%id: i64, %out: f32):
+    %r = arith.index_cast %id : i64 to index
+    %c = linalg.index 1 : index
+    %ok = arith.cmpi slt, %r, %c30 : index
+    cf.assert %ok, "index must be smaller than dim size"
+    %v = tensor.extract %table[%r, %c] : tensor<30x8xf32>
+    linalg.yield %v : f32
+  } -> tensor<6x8xf32>
+  return %0 : tensor<6x8xf32>
+}
+)mlir";
+
+TEST_F(PartitionableTest, GatherHasALookupLoopOverTheTableRows) {
+  OwningOpRef<ModuleOp> module = parse(kGather);
+  ASSERT_TRUE(module);
+  PartitionableOpInterface gather = nth(*module, 1); // after tensor.empty
+  ASSERT_TRUE(gather);
+  EXPECT_EQ(gather.getLoopSizes(), (SmallVector<int64_t>{6, 8, 30}));
+  EXPECT_EQ(gather.getLoopNames(), (SmallVector<std::string>{"d0", "d1", "v"}));
+  EXPECT_EQ(gather.getLookupLoops(), (SmallVector<bool>{false, false, true}));
+  DimensionKindAnalysis analysis(module->getOperation());
+  // The width indexes the table (a parameter); the rows are summed over.
+  EXPECT_EQ(analysis.getLoopKinds(gather),
+            (SmallVector<DimKind>{DimKind::Sample, DimKind::Parameter,
+                                  DimKind::Reduction}));
+  SmallVector<OperandAccess> accesses = gather.getOperandAccesses();
+  ASSERT_EQ(accesses.size(), 4u); // ids, init, table, result
+  EXPECT_EQ(accesses[2].map.getNumDims(), 3u);
+  EXPECT_EQ(toIndexExpr(accesses[2].map.getResult(0)).terms[0].loop, 2u);
+  EXPECT_EQ(toIndexExpr(accesses[2].map.getResult(1)).terms[0].loop, 1u);
+  EXPECT_EQ(accesses[3].role, AccessRole::Write);
+  // Moves its rows: ids (8 B), 6 x 8 table elements, 6 x 8 results; half
+  // the rows on a task move as much.
+  EXPECT_DOUBLE_EQ(gather.getFlopsPerIteration(), 0);
+  ShardCost whole = gather.getShardCost({6, 8, 30});
+  EXPECT_DOUBLE_EQ(whole.bytesRead, 8.0 * 6 + 4.0 * 6 * 8);
+  EXPECT_DOUBLE_EQ(whole.bytesWritten, 4.0 * 6 * 8);
+  EXPECT_DOUBLE_EQ(gather.getShardCost({6, 8, 15}).bytesRead, whole.bytesRead);
 }
 
 TEST_F(PartitionableTest, ConvolutionInputMapIsNotProjected) {

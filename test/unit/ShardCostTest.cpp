@@ -107,6 +107,31 @@ TEST(ShardCost, GatherMovesItsRowsNotItsTable) {
   EXPECT_DOUBLE_EQ(half.bytesRead, 8.0 * 4 + 4.0 * 4 * 16);
 }
 
+TEST(ShardCost, LookupLoopAddsNoPoints) {
+  // The same gather with its row as a lookup loop v (soap/Dialect/Gather.h):
+  // loops n, d, v of 8, 16, 30000. A task's points are n x d; split along v
+  // in 4, a task holds 7500 rows but still reads at most one per point.
+  LoopNest nest;
+  nest.loopSizes = {8, 16, 30000};
+  nest.lookupLoops = {false, false, true};
+  nest.accesses.push_back({{loop(0)}, {8}, 8, AccessRole::Read});
+  nest.accesses.push_back(
+      {{loop(2), loop(1)}, {30000, 16}, 4, AccessRole::Read});
+  nest.accesses.push_back({{loop(0), loop(1)}, {8, 16}, 4, AccessRole::Write});
+  EXPECT_DOUBLE_EQ(nest.points({8, 16, 30000}), 8.0 * 16);
+  ShardCost whole = shardCost(nest, {8, 16, 30000});
+  EXPECT_DOUBLE_EQ(whole.bytesRead, 8.0 * 8 + 4.0 * 8 * 16);
+  EXPECT_DOUBLE_EQ(whole.bytesWritten, 4.0 * 8 * 16);
+  ShardCost rows = shardCost(nest, {8, 16, 7500});
+  EXPECT_DOUBLE_EQ(rows.bytesRead, whole.bytesRead);
+  // A table smaller than the points: every row of the part, once.
+  ShardCost few = shardCost(nest, {8, 16, 4});
+  EXPECT_DOUBLE_EQ(few.bytesRead, 8.0 * 8 + 4.0 * 4 * 16);
+  // Split along the width: half of everything but the ids.
+  ShardCost columns = shardCost(nest, {8, 8, 30000});
+  EXPECT_DOUBLE_EQ(columns.bytesRead, 8.0 * 8 + 4.0 * 8 * 8);
+}
+
 TEST(ShardCost, UnreadAccessesMoveNoBytes) {
   LoopNest nest;
   nest.loopSizes = {8, 8};

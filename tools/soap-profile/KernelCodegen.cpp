@@ -2,6 +2,7 @@
 
 #include "KernelCodegen.h"
 
+#include "soap/Dialect/Gather.h"
 #include "soap/Runtime/Runtime.h"
 #include "soap/codegen/BlasKernels.h"
 #include "soap/codegen/CpuLowering.h"
@@ -183,10 +184,14 @@ buildKernelModule(Operation *op,
   }
   IRMapping fromAbove;
   for (auto [i, table] : llvm::enumerate(capturedTensors)) {
+    // A gather's table is the task's part of it (its rows and columns).
     Value buffer = entry->getArgument(nextArg + i);
+    auto local = RankedTensorType::get(
+        cast<MemRefType>(buffer.getType()).getShape(),
+        cast<RankedTensorType>(table.getType()).getElementType());
     fromAbove.map(table, bufferization::ToTensorOp::create(
-                             b, loc, cast<RankedTensorType>(table.getType()),
-                             buffer, /*restrict=*/true, /*writable=*/false));
+                             b, loc, local, buffer, /*restrict=*/true,
+                             /*writable=*/false));
   }
   for (Value scalar : capturedScalars) {
     Operation *def = scalar.getDefiningOp();
@@ -204,6 +209,19 @@ buildKernelModule(Operation *op,
   for (Region &region : copy->getRegions())
     for (auto [from, to] : fromAbove.getValueMap())
       replaceAllUsesInRegionWith(from, to, region);
+  // A task's part of a gather's table, looked up as the partitioner's
+  // tasks do (rows it lacks yield zero).
+  std::optional<GatherLookup> whole = matchGather(op);
+  if (std::optional<GatherLookup> gather = matchGather(copy); whole && gather) {
+    LocalTable table{gather->table(), {}, {}};
+    for (int64_t dim = 0; dim < gather->tableType().getRank(); ++dim) {
+      table.offsets.push_back(Value());
+      table.partialRows.push_back(gather->isLookupDim(dim) &&
+                                  gather->tableType().getDimSize(dim) !=
+                                      whole->tableType().getDimSize(dim));
+    }
+    lookUpLocally(b, table, gather->extract);
+  }
   copy->setDiscardableAttrs(DictionaryAttr::get(context));
   copy->setLoc(loc);
   for (auto [value, buffer] : llvm::zip(copy->getResults(), destinations))

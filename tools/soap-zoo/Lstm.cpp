@@ -5,10 +5,10 @@
 // 20 steps, 2048-wide embeddings and states, as in FlexFlow's NMT code).
 //
 // Tokens come in as integer ids [batch, seq] (i64). An embedding lookup is a
-// one-hot matmul: a linalg.generic builds the one-hot rows [batch*seq,
-// vocab] from the ids, and a linalg.matmul multiplies them by the table
-// [vocab, embed]; both are partitionable (the table along its vocabulary as
-// a reduction, along its width as a parameter).
+// gather in the form torch-mlir and IREE emit: a linalg.generic over
+// [batch*seq, embed] whose body reads row ids[n] of the table [vocab, embed]
+// with tensor.extract. No one-hot tensor exists; the table's gradient is a
+// scatter-add (lib/autodiff/GatherGradient.cpp).
 //
 // LSTMs are unrolled over the sequence. A step of a layer concatenates its
 // input with the previous state ([batch, in + hidden]), multiplies by one

@@ -368,21 +368,16 @@ Value ModelBuilder::linear(Value x, int64_t out, StringRef name, bool bias) {
   return y;
 }
 
-Value ModelBuilder::oneHot(Value ids, int64_t depth) {
-  return parallel(
-      {ids}, {dims(2, {0})}, {dimOf(ids, 0), depth},
-      [](OpBuilder &b, Location l, ValueRange args) {
-        Value column = linalg::IndexOp::create(b, l, 1);
-        Value id = arith::IndexCastOp::create(b, l, b.getIndexType(), args[0]);
-        Value hit =
-            arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, column, id);
-        return arith::SelectOp::create(b, l, hit, f32Constant(b, l, 1.0),
-                                       f32Constant(b, l, 0.0));
-      });
-}
-
 Value ModelBuilder::lookup(Value ids, Value table) {
-  return matmul(oneHot(ids, dimOf(table, 0)), table);
+  // The form torch-mlir and IREE emit: a generic over [N, D] whose body
+  // reads row ids[n] of the table (captured from above) with tensor.extract.
+  return parallel(
+      {ids}, {dims(2, {0})}, {dimOf(ids, 0), dimOf(table, 1)},
+      [table](OpBuilder &b, Location l, ValueRange args) {
+        Value row = arith::IndexCastOp::create(b, l, b.getIndexType(), args[0]);
+        Value column = linalg::IndexOp::create(b, l, 1);
+        return tensor::ExtractOp::create(b, l, table, ValueRange{row, column});
+      });
 }
 
 Value ModelBuilder::embedding(Value ids, int64_t vocab, int64_t dim,

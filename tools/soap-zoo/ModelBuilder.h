@@ -206,9 +206,8 @@ public:
   /// Softmax over the last dimension.
   Value softmax(Value x);
 
-  /// [N] integer ids to [N, depth] f32 one-hot rows.
-  Value oneHot(Value ids, int64_t depth);
-  /// Embedding lookup as a one-hot matmul: [N] ids times `table` [V, D].
+  /// Embedding lookup as a gather: row ids[n] of `table` [V, D] for each of
+  /// the [N] ids (a generic reading the table with tensor.extract).
   Value lookup(Value ids, Value table);
   /// A new `<name>.weight` table [vocab, dim] and the lookup of [N] ids.
   Value embedding(Value ids, int64_t vocab, int64_t dim, llvm::StringRef name);

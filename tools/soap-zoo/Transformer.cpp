@@ -8,7 +8,7 @@
 // multiplies with linalg.batch_matmul, scales (and masks) the scores in a
 // linalg.generic and takes a softmax over the keys. The feed-forward is
 // linear (4 * hidden) + GELU (tanh form) + linear. Token ids are i64;
-// embeddings are one-hot matmuls (see Lstm.cpp); positions are a slice of
+// embeddings are gathers (see Lstm.cpp); positions are a slice of
 // the position table added to every sample.
 //
 //===----------------------------------------------------------------------===//

@@ -50,6 +50,14 @@ struct LoopNest {
   std::vector<int64_t> loopSizes; ///< negative when unknown
   std::vector<TensorAccess> accesses;
   double flopsPerIteration = 0;
+  /// Per loop, whether it is a lookup loop (a gather's loop over the rows
+  /// of its table; PartitionableOpInterface::getLookupLoops): it adds no
+  /// points to a task. Empty when there are none.
+  std::vector<bool> lookupLoops;
+
+  /// Points of a task with the given loop extents: the product of the
+  /// extents of the loops that are not lookup loops.
+  double points(const std::vector<int64_t> &shardSizes) const;
 };
 
 /// Work of one task.
@@ -65,9 +73,9 @@ struct ShardCost {
 int64_t accessExtent(const IndexExpr &expr,
                      const std::vector<int64_t> &shardSizes, int64_t dimSize);
 
-/// Number of elements of `access` that a task with the given loop extents
-/// touches.
-int64_t accessFootprint(const TensorAccess &access,
+/// Number of elements of `access` that a task of `nest` with the given loop
+/// extents touches: at most one per point.
+int64_t accessFootprint(const LoopNest &nest, const TensorAccess &access,
                         const std::vector<int64_t> &shardSizes);
 
 /// FLOPs and bytes of a task that covers `shardSizes[l]` iterations of each

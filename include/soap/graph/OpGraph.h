@@ -64,6 +64,9 @@ struct OpNode {
   /// Loops that run over the batch, reductions included (batch-norm
   /// statistics): what data parallelism splits.
   std::vector<bool> overBatch;
+  /// Per loop, whether it is a gather's lookup loop (over the rows of its
+  /// table; PartitionableOpInterface::getLookupLoops). Empty: none.
+  std::vector<bool> lookupLoops;
   std::vector<NodeAccess> accesses;
   double flopsPerIteration = 0;
   /// Training: the op lies between a parameter and the loss, so it has

@@ -1,18 +1,44 @@
 // A gather in the form torch-mlir and IREE emit (a generic whose body reads
-// a table captured from above with tensor.extract): the OpGraph records the
-// table as a whole-tensor read of the lookup, so the simulator sees the
-// parameter, its memory and its gradient (the partitioner materializes the
-// table whole for every task).
+// a table captured from above with tensor.extract): the OpGraph gives the
+// lookup a loop v over the table's 1000 rows (a lookup loop: it adds no
+// work) and records the table as read at [v, d1], so the simulator sees the
+// parameter, its memory, its gradient and its splits along the width and
+// the rows.
 // RUN: soap-opt %s --soap-export-graph="file=%t.json" -o %t.mlir
 // RUN: FileCheck %s < %t.json
 
 // CHECK: "nodes": [
-// CHECK: "role": "write",
-// CHECK-NEXT: "tensor": 3
-// CHECK: "linear": false,
-// CHECK: "linear": false,
+// CHECK: "role": "unread",
+// CHECK-NEXT: "tensor": 2
+// CHECK: "terms": [
+// CHECK-NEXT: [
+// CHECK-NEXT: 2,
+// CHECK-NEXT: 1
+// CHECK: "terms": [
+// CHECK-NEXT: [
+// CHECK-NEXT: 1,
+// CHECK-NEXT: 1
 // CHECK: "role": "read",
 // CHECK-NEXT: "tensor": 0
+// CHECK: "role": "write",
+// CHECK-NEXT: "tensor": 3
+// CHECK: "flops_per_iteration": 0.0,
+// CHECK: "lookup_loops": [
+// CHECK-NEXT: false,
+// CHECK-NEXT: false,
+// CHECK-NEXT: true
+// CHECK: "loop_kinds": [
+// CHECK-NEXT: "sample",
+// CHECK-NEXT: "parameter",
+// CHECK-NEXT: "reduction"
+// CHECK: "loop_names": [
+// CHECK-NEXT: "d0",
+// CHECK-NEXT: "d1",
+// CHECK-NEXT: "v"
+// CHECK: "loop_sizes": [
+// CHECK-NEXT: 8,
+// CHECK-NEXT: 16,
+// CHECK-NEXT: 1000
 // CHECK: "op": "linalg.generic"
 // CHECK: "tensors": [
 // CHECK-NEXT: {
