@@ -66,7 +66,6 @@ std::optional<GatherLookup> matchGather(Operation *operation) {
   GatherLookup gather;
   gather.extract = extract;
   gather.numOpLoops = op.getNumLoops();
-  SmallVector<int> lookupDims;
   for (auto [dim, index] : llvm::enumerate(extract.getIndices())) {
     if (auto loop = index.getDefiningOp<linalg::IndexOp>();
         loop && loop->getParentOp() == op.getOperation()) {
@@ -84,19 +83,27 @@ std::optional<GatherLookup> matchGather(Operation *operation) {
   return gather;
 }
 
-void lookUpLocally(OpBuilder &b, const LocalTable &table,
-                   tensor::ExtractOp extract) {
+void lookUpLocally(OpBuilder &b, const GatherLookup &gather,
+                   const LocalTable &table, tensor::ExtractOp extract) {
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPoint(extract);
   Location loc = extract.getLoc();
   auto type = cast<RankedTensorType>(table.tensor.getType());
+  // Per dimension: the part holds only some of the rows a lookup may ask
+  // for (a split lookup loop).
+  SmallVector<bool> partialRows;
+  for (int64_t dim = 0; dim < type.getRank(); ++dim)
+    partialRows.push_back(gather.isLookupDim(dim) &&
+                          type.getDimSize(dim) !=
+                              gather.tableType().getDimSize(dim));
   SmallVector<Value> indices;
   Value present;
   for (auto [dim, index] : llvm::enumerate(extract.getIndices())) {
     Value local = index;
-    if (Value offset = table.offsets[dim])
+    if (Value offset =
+            dim < table.offsets.size() ? table.offsets[dim] : Value())
       local = arith::SubIOp::create(b, loc, index, offset);
-    if (table.partialRows[dim]) {
+    if (partialRows[dim]) {
       // Unsigned: a row before the part wraps to a huge index.
       Value size = arith::ConstantIndexOp::create(b, loc, type.getDimSize(dim));
       Value inside = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
@@ -110,7 +117,7 @@ void lookUpLocally(OpBuilder &b, const LocalTable &table,
     // Rows elsewhere read row 0 of the part, then yield zero.
     Value zero = arith::ConstantIndexOp::create(b, loc, 0);
     for (auto [dim, index] : llvm::enumerate(indices))
-      if (table.partialRows[dim])
+      if (partialRows[dim])
         index = arith::SelectOp::create(b, loc, present, index, zero);
   }
   auto local = tensor::ExtractOp::create(b, loc, table.tensor, indices);

@@ -225,13 +225,16 @@ private:
       // partitioner materializes them.
       llvm::SetVector<Value> captured;
       getUsedValuesDefinedAbove(op->getRegions(), captured);
-      for (Value value : captured)
-        if (isa<RankedTensorType>(value.getType()) &&
-            llvm::none_of(node.accesses, [&](const NodeAccess &a) {
-              return a.tensor == tensorOf(value);
+      for (Value value : captured) {
+        if (!isa<RankedTensorType>(value.getType()))
+          continue;
+        int tensor = tensorOf(value);
+        if (llvm::none_of(node.accesses, [&](const NodeAccess &a) {
+              return a.tensor == tensor;
             }))
           node.accesses.push_back(
-              {tensorOf(value), wholeTensor(value), AccessRole::Read});
+              {tensor, wholeTensor(value), AccessRole::Read});
+      }
     } else {
       // Replicated: one task that reads and writes whole tensors.
       node.partitionable = false;

@@ -141,10 +141,11 @@ std::optional<ScatterAddNest> matchScatterAdd(scf::ForOp outer) {
     column = column && resultDim && llvm::all_of(updates, [&](auto insert) {
                return insert.getIndices()[*resultDim] == iv;
              });
-    nest.summable.push_back(onlyReads ? std::optional(reads) : std::nullopt);
     nest.columns.push_back(!onlyReads && column
                                ? std::optional(ColumnLoop{reads, *resultDim})
                                : std::nullopt);
+    nest.summable.push_back(onlyReads ? std::optional(std::move(reads))
+                                      : std::nullopt);
   }
   return nest;
 }

@@ -887,17 +887,12 @@ LocalTable SpmdPartitioner::localTable(const GatherLookup &gather,
   RankedTensorType type = gather.tableType();
   for (int64_t dim = 0; dim < type.getRank(); ++dim) {
     SmallVector<int64_t> offsets(numDevices, 0);
-    bool partRows = false;
     for (auto [device, box] : llvm::enumerate(boxes))
-      if (box) {
+      if (box)
         offsets[device] = box->offsets[dim];
-        partRows |=
-            gather.isLookupDim(dim) && box->sizes[dim] != type.getDimSize(dim);
-      }
     table.offsets.push_back(llvm::any_of(offsets, [](int64_t o) { return o; })
                                 ? perDevice(offsets, loc)
                                 : Value());
-    table.partialRows.push_back(partRows);
   }
   return table;
 }
@@ -1036,7 +1031,7 @@ LogicalResult SpmdPartitioner::partitionLinalg(linalg::LinalgOp op,
       index.getResult().replaceAllUsesExcept(global, global.getDefiningOp());
     });
     if (table)
-      lookUpLocally(b, *table,
+      lookUpLocally(b, *nest.gather, *table,
                     slotMapping.lookup(nest.gather->extract.getResult())
                         .getDefiningOp<tensor::ExtractOp>());
     ValueRange localResults = local->getResults();

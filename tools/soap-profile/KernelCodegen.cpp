@@ -211,17 +211,9 @@ buildKernelModule(Operation *op,
       replaceAllUsesInRegionWith(from, to, region);
   // A task's part of a gather's table, looked up as the partitioner's
   // tasks do (rows it lacks yield zero).
-  std::optional<GatherLookup> whole = matchGather(op);
-  if (std::optional<GatherLookup> gather = matchGather(copy); whole && gather) {
-    LocalTable table{gather->table(), {}, {}};
-    for (int64_t dim = 0; dim < gather->tableType().getRank(); ++dim) {
-      table.offsets.push_back(Value());
-      table.partialRows.push_back(gather->isLookupDim(dim) &&
-                                  gather->tableType().getDimSize(dim) !=
-                                      whole->tableType().getDimSize(dim));
-    }
-    lookUpLocally(b, table, gather->extract);
-  }
+  if (std::optional<GatherLookup> whole = matchGather(op))
+    if (std::optional<GatherLookup> part = matchGather(copy))
+      lookUpLocally(b, *whole, LocalTable{part->table(), {}}, part->extract);
   copy->setDiscardableAttrs(DictionaryAttr::get(context));
   copy->setLoc(loc);
   for (auto [value, buffer] : llvm::zip(copy->getResults(), destinations))

@@ -59,19 +59,17 @@ struct LocalTable {
   /// The part, the same type on every device.
   mlir::Value tensor;
   /// Per dimension, the global index of the part's first element on this
-  /// device (null: 0 on every device).
+  /// device (null, or no entry: 0 on every device).
   llvm::SmallVector<mlir::Value> offsets;
-  /// Per dimension, whether the part holds only some of the rows a lookup
-  /// may ask for (a split lookup loop).
-  llvm::SmallVector<bool> partialRows;
 };
 
-/// Rewrites `extract`, the gather's extract in a task's copy of the op, to
-/// read `table` at the global indices minus the part's offsets, yielding
-/// zero where the row it looks up is not in the part (so that the tasks
-/// along a lookup loop hold partial sums).
-void lookUpLocally(mlir::OpBuilder &b, const LocalTable &table,
-                   mlir::tensor::ExtractOp extract);
+/// Rewrites `extract`, the extract of `gather` in a task's copy of the op,
+/// to read `table` at the global indices minus the part's offsets. Along a
+/// lookup dimension the part holds fewer rows than the whole table, a row
+/// outside the part yields zero (so that the tasks along a lookup loop hold
+/// partial sums).
+void lookUpLocally(mlir::OpBuilder &b, const GatherLookup &gather,
+                   const LocalTable &table, mlir::tensor::ExtractOp extract);
 
 } // namespace soap
 
