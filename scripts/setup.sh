@@ -10,6 +10,9 @@ PACKAGES=(
   libgtest-dev googletest
   nlohmann-json3-dev
   libopenblas-dev libdnnl-dev
+  # Debian's oneDNN is built with its OpenCL GPU runtime: its CMake package
+  # (dnnl-config.cmake) requires OpenCL, which libdnnl-dev only recommends.
+  ocl-icd-opencl-dev
 )
 
 missing=()
