@@ -30,6 +30,7 @@ struct SoapLowerCpuPass
     options.traceOps = traceOps;
     options.overlapComm = overlapComm;
     options.fuseElementwise = fuseElementwise;
+    options.collapseLoops = collapseLoops;
     if (kernels == "blas") {
       options.kernels = soap::KernelCodegen::Blas;
     } else if (kernels == "vector") {

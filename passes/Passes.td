@@ -319,7 +319,10 @@ def SoapLowerCpu : Pass<"soap-lower-cpu", "mlir::ModuleOp"> {
     elementwise ops (bias, batch-norm apply, activations, residual adds,
     the optimizer update) runs as one loop nest: an elementwise producer
     with one use fuses into the linalg op that uses it, unless that op is
-    a contraction or a convolution. See docs/lowering.md.
+    a contraction or a convolution. With `collapse-loops` (the default)
+    the loop nests left (elementwise work, reductions) merge the adjacent
+    loops every operand reads contiguously, so that LLVM vectorizes one
+    long loop instead of many short ones. See docs/lowering.md.
 
     ```
     soap-opt model.mlir --soap-lower-cpu | soap-translate --soap-to-executable -o model.exe
@@ -336,6 +339,8 @@ def SoapLowerCpu : Pass<"soap-lower-cpu", "mlir::ModuleOp"> {
            "Start each all-reduce as soon as its operand exists (MPI_Iallreduce) and wait right before the first use of its result, so that gradient all-reduces overlap the backward pass">,
     Option<"fuseElementwise", "fuse-elementwise", "bool", /*default=*/"true",
            "Fuse chains of elementwise ops into one loop nest (an elementwise producer with one use into its linalg consumer, contractions and convolutions excepted)">,
+    Option<"collapseLoops", "collapse-loops", "bool", /*default=*/"true",
+           "Merge the adjacent loops of loop-nest kernels that every operand reads contiguously in memory (after bufferization)">,
   ];
 }
 

@@ -12,7 +12,9 @@
 //      communication ops (CommunicationOps.cpp) are calls on buffers by then;
 //   5. kernels=blas: contractions and 2-D convolutions (any layout, the
 //      transposes around them folded first) become libsoaprt calls;
-//      kernels=vector: vector ops are lowered;
+//      the generics left merge the adjacent loops their operands read
+//      contiguously (CollapseLoops.cpp); kernels=vector: vector ops are
+//      lowered;
 //   6. everything else to loops, and to the LLVM dialect (bare pointers);
 //   7. the C ABI for the driver.
 //
@@ -439,6 +441,8 @@ LogicalResult lowerModuleForCpu(ModuleOp module,
   codegen::replaceCommunicationPlaceholders(module, options.overlapComm);
   if (options.kernels == KernelCodegen::Blas)
     codegen::replaceKernelsByBlasCalls(module);
+  if (options.collapseLoops)
+    codegen::collapseLoopNests(module);
   if (options.kernels != KernelCodegen::Loops) {
     if (failed(codegen::runParsed(module, kVectorCleanupPipeline, runPipeline)) ||
         failed(codegen::lowerVectorKernels(module)))

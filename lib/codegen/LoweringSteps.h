@@ -81,6 +81,10 @@ void insertTraceHooks(mlir::ModuleOp module, std::vector<std::string> &ops);
 /// (ElementwiseFusion.cpp). Fails when the rewrite does not converge.
 mlir::LogicalResult fuseElementwiseChains(mlir::ModuleOp module);
 
+/// After bufferization: merges the adjacent loops of loop-nest generics
+/// that every operand reads contiguously (CollapseLoops.cpp).
+void collapseLoopNests(mlir::ModuleOp module);
+
 /// kernels=blas: a contraction that reads a linalg.transpose reads the
 /// transpose's input through the permuted map instead (as a linalg.generic),
 /// so BLAS gets the transposition as strides and no copy is made.

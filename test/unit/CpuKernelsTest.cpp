@@ -3,8 +3,9 @@
 // soaprt_conv2d_nchw_fchw_* against a direct loop nest: strides, dilations,
 // an input larger than the windows reach, operands in other layouts and
 // with gaps (strides of views), a window larger than the output (the
-// weight-gradient convolutions the autodiff emits), and accumulation into
-// an output that is not zero. f32 runs through oneDNN, f64 through im2col.
+// weight-gradient convolutions the autodiff emits, in both of oneDNN's
+// views), and accumulation into an output that is not zero. f32 runs
+// through oneDNN, f64 through im2col.
 //
 //===----------------------------------------------------------------------===//
 
@@ -115,13 +116,19 @@ void check(const Case &k,
 }
 
 const Case cases[] = {
-    {2, 3, 11, 10, 4, 3, 2, 2, 1, 1, 2},            // strides, dilations
+    {2, 3, 11, 10, 4, 3, 2, 2, 1, 1, 2},             // strides, dilations
     {2, 3, 9, 9, 5, 3, 3, 1, 1, 1, 1, /*extraH=*/3}, // unused rows
     {2, 5, 8, 8, 4, 1, 1, 1, 1, 1, 1, 0, /*channelsLast=*/true},
     {1, 4, 7, 6, 3, 3, 3, 2, 2, 1, 1, 0, true, /*gap=*/2},
     {3, 2, 6, 6, 2, 1, 1, 2, 2, 1, 1, 0, false, 2}, // strided 1x1
     // A window larger than the output: weight gradients, as conv(x^T, dy^T).
     {4, 8, 12, 12, 6, 10, 10, 1, 1, 1, 1},
+    // Fewer channels than images and a filter-sized output: oneDNN runs
+    // these as backward-weights convolutions (DnnlKernels.cpp), here with
+    // the dilation of a stride-2 layer's gradient, other layouts and gaps.
+    {8, 2, 12, 12, 6, 9, 9, 1, 1, 1, 1},
+    {6, 3, 13, 13, 5, 5, 5, 1, 1, 2, 2, /*extraH=*/2},
+    {5, 2, 10, 9, 3, 4, 4, 1, 1, 2, 2, 0, /*channelsLast=*/true, /*gap=*/2},
 };
 
 } // namespace

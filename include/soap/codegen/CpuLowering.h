@@ -45,6 +45,9 @@ struct CpuLoweringOptions {
   bool overlapComm = false;
   /// Elementwise chains run as one loop nest (ElementwiseFusion.cpp).
   bool fuseElementwise = true;
+  /// Loop nests merge the adjacent loops their operands read contiguously
+  /// (CollapseLoops.cpp).
+  bool collapseLoops = true;
 };
 
 /// Runs a pass pipeline on the module being lowered (a pass gives its
