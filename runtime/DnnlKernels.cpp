@@ -1,13 +1,16 @@
 //===- DnnlKernels.cpp - oneDNN convolutions for generated code ----------===//
 //
-// f32 NCHW convolutions through oneDNN (Debian's libdnnl): the operands
-// keep the strides generated code passes; oneDNN picks its own (blocked)
-// layouts for the computation, and reorders copy in and out of them. The
-// result is added to the output, as linalg's convolutions accumulate.
-// The autodiff's filter gradient, conv(x^T, dy^T), runs as oneDNN's
-// backward-weights convolution on the same buffers (the roles swap, see
-// buildAsWeightGradient), which is up to 2.8x faster than oneDNN's forward
-// kernels on such shapes (looksLikeWeightGradient).
+// f32 2-D convolutions, plain, grouped and depthwise, through oneDNN
+// (Debian's libdnnl): the operands keep the strides generated code passes;
+// oneDNN picks its own (blocked) layouts for the computation, and reorders copy
+// in and out of them. The result is added to the output, as linalg's
+// convolutions accumulate. The autodiff's filter gradient, conv(x^T, dy^T),
+// runs as oneDNN's backward-weights convolution on the same buffers (the roles
+// swap, see buildAsWeightGradient), which is up to 2.8x faster than oneDNN's
+// forward kernels on such shapes (looksLikeWeightGradient); a depthwise
+// filter's gradient runs only in that view. What oneDNN cannot express on the
+// caller's strides (Unexpressible) or refuses falls back to the caller's
+// path (Kernels.cpp: im2col and GEMM, one group at a time).
 //
 // oneDNN sums in another order than im2col + GEMM: results agree to about
 // 1e-6 relative (test/unit/CpuKernelsTest.cpp), not bitwise.
@@ -25,6 +28,7 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include <algorithm>
 #include <array>
 #include <cstdlib>
 #include <map>
@@ -41,7 +45,7 @@ namespace soaprt {
 
 namespace {
 
-using Key = std::array<int64_t, 25>;
+using Key = std::array<int64_t, 29>;
 
 struct Engine {
   dnnl::engine engine{dnnl::engine::kind::cpu, 0};
@@ -134,21 +138,57 @@ std::array<int64_t, 2> usedImage(const Conv2dShape &s) {
           s.sw * (s.ow - 1) + s.dw * (s.kw - 1) + 1};
 }
 
-/// The convolution as oneDNN's forward convolution.
+/// A view oneDNN cannot express on the caller's buffers (no copy is made
+/// to make one): the other view, or the caller's path, runs it.
+struct Unexpressible {};
+
+/// The stride of oneDNN's channel dimension that runs over `outer` groups
+/// of `inner` channels each (strides `outerStride`, `innerStride`): one
+/// dimension only where the groups follow each other in memory.
+int64_t mergedStride(int64_t outer, int64_t outerStride, int64_t inner,
+                     int64_t innerStride) {
+  if (outer == 1)
+    return innerStride;
+  if (inner == 1)
+    return outerStride;
+  if (outerStride != inner * innerStride)
+    throw Unexpressible();
+  return innerStride;
+}
+
+/// oneDNN's weights: {F, C, KH, KW}, or with groups {G, F, C, KH, KW}.
+dims groupedDims(int64_t g, dims perGroup) {
+  if (g > 1)
+    perGroup.insert(perGroup.begin(), g);
+  return perGroup;
+}
+
+/// The convolution as oneDNN's forward convolution: src {N, G*C, H, W},
+/// weights {(G,) F, C, KH, KW}, dst {N, G*F, OH, OW}.
 std::unique_ptr<Conv> buildForward(const Conv2dShape &s,
                                    const Conv2dStrides &st) {
   Engine &e = engine();
   auto [usedH, usedW] = usedImage(s);
   auto conv = std::make_unique<Conv>();
-  dims in = {s.n, s.c, usedH, usedW}, filter = {s.f, s.c, s.kh, s.kw},
-       out = {s.n, s.f, s.oh, s.ow};
+  dims in = {s.n, s.g * s.c, usedH, usedW},
+       filter = groupedDims(s.g, {s.f, s.c, s.kh, s.kw}),
+       out = {s.n, s.g * s.f, s.oh, s.ow};
   conv->userIn =
-      userMemory(in, {st.in[0], st.in[1], st.in[2], st.in[3]}, e.engine);
+      userMemory(in,
+                 {st.in[0], mergedStride(s.g, st.in[1], s.c, st.in[2]),
+                  st.in[3], st.in[4]},
+                 e.engine);
   conv->userFilter = userMemory(
-      filter, {st.filter[0], st.filter[1], st.filter[2], st.filter[3]},
+      filter,
+      s.g > 1 ? dims{st.filter[0], st.filter[1], st.filter[2], st.filter[3],
+                     st.filter[4]}
+              : dims{st.filter[1], st.filter[2], st.filter[3], st.filter[4]},
       e.engine);
   conv->userOut =
-      userMemory(out, {st.out[0], st.out[1], st.out[2], st.out[3]}, e.engine);
+      userMemory(out,
+                 {st.out[0], mergedStride(s.g, st.out[1], s.f, st.out[2]),
+                  st.out[3], st.out[4]},
+                 e.engine);
   dnnl::convolution_forward::desc desc(
       dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
       anyLayout(in), anyLayout(filter), anyLayout(out), {s.sh, s.sw},
@@ -172,25 +212,37 @@ std::unique_ptr<Conv> buildForward(const Conv2dShape &s,
 /// convolution: the caller's batch is its input channels, its input
 /// channels the batch, its filter the output's gradient (window = the
 /// gradient's image) and its output the filter's gradient (stride and
-/// dilation swap). This is the form the autodiff gives a filter gradient,
-/// conv(x^T, dy^T): a window as large as the forward output and an
-/// output as small as the forward filter, which oneDNN's forward kernels
-/// handle poorly.
+/// dilation swap); groups stay groups. This is the form the autodiff gives
+/// a filter gradient, conv(x^T, dy^T): a window as large as the forward
+/// output and an output as small as the forward filter, which oneDNN's
+/// forward kernels handle poorly. A depthwise filter's gradient (no batch,
+/// one channel per group) has only this view: its groups do not follow
+/// each other in the forward view's channel dimension.
 std::unique_ptr<Conv> buildAsWeightGradient(const Conv2dShape &s,
                                             const Conv2dStrides &st) {
   Engine &e = engine();
   auto [usedH, usedW] = usedImage(s);
   auto conv = std::make_unique<Conv>();
-  // In oneDNN's roles: N = s.c, C = s.n, F = s.f, OH = s.kh, KH = s.oh.
-  dims src = {s.c, s.n, usedH, usedW}, diffDst = {s.c, s.f, s.kh, s.kw},
-       diffWeights = {s.f, s.n, s.oh, s.ow};
+  // In oneDNN's roles: N = s.c, C = s.g * s.n, F = s.f, OH = s.kh,
+  // KH = s.oh.
+  dims src = {s.c, s.g * s.n, usedH, usedW},
+       diffDst = {s.c, s.g * s.f, s.kh, s.kw},
+       diffWeights = groupedDims(s.g, {s.f, s.n, s.oh, s.ow});
   conv->userIn =
-      userMemory(src, {st.in[1], st.in[0], st.in[2], st.in[3]}, e.engine);
+      userMemory(src,
+                 {st.in[2], mergedStride(s.g, st.in[1], s.n, st.in[0]),
+                  st.in[3], st.in[4]},
+                 e.engine);
   conv->userFilter = userMemory(
-      diffDst, {st.filter[1], st.filter[0], st.filter[2], st.filter[3]},
+      diffDst,
+      {st.filter[2], mergedStride(s.g, st.filter[0], s.f, st.filter[1]),
+       st.filter[3], st.filter[4]},
       e.engine);
   conv->userOut = userMemory(
-      diffWeights, {st.out[1], st.out[0], st.out[2], st.out[3]}, e.engine);
+      diffWeights,
+      s.g > 1 ? dims{st.out[1], st.out[2], st.out[0], st.out[3], st.out[4]}
+              : dims{st.out[2], st.out[0], st.out[3], st.out[4]},
+      e.engine);
   dims strides = {s.dh, s.dw}, dilations = {s.sh - 1, s.sw - 1},
        padding = {0, 0};
   dnnl::convolution_forward::desc forward(
@@ -231,15 +283,38 @@ bool looksLikeWeightGradient(const Conv2dShape &s) {
   return s.oh * s.ow <= 64 && s.c < s.n;
 }
 
+/// The convolution in the view it looks like, else in the other; nullptr
+/// when oneDNN takes neither.
 std::unique_ptr<Conv> build(const Conv2dShape &s, const Conv2dStrides &st) {
-  if (looksLikeWeightGradient(s)) {
+  using Builder =
+      std::unique_ptr<Conv> (*)(const Conv2dShape &, const Conv2dStrides &);
+  Builder views[2] = {buildForward, buildAsWeightGradient};
+  if (looksLikeWeightGradient(s))
+    std::swap(views[0], views[1]);
+  for (Builder view : views) {
     try {
-      return buildAsWeightGradient(s, st);
+      return view(s, st);
     } catch (const dnnl::error &) {
-      // Refused in this view: the forward one may still take it.
+    } catch (const Unexpressible &) {
     }
   }
-  return buildForward(s, st);
+  return nullptr;
+}
+
+/// The strides with a dimension of size 1 given the stride past the whole
+/// operand (any stride reads the same element; oneDNN wants positive ones
+/// that do not overlap).
+template <size_t N>
+std::array<int64_t, N> sizeOneStrides(std::array<int64_t, N> strides,
+                                      const std::array<int64_t, N> &sizes) {
+  int64_t past = 1;
+  for (size_t i = 0; i < N; ++i)
+    if (sizes[i] > 1)
+      past = std::max(past, sizes[i] * strides[i]);
+  for (size_t i = 0; i < N; ++i)
+    if (sizes[i] == 1)
+      strides[i] = past;
+  return strides;
 }
 
 } // namespace
@@ -252,28 +327,31 @@ bool dnnlEnabled() {
   return enabled;
 }
 
-bool dnnlConv2d(const Conv2dShape &s, const Conv2dStrides &st, const float *in,
-                const float *filter, float *out) {
+bool dnnlConv2d(const Conv2dShape &s, const Conv2dStrides &given,
+                const float *in, const float *filter, float *out) {
   if (!dnnlEnabled())
     return false;
-  for (const std::array<int64_t, 4> *strides : {&st.in, &st.filter, &st.out})
+  auto [usedH, usedW] = usedImage(s);
+  Conv2dStrides st;
+  st.in = sizeOneStrides(given.in, {s.n, s.g, s.c, usedH, usedW});
+  st.filter = sizeOneStrides(given.filter, {s.g, s.f, s.c, s.kh, s.kw});
+  st.out = sizeOneStrides(given.out, {s.n, s.g, s.f, s.oh, s.ow});
+  for (const std::array<int64_t, 5> *strides : {&st.in, &st.filter, &st.out})
     for (int64_t stride : *strides)
       if (stride <= 0)
         return false;
-  Key key = {s.n,  s.c,  s.h,  s.w,  s.f,  s.kh, s.kw, s.oh, s.ow,
-             s.sh, s.sw, s.dh, s.dw, st.in[0], st.in[1], st.in[2], st.in[3],
-             st.filter[0], st.filter[1], st.filter[2], st.filter[3],
-             st.out[0], st.out[1], st.out[2], st.out[3]};
+  Key key = {
+      s.n,          s.c,          s.h,          s.w,          s.f,
+      s.kh,         s.kw,         s.oh,         s.ow,         s.sh,
+      s.sw,         s.dh,         s.dw,         s.g,          st.in[0],
+      st.in[1],     st.in[2],     st.in[3],     st.in[4],     st.filter[0],
+      st.filter[1], st.filter[2], st.filter[3], st.filter[4], st.out[0],
+      st.out[1],    st.out[2],    st.out[3],    st.out[4]};
   // nullptr: oneDNN refused this convolution; the caller's path runs it.
   static std::map<Key, std::unique_ptr<Conv>> built;
   auto it = built.find(key);
   if (it == built.end()) {
-    std::unique_ptr<Conv> conv;
-    try {
-      conv = build(s, st);
-    } catch (const dnnl::error &) {
-    }
-    it = built.emplace(key, std::move(conv)).first;
+    it = built.emplace(key, build(s, st)).first;
   }
   Conv *conv = it->second.get();
   if (!conv)

@@ -12,16 +12,19 @@
 
 namespace soaprt {
 
-/// out[n,f,oh,ow] += sum_{c,kh,kw} in[n,c,sh*oh+dh*kh,sw*ow+dw*kw]
-///                                 * filter[f,c,kh,kw]
+/// out[n,g,f,oh,ow] += sum_{c,kh,kw} in[n,g,c,sh*oh+dh*kh,sw*ow+dw*kw]
+///                                   * filter[g,f,c,kh,kw]
+/// with c and f one group's channels (g = 1: a plain convolution).
 struct Conv2dShape {
   int64_t n, c, h, w, f, kh, kw, oh, ow, sh, sw, dh, dw;
+  int64_t g = 1;
 };
 
-/// The element strides of each operand's four dimensions, in the order of
-/// Conv2dShape's indices.
+/// The element strides of each operand's five dimensions, in the order of
+/// Conv2dShape's indices: in {n, g, c, h, w}, filter {g, f, c, kh, kw},
+/// out {n, g, f, oh, ow}.
 struct Conv2dStrides {
-  std::array<int64_t, 4> in, filter, out;
+  std::array<int64_t, 5> in, filter, out;
 };
 
 /// Whether oneDNN runs the runtime's convolutions (SOAP_DNNL=0: no).

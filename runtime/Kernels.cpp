@@ -198,17 +198,26 @@ void conv2d(int64_t n, int64_t c, int64_t h, int64_t w, int64_t f, int64_t kh,
   }
 }
 
-/// The convolution through oneDNN where it takes it (f32), else im2col.
+/// The convolution through oneDNN where it takes it (f32), else im2col,
+/// one group at a time.
 template <typename T>
 void conv2dKernel(const soaprt::Conv2dShape &s, const soaprt::Conv2dStrides &st,
                   const T *in, const T *filter, T *out) {
   if constexpr (std::is_same_v<T, float>)
     if (soaprt::dnnlConv2d(s, st, in, filter, out))
       return;
+  if (s.g > 1) {
+    soaprt::Conv2dShape one = s;
+    one.g = 1;
+    for (int64_t group = 0; group < s.g; ++group)
+      conv2dKernel<T>(one, st, in + group * st.in[1],
+                      filter + group * st.filter[0], out + group * st.out[1]);
+    return;
+  }
   conv2d<T>(s.n, s.c, s.h, s.w, s.f, s.kh, s.kw, s.oh, s.ow, s.sh, s.sw, s.dh,
-            s.dw, in, st.in[0], st.in[1], st.in[2], st.in[3], filter,
-            st.filter[0], st.filter[1], st.filter[2], st.filter[3], out,
-            st.out[0], st.out[1], st.out[2], st.out[3]);
+            s.dw, in, st.in[0], st.in[2], st.in[3], st.in[4], filter,
+            st.filter[1], st.filter[2], st.filter[3], st.filter[4], out,
+            st.out[0], st.out[2], st.out[3], st.out[4]);
 }
 
 } // namespace
@@ -258,11 +267,25 @@ extern "C" int soaprt_select_blas_core(char **argv) {
       int64_t fsw, T *out, int64_t osn, int64_t osf, int64_t osh,              \
       int64_t osw) {                                                           \
     soaprt::Conv2dStrides strides;                                             \
-    strides.in = {isn, isc, ish, isw};                                         \
-    strides.filter = {fsf, fsc, fsh, fsw};                                     \
-    strides.out = {osn, osf, osh, osw};                                        \
+    strides.in = {isn, 0, isc, ish, isw};                                      \
+    strides.filter = {0, fsf, fsc, fsh, fsw};                                  \
+    strides.out = {osn, 0, osf, osh, osw};                                     \
     conv2dKernel<T>({n, c, h, w, f, kh, kw, oh, ow, sh, sw, dh, dw}, strides,  \
                     in, filter, out);                                          \
+  }                                                                            \
+  void soaprt_conv2d_grouped_##SUFFIX(                                         \
+      int64_t g, int64_t n, int64_t c, int64_t h, int64_t w, int64_t f,        \
+      int64_t kh, int64_t kw, int64_t oh, int64_t ow, int64_t sh, int64_t sw,  \
+      int64_t dh, int64_t dw, const T *in, int64_t isn, int64_t isg,           \
+      int64_t isc, int64_t ish, int64_t isw, const T *filter, int64_t fsg,     \
+      int64_t fsf, int64_t fsc, int64_t fsh, int64_t fsw, T *out, int64_t osn, \
+      int64_t osg, int64_t osf, int64_t osh, int64_t osw) {                    \
+    soaprt::Conv2dStrides strides;                                             \
+    strides.in = {isn, isg, isc, ish, isw};                                    \
+    strides.filter = {fsg, fsf, fsc, fsh, fsw};                                \
+    strides.out = {osn, osg, osf, osh, osw};                                   \
+    conv2dKernel<T>({n, c, h, w, f, kh, kw, oh, ow, sh, sw, dh, dw, g},        \
+                    strides, in, filter, out);                                 \
   }
 
 extern "C" {

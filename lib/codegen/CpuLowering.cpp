@@ -187,7 +187,8 @@ void normalizeConvolutionOperands(ModuleOp module) {
   SmallVector<linalg::GenericOp> candidates;
   module.walk([&](linalg::GenericOp op) {
     if (op.hasPureTensorSemantics() && op.getNumDpsInits() == 1 &&
-        op.getNumDpsInputs() >= 2 && op.getNumLoops() == 7 && !conv2dRoles(op))
+        op.getNumDpsInputs() >= 2 && op.getNumLoops() >= 6 &&
+        op.getNumLoops() <= 8 && !conv2dRoles(op))
       candidates.push_back(op);
   });
   IRRewriter rewriter(module.getContext());

@@ -2,10 +2,11 @@
 //
 // After bufferization, contractions (matmul in any operand layout,
 // batch_matmul, matvec, vecmat and linalg.generic contractions with a
-// single reduction) and linalg.conv_2d_nchw_fchw on f32/f64 memrefs become
-// calls of libsoaprt's kernels, which take a pointer to element 0 and a
-// stride per dimension of each operand, read from the memref's strided
-// metadata, so transposed operands and subviews need no copy here.
+// single reduction) and 2-D convolutions (conv2dRoles: any layout, plain,
+// grouped or depthwise) on f32/f64 memrefs become calls of libsoaprt's kernels,
+// which take a pointer to element 0 and a stride per dimension of each operand,
+// read from the memref's strided metadata, so transposed operands and subviews
+// need no copy here.
 //
 //===----------------------------------------------------------------------===//
 
@@ -77,21 +78,42 @@ void insertTraceHooks(ModuleOp module, std::vector<std::string> &ops) {
   }
 }
 
+/// Whether `op`'s body adds the product of its two inputs to the output
+/// (a convolution, not a pooling that also has the interface).
+static bool multipliesAndAdds(linalg::LinalgOp op) {
+  return linalg::detail::isContractionBody(
+      *op.getBlock(), [](Operation *first, Operation *second) {
+        return (isa<arith::MulFOp>(first) && isa<arith::AddFOp>(second)) ||
+               (isa<arith::MulIOp>(first) && isa<arith::AddIOp>(second));
+      });
+}
+
 std::optional<Conv2dRoles> conv2dRoles(linalg::LinalgOp op) {
   if (op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1 ||
-      op.getNumLoops() != 7 || !linalg::isaConvolutionOpInterface(op))
+      !linalg::isaConvolutionOpInterface(op) || !multipliesAndAdds(op))
     return std::nullopt;
   FailureOr<linalg::ConvolutionDimensions> dims =
       linalg::inferConvolutionDims(op);
-  if (failed(dims) || dims->batch.size() != 1 ||
-      dims->outputChannel.size() != 1 || dims->inputChannel.size() != 1 ||
-      dims->outputImage.size() != 2 || dims->filterLoop.size() != 2 ||
-      !dims->depth.empty())
+  if (failed(dims) || dims->batch.size() > 1 ||
+      dims->outputChannel.size() > 1 || dims->inputChannel.size() > 1 ||
+      dims->depth.size() > 1 || dims->outputImage.size() != 2 ||
+      dims->filterLoop.size() != 2)
     return std::nullopt;
+  auto only = [](ArrayRef<unsigned> loops) -> std::optional<unsigned> {
+    if (loops.empty())
+      return std::nullopt;
+    return loops.front();
+  };
   Conv2dRoles roles;
-  roles.batch = dims->batch[0];
-  roles.outputChannel = dims->outputChannel[0];
-  roles.inputChannel = dims->inputChannel[0];
+  roles.batch = only(dims->batch);
+  roles.group = only(dims->depth);
+  roles.inputChannel = only(dims->inputChannel);
+  roles.outputChannel = only(dims->outputChannel);
+  // Every loop has a role.
+  if (op.getNumLoops() != 4 + dims->batch.size() + dims->depth.size() +
+                              dims->inputChannel.size() +
+                              dims->outputChannel.size())
+    return std::nullopt;
   // Where a plain loop is in `map`'s results.
   auto position = [](AffineMap map, unsigned loop) -> std::optional<unsigned> {
     for (auto [i, expr] : llvm::enumerate(map.getResults()))
@@ -103,9 +125,6 @@ std::optional<Conv2dRoles> conv2dRoles(linalg::LinalgOp op) {
   AffineMap image = op.getMatchingIndexingMap(op.getDpsInputOperand(0));
   AffineMap filter = op.getMatchingIndexingMap(op.getDpsInputOperand(1));
   AffineMap output = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
-  if (image.getNumResults() != 4 || filter.getNumResults() != 4 ||
-      output.getNumResults() != 4)
-    return std::nullopt;
   // The image's two windowed results, in the order they appear: each is
   // stride * (output position) + dilation * (window offset).
   SmallVector<unsigned> windowed;
@@ -127,25 +146,38 @@ std::optional<Conv2dRoles> conv2dRoles(linalg::LinalgOp op) {
     roles.window[windowed.size()] = c;
     roles.strides[windowed.size()] = aFactor;
     roles.dilations[windowed.size()] = cFactor;
-    roles.image[2 + windowed.size()] = i;
+    roles.image[3 + windowed.size()] = i;
     windowed.push_back(i);
   }
   if (windowed.size() != 2)
     return std::nullopt;
-  std::optional<unsigned> places[] = {
-      position(image, roles.batch), position(image, roles.inputChannel),
-      position(filter, roles.outputChannel),
-      position(filter, roles.inputChannel), position(filter, roles.window[0]),
-      position(filter, roles.window[1]), position(output, roles.batch),
-      position(output, roles.outputChannel),
-      position(output, roles.outputImage[0]),
-      position(output, roles.outputImage[1])};
-  if (llvm::any_of(places, [](auto p) { return !p.has_value(); }))
+  // Each operand reads exactly its roles: `loops` (nullopt: the role is
+  // absent) at the positions `places` receives.
+  auto place = [&](AffineMap map, ArrayRef<std::optional<unsigned>> loops,
+                   MutableArrayRef<std::optional<unsigned>> places,
+                   unsigned plain) {
+    unsigned present = 0;
+    for (auto [loop, where] : llvm::zip(loops, places)) {
+      if (!loop)
+        continue;
+      where = position(map, *loop);
+      if (!where)
+        return false;
+      ++present;
+    }
+    return map.getNumResults() == present + plain;
+  };
+  if (!place(image, {roles.batch, roles.group, roles.inputChannel},
+             MutableArrayRef(roles.image).take_front(3), 2) ||
+      !place(filter,
+             {roles.group, roles.outputChannel, roles.inputChannel,
+              roles.window[0], roles.window[1]},
+             roles.filter, 0) ||
+      !place(output,
+             {roles.batch, roles.group, roles.outputChannel,
+              roles.outputImage[0], roles.outputImage[1]},
+             roles.output, 0))
     return std::nullopt;
-  roles.image[0] = *places[0];
-  roles.image[1] = *places[1];
-  roles.filter = {*places[2], *places[3], *places[4], *places[5]};
-  roles.output = {*places[6], *places[7], *places[8], *places[9]};
   return roles;
 }
 
@@ -332,23 +364,22 @@ bool replaceContraction(linalg::LinalgOp op, const std::string &suffix,
   return true;
 }
 
-/// `operand`'s strides in the order of `results` (positions in its map).
-SmallVector<Value> stridesOf(const StridedOperand &operand,
-                             ArrayRef<unsigned> results) {
-  SmallVector<Value> strides;
-  for (unsigned result : results)
-    strides.push_back(operand.strides[result]);
-  return strides;
-}
-
-/// A 2-D convolution in any layout (conv2dRoles) as a call of
-/// soaprt_conv2d_nchw_fchw_*, each operand's dimensions passed in the
-/// runtime's order through their strides.
+/// A 2-D convolution (conv2dRoles) as a call of the runtime's kernel, each
+/// operand's dimensions passed in the runtime's order through their
+/// strides (0 for a role the operand lacks, whose size is 1):
+/// soaprt_conv2d_nchw_fchw_* (n, c, h, w, f, kh, kw, oh, ow, strides,
+/// dilations, then in[n,c,h,w], filter[f,c,kh,kw], out[n,f,oh,ow]) or, with
+/// groups, soaprt_conv2d_grouped_* (g first, then the same sizes per group
+/// and in[n,g,c,h,w], filter[g,f,c,kh,kw], out[n,g,f,oh,ow]).
 bool replaceConvolution(linalg::LinalgOp op, const Conv2dRoles &roles,
                         const std::string &suffix, const CallTarget &target) {
   SmallVector<int64_t> loops = op.getStaticLoopRanges();
+  auto size = [&](std::optional<unsigned> loop) {
+    return loop ? loops[*loop] : int64_t{1};
+  };
   Value image = op.getDpsInputOperand(0)->get();
   auto imageType = cast<MemRefType>(image.getType());
+  bool grouped = roles.group.has_value();
   OpBuilder b(op);
   Location loc = op.getLoc();
   auto constant = [&](int64_t v) {
@@ -357,26 +388,42 @@ bool replaceConvolution(linalg::LinalgOp op, const Conv2dRoles &roles,
   SmallVector<Value> args;
   if (target.math)
     args.push_back(constant(*target.math));
-  for (int64_t v :
-       {loops[roles.batch], loops[roles.inputChannel],
-        imageType.getDimSize(roles.image[2]),
-        imageType.getDimSize(roles.image[3]), loops[roles.outputChannel],
-        loops[roles.window[0]], loops[roles.window[1]],
-        loops[roles.outputImage[0]], loops[roles.outputImage[1]],
-        roles.strides[0], roles.strides[1], roles.dilations[0],
-        roles.dilations[1]})
+  if (grouped)
+    args.push_back(constant(size(roles.group)));
+  for (int64_t v : {size(roles.batch), size(roles.inputChannel),
+                    imageType.getDimSize(*roles.image[3]),
+                    imageType.getDimSize(*roles.image[4]),
+                    size(roles.outputChannel), loops[roles.window[0]],
+                    loops[roles.window[1]], loops[roles.outputImage[0]],
+                    loops[roles.outputImage[1]], roles.strides[0],
+                    roles.strides[1], roles.dilations[0], roles.dilations[1]})
     args.push_back(constant(v));
-  auto add = [&](Value operand, ArrayRef<unsigned> results) {
+  // The group is the second role of the image and the output, the first
+  // of the filter.
+  auto add = [&](Value operand, ArrayRef<std::optional<unsigned>> results,
+                 unsigned groupRole) {
     StridedOperand strided = stridedOperand(b, loc, operand);
     args.push_back(strided.pointer);
-    args.append(stridesOf(strided, results));
+    Value zero;
+    for (auto [role, result] : llvm::enumerate(results)) {
+      if (role == groupRole && !grouped)
+        continue;
+      if (result) {
+        args.push_back(strided.strides[*result]);
+        continue;
+      }
+      if (!zero)
+        zero = constant(0);
+      args.push_back(zero);
+    }
   };
-  add(image, roles.image);
-  add(op.getDpsInputOperand(1)->get(), roles.filter);
-  add(op.getDpsInitOperand(0)->get(), roles.output);
+  add(image, roles.image, 1);
+  add(op.getDpsInputOperand(1)->get(), roles.filter, 0);
+  add(op.getDpsInitOperand(0)->get(), roles.output, 1);
   func::FuncOp callee = declareRuntimeFunction(
       op->getParentOfType<ModuleOp>(),
-      target.prefix + "conv2d_nchw_fchw_" + suffix,
+      target.prefix + (grouped ? "conv2d_grouped_" : "conv2d_nchw_fchw_") +
+          suffix,
       ValueRange(args).getTypes());
   func::CallOp::create(b, loc, callee, args);
   op->erase();
@@ -438,7 +485,7 @@ int replaceKernelsByCalls(ModuleOp module, const CallTarget &target) {
     std::optional<std::string> suffix = kernelSuffix(op);
     if (!suffix || (gpu && *suffix != "f32"))
       continue;
-    // The GPU kernel (cuDNN) is only used, and tested, in NCHW.
+    // The GPU kernel (cuDNN) is only used, and tested, in NCHW, ungrouped.
     if (!gpu || isa<linalg::Conv2DNchwFchwOp>(op.getOperation()))
       if (std::optional<Conv2dRoles> roles = conv2dRoles(op)) {
         replaced += replaceConvolution(op, *roles, *suffix, target);

@@ -66,6 +66,29 @@ void soaprt_conv2d_nchw_fchw_f64(
     int64_t fsw, double *out, int64_t osn, int64_t osf, int64_t osh,
     int64_t osw);
 
+/** Grouped and depthwise convolutions:
+ *  out[n,g,f,y,x] += sum_{c,i,j} in[n,g,c,y*sh+i*dh,x*sw+j*dw]
+ *                                * filter[g,f,c,i,j]
+ *  with c < C and f < F channels per group (a depthwise convolution: C = 1,
+ *  G the channels). Sizes: in N x G x C x H x W, filter G x F x C x KH x KW,
+ *  out N x G x F x OH x OW; s* are element strides (0 for a dimension of
+ *  size 1 is allowed). f32 through oneDNN's grouped convolutions, f64 (and
+ *  what oneDNN refuses) one group at a time as soaprt_conv2d_nchw_fchw_*. */
+void soaprt_conv2d_grouped_f32(
+    int64_t g, int64_t n, int64_t c, int64_t h, int64_t w, int64_t f,
+    int64_t kh, int64_t kw, int64_t oh, int64_t ow, int64_t sh, int64_t sw,
+    int64_t dh, int64_t dw, const float *in, int64_t isn, int64_t isg,
+    int64_t isc, int64_t ish, int64_t isw, const float *filter, int64_t fsg,
+    int64_t fsf, int64_t fsc, int64_t fsh, int64_t fsw, float *out, int64_t osn,
+    int64_t osg, int64_t osf, int64_t osh, int64_t osw);
+void soaprt_conv2d_grouped_f64(
+    int64_t g, int64_t n, int64_t c, int64_t h, int64_t w, int64_t f,
+    int64_t kh, int64_t kw, int64_t oh, int64_t ow, int64_t sh, int64_t sw,
+    int64_t dh, int64_t dw, const double *in, int64_t isn, int64_t isg,
+    int64_t isc, int64_t ish, int64_t isw, const double *filter, int64_t fsg,
+    int64_t fsf, int64_t fsc, int64_t fsh, int64_t fsw, double *out,
+    int64_t osn, int64_t osg, int64_t osf, int64_t osh, int64_t osw);
+
 /** Called first by the driver: when OpenBLAS fell back to its generic
  *  kernels on a CPU it does not recognise (virtual machines), sets
  *  OPENBLAS_CORETYPE from the CPU's features and re-executes the program

@@ -1,9 +1,11 @@
-//===- BlasKernels.h - which kernels become libsoaprt BLAS calls -*- C++ -*-===//
+//===- BlasKernels.h - which kernels become libsoaprt BLAS calls -*- C++
+//-*-===//
 //
-// With --soap-lower-cpu's default kernels=blas, contractions and NCHW
-// convolutions on f32/f64 become calls of libsoaprt's OpenBLAS-backed
-// kernels after bufferization. soap-profile uses the same predicate and the
-// same rewrite, so that it times the code executables run.
+// With --soap-lower-cpu's default kernels=blas, contractions and 2-D
+// convolutions (any layout, grouped and depthwise too) on f32/f64 become calls
+// of libsoaprt's OpenBLAS-backed kernels after bufferization. soap-profile uses
+// the same predicate and the same rewrite, so that it times the code
+// executables run.
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,24 +20,29 @@
 
 namespace soap::codegen {
 
-/// A 2-D convolution in any layout, as libsoaprt's NCHW/FCHW kernel sees
-/// it: out[n,f,oh,ow] += in[n,c,s*oh+d*kh,s*ow+d*kw] * filter[f,c,kh,kw].
-/// Loops are positions in the op's loops; image, filter and output hold,
-/// in that order of roles, the position of each role in the operand's
-/// indexing map, so that its strides give the layout.
+/// A 2-D convolution in any layout, plain, grouped or depthwise, as
+/// libsoaprt's kernels see it:
+///   out[n,g,f,oh,ow] += in[n,g,c,s*oh+d*kh,s*ow+d*kw] * filter[g,f,c,kh,kw]
+/// (c and f run over one group's channels). Loops are positions in the
+/// op's loops; a role the op lacks (no batch, no groups, one channel per
+/// group as in a depthwise convolution) has no loop and stands for size 1.
+/// image, filter and output hold, in that order of roles, the position of
+/// each role in the operand's indexing map (none where the operand lacks
+/// it), so that its strides give the layout.
 struct Conv2dRoles {
-  unsigned batch, inputChannel, outputChannel;
+  std::optional<unsigned> batch, group, inputChannel, outputChannel;
   std::array<unsigned, 2> outputImage, window;
   std::array<int64_t, 2> strides, dilations;
-  std::array<unsigned, 4> image;  // n, c, h, w
-  std::array<unsigned, 4> filter; // f, c, kh, kw
-  std::array<unsigned, 4> output; // n, f, oh, ow
+  std::array<std::optional<unsigned>, 5> image;  // n, g, c, h, w
+  std::array<std::optional<unsigned>, 5> filter; // g, f, c, kh, kw
+  std::array<std::optional<unsigned>, 5> output; // n, g, f, oh, ow
 };
 
-/// The roles of `op`'s loops when it is a 2-D convolution (any named conv
-/// or generic the convolution interface recognizes, with one batch, one
-/// input and one output channel, no depthwise or group loop, and windows
-/// `s * o + d * k` on the first input); nothing otherwise.
+/// The roles of `op`'s loops when it is a 2-D convolution: any named conv
+/// or generic the convolution interface recognizes, with at most one
+/// batch, group (depth), input and output channel loop, windows
+/// `s * o + d * k` on the first input, and a body that adds the product of
+/// its two inputs to the output; nothing otherwise (poolings included).
 std::optional<Conv2dRoles> conv2dRoles(mlir::linalg::LinalgOp op);
 
 /// Whether kernels=blas sends `op` to libsoaprt (judged on tensors, before
@@ -47,7 +54,8 @@ bool blasTakes(mlir::linalg::LinalgOp op);
 
 /// Replaces contractions and 2-D convolutions on memrefs by calls of
 /// libsoaprt's BLAS kernels (soaprt_matmul_*, soaprt_batch_matmul_*,
-/// soaprt_conv2d_nchw_fchw_*, declared in the module on first use).
+/// soaprt_conv2d_nchw_fchw_* and, for grouped and depthwise convolutions,
+/// soaprt_conv2d_grouped_*, declared in the module on first use).
 /// Returns how many were replaced.
 int replaceKernelsByBlasCalls(mlir::ModuleOp module);
 
