@@ -45,8 +45,6 @@ namespace soaprt {
 
 namespace {
 
-using Key = std::array<int64_t, 29>;
-
 struct Engine {
   dnnl::engine engine{dnnl::engine::kind::cpu, 0};
   dnnl::stream stream{engine};
@@ -60,6 +58,9 @@ struct Engine {
 /// adds into the caller's output).
 struct Conv {
   dnnl::memory userIn, userFilter, userOut;
+  /// The spread view's filter, flipped back before each run (userFilter
+  /// reads it).
+  std::vector<float> unflipped;
   std::vector<std::pair<dnnl::reorder, std::pair<dnnl::memory, dnnl::memory>>>
       in;
   std::optional<std::pair<dnnl::reorder, dnnl::memory>> out;
@@ -163,6 +164,19 @@ dims groupedDims(int64_t g, dims perGroup) {
   return perGroup;
 }
 
+/// The forward convolution a backward primitive is built against (oneDNN
+/// picks the backward kernels to match it).
+dnnl::convolution_forward::primitive_desc
+trainingHint(const dims &src, const dims &weights, const dims &dst,
+             const dims &strides, const dims &dilations, const dims &padLeft,
+             const dims &padRight) {
+  dnnl::convolution_forward::desc forward(
+      dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct,
+      anyLayout(src), anyLayout(weights), anyLayout(dst), strides, dilations,
+      padLeft, padRight);
+  return dnnl::convolution_forward::primitive_desc(forward, engine().engine);
+}
+
 /// The convolution as oneDNN's forward convolution: src {N, G*C, H, W},
 /// weights {(G,) F, C, KH, KW}, dst {N, G*F, OH, OW}.
 std::unique_ptr<Conv> buildForward(const Conv2dShape &s,
@@ -245,11 +259,8 @@ std::unique_ptr<Conv> buildAsWeightGradient(const Conv2dShape &s,
       e.engine);
   dims strides = {s.dh, s.dw}, dilations = {s.sh - 1, s.sw - 1},
        padding = {0, 0};
-  dnnl::convolution_forward::desc forward(
-      dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct,
-      anyLayout(src), anyLayout(diffWeights), anyLayout(diffDst), strides,
-      dilations, padding, padding);
-  dnnl::convolution_forward::primitive_desc hint(forward, e.engine);
+  auto hint = trainingHint(src, diffWeights, diffDst, strides, dilations,
+                           padding, padding);
   dnnl::convolution_backward_weights::desc desc(
       dnnl::algorithm::convolution_direct, anyLayout(src),
       anyLayout(diffWeights), anyLayout(diffDst), strides, dilations, padding,
@@ -317,6 +328,146 @@ std::array<int64_t, N> sizeOneStrides(std::array<int64_t, N> strides,
   return strides;
 }
 
+/// The spread view (buildSpread): the output rows and columns that
+/// receive a contribution, oneDNN's padding and the offset into the
+/// caller's output, per spatial dimension.
+struct SpreadPlan {
+  std::array<int64_t, 2> rows, padLeft, padRight, skipped;
+};
+
+/// Where the spread convolution's image is nonzero (oy + py * a, a < ay),
+/// it is oneDNN's backward-data convolution of the adjoint at those points
+/// (forward stride py, the same dilation) through the filter flipped back:
+/// out[y] += img[y + d * i] * filter[i] with img[o + p * a] = dy[a] is
+/// out[y] += dy[a] * filter[K - 1 - i'] where y = p * a - (d (K - 1) - o) +
+/// d * i'. Output rows no point reaches are skipped (the sum adds nothing
+/// there), so the padding is never negative. nullopt when nothing is left.
+std::optional<SpreadPlan> planSpread(const Conv2dShape &s,
+                                     const Conv2dSpread &sp) {
+  SpreadPlan plan;
+  int64_t outSize[2] = {s.oh, s.ow}, window[2] = {s.kh, s.kw},
+          dilation[2] = {s.dh, s.dw};
+  for (int k = 0; k < 2; ++k) {
+    int64_t reach = dilation[k] * (window[k] - 1);
+    int64_t left = reach - sp.offsets[k], rows = outSize[k], skipped = 0;
+    if (left < 0) {
+      skipped = -left;
+      rows -= skipped;
+      left = 0;
+    }
+    int64_t right = (sp.sizes[k] - 1) * sp.strides[k] + reach + 1 - rows - left;
+    if (right < 0) {
+      rows += right;
+      right = 0;
+    }
+    if (rows <= 0 || sp.sizes[k] <= 0)
+      return std::nullopt;
+    plan.rows[k] = rows;
+    plan.padLeft[k] = left;
+    plan.padRight[k] = right;
+    plan.skipped[k] = skipped;
+  }
+  return plan;
+}
+
+/// The spread convolution as oneDNN's backward-data convolution (see
+/// planSpread): diff_dst is the image at the spread points (userIn, its
+/// handle moved to the first point), weights the filter flipped back into
+/// `unflipped` ({G,} C, F, KH, KW), diff_src the output rows reached
+/// (userOut, its handle moved past the skipped ones).
+std::unique_ptr<Conv> buildSpread(const Conv2dShape &s, const Conv2dStrides &st,
+                                  const Conv2dSpread &sp,
+                                  const SpreadPlan &plan) {
+  Engine &e = engine();
+  auto conv = std::make_unique<Conv>();
+  dims diffDst = {s.n, s.g * s.c, sp.sizes[0], sp.sizes[1]},
+       weights = groupedDims(s.g, {s.c, s.f, s.kh, s.kw}),
+       diffSrc = {s.n, s.g * s.f, plan.rows[0], plan.rows[1]};
+  conv->userIn =
+      userMemory(diffDst,
+                 {st.in[0], mergedStride(s.g, st.in[1], s.c, st.in[2]),
+                  st.in[3] * sp.strides[0], st.in[4] * sp.strides[1]},
+                 e.engine);
+  conv->unflipped.resize(static_cast<size_t>(s.g * s.c * s.f * s.kh * s.kw));
+  conv->userFilter =
+      dnnl::memory(dnnl::memory::desc(weights, dnnl::memory::data_type::f32,
+                                      s.g > 1 ? dnnl::memory::format_tag::goihw
+                                              : dnnl::memory::format_tag::oihw),
+                   e.engine, conv->unflipped.data());
+  conv->userOut =
+      userMemory(diffSrc,
+                 {st.out[0], mergedStride(s.g, st.out[1], s.f, st.out[2]),
+                  st.out[3], st.out[4]},
+                 e.engine);
+  dims strides = {sp.strides[0], sp.strides[1]},
+       dilations = {s.dh - 1, s.dw - 1},
+       padLeft = {plan.padLeft[0], plan.padLeft[1]},
+       padRight = {plan.padRight[0], plan.padRight[1]};
+  auto hint = trainingHint(diffSrc, weights, diffDst, strides, dilations,
+                           padLeft, padRight);
+  dnnl::convolution_backward_data::desc desc(
+      dnnl::algorithm::convolution_direct, anyLayout(diffSrc),
+      anyLayout(weights), anyLayout(diffDst), strides, dilations, padLeft,
+      padRight);
+  dnnl::convolution_backward_data::primitive_desc pd(desc, e.engine, hint);
+  bindInput(*conv, DNNL_ARG_DIFF_DST, pd.diff_dst_desc(), conv->userIn,
+            e.engine);
+  bindInput(*conv, DNNL_ARG_WEIGHTS, pd.weights_desc(), conv->userFilter,
+            e.engine);
+  // oneDNN overwrites diff_src: through scratch and the reorder that adds.
+  bindOutput(*conv, DNNL_ARG_DIFF_SRC, pd.diff_src_desc(), /*inPlace=*/false,
+             e.engine);
+  conv->primitive = dnnl::convolution_backward_data(pd);
+  return conv;
+}
+
+/// Runs a built convolution on the caller's buffers.
+void run(Conv &conv, const float *in, const float *filter, float *out) {
+  dnnl::stream &stream = engine().stream;
+  conv.userIn.set_data_handle(const_cast<float *>(in));
+  if (conv.unflipped.empty())
+    conv.userFilter.set_data_handle(const_cast<float *>(filter));
+  conv.userOut.set_data_handle(out);
+  for (auto &[reorder, memories] : conv.in)
+    reorder.execute(stream, memories.first, memories.second);
+  conv.primitive.execute(stream, conv.args);
+  if (conv.out)
+    conv.out->first.execute(stream, conv.out->second, conv.userOut);
+  stream.wait();
+}
+
+/// The strides oneDNN gets: positive ones for dimensions of size 1
+/// (sizeOneStrides); false when a stride is still not positive.
+bool positiveStrides(const Conv2dShape &s, const Conv2dStrides &given,
+                     Conv2dStrides &st) {
+  auto [usedH, usedW] = usedImage(s);
+  st.in = sizeOneStrides(given.in, {s.n, s.g, s.c, usedH, usedW});
+  st.filter = sizeOneStrides(given.filter, {s.g, s.f, s.c, s.kh, s.kw});
+  st.out = sizeOneStrides(given.out, {s.n, s.g, s.f, s.oh, s.ow});
+  for (const std::array<int64_t, 5> *strides : {&st.in, &st.filter, &st.out})
+    for (int64_t stride : *strides)
+      if (stride <= 0)
+        return false;
+  return true;
+}
+
+/// Everything that tells two convolutions' primitives apart.
+template <size_t Extra>
+std::array<int64_t, 29 + Extra> keyOf(const Conv2dShape &s,
+                                      const Conv2dStrides &st,
+                                      const std::array<int64_t, Extra> &extra) {
+  std::array<int64_t, 29 + Extra> key = {
+      s.n,          s.c,          s.h,          s.w,          s.f,
+      s.kh,         s.kw,         s.oh,         s.ow,         s.sh,
+      s.sw,         s.dh,         s.dw,         s.g,          st.in[0],
+      st.in[1],     st.in[2],     st.in[3],     st.in[4],     st.filter[0],
+      st.filter[1], st.filter[2], st.filter[3], st.filter[4], st.out[0],
+      st.out[1],    st.out[2],    st.out[3],    st.out[4]};
+  for (size_t i = 0; i < Extra; ++i)
+    key[29 + i] = extra[i];
+  return key;
+}
+
 } // namespace
 
 bool dnnlEnabled() {
@@ -329,43 +480,67 @@ bool dnnlEnabled() {
 
 bool dnnlConv2d(const Conv2dShape &s, const Conv2dStrides &given,
                 const float *in, const float *filter, float *out) {
-  if (!dnnlEnabled())
-    return false;
-  auto [usedH, usedW] = usedImage(s);
   Conv2dStrides st;
-  st.in = sizeOneStrides(given.in, {s.n, s.g, s.c, usedH, usedW});
-  st.filter = sizeOneStrides(given.filter, {s.g, s.f, s.c, s.kh, s.kw});
-  st.out = sizeOneStrides(given.out, {s.n, s.g, s.f, s.oh, s.ow});
-  for (const std::array<int64_t, 5> *strides : {&st.in, &st.filter, &st.out})
-    for (int64_t stride : *strides)
-      if (stride <= 0)
-        return false;
-  Key key = {
-      s.n,          s.c,          s.h,          s.w,          s.f,
-      s.kh,         s.kw,         s.oh,         s.ow,         s.sh,
-      s.sw,         s.dh,         s.dw,         s.g,          st.in[0],
-      st.in[1],     st.in[2],     st.in[3],     st.in[4],     st.filter[0],
-      st.filter[1], st.filter[2], st.filter[3], st.filter[4], st.out[0],
-      st.out[1],    st.out[2],    st.out[3],    st.out[4]};
+  if (!dnnlEnabled() || !positiveStrides(s, given, st))
+    return false;
   // nullptr: oneDNN refused this convolution; the caller's path runs it.
-  static std::map<Key, std::unique_ptr<Conv>> built;
+  static std::map<std::array<int64_t, 29>, std::unique_ptr<Conv>> built;
+  auto key = keyOf<0>(s, st, {});
+  auto it = built.find(key);
+  if (it == built.end())
+    it = built.emplace(key, build(s, st)).first;
+  if (!it->second)
+    return false;
+  run(*it->second, in, filter, out);
+  return true;
+}
+
+bool dnnlConv2dSpread(const Conv2dShape &s, const Conv2dStrides &given,
+                      const Conv2dSpread &sp, const float *in,
+                      const float *filter, float *out) {
+  // SOAP_DNNL_SPREAD=0: the convolution of the whole spread image, as
+  // before this path existed (to measure one against the other).
+  static bool enabled = [] {
+    const char *flag = std::getenv("SOAP_DNNL_SPREAD");
+    return !(flag && std::string(flag) == "0");
+  }();
+  Conv2dStrides st;
+  if (!dnnlEnabled() || !enabled || s.sh != 1 || s.sw != 1 ||
+      !positiveStrides(s, given, st))
+    return false;
+  std::optional<SpreadPlan> plan = planSpread(s, sp);
+  if (!plan)
+    return true; // no point reaches the output: it adds nothing
+  static std::map<std::array<int64_t, 35>, std::unique_ptr<Conv>> built;
+  auto key = keyOf<6>(s, st,
+                      {sp.offsets[0], sp.offsets[1], sp.strides[0],
+                       sp.strides[1], sp.sizes[0], sp.sizes[1]});
   auto it = built.find(key);
   if (it == built.end()) {
-    it = built.emplace(key, build(s, st)).first;
+    std::unique_ptr<Conv> conv;
+    try {
+      conv = buildSpread(s, st, sp, *plan);
+    } catch (const dnnl::error &) {
+    } catch (const Unexpressible &) {
+    }
+    it = built.emplace(key, std::move(conv)).first;
   }
   Conv *conv = it->second.get();
   if (!conv)
     return false;
-  dnnl::stream &stream = engine().stream;
-  conv->userIn.set_data_handle(const_cast<float *>(in));
-  conv->userFilter.set_data_handle(const_cast<float *>(filter));
-  conv->userOut.set_data_handle(out);
-  for (auto &[reorder, memories] : conv->in)
-    reorder.execute(stream, memories.first, memories.second);
-  conv->primitive.execute(stream, conv->args);
-  if (conv->out)
-    conv->out->first.execute(stream, conv->out->second, conv->userOut);
-  stream.wait();
+  // The filter flipped back: unflipped[g][c][f][i][j] =
+  // filter[g, f, c, KH - 1 - i, KW - 1 - j].
+  float *w = conv->unflipped.data();
+  for (int64_t g = 0; g < s.g; ++g)
+    for (int64_t c = 0; c < s.c; ++c)
+      for (int64_t f = 0; f < s.f; ++f)
+        for (int64_t i = 0; i < s.kh; ++i)
+          for (int64_t j = 0; j < s.kw; ++j)
+            *w++ = filter[g * st.filter[0] + f * st.filter[1] +
+                          c * st.filter[2] + (s.kh - 1 - i) * st.filter[3] +
+                          (s.kw - 1 - j) * st.filter[4]];
+  run(*conv, in + sp.offsets[0] * st.in[3] + sp.offsets[1] * st.in[4], filter,
+      out + plan->skipped[0] * st.out[3] + plan->skipped[1] * st.out[4]);
   return true;
 }
 

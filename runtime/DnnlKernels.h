@@ -27,6 +27,14 @@ struct Conv2dStrides {
   std::array<int64_t, 5> in, filter, out;
 };
 
+/// Where a stride-1 convolution's image may be nonzero: rows
+/// offsets[0] + strides[0] * a (a < sizes[0]) and likewise columns; zero
+/// everywhere else (the autodiff's input gradient, a convolution of the
+/// output's adjoint spread into zeros).
+struct Conv2dSpread {
+  std::array<int64_t, 2> offsets, strides, sizes;
+};
+
 /// Whether oneDNN runs the runtime's convolutions (SOAP_DNNL=0: no).
 bool dnnlEnabled();
 
@@ -34,6 +42,13 @@ bool dnnlEnabled();
 /// oneDNN is off or refuses it.
 bool dnnlConv2d(const Conv2dShape &shape, const Conv2dStrides &strides,
                 const float *in, const float *filter, float *out);
+
+/// The convolution of a spread image through oneDNN's backward-data
+/// convolution of its points, which multiplies none of the zeros; false
+/// (nothing written) when oneDNN is off or refuses it.
+bool dnnlConv2dSpread(const Conv2dShape &shape, const Conv2dStrides &strides,
+                      const Conv2dSpread &spread, const float *in,
+                      const float *filter, float *out);
 
 } // namespace soaprt
 

@@ -291,4 +291,26 @@ extern "C" int soaprt_select_blas_core(char **argv) {
 extern "C" {
 SOAPRT_DEFINE_KERNELS(f32, float)
 SOAPRT_DEFINE_KERNELS(f64, double)
+
+void soaprt_conv2d_spread_f32(
+    int64_t g, int64_t n, int64_t c, int64_t h, int64_t w, int64_t f,
+    int64_t kh, int64_t kw, int64_t oh, int64_t ow, int64_t sh, int64_t sw,
+    int64_t dh, int64_t dw, int64_t offsetH, int64_t offsetW, int64_t spreadH,
+    int64_t spreadW, int64_t pointsH, int64_t pointsW, const float *in,
+    int64_t isn, int64_t isg, int64_t isc, int64_t ish, int64_t isw,
+    const float *filter, int64_t fsg, int64_t fsf, int64_t fsc, int64_t fsh,
+    int64_t fsw, float *out, int64_t osn, int64_t osg, int64_t osf, int64_t osh,
+    int64_t osw) {
+  soaprt::Conv2dShape shape{n, c, h, w, f, kh, kw, oh, ow, sh, sw, dh, dw, g};
+  soaprt::Conv2dStrides strides;
+  strides.in = {isn, isg, isc, ish, isw};
+  strides.filter = {fsg, fsf, fsc, fsh, fsw};
+  strides.out = {osn, osg, osf, osh, osw};
+  if (soaprt::dnnlConv2dSpread(
+          shape, strides,
+          {{offsetH, offsetW}, {spreadH, spreadW}, {pointsH, pointsW}}, in,
+          filter, out))
+    return;
+  conv2dKernel<float>(shape, strides, in, filter, out);
+}
 }

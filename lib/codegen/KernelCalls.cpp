@@ -18,6 +18,7 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/IR/LinalgInterfaces.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/IR/SymbolTable.h"
 
 #include "llvm/Support/raw_ostream.h"
@@ -364,22 +365,108 @@ bool replaceContraction(linalg::LinalgOp op, const std::string &suffix,
   return true;
 }
 
+/// Where a convolution's image is zero but at a strided grid of points
+/// (soaprt_conv2d_spread_f32): per spatial dimension, the first point, the
+/// distance between points and their count.
+struct Spread {
+  std::array<int64_t, 2> offsets, strides, sizes;
+};
+
+/// The autodiff's input gradient of a strided or padded window read, a
+/// unit-stride convolution of the output's adjoint spread into zeros, as
+/// bufferization leaves it: the image is a fresh buffer that a fill with
+/// zero writes, then one strided subview of it that differs from it only
+/// in the spatial dimensions (what the adjoint is copied into), and that
+/// nothing else writes (copies of the zeros elsewhere may read it). Then the
+/// image is zero outside the subview's points when the convolution reads
+/// it.
+/// Whether `user` reads `buffer` and writes none of it (bufferization
+/// shares one zero fill between the uses of a zero tensor).
+static bool onlyReads(Operation *user, Value buffer) {
+  if (auto copy = dyn_cast<memref::CopyOp>(user))
+    return copy.getTarget() != buffer;
+  if (auto linalgOp = dyn_cast<linalg::LinalgOp>(user))
+    return !llvm::is_contained(linalgOp.getDpsInits(), buffer);
+  return false;
+}
+
+static std::optional<Spread> spreadImage(linalg::LinalgOp op,
+                                         const Conv2dRoles &roles) {
+  if (roles.strides != std::array<int64_t, 2>{1, 1})
+    return std::nullopt;
+  auto alloc = op.getDpsInputOperand(0)->get().getDefiningOp<memref::AllocOp>();
+  if (!alloc)
+    return std::nullopt;
+  linalg::FillOp fill;
+  memref::SubViewOp subview;
+  for (Operation *user : alloc->getUsers()) {
+    if (user == op.getOperation() || isa<memref::DeallocOp>(user) ||
+        onlyReads(user, alloc.getResult()))
+      continue;
+    if (auto f = dyn_cast<linalg::FillOp>(user);
+        f && !fill && f.getOutputs()[0] == alloc.getResult()) {
+      fill = f;
+      continue;
+    }
+    if (auto v = dyn_cast<memref::SubViewOp>(user); v && !subview) {
+      subview = v;
+      continue;
+    }
+    return std::nullopt;
+  }
+  Block *block = op->getBlock();
+  if (!fill || !subview || fill->getBlock() != block ||
+      subview->getBlock() != block || !fill->isBeforeInBlock(subview) ||
+      !subview->isBeforeInBlock(op) ||
+      !matchPattern(fill.getInputs()[0], m_AnyZeroFloat()))
+    return std::nullopt;
+  auto type = cast<MemRefType>(alloc.getType());
+  ArrayRef<int64_t> offsets = subview.getStaticOffsets(),
+                    sizes = subview.getStaticSizes(),
+                    strides = subview.getStaticStrides();
+  if (subview.getType().getRank() != type.getRank() ||
+      ShapedType::isDynamicShape(offsets) ||
+      ShapedType::isDynamicShape(sizes) || ShapedType::isDynamicShape(strides))
+    return std::nullopt;
+  Spread spread;
+  for (int64_t dim = 0; dim < type.getRank(); ++dim) {
+    if (dim == static_cast<int64_t>(*roles.image[3]) ||
+        dim == static_cast<int64_t>(*roles.image[4])) {
+      int k = dim == static_cast<int64_t>(*roles.image[3]) ? 0 : 1;
+      if (strides[dim] <= 0 || offsets[dim] < 0)
+        return std::nullopt;
+      spread.offsets[k] = offsets[dim];
+      spread.strides[k] = strides[dim];
+      spread.sizes[k] = sizes[dim];
+      continue;
+    }
+    if (offsets[dim] != 0 || strides[dim] != 1 ||
+        sizes[dim] != type.getDimSize(dim))
+      return std::nullopt;
+  }
+  return spread;
+}
+
 /// A 2-D convolution (conv2dRoles) as a call of the runtime's kernel, each
 /// operand's dimensions passed in the runtime's order through their
 /// strides (0 for a role the operand lacks, whose size is 1):
 /// soaprt_conv2d_nchw_fchw_* (n, c, h, w, f, kh, kw, oh, ow, strides,
 /// dilations, then in[n,c,h,w], filter[f,c,kh,kw], out[n,f,oh,ow]) or, with
 /// groups, soaprt_conv2d_grouped_* (g first, then the same sizes per group
-/// and in[n,g,c,h,w], filter[g,f,c,kh,kw], out[n,g,f,oh,ow]).
+/// and in[n,g,c,h,w], filter[g,f,c,kh,kw], out[n,g,f,oh,ow]), or, for a
+/// spread image (spreadImage), soaprt_conv2d_spread_* (the grouped form
+/// with the spread's offsets, strides and sizes after the dilations).
 bool replaceConvolution(linalg::LinalgOp op, const Conv2dRoles &roles,
-                        const std::string &suffix, const CallTarget &target) {
+                        const std::string &suffix, const CallTarget &target,
+                        std::optional<Spread> spread = std::nullopt) {
   SmallVector<int64_t> loops = op.getStaticLoopRanges();
   auto size = [&](std::optional<unsigned> loop) {
     return loop ? loops[*loop] : int64_t{1};
   };
   Value image = op.getDpsInputOperand(0)->get();
   auto imageType = cast<MemRefType>(image.getType());
-  bool grouped = roles.group.has_value();
+  // The spread kernel takes the grouped form (a group of 1 without one).
+  bool grouped = roles.group.has_value() || spread.has_value();
   OpBuilder b(op);
   Location loc = op.getLoc();
   auto constant = [&](int64_t v) {
@@ -398,6 +485,11 @@ bool replaceConvolution(linalg::LinalgOp op, const Conv2dRoles &roles,
                     loops[roles.outputImage[1]], roles.strides[0],
                     roles.strides[1], roles.dilations[0], roles.dilations[1]})
     args.push_back(constant(v));
+  if (spread)
+    for (int64_t v :
+         {spread->offsets[0], spread->offsets[1], spread->strides[0],
+          spread->strides[1], spread->sizes[0], spread->sizes[1]})
+      args.push_back(constant(v));
   // The group is the second role of the image and the output, the first
   // of the filter.
   auto add = [&](Value operand, ArrayRef<std::optional<unsigned>> results,
@@ -420,11 +512,14 @@ bool replaceConvolution(linalg::LinalgOp op, const Conv2dRoles &roles,
   add(image, roles.image, 1);
   add(op.getDpsInputOperand(1)->get(), roles.filter, 0);
   add(op.getDpsInitOperand(0)->get(), roles.output, 1);
-  func::FuncOp callee = declareRuntimeFunction(
-      op->getParentOfType<ModuleOp>(),
-      target.prefix + (grouped ? "conv2d_grouped_" : "conv2d_nchw_fchw_") +
-          suffix,
-      ValueRange(args).getTypes());
+  func::FuncOp callee =
+      declareRuntimeFunction(op->getParentOfType<ModuleOp>(),
+                             target.prefix +
+                                 (spread    ? "conv2d_spread_"
+                                  : grouped ? "conv2d_grouped_"
+                                            : "conv2d_nchw_fchw_") +
+                                 suffix,
+                             ValueRange(args).getTypes());
   func::CallOp::create(b, loc, callee, args);
   op->erase();
   return true;
@@ -488,7 +583,10 @@ int replaceKernelsByCalls(ModuleOp module, const CallTarget &target) {
     // The GPU kernel (cuDNN) is only used, and tested, in NCHW, ungrouped.
     if (!gpu || isa<linalg::Conv2DNchwFchwOp>(op.getOperation()))
       if (std::optional<Conv2dRoles> roles = conv2dRoles(op)) {
-        replaced += replaceConvolution(op, *roles, *suffix, target);
+        std::optional<Spread> spread;
+        if (!gpu && *suffix == "f32")
+          spread = spreadImage(op, *roles);
+        replaced += replaceConvolution(op, *roles, *suffix, target, spread);
         continue;
       }
     if (gpu && isa<linalg::PoolingNchwMaxOp>(op.getOperation())) {

@@ -6,8 +6,9 @@
 // weight-gradient convolutions the autodiff emits, in both of oneDNN's
 // views), and accumulation into an output that is not zero; and
 // soaprt_conv2d_grouped_* on grouped and depthwise convolutions and a
-// depthwise filter's gradient. f32 runs through oneDNN, f64 through
-// im2col.
+// depthwise filter's gradient; soaprt_conv2d_spread_f32 on the input
+// gradients the autodiff writes (an adjoint spread into zeros). f32 runs
+// through oneDNN, f64 through im2col.
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,6 +22,8 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -87,10 +90,18 @@ using GroupedKernel = void (*)(int64_t, int64_t, int64_t, int64_t, int64_t,
                                int64_t, T *, int64_t, int64_t, int64_t, int64_t,
                                int64_t);
 
-/// Runs case `k` through `plain` (g = 1) or `grouped` and compares with a
-/// direct loop nest.
+/// Where a spread case's image is nonzero: rows offsets[0] + strides[0] * a
+/// for a < sizes[0], columns likewise.
+struct Spread {
+  std::array<int64_t, 2> offsets, strides, sizes;
+};
+
+/// Runs case `k` through `plain` (g = 1) or `grouped`, or with `spread`
+/// through soaprt_conv2d_spread_f32 on an image zero outside the spread's
+/// points, and compares with a direct loop nest.
 template <typename T>
-void check(const Case &k, PlainKernel<T> plain, GroupedKernel<T> grouped) {
+void check(const Case &k, PlainKernel<T> plain, GroupedKernel<T> grouped,
+           const Spread *spread = nullptr) {
   std::mt19937 rng(7);
   int64_t oh = (k.h - k.dh * (k.kh - 1) - 1) / k.sh + 1;
   int64_t ow = (k.w - k.dw * (k.kw - 1) - 1) / k.sw + 1;
@@ -113,6 +124,24 @@ void check(const Case &k, PlainKernel<T> plain, GroupedKernel<T> grouped) {
     return t.data[a * t.strides[0] + b * t.strides[1] + c * t.strides[2] +
                   d * t.strides[3] + e * t.strides[4]];
   };
+  auto isPoint = [&](int64_t y, int64_t x) {
+    int64_t at[2] = {y, x};
+    for (int d = 0; d < 2; ++d) {
+      int64_t from = at[d] - spread->offsets[d];
+      if (from < 0 || from % spread->strides[d] != 0 ||
+          from / spread->strides[d] >= spread->sizes[d])
+        return false;
+    }
+    return true;
+  };
+  if (spread)
+    for (int64_t a = 0; a < k.n; ++a)
+      for (int64_t g = 0; g < k.g; ++g)
+        for (int64_t c = 0; c < k.c; ++c)
+          for (int64_t y = 0; y < h; ++y)
+            for (int64_t x = 0; x < k.w; ++x)
+              if (!isPoint(y, x))
+                at(in, a, g, c, y, x) = 0;
   // The reference, from the output's initial values.
   std::vector<double> expected;
   for (int64_t a = 0; a < k.n; ++a)
@@ -131,7 +160,16 @@ void check(const Case &k, PlainKernel<T> plain, GroupedKernel<T> grouped) {
           }
   std::vector<T> gapsBefore = out.data;
   const auto &is = in.strides, &fs = filter.strides, &os = out.strides;
-  if (k.g == 1)
+  if (spread) {
+    if constexpr (std::is_same_v<T, float>)
+      soaprt_conv2d_spread_f32(
+          k.g, k.n, k.c, h, k.w, k.f, k.kh, k.kw, oh, ow, k.sh, k.sw, k.dh,
+          k.dw, spread->offsets[0], spread->offsets[1], spread->strides[0],
+          spread->strides[1], spread->sizes[0], spread->sizes[1],
+          in.data.data(), is[0], is[1], is[2], is[3], is[4], filter.data.data(),
+          fs[0], fs[1], fs[2], fs[3], fs[4], out.data.data(), os[0], os[1],
+          os[2], os[3], os[4]);
+  } else if (k.g == 1)
     plain(k.n, k.c, h, k.w, k.f, k.kh, k.kw, oh, ow, k.sh, k.sw, k.dh, k.dw,
           in.data.data(), is[0], is[2], is[3], is[4], filter.data.data(), fs[1],
           fs[2], fs[3], fs[4], out.data.data(), os[0], os[2], os[3], os[4]);
@@ -155,9 +193,11 @@ void check(const Case &k, PlainKernel<T> plain, GroupedKernel<T> grouped) {
             written[&at(out, a, g, f, y, x) - out.data.data()] = true;
           }
   // The gaps between a view's elements are left alone.
-  for (size_t i = 0; i < out.data.size(); ++i)
-    if (!written[i])
+  for (size_t i = 0; i < out.data.size(); ++i) {
+    if (!written[i]) {
       ASSERT_EQ(out.data[i], gapsBefore[i]) << "gap element " << i;
+    }
+  }
 }
 
 constexpr Layout nchw = Layout::Nchw, channelsLast = Layout::ChannelsLast,
@@ -191,6 +231,25 @@ const Case cases[] = {
      /*g=*/4},
 };
 
+/// Input gradients as the autodiff writes them: a unit-stride convolution
+/// of the adjoint spread into zeros (by the forward stride, padded by the
+/// window's reach minus the forward padding) through the flipped filter.
+/// The forward layers: 3x3 stride 2 pad 1; 3x3 stride 1 pad 1 (dilated 2);
+/// a depthwise 3x3 stride 2 with a padding row the gradient drops; a
+/// 1x1 stride 2 whose last input row no window reads; a whole-image
+/// window (a 1x1 adjoint in the middle of a 2K-1 image); channels last
+/// with gaps.
+const std::pair<Case, Spread> spreadCases[] = {
+    {{2, 5, 11, 11, 3, 3, 3, 1, 1, 1, 1}, {{1, 1}, {2, 2}, {5, 5}}},
+    {{2, 4, 12, 12, 6, 3, 3, 1, 1, 2, 2}, {{2, 2}, {1, 1}, {8, 8}}},
+    {{2, 1, 10, 10, 1, 3, 3, 1, 1, 1, 1, 0, nchw, 1, /*g=*/6},
+     {{2, 2}, {2, 2}, {4, 4}}},
+    {{3, 4, 9, 9, 2, 1, 1, 1, 1, 1, 1}, {{0, 0}, {2, 2}, {4, 4}}},
+    {{2, 1, 9, 9, 1, 5, 5, 1, 1, 1, 1}, {{4, 4}, {1, 1}, {1, 1}}},
+    {{2, 3, 9, 8, 4, 3, 3, 1, 1, 1, 1, 0, channelsLast, 2},
+     {{2, 2}, {2, 2}, {3, 3}}},
+};
+
 std::string describe(const Case &k) {
   std::ostringstream os;
   os << "case g=" << k.g << " n=" << k.n << " c=" << k.c << " f=" << k.f
@@ -211,5 +270,13 @@ TEST(CpuKernels, Conv2dF64MatchesLoops) {
   for (const Case &k : cases) {
     SCOPED_TRACE(describe(k));
     check<double>(k, soaprt_conv2d_nchw_fchw_f64, soaprt_conv2d_grouped_f64);
+  }
+}
+
+TEST(CpuKernels, Conv2dSpreadMatchesLoops) {
+  for (const auto &[k, spread] : spreadCases) {
+    SCOPED_TRACE(describe(k));
+    check<float>(k, soaprt_conv2d_nchw_fchw_f32, soaprt_conv2d_grouped_f32,
+                 &spread);
   }
 }

@@ -381,6 +381,7 @@ CompiledKernel::create(ModuleOp module, const std::string &function,
     add("soaprt_conv2d_nchw_fchw_f64", &soaprt_conv2d_nchw_fchw_f64);
     add("soaprt_conv2d_grouped_f32", &soaprt_conv2d_grouped_f32);
     add("soaprt_conv2d_grouped_f64", &soaprt_conv2d_grouped_f64);
+    add("soaprt_conv2d_spread_f32", &soaprt_conv2d_spread_f32);
     return symbols;
   });
   auto entry = (*engine)->lookupPacked(function);

@@ -89,6 +89,23 @@ void soaprt_conv2d_grouped_f64(
     int64_t fsf, int64_t fsc, int64_t fsh, int64_t fsw, double *out,
     int64_t osn, int64_t osg, int64_t osf, int64_t osh, int64_t osw);
 
+/** soaprt_conv2d_grouped_f32 (unit window strides sh = sw = 1) on an
+ *  image that is zero except at rows offsetH + spreadH * a (a < pointsH)
+ *  and columns offsetW + spreadW * b (b < pointsW): the autodiff's input
+ *  gradient, the output's adjoint spread into zeros and read through the
+ *  flipped filter. oneDNN runs it as the backward-data convolution of
+ *  those points (no product with the zeros); what it refuses runs as the
+ *  plain grouped convolution. */
+void soaprt_conv2d_spread_f32(
+    int64_t g, int64_t n, int64_t c, int64_t h, int64_t w, int64_t f,
+    int64_t kh, int64_t kw, int64_t oh, int64_t ow, int64_t sh, int64_t sw,
+    int64_t dh, int64_t dw, int64_t offsetH, int64_t offsetW, int64_t spreadH,
+    int64_t spreadW, int64_t pointsH, int64_t pointsW, const float *in,
+    int64_t isn, int64_t isg, int64_t isc, int64_t ish, int64_t isw,
+    const float *filter, int64_t fsg, int64_t fsf, int64_t fsc, int64_t fsh,
+    int64_t fsw, float *out, int64_t osn, int64_t osg, int64_t osf, int64_t osh,
+    int64_t osw);
+
 /** Called first by the driver: when OpenBLAS fell back to its generic
  *  kernels on a CPU it does not recognise (virtual machines), sets
  *  OPENBLAS_CORETYPE from the CPU's features and re-executes the program
