@@ -1,48 +1,72 @@
 #!/usr/bin/env bash
-# SOAP's one-thread training step against PyTorch eager's, measured in one
-# run on this machine: the same architecture and sizes (soap-zoo and
-# bench/pytorch_baseline.py), SGD, the median step of --steps steps after
-# warm-up, and the peak resident memory of each process. SOAP's executable
-# runs with OPENBLAS_NUM_THREADS=1, PyTorch with torch.set_num_threads(1).
-# Writes bench/results/vs-pytorch.md.
+# SOAP's training step against PyTorch eager's, measured in one run on
+# this machine: the same architecture and sizes (soap-zoo and its twins in
+# bench/pytorch_baseline.py, which takes the same options), SGD (lr 0.01),
+# the median step of --steps steps after warm-up, and the peak resident
+# memory of each process. Writes bench/results/vs-pytorch.md with
 #
-#   bench/vs-pytorch.sh [--build DIR] [--steps N] [--cases "bert rnnlm"]
+#   1. one thread: SOAP's one-device executable with OPENBLAS_NUM_THREADS=1
+#      against PyTorch with torch.set_num_threads(1); the parameter count
+#      of both (from SOAP's `--print-model` and the twin's `--params`; a
+#      difference is marked in the table);
+#   2. --ranks N (default 2) processes of one thread each, the same global
+#      batch: SOAP's searched strategy (--soap-search on machines/cpu-local
+#      with N devices, --soap-partition) under mpirun against PyTorch's
+#      DistributedDataParallel (gloo, N processes of batch / N). Left out,
+#      with a line saying so, without mpirun or with --ranks 1;
+#   3. the losses of steps 1 and 3 of SOAP (one device, and N ranks) and
+#      PyTorch from the same weights on the same batch: SOAP's executable
+#      saves its initial parameters (--steps 0 --save), the twin loads them
+#      (the zoo's layouts and order), writes its batch as a --data file and
+#      trains 3 steps on it; SOAP trains 3 steps from both (--load --data).
+#      Step 1 checks the forward pass, step 3 the gradients and updates.
+#
+#   bench/vs-pytorch.sh [--build DIR] [--steps N] [--ranks N]
+#                       [--cases "bert gpt2 nmt"]
+#
+# Cases (--cases; default all): resnet18 resnet50-narrow bert rnnlm gpt2 nmt
+# alexnet inception_v3 vgg16, at sizes where one step takes well under a
+# second on one core.
 #
 # PyTorch comes from Debian's python3-torch, installed here when missing
 # (benchmarks only; the build and the tests never need it). Where it cannot
 # be installed, the PyTorch columns say so and SOAP's are still measured.
-#
-# Covered so far: ResNet-18 and a narrow ResNet-50 (convolutions), BERT
-# and the LSTM language model (embeddings). GPT-2, NMT and the 2-rank
-# comparison against DistributedDataParallel are still to be added (see
-# the open issue "Per-device speed at library level").
+# A model that SOAP fails to compile or run gets a row saying so (its
+# error on stderr), and the other cases go on.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=$ROOT/build
 STEPS=10
-CASES="resnet18 resnet50-narrow bert rnnlm"
+RANKS=2
+CASES="resnet18 resnet50-narrow bert rnnlm gpt2 nmt alexnet inception_v3 vgg16"
 while [ $# -gt 0 ]; do
   case $1 in
     --build) BUILD=$2; shift 2 ;;
     --steps) STEPS=$2; shift 2 ;;
+    --ranks) RANKS=$2; shift 2 ;;
     --cases) CASES=$2; shift 2 ;;
-    *) echo "usage: $0 [--build DIR] [--steps N] [--cases LIST]" >&2; exit 2 ;;
+    *) echo "usage: $0 [--build DIR] [--steps N] [--ranks N] [--cases LIST]" >&2; exit 2 ;;
   esac
 done
 export PATH=$BUILD/bin:$PATH
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 
-# Each case: the zoo model and its options, and the same model for PyTorch.
+# Each case: the zoo model and its options. The PyTorch twin takes the same
+# options (TORCH[case] only where it would need others).
 declare -A ZOO TORCH
 ZOO[resnet18]="resnet50 --depth 18 --image 64 --batch 8"
-TORCH[resnet18]="resnet50 --depth 18 --image 64 --batch 8"
 ZOO[resnet50-narrow]="resnet50 --width 32 --image 64 --batch 4"
-TORCH[resnet50-narrow]="resnet50 --width 32 --image 64 --batch 4"
 ZOO[bert]="bert-base --hidden 256 --layers 2 --heads 4 --seq 64 --batch 8"
-TORCH[bert]="bert-base --hidden 256 --layers 2 --heads 4 --seq 64 --batch 8"
 ZOO[rnnlm]="rnnlm --vocab 2000 --embed 256 --hidden 256 --seq 10 --batch 16"
-TORCH[rnnlm]="rnnlm --vocab 2000 --embed 256 --hidden 256 --seq 10 --batch 16"
+ZOO[gpt2]="gpt2 --hidden 128 --layers 2 --heads 4 --seq 64 --max-pos 64 --vocab 2000 --batch 4"
+ZOO[nmt]="nmt --vocab 2000 --embed 256 --hidden 256 --seq 10 --batch 16"
+ZOO[alexnet]="alexnet --image 64 --width 32 --hidden 512 --classes 100 --batch 8"
+ZOO[inception_v3]="inception_v3 --image 139 --width 8 --classes 100 --batch 4"
+ZOO[vgg16]="vgg16 --image 32 --width 16 --hidden 256 --classes 100 --batch 8"
+for c in $CASES; do
+  [ -n "${ZOO[$c]:-}" ] || { echo "vs-pytorch: no case '$c' (one of ${!ZOO[*]})" >&2; exit 2; }
+done
 
 # Debian's PyTorch is a module of Debian's Python, which may not be the
 # python3 first on PATH.
@@ -56,10 +80,31 @@ if ! $PY -c 'import torch' 2>/dev/null; then
           --no-install-recommends python3-torch >&2) ||
      ! $PY -c 'import torch' 2>/dev/null; then
     have_torch=0
+    echo "vs-pytorch: PyTorch is not available; measuring SOAP alone" >&2
   fi
 fi
+have_mpi=0
+if [ "$RANKS" -gt 1 ]; then
+  if command -v mpirun > /dev/null; then
+    have_mpi=1
+  else
+    echo "vs-pytorch: no mpirun; the $RANKS-rank table is left out" >&2
+  fi
+fi
+MPIRUN=(mpirun --allow-run-as-root --oversubscribe -np "$RANKS")
+export OPENBLAS_NUM_THREADS=1
+TORCH_PY=("$PY" "$ROOT/bench/pytorch_baseline.py")
 
 field() { sed -n "s/.*$1=\([0-9.eE+-]*\).*/\1/p" | tail -1; }
+calc() { python3 -c "print($1)"; }
+# The losses of the first and the last step a SOAP run printed.
+losses() { sed -n 's/^step=[0-9]* loss=\([^ ]*\).*/\1/p' | sed -n '1p;$p' | paste -sd' '; }
+# Relative difference of two numbers, or nothing unless both are numbers.
+reldiff() {
+  case "$1 $2" in
+    *[0-9]\ *[0-9]) calc "f'{abs($1 - $2) / abs($2):.1e}'" ;;
+  esac
+}
 # Runs a command with its output in file $1; prints its peak resident
 # memory in KiB (GNU time's %M), or nothing without /usr/bin/time.
 run_measured() {
@@ -71,44 +116,179 @@ run_measured() {
     "$@" > "$out"
   fi
 }
+# The parameters an executable trains (its --print-model: the whole shape
+# of each argument with role "param").
+soap_params() {
+  "$1" --print-model | python3 -c '
+import json, math, sys
+args = json.load(sys.stdin)["args"]
+print(sum(math.prod(a.get("global_shape", a["shape"])) for a in args
+          if a["role"] == "param"))'
+}
+# Compiles zoo case $1 (through the soap-opt passes $3...) into $2; on
+# failure prints the error to stderr and returns 1.
+compile() {
+  local c=$1 exe=$2; shift 2
+  # shellcheck disable=SC2086
+  if ! { soap-zoo ${ZOO[$c]} | soap-opt "$@" |
+         soap-translate --soap-to-executable -o "$exe"; } 2> "$exe.err"; then
+    echo "vs-pytorch: $c: SOAP failed to compile:" >&2
+    tail -5 "$exe.err" >&2
+    return 1
+  fi
+}
+TRAIN="optimizer=sgd lr=0.01"
+CHECK=3  # steps of the loss check
+
+T1=$WORK/one.rows; T2=$WORK/ranks.rows; TL=$WORK/loss.rows
+: > "$T1"; : > "$T2"; : > "$TL"
+for c in $CASES; do
+  torch_opts=${TORCH[$c]:-${ZOO[$c]}}
+  echo "vs-pytorch: $c (${ZOO[$c]})" >&2
+  exe=$WORK/$c.exe
+  soap_ms=""; soap_mib=""; params=""; soap_losses="failed failed"
+  if compile "$c" "$exe" --soap-training-step="$TRAIN" --soap-lower-cpu; then
+    params=$(soap_params "$exe")
+    if soap_kib=$(run_measured "$WORK/$c.soap" "$exe" --warmup 2 --steps "$STEPS"); then
+      soap_ms=$(field median_ms < "$WORK/$c.soap")
+      [ -z "$soap_kib" ] || soap_mib=$(calc "f'{$soap_kib / 1024:.1f}'")
+    else
+      soap_ms="failed to run"
+      echo "vs-pytorch: $c: SOAP's executable failed" >&2
+    fi
+  else
+    soap_ms="failed to compile"
+  fi
+  torch_ms=""; torch_mib=""; ratio=""; torch_losses=""
+  if [ "$have_torch" -eq 1 ]; then
+    # shellcheck disable=SC2086
+    torch_params=$("${TORCH_PY[@]}" $torch_opts --params | field params)
+    if [ -n "$params" ] && [ "$params" != "$torch_params" ]; then
+      echo "vs-pytorch: $c: SOAP trains $params parameters, the PyTorch twin $torch_params" >&2
+      params="$params (PyTorch: $torch_params)"
+    fi
+    [ -n "$params" ] || params="PyTorch: $torch_params"
+    # shellcheck disable=SC2086
+    "${TORCH_PY[@]}" $torch_opts --device cpu --threads 1 --warmup 2 \
+      --steps "$STEPS" --peak-rss > "$WORK/$c.torch"
+    torch_ms=$(field median_ms < "$WORK/$c.torch")
+    torch_mib=$(field peak_rss_mib < "$WORK/$c.torch")
+    case $soap_ms in
+      *[0-9]) ratio=$(calc "f'{$soap_ms / $torch_ms:.2f}'") ;;
+    esac
+    # $CHECK steps from the same weights on the same batch.
+    if [ -n "$params" ] && [ -x "$exe" ] &&
+       "$exe" --steps 0 --save "$WORK/$c.init" > /dev/null; then
+      # shellcheck disable=SC2086
+      "${TORCH_PY[@]}" $torch_opts --threads 1 --soap-init "$WORK/$c.init" \
+        --write-data "$WORK/$c.data" --check-steps "$CHECK" > "$WORK/$c.check"
+      torch_losses="$(field first_loss < "$WORK/$c.check") $(field last_loss < "$WORK/$c.check")"
+      soap_losses=$("$exe" --load "$WORK/$c.init" --data "$WORK/$c.data" \
+        --steps "$CHECK" | losses) || soap_losses="failed failed"
+    fi
+  fi
+  echo "| ${ZOO[$c]} | $params | $soap_ms | $torch_ms | $ratio | $soap_mib | $torch_mib |" >> "$T1"
+
+  # N ranks: SOAP's searched strategy against DistributedDataParallel.
+  ranks_losses="- -"
+  if [ "$have_mpi" -eq 1 ]; then
+    pexe=$WORK/$c.part.exe
+    part_ms=""; part_mib=""; ddp_ms=""; ddp_mib=""; ratio=""
+    if compile "$c" "$pexe" \
+         --soap-search="machine=cpu-local devices=$RANKS budget=2000 seed=1" \
+         --soap-training-step="$TRAIN" --soap-partition --soap-lower-cpu; then
+      if "${MPIRUN[@]}" "$pexe" --warmup 2 --steps "$STEPS" > "$WORK/$c.part" 2> "$WORK/$c.part.err"; then
+        part_ms=$(field median_ms < "$WORK/$c.part")
+        part_mib=$(field peak_rss_mb < "$WORK/$c.part")
+      else
+        part_ms="failed to run"
+        echo "vs-pytorch: $c: SOAP's $RANKS-rank executable failed:" >&2
+        tail -5 "$WORK/$c.part.err" >&2
+      fi
+      if [ -f "$WORK/$c.data" ]; then
+        ranks_losses=$("${MPIRUN[@]}" "$pexe" --load "$WORK/$c.init" \
+          --data "$WORK/$c.data" --steps "$CHECK" 2> /dev/null | losses) ||
+          ranks_losses="failed failed"
+      fi
+    else
+      part_ms="failed to compile"
+    fi
+    if [ "$have_torch" -eq 1 ]; then
+      # shellcheck disable=SC2086
+      "${TORCH_PY[@]}" $torch_opts --ddp "$RANKS" --threads 1 --warmup 2 \
+        --steps "$STEPS" --peak-rss > "$WORK/$c.ddp"
+      ddp_ms=$(field median_ms < "$WORK/$c.ddp")
+      ddp_mib=$(field peak_rss_mib < "$WORK/$c.ddp")
+      case $part_ms in
+        *[0-9]) ratio=$(calc "f'{$part_ms / $ddp_ms:.2f}'") ;;
+      esac
+    fi
+    echo "| ${ZOO[$c]} | $part_ms | $ddp_ms | $ratio | $part_mib | $ddp_mib |" >> "$T2"
+  fi
+
+  if [ -n "$torch_losses" ]; then
+    read -r s1 sN <<< "$soap_losses"
+    read -r r1 rN <<< "$ranks_losses"
+    read -r t1 tN <<< "$torch_losses"
+    line="first-step loss: SOAP $s1, PyTorch $t1"
+    [ "$r1" = "-" ] || line="$line, SOAP on $RANKS ranks $r1"
+    echo "vs-pytorch: $c: $line" >&2
+    echo "vs-pytorch: $c: step-$CHECK loss: SOAP $sN, PyTorch $tN$([ "$rN" = "-" ] || echo ", SOAP on $RANKS ranks $rN")" >&2
+    echo "| ${ZOO[$c]} | $s1 | $r1 | $t1 | $(reldiff "$s1" "$t1") | $sN | $rN | $tN | $(reldiff "$sN" "$tN") |" >> "$TL"
+  fi
+done
 
 OUT=$ROOT/bench/results/vs-pytorch.md
 mkdir -p "$(dirname "$OUT")"
 {
-  echo "# SOAP against PyTorch eager, one thread"
+  echo "# SOAP against PyTorch eager on the CPU"
   echo
   echo "Measured by \`bench/vs-pytorch.sh\` on $(date -u +%Y-%m-%d): $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores."
   echo "SOAP: \`--soap-training-step\` (SGD, lr 0.01), \`--soap-lower-cpu\`, OPENBLAS_NUM_THREADS=1."
   if [ "$have_torch" -eq 1 ]; then
-    echo "PyTorch $($PY -c 'import torch; print(torch.__version__)') eager (Debian python3-torch), torch.set_num_threads(1), SGD lr 0.01."
+    echo "PyTorch $($PY -c 'import torch; print(torch.__version__)') eager (Debian python3-torch), torch.set_num_threads(1), SGD lr 0.01;"
+    echo "the twins in \`bench/pytorch_baseline.py\` take the zoo's options."
   else
     echo "PyTorch: not available (python3-torch could not be installed); its columns are empty."
   fi
-  echo "Median step over $STEPS steps after warm-up; peak resident memory of the whole process."
+  echo "Median step over $STEPS steps after 2 warm-up steps; peak resident memory of the whole process."
   echo
-  echo "| model (zoo options) | SOAP ms | PyTorch ms | SOAP / PyTorch | SOAP MiB | PyTorch MiB |"
-  echo "| --- | --- | --- | --- | --- | --- |"
-} > "$OUT"
-
-for c in $CASES; do
-  [ -n "${ZOO[$c]:-}" ] || { echo "vs-pytorch: no case '$c'" >&2; exit 2; }
-  # shellcheck disable=SC2086
-  soap-zoo ${ZOO[$c]} | soap-opt --soap-training-step="optimizer=sgd lr=0.01" \
-    --soap-lower-cpu | soap-translate --soap-to-executable -o "$WORK/$c.exe"
-  export OPENBLAS_NUM_THREADS=1
-  soap_kib=$(run_measured "$WORK/$c.soap" "$WORK/$c.exe" --warmup 2 --steps "$STEPS")
-  soap_ms=$(field median_ms < "$WORK/$c.soap")
-  torch_ms=""; torch_mib=""; ratio=""
-  if [ "$have_torch" -eq 1 ]; then
-    # shellcheck disable=SC2086
-    $PY "$ROOT/bench/pytorch_baseline.py" ${TORCH[$c]} --device cpu \
-      --threads 1 --warmup 2 --steps "$STEPS" --peak-rss > "$WORK/$c.torch"
-    torch_ms=$(field median_ms < "$WORK/$c.torch")
-    torch_mib=$(field peak_rss_mib < "$WORK/$c.torch")
-    ratio=$(python3 -c "print(f'{$soap_ms / $torch_ms:.2f}')")
+  echo "## One thread"
+  echo
+  echo "| model (zoo options) | parameters | SOAP ms | PyTorch ms | SOAP / PyTorch | SOAP MiB | PyTorch MiB |"
+  echo "| --- | --- | --- | --- | --- | --- | --- |"
+  cat "$T1"
+  echo
+  echo "## $RANKS processes of one thread"
+  echo
+  if [ "$RANKS" -le 1 ]; then
+    echo "Not measured (--ranks $RANKS)."
+  elif [ "$have_mpi" -eq 0 ]; then
+    echo "Not measured: mpirun is not installed."
+  else
+    echo "The same global batch on $RANKS processes. SOAP: the strategy \`--soap-search=\"machine=cpu-local devices=$RANKS budget=2000 seed=1\"\` finds,"
+    echo "\`--soap-partition\`, \`mpirun -np $RANKS\`; a step is the slowest rank's, the memory the largest rank's peak."
+    echo "PyTorch: DistributedDataParallel (gloo on 127.0.0.1), each process batch / $RANKS; a step is the slowest process's."
+    echo "Batch norm differs: SOAP's partitioned model keeps the one-device"
+    echo "semantics (statistics over the whole batch), DDP normalises each process's samples."
+    echo
+    echo "| model (zoo options) | SOAP ms | DDP ms | SOAP / DDP | SOAP MiB | DDP MiB |"
+    echo "| --- | --- | --- | --- | --- | --- |"
+    cat "$T2"
   fi
-  soap_mib=""
-  [ -z "$soap_kib" ] || soap_mib=$(python3 -c "print(f'{$soap_kib / 1024:.1f}')")
-  echo "| ${ZOO[$c]} | $soap_ms | $torch_ms | $ratio | $soap_mib | $torch_mib |" >> "$OUT"
-done
+  echo
+  echo "## Losses from the same weights and batch"
+  echo
+  if [ -s "$TL" ]; then
+    echo "SOAP's initial parameters (\`--steps 0 --save\`) loaded into the PyTorch twin, and the twin's batch"
+    echo "written as SOAP's \`--data\`; the loss each computes on step 1 and step $CHECK of SGD on that batch"
+    echo "(SOAP: one device and, where measured, the searched strategy on $RANKS ranks; the difference: one device against PyTorch)."
+    echo
+    echo "| model (zoo options) | step 1 SOAP | SOAP, $RANKS ranks | PyTorch | difference | step $CHECK SOAP | SOAP, $RANKS ranks | PyTorch | difference |"
+    echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+    cat "$TL"
+  else
+    echo "Not checked (PyTorch is not available, or no SOAP executable was built)."
+  fi
+} > "$OUT"
 cat "$OUT"
