@@ -157,10 +157,12 @@ int64_t mergedStride(int64_t outer, int64_t outerStride, int64_t inner,
   return innerStride;
 }
 
-/// oneDNN's weights: {F, C, KH, KW}, or with groups {G, F, C, KH, KW}.
-dims groupedDims(int64_t g, dims perGroup) {
+/// oneDNN's weights take a group dimension first only when there are
+/// groups: `perGroup` ({F, C, KH, KW} or their strides) with `groupEntry`
+/// (the group count, or the groups' stride) before it when g > 1.
+dims withGroups(int64_t g, int64_t groupEntry, dims perGroup) {
   if (g > 1)
-    perGroup.insert(perGroup.begin(), g);
+    perGroup.insert(perGroup.begin(), groupEntry);
   return perGroup;
 }
 
@@ -185,7 +187,7 @@ std::unique_ptr<Conv> buildForward(const Conv2dShape &s,
   auto [usedH, usedW] = usedImage(s);
   auto conv = std::make_unique<Conv>();
   dims in = {s.n, s.g * s.c, usedH, usedW},
-       filter = groupedDims(s.g, {s.f, s.c, s.kh, s.kw}),
+       filter = withGroups(s.g, s.g, {s.f, s.c, s.kh, s.kw}),
        out = {s.n, s.g * s.f, s.oh, s.ow};
   conv->userIn =
       userMemory(in,
@@ -194,9 +196,8 @@ std::unique_ptr<Conv> buildForward(const Conv2dShape &s,
                  e.engine);
   conv->userFilter = userMemory(
       filter,
-      s.g > 1 ? dims{st.filter[0], st.filter[1], st.filter[2], st.filter[3],
-                     st.filter[4]}
-              : dims{st.filter[1], st.filter[2], st.filter[3], st.filter[4]},
+      withGroups(s.g, st.filter[0],
+                 {st.filter[1], st.filter[2], st.filter[3], st.filter[4]}),
       e.engine);
   conv->userOut =
       userMemory(out,
@@ -241,7 +242,7 @@ std::unique_ptr<Conv> buildAsWeightGradient(const Conv2dShape &s,
   // KH = s.oh.
   dims src = {s.c, s.g * s.n, usedH, usedW},
        diffDst = {s.c, s.g * s.f, s.kh, s.kw},
-       diffWeights = groupedDims(s.g, {s.f, s.n, s.oh, s.ow});
+       diffWeights = withGroups(s.g, s.g, {s.f, s.n, s.oh, s.ow});
   conv->userIn =
       userMemory(src,
                  {st.in[2], mergedStride(s.g, st.in[1], s.n, st.in[0]),
@@ -254,8 +255,7 @@ std::unique_ptr<Conv> buildAsWeightGradient(const Conv2dShape &s,
       e.engine);
   conv->userOut = userMemory(
       diffWeights,
-      s.g > 1 ? dims{st.out[1], st.out[2], st.out[0], st.out[3], st.out[4]}
-              : dims{st.out[2], st.out[0], st.out[3], st.out[4]},
+      withGroups(s.g, st.out[1], {st.out[2], st.out[0], st.out[3], st.out[4]}),
       e.engine);
   dims strides = {s.dh, s.dw}, dilations = {s.sh - 1, s.sw - 1},
        padding = {0, 0};
@@ -294,6 +294,17 @@ bool looksLikeWeightGradient(const Conv2dShape &s) {
   return s.oh * s.ow <= 64 && s.c < s.n;
 }
 
+/// What `builder` builds; nullptr where oneDNN refuses it or cannot
+/// express it on the caller's strides.
+template <typename Builder> std::unique_ptr<Conv> orNull(Builder &&builder) {
+  try {
+    return builder();
+  } catch (const dnnl::error &) {
+  } catch (const Unexpressible &) {
+  }
+  return nullptr;
+}
+
 /// The convolution in the view it looks like, else in the other; nullptr
 /// when oneDNN takes neither.
 std::unique_ptr<Conv> build(const Conv2dShape &s, const Conv2dStrides &st) {
@@ -302,13 +313,9 @@ std::unique_ptr<Conv> build(const Conv2dShape &s, const Conv2dStrides &st) {
   Builder views[2] = {buildForward, buildAsWeightGradient};
   if (looksLikeWeightGradient(s))
     std::swap(views[0], views[1]);
-  for (Builder view : views) {
-    try {
-      return view(s, st);
-    } catch (const dnnl::error &) {
-    } catch (const Unexpressible &) {
-    }
-  }
+  for (Builder view : views)
+    if (std::unique_ptr<Conv> conv = orNull([&] { return view(s, st); }))
+      return conv;
   return nullptr;
 }
 
@@ -381,7 +388,7 @@ std::unique_ptr<Conv> buildSpread(const Conv2dShape &s, const Conv2dStrides &st,
   Engine &e = engine();
   auto conv = std::make_unique<Conv>();
   dims diffDst = {s.n, s.g * s.c, sp.sizes[0], sp.sizes[1]},
-       weights = groupedDims(s.g, {s.c, s.f, s.kh, s.kw}),
+       weights = withGroups(s.g, s.g, {s.c, s.f, s.kh, s.kw}),
        diffSrc = {s.n, s.g * s.f, plan.rows[0], plan.rows[1]};
   conv->userIn =
       userMemory(diffDst,
@@ -516,15 +523,11 @@ bool dnnlConv2dSpread(const Conv2dShape &s, const Conv2dStrides &given,
                       {sp.offsets[0], sp.offsets[1], sp.strides[0],
                        sp.strides[1], sp.sizes[0], sp.sizes[1]});
   auto it = built.find(key);
-  if (it == built.end()) {
-    std::unique_ptr<Conv> conv;
-    try {
-      conv = buildSpread(s, st, sp, *plan);
-    } catch (const dnnl::error &) {
-    } catch (const Unexpressible &) {
-    }
-    it = built.emplace(key, std::move(conv)).first;
-  }
+  if (it == built.end())
+    it =
+        built
+            .emplace(key, orNull([&] { return buildSpread(s, st, sp, *plan); }))
+            .first;
   Conv *conv = it->second.get();
   if (!conv)
     return false;

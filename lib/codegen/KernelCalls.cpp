@@ -372,14 +372,6 @@ struct Spread {
   std::array<int64_t, 2> offsets, strides, sizes;
 };
 
-/// The autodiff's input gradient of a strided or padded window read, a
-/// unit-stride convolution of the output's adjoint spread into zeros, as
-/// bufferization leaves it: the image is a fresh buffer that a fill with
-/// zero writes, then one strided subview of it that differs from it only
-/// in the spatial dimensions (what the adjoint is copied into), and that
-/// nothing else writes (copies of the zeros elsewhere may read it). Then the
-/// image is zero outside the subview's points when the convolution reads
-/// it.
 /// Whether `user` reads `buffer` and writes none of it (bufferization
 /// shares one zero fill between the uses of a zero tensor).
 static bool onlyReads(Operation *user, Value buffer) {
@@ -390,6 +382,14 @@ static bool onlyReads(Operation *user, Value buffer) {
   return false;
 }
 
+/// The autodiff's input gradient of a strided or padded window read, a
+/// unit-stride convolution of the output's adjoint spread into zeros, as
+/// bufferization leaves it: the image is a fresh buffer that a fill with
+/// zero writes, then one strided subview of it that differs from it only
+/// in the spatial dimensions (what the adjoint is copied into), and that
+/// nothing else writes (copies of the zeros elsewhere may read it). Then the
+/// image is zero outside the subview's points when the convolution reads
+/// it.
 static std::optional<Spread> spreadImage(linalg::LinalgOp op,
                                          const Conv2dRoles &roles) {
   if (roles.strides != std::array<int64_t, 2>{1, 1})

@@ -125,9 +125,9 @@ void check(const Case &k, PlainKernel<T> plain, GroupedKernel<T> grouped,
                   d * t.strides[3] + e * t.strides[4]];
   };
   auto isPoint = [&](int64_t y, int64_t x) {
-    int64_t at[2] = {y, x};
+    int64_t position[2] = {y, x};
     for (int d = 0; d < 2; ++d) {
-      int64_t from = at[d] - spread->offsets[d];
+      int64_t from = position[d] - spread->offsets[d];
       if (from < 0 || from % spread->strides[d] != 0 ||
           from / spread->strides[d] >= spread->sizes[d])
         return false;
