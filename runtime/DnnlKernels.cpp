@@ -378,13 +378,13 @@ std::optional<SpreadPlan> planSpread(const Conv2dShape &s,
 }
 
 /// The spread convolution as oneDNN's backward-data convolution (see
-/// planSpread): diff_dst is the image at the spread points (userIn, its
-/// handle moved to the first point), weights the filter flipped back into
-/// `unflipped` ({G,} C, F, KH, KW), diff_src the output rows reached
-/// (userOut, its handle moved past the skipped ones).
+/// planSpread): diff_dst the spread's points (userIn), weights the filter
+/// flipped back ({G,} C, F, KH, KW: the caller's memory read forwards when
+/// `forwards`, else `unflipped`, which each run fills), diff_src the output
+/// rows reached (userOut, its handle moved past the skipped ones).
 std::unique_ptr<Conv> buildSpread(const Conv2dShape &s, const Conv2dStrides &st,
                                   const Conv2dSpread &sp,
-                                  const SpreadPlan &plan) {
+                                  const SpreadPlan &plan, bool forwards) {
   Engine &e = engine();
   auto conv = std::make_unique<Conv>();
   dims diffDst = {s.n, s.g * s.c, sp.sizes[0], sp.sizes[1]},
@@ -393,14 +393,22 @@ std::unique_ptr<Conv> buildSpread(const Conv2dShape &s, const Conv2dStrides &st,
   conv->userIn =
       userMemory(diffDst,
                  {st.in[0], mergedStride(s.g, st.in[1], s.c, st.in[2]),
-                  st.in[3] * sp.strides[0], st.in[4] * sp.strides[1]},
+                  st.in[3], st.in[4]},
                  e.engine);
-  conv->unflipped.resize(static_cast<size_t>(s.g * s.c * s.f * s.kh * s.kw));
-  conv->userFilter =
-      dnnl::memory(dnnl::memory::desc(weights, dnnl::memory::data_type::f32,
-                                      s.g > 1 ? dnnl::memory::format_tag::goihw
-                                              : dnnl::memory::format_tag::oihw),
-                   e.engine, conv->unflipped.data());
+  if (forwards) {
+    conv->userFilter = userMemory(
+        weights,
+        withGroups(s.g, st.filter[0],
+                   {st.filter[2], st.filter[1], st.filter[3], st.filter[4]}),
+        e.engine);
+  } else {
+    conv->unflipped.resize(static_cast<size_t>(s.g * s.c * s.f * s.kh * s.kw));
+    conv->userFilter = dnnl::memory(
+        dnnl::memory::desc(weights, dnnl::memory::data_type::f32,
+                           s.g > 1 ? dnnl::memory::format_tag::goihw
+                                   : dnnl::memory::format_tag::oihw),
+        e.engine, conv->unflipped.data());
+  }
   conv->userOut =
       userMemory(diffSrc,
                  {st.out[0], mergedStride(s.g, st.out[1], s.f, st.out[2]),
@@ -444,10 +452,12 @@ void run(Conv &conv, const float *in, const float *filter, float *out) {
 }
 
 /// The strides oneDNN gets: positive ones for dimensions of size 1
-/// (sizeOneStrides); false when a stride is still not positive.
+/// (sizeOneStrides); false when a stride is still not positive. The image
+/// is `inSizes` ({H, W}; by default what the windows read).
 bool positiveStrides(const Conv2dShape &s, const Conv2dStrides &given,
-                     Conv2dStrides &st) {
-  auto [usedH, usedW] = usedImage(s);
+                     Conv2dStrides &st,
+                     std::optional<std::array<int64_t, 2>> inSizes = {}) {
+  auto [usedH, usedW] = inSizes ? *inSizes : usedImage(s);
   st.in = sizeOneStrides(given.in, {s.n, s.g, s.c, usedH, usedW});
   st.filter = sizeOneStrides(given.filter, {s.g, s.f, s.c, s.kh, s.kw});
   st.out = sizeOneStrides(given.out, {s.n, s.g, s.f, s.oh, s.ow});
@@ -503,7 +513,7 @@ bool dnnlConv2d(const Conv2dShape &s, const Conv2dStrides &given,
 }
 
 bool dnnlConv2dSpread(const Conv2dShape &s, const Conv2dStrides &given,
-                      const Conv2dSpread &sp, const float *in,
+                      const Conv2dSpread &sp, const float *points,
                       const float *filter, float *out) {
   // SOAP_DNNL_SPREAD=0: the convolution of the whole spread image, as
   // before this path existed (to measure one against the other).
@@ -511,38 +521,55 @@ bool dnnlConv2dSpread(const Conv2dShape &s, const Conv2dStrides &given,
     const char *flag = std::getenv("SOAP_DNNL_SPREAD");
     return !(flag && std::string(flag) == "0");
   }();
+  if (!dnnlEnabled() || !enabled || s.sh != 1 || s.sw != 1)
+    return false;
+  // The filter the convolution reads is oneDNN's flipped back: U[g][c][f]
+  // [i][j] = filter[g, f, c, KH - 1 - i, KW - 1 - j]. A filter the caller
+  // reads backwards (negative window strides from its last element) is U's
+  // memory read forwards; any other is flipped back into scratch each run.
+  bool forwards =
+      (s.kh == 1 || given.filter[3] < 0) && (s.kw == 1 || given.filter[4] < 0);
+  Conv2dStrides forward = given;
+  const float *flippedBack = filter;
+  if (forwards) {
+    flippedBack =
+        filter + (s.kh - 1) * given.filter[3] + (s.kw - 1) * given.filter[4];
+    forward.filter[3] = -given.filter[3];
+    forward.filter[4] = -given.filter[4];
+  }
   Conv2dStrides st;
-  if (!dnnlEnabled() || !enabled || s.sh != 1 || s.sw != 1 ||
-      !positiveStrides(s, given, st))
+  if (!positiveStrides(s, forward, st, sp.sizes))
     return false;
   std::optional<SpreadPlan> plan = planSpread(s, sp);
   if (!plan)
     return true; // no point reaches the output: it adds nothing
-  static std::map<std::array<int64_t, 35>, std::unique_ptr<Conv>> built;
-  auto key = keyOf<6>(s, st,
+  static std::map<std::array<int64_t, 36>, std::unique_ptr<Conv>> built;
+  auto key = keyOf<7>(s, st,
                       {sp.offsets[0], sp.offsets[1], sp.strides[0],
-                       sp.strides[1], sp.sizes[0], sp.sizes[1]});
+                       sp.strides[1], sp.sizes[0], sp.sizes[1], forwards});
   auto it = built.find(key);
   if (it == built.end())
-    it =
-        built
-            .emplace(key, orNull([&] { return buildSpread(s, st, sp, *plan); }))
-            .first;
+    it = built
+             .emplace(key, orNull([&] {
+                        return buildSpread(s, st, sp, *plan, forwards);
+                      }))
+             .first;
   Conv *conv = it->second.get();
   if (!conv)
     return false;
-  // The filter flipped back: unflipped[g][c][f][i][j] =
-  // filter[g, f, c, KH - 1 - i, KW - 1 - j].
-  float *w = conv->unflipped.data();
-  for (int64_t g = 0; g < s.g; ++g)
-    for (int64_t c = 0; c < s.c; ++c)
-      for (int64_t f = 0; f < s.f; ++f)
-        for (int64_t i = 0; i < s.kh; ++i)
-          for (int64_t j = 0; j < s.kw; ++j)
-            *w++ = filter[g * st.filter[0] + f * st.filter[1] +
-                          c * st.filter[2] + (s.kh - 1 - i) * st.filter[3] +
-                          (s.kw - 1 - j) * st.filter[4]];
-  run(*conv, in + sp.offsets[0] * st.in[3] + sp.offsets[1] * st.in[4], filter,
+  if (!forwards) {
+    float *w = conv->unflipped.data();
+    for (int64_t g = 0; g < s.g; ++g)
+      for (int64_t c = 0; c < s.c; ++c)
+        for (int64_t f = 0; f < s.f; ++f)
+          for (int64_t i = 0; i < s.kh; ++i)
+            for (int64_t j = 0; j < s.kw; ++j)
+              *w++ = filter[g * given.filter[0] + f * given.filter[1] +
+                            c * given.filter[2] +
+                            (s.kh - 1 - i) * given.filter[3] +
+                            (s.kw - 1 - j) * given.filter[4]];
+  }
+  run(*conv, points, flippedBack,
       out + plan->skipped[0] * st.out[3] + plan->skipped[1] * st.out[4]);
   return true;
 }

@@ -44,10 +44,13 @@ bool dnnlConv2d(const Conv2dShape &shape, const Conv2dStrides &strides,
                 const float *in, const float *filter, float *out);
 
 /// The convolution of a spread image through oneDNN's backward-data
-/// convolution of its points, which multiplies none of the zeros; false
-/// (nothing written) when oneDNN is off or refuses it.
+/// convolution of its points (`points`, strides.in being theirs: {n, g, c}
+/// then the two spatial dimensions of the points), which multiplies none
+/// of the zeros; false (nothing written) when oneDNN is off or refuses it.
+/// A filter with negative window strides (pointing at its last element
+/// there) is read without a copy.
 bool dnnlConv2dSpread(const Conv2dShape &shape, const Conv2dStrides &strides,
-                      const Conv2dSpread &spread, const float *in,
+                      const Conv2dSpread &spread, const float *points,
                       const float *filter, float *out);
 
 } // namespace soaprt

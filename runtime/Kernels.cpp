@@ -296,21 +296,35 @@ void soaprt_conv2d_spread_f32(
     int64_t g, int64_t n, int64_t c, int64_t h, int64_t w, int64_t f,
     int64_t kh, int64_t kw, int64_t oh, int64_t ow, int64_t sh, int64_t sw,
     int64_t dh, int64_t dw, int64_t offsetH, int64_t offsetW, int64_t spreadH,
-    int64_t spreadW, int64_t pointsH, int64_t pointsW, const float *in,
-    int64_t isn, int64_t isg, int64_t isc, int64_t ish, int64_t isw,
+    int64_t spreadW, int64_t pointsH, int64_t pointsW, const float *points,
+    int64_t psn, int64_t psg, int64_t psc, int64_t psh, int64_t psw,
     const float *filter, int64_t fsg, int64_t fsf, int64_t fsc, int64_t fsh,
     int64_t fsw, float *out, int64_t osn, int64_t osg, int64_t osf, int64_t osh,
     int64_t osw) {
   soaprt::Conv2dShape shape{n, c, h, w, f, kh, kw, oh, ow, sh, sw, dh, dw, g};
   soaprt::Conv2dStrides strides;
-  strides.in = {isn, isg, isc, ish, isw};
+  strides.in = {psn, psg, psc, psh, psw};
   strides.filter = {fsg, fsf, fsc, fsh, fsw};
   strides.out = {osn, osg, osf, osh, osw};
   if (soaprt::dnnlConv2dSpread(
           shape, strides,
-          {{offsetH, offsetW}, {spreadH, spreadW}, {pointsH, pointsW}}, in,
+          {{offsetH, offsetW}, {spreadH, spreadW}, {pointsH, pointsW}}, points,
           filter, out))
     return;
-  conv2dKernel<float>(shape, strides, in, filter, out);
+  // The whole image: zeros with the points spread into them (dense
+  // n, g, c, h, w).
+  std::vector<float> image(static_cast<size_t>(n * g * c * h * w), 0.0f);
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t gi = 0; gi < g; ++gi)
+      for (int64_t ci = 0; ci < c; ++ci) {
+        float *channel = image.data() + ((b * g + gi) * c + ci) * h * w;
+        const float *from = points + b * psn + gi * psg + ci * psc;
+        for (int64_t y = 0; y < pointsH; ++y)
+          for (int64_t x = 0; x < pointsW; ++x)
+            channel[(offsetH + y * spreadH) * w + offsetW + x * spreadW] =
+                from[y * psh + x * psw];
+      }
+  strides.in = {g * c * h * w, c * h * w, h * w, w, 1};
+  conv2dKernel<float>(shape, strides, image.data(), filter, out);
 }
 }

@@ -80,7 +80,7 @@ const char *kVectorCleanupPipeline =
 
 const char *kToLLVMPipeline =
     "func.func(convert-vector-to-scf{full-unroll=true}, "
-    "convert-linalg-to-loops, fold-memref-alias-ops, canonicalize, cse), "
+    "convert-linalg-to-loops, canonicalize, cse), "
     "expand-strided-metadata, lower-affine, soap-scf-to-cf, "
     "func.func(canonicalize, cse), "
     "convert-vector-to-llvm, finalize-memref-to-llvm, "
@@ -88,7 +88,6 @@ const char *kToLLVMPipeline =
     "convert-ub-to-llvm, convert-index-to-llvm, "
     "convert-func-to-llvm{use-bare-ptr-memref-call-conv=true}, "
     "convert-cf-to-llvm, reconcile-unrealized-casts";
-
 
 } // namespace
 
@@ -142,6 +141,59 @@ static void foldInputTransposes(linalg::GenericOp generic) {
   }
   generic.setIndexingMapsAttr(
       Builder(generic.getContext()).getAffineMapArrayAttr(maps));
+}
+
+/// CSE merges equal fills and empty tensors; bufferization would then fill
+/// one buffer and copy it into a new buffer for each use that writes into
+/// it (twice the memory traffic of a fill), the convolution over an adjoint
+/// spread into zeros would not see its image's fill (spreadImage), and a
+/// flipped filter's copy could share a buffer with a later result.
+void unshareInits(ModuleOp module) {
+  SmallVector<linalg::FillOp> shared;
+  SmallVector<linalg::GenericOp> relayouts;
+  module.walk([&](linalg::LinalgOp op) {
+    if (!op.hasPureTensorSemantics() || op.getNumDpsInits() != 1)
+      return;
+    auto empty = op.getDpsInits().front().getDefiningOp<tensor::EmptyOp>();
+    if (!empty)
+      return;
+    if (auto fill = dyn_cast<linalg::FillOp>(op.getOperation());
+        fill && !fill->hasOneUse())
+      shared.push_back(fill);
+    if (auto generic = dyn_cast<linalg::GenericOp>(op.getOperation());
+        generic && !empty->hasOneUse() && copyRelayout(generic))
+      relayouts.push_back(generic);
+  });
+  IRRewriter rewriter(module.getContext());
+  for (linalg::GenericOp relayout : relayouts) {
+    OpOperand &init = relayout.getDpsInitsMutable()[0];
+    rewriter.setInsertionPoint(relayout);
+    init.set(rewriter.clone(*init.get().getDefiningOp())->getResult(0));
+  }
+  auto writesInto = [](OpOperand &use) {
+    Operation *owner = use.getOwner();
+    if (auto insert = dyn_cast<tensor::InsertSliceOp>(owner))
+      return use.get() == insert.getDest();
+    if (auto dps = dyn_cast<DestinationStyleOpInterface>(owner))
+      return dps.isDpsInit(&use);
+    return false;
+  };
+  for (linalg::FillOp fill : shared) {
+    Operation *empty = fill.getOutputs()[0].getDefiningOp();
+    for (OpOperand &use :
+         llvm::make_early_inc_range(fill->getResult(0).getUses())) {
+      if (!writesInto(use))
+        continue;
+      rewriter.setInsertionPoint(use.getOwner());
+      Operation *ownEmpty = rewriter.clone(*empty);
+      IRMapping mapping;
+      mapping.map(empty->getResult(0), ownEmpty->getResult(0));
+      Operation *ownFill = rewriter.clone(*fill, mapping);
+      use.set(ownFill->getResult(0));
+    }
+    if (fill->use_empty())
+      rewriter.eraseOp(fill);
+  }
 }
 
 /// `op` as a linalg.generic: itself, or its generalization (at the
@@ -417,21 +469,25 @@ LogicalResult lowerModuleForCpu(ModuleOp module,
   if (failed(codegen::prepareEntry(module, options.entry, description)))
     return failure();
 
-  if (options.kernels == KernelCodegen::Blas)
-    codegen::normalizeConvolutionOperands(module);
-  if (options.fuseElementwise &&
-      failed(codegen::fuseElementwiseChains(module)))
-    return failure();
+  // Transposes fold into the contractions and convolutions that read or
+  // write them before elementwise fusion, which would otherwise fuse a
+  // transposed result into its consumer (a weight gradient into the
+  // optimizer update), leaving the update to read it through a permutation.
   if (options.kernels == KernelCodegen::Blas) {
+    codegen::normalizeConvolutionOperands(module);
     codegen::foldTransposesIntoContractions(module);
     codegen::foldTransposesIntoConvolutions(module);
   }
+  if (options.fuseElementwise && failed(codegen::fuseElementwiseChains(module)))
+    return failure();
   // Hooks first, so that they bracket the loop nests of vectorized ops.
   if (options.traceOps)
     codegen::insertTraceHooks(module, description.ops);
   if (options.kernels != KernelCodegen::Loops)
     codegen::vectorizeKernels(module, options.kernels == KernelCodegen::Blas);
 
+  if (options.kernels == KernelCodegen::Blas)
+    codegen::unshareInits(module);
   if (failed(codegen::runParsed(module, kBufferizePipeline, runPipeline)))
     return failure();
   // Temporaries are freed after their last use, not when the step returns

@@ -182,6 +182,38 @@ std::optional<Conv2dRoles> conv2dRoles(linalg::LinalgOp op) {
   return roles;
 }
 
+std::optional<SmallVector<RelayoutRead>> copyRelayout(linalg::GenericOp op) {
+  if (op.getNumDpsInputs() != 1 || op.getNumDpsInits() != 1 ||
+      op.getNumReductionLoops() != 0 ||
+      !op.getIndexingMapsArray().back().isIdentity())
+    return std::nullopt;
+  Block &body = op.getRegion().front();
+  auto yield = cast<linalg::YieldOp>(body.getTerminator());
+  if (body.getOperations().size() != 1 ||
+      yield.getValues().front() != body.getArgument(0))
+    return std::nullopt;
+  auto type = dyn_cast<ShapedType>(op.getDpsInputs().front().getType());
+  AffineMap map = op.getIndexingMapsArray().front();
+  if (!type || !type.hasStaticShape() ||
+      map.getNumResults() != map.getNumDims())
+    return std::nullopt;
+  SmallVector<RelayoutRead> reads;
+  llvm::SmallBitVector seen(map.getNumDims());
+  for (auto [p, expr] : llvm::enumerate(map.getResults())) {
+    std::optional<LinearExpr> linear = linearize(expr);
+    if (!linear || linear->terms.size() != 1)
+      return std::nullopt;
+    auto [loop, factor] = linear->terms.front();
+    bool forwards = factor == 1 && linear->constant == 0;
+    bool backwards = factor == -1 && linear->constant == type.getDimSize(p) - 1;
+    if ((!forwards && !backwards) || seen.test(loop))
+      return std::nullopt;
+    seen.set(loop);
+    reads.push_back({loop, backwards});
+  }
+  return reads;
+}
+
 namespace {
 
 /// A memref operand as the runtime takes it: a pointer to its first element
@@ -367,9 +399,13 @@ bool replaceContraction(linalg::LinalgOp op, const std::string &suffix,
 
 /// Where a convolution's image is zero but at a strided grid of points
 /// (soaprt_conv2d_spread_f32): per spatial dimension, the first point, the
-/// distance between points and their count.
+/// distance between points and their count; `points`, a buffer of just the
+/// points (the image's other dimensions, then the two spatial ones), and
+/// the ops that only wrote the image, which go once the call reads `points`.
 struct Spread {
   std::array<int64_t, 2> offsets, strides, sizes;
+  Value points;
+  SmallVector<Operation *> dead;
 };
 
 /// Whether `user` reads `buffer` and writes none of it (bufferization
@@ -382,6 +418,42 @@ static bool onlyReads(Operation *user, Value buffer) {
   return false;
 }
 
+/// The buffer `value` is a view of (through view-like ops).
+static Value rootBuffer(Value value) {
+  while (auto view = value.getDefiningOp<ViewLikeOpInterface>())
+    value = view.getViewSource();
+  return value;
+}
+
+/// Whether no op strictly between `from` and `to` (one block) may write
+/// `buffer`: allocations, constants, the trace hooks and ops whose
+/// declared writes are to other buffers. Anything else counts as a write.
+static bool untouchedBetween(Value buffer, Operation *from, Operation *to) {
+  Value root = rootBuffer(buffer);
+  for (Operation *op = from->getNextNode(); op && op != to;
+       op = op->getNextNode()) {
+    if (auto call = dyn_cast<func::CallOp>(op)) {
+      StringRef callee = call.getCallee();
+      if (callee == "soaprt_op_begin" || callee == "soaprt_op_end")
+        continue;
+      return false;
+    }
+    auto effects = dyn_cast<MemoryEffectOpInterface>(op);
+    if (!effects)
+      return false;
+    SmallVector<MemoryEffects::EffectInstance> instances;
+    effects.getEffects(instances);
+    for (const MemoryEffects::EffectInstance &effect : instances) {
+      if (!isa<MemoryEffects::Write, MemoryEffects::Free>(effect.getEffect()))
+        continue;
+      Value written = effect.getValue();
+      if (!written || rootBuffer(written) == root)
+        return false;
+    }
+  }
+  return true;
+}
+
 /// The autodiff's input gradient of a strided or padded window read, a
 /// unit-stride convolution of the output's adjoint spread into zeros, as
 /// bufferization leaves it: the image is a fresh buffer that a fill with
@@ -389,7 +461,10 @@ static bool onlyReads(Operation *user, Value buffer) {
 /// in the spatial dimensions (what the adjoint is copied into), and that
 /// nothing else writes (copies of the zeros elsewhere may read it). Then the
 /// image is zero outside the subview's points when the convolution reads
-/// it.
+/// it. The points are the subview or, when the image is read by nothing
+/// else and the adjoint is copied into the subview and left alone until
+/// the convolution, the adjoint itself: then the fill, the copy and the
+/// image go.
 static std::optional<Spread> spreadImage(linalg::LinalgOp op,
                                          const Conv2dRoles &roles) {
   if (roles.strides != std::array<int64_t, 2>{1, 1})
@@ -399,10 +474,19 @@ static std::optional<Spread> spreadImage(linalg::LinalgOp op,
     return std::nullopt;
   linalg::FillOp fill;
   memref::SubViewOp subview;
+  SmallVector<Operation *> deallocs;
+  bool otherReaders = false;
   for (Operation *user : alloc->getUsers()) {
-    if (user == op.getOperation() || isa<memref::DeallocOp>(user) ||
-        onlyReads(user, alloc.getResult()))
+    if (user == op.getOperation())
       continue;
+    if (isa<memref::DeallocOp>(user)) {
+      deallocs.push_back(user);
+      continue;
+    }
+    if (onlyReads(user, alloc.getResult())) {
+      otherReaders = true;
+      continue;
+    }
     if (auto f = dyn_cast<linalg::FillOp>(user);
         f && !fill && f.getOutputs()[0] == alloc.getResult()) {
       fill = f;
@@ -444,21 +528,152 @@ static std::optional<Spread> spreadImage(linalg::LinalgOp op,
         sizes[dim] != type.getDimSize(dim))
       return std::nullopt;
   }
+  spread.points = subview.getResult();
+  // The adjoint copied into the subview, read where it is.
+  memref::CopyOp copy;
+  if (subview->hasOneUse())
+    copy = dyn_cast<memref::CopyOp>(*subview->getUsers().begin());
+  if (otherReaders || !copy || copy.getTarget() != subview.getResult() ||
+      copy->getBlock() != block || !copy->isBeforeInBlock(op) ||
+      !untouchedBetween(copy.getSource(), copy, op))
+    return spread;
+  spread.points = copy.getSource();
+  spread.dead = {copy, subview, fill};
+  spread.dead.append(deallocs);
+  spread.dead.push_back(alloc);
+  return spread;
+}
+
+/// A convolution's filter that a relayout copy made (the autodiff's input
+/// gradients read the forward filter with its windows reversed and its
+/// channels swapped): the copy, how it reads its source (copyRelayout) and
+/// the ops that only made the copy, which go once the call reads the
+/// source. Matched after bufferization: the filter is a fresh buffer that
+/// only the copy writes and only the convolution reads, and the source is
+/// left alone between the copy and the convolution.
+struct RelaidFilter {
+  linalg::GenericOp copy;
+  SmallVector<RelayoutRead> reads;
+  SmallVector<Operation *> dead;
+  /// Whether a window is read backwards (then only the spread kernel,
+  /// which reads the filter forwards, takes it).
+  bool backwards = false;
+};
+
+static std::optional<RelaidFilter> relaidFilter(linalg::LinalgOp op,
+                                                const Conv2dRoles &roles) {
+  auto alloc = op.getDpsInputOperand(1)->get().getDefiningOp<memref::AllocOp>();
+  if (!alloc)
+    return std::nullopt;
+  RelaidFilter filter;
+  SmallVector<Operation *> deallocs;
+  for (Operation *user : alloc->getUsers()) {
+    if (user == op.getOperation())
+      continue;
+    if (isa<memref::DeallocOp>(user)) {
+      deallocs.push_back(user);
+      continue;
+    }
+    auto generic = dyn_cast<linalg::GenericOp>(user);
+    if (!generic || filter.copy || generic.getDpsInits().front() != alloc)
+      return std::nullopt;
+    filter.copy = generic;
+  }
+  if (!filter.copy || filter.copy->getBlock() != op->getBlock() ||
+      !filter.copy->isBeforeInBlock(op) ||
+      !untouchedBetween(filter.copy.getDpsInputs().front(), filter.copy, op))
+    return std::nullopt;
+  std::optional<SmallVector<RelayoutRead>> reads = copyRelayout(filter.copy);
+  if (!reads)
+    return std::nullopt;
+  filter.reads = *reads;
+  // Only windows may be read backwards, and both together (a window of
+  // one reads the same either way).
+  auto type = cast<MemRefType>(alloc.getType());
+  for (const RelayoutRead &read : filter.reads) {
+    bool window =
+        read.loop == *roles.filter[3] || read.loop == *roles.filter[4];
+    if (read.backwards && !window)
+      return std::nullopt;
+    filter.backwards |= read.backwards && type.getDimSize(read.loop) > 1;
+  }
+  if (filter.backwards)
+    for (unsigned k : {3u, 4u}) {
+      unsigned dim = *roles.filter[k];
+      if (type.getDimSize(dim) > 1 &&
+          !llvm::any_of(filter.reads, [&](const RelayoutRead &read) {
+            return read.loop == dim && read.backwards;
+          }))
+        return std::nullopt;
+    }
+  filter.dead = {filter.copy};
+  filter.dead.append(deallocs);
+  filter.dead.push_back(alloc);
+  return filter;
+}
+
+/// The filter as its relayout copy (`relaid`) reads the copy's source:
+/// per dimension of the filter (`type`), the stride of the source
+/// dimension that holds it, negated where it is read backwards, and a
+/// pointer to the element the filter's first one is.
+static StridedOperand relaidOperand(OpBuilder &b, Location loc,
+                                    const RelaidFilter &relaid,
+                                    MemRefType type) {
+  linalg::GenericOp copy = relaid.copy;
+  StridedOperand source = stridedOperand(b, loc, copy.getDpsInputs().front());
+  auto constant = [&](int64_t v) {
+    return arith::ConstantIntOp::create(b, loc, v, 64).getResult();
+  };
+  StridedOperand result;
+  result.strides.resize(type.getRank());
+  Value first = constant(0);
+  for (auto [p, read] : llvm::enumerate(relaid.reads)) {
+    Value stride = source.strides[p];
+    if (read.backwards) {
+      first = arith::AddIOp::create(
+          b, loc, first,
+          arith::MulIOp::create(
+              b, loc, constant(type.getDimSize(read.loop) - 1), stride));
+      stride = arith::SubIOp::create(b, loc, constant(0), stride);
+    }
+    result.strides[read.loop] = stride;
+  }
+  result.pointer = LLVM::GEPOp::create(b, loc, source.pointer.getType(),
+                                       type.getElementType(), source.pointer,
+                                       ValueRange{first});
+  return result;
+}
+
+/// A unit-stride convolution's whole image as a spread of every point (for
+/// the spread kernel, which runs a filter read backwards without a copy).
+static Spread wholeImage(linalg::LinalgOp op, const Conv2dRoles &roles) {
+  Value image = op.getDpsInputOperand(0)->get();
+  auto type = cast<MemRefType>(image.getType());
+  Spread spread;
+  spread.offsets = {0, 0};
+  spread.strides = {1, 1};
+  spread.sizes = {type.getDimSize(*roles.image[3]),
+                  type.getDimSize(*roles.image[4])};
+  spread.points = image;
   return spread;
 }
 
 /// A 2-D convolution (conv2dRoles) as a call of the runtime's kernel, each
 /// operand's dimensions passed in the runtime's order through their
-/// strides (0 for a role the operand lacks, whose size is 1):
-/// soaprt_conv2d_nchw_fchw_* (n, c, h, w, f, kh, kw, oh, ow, strides,
-/// dilations, then in[n,c,h,w], filter[f,c,kh,kw], out[n,f,oh,ow]) or, with
-/// groups, soaprt_conv2d_grouped_* (g first, then the same sizes per group
-/// and in[n,g,c,h,w], filter[g,f,c,kh,kw], out[n,g,f,oh,ow]), or, for a
-/// spread image (spreadImage), soaprt_conv2d_spread_* (the grouped form
-/// with the spread's offsets, strides and sizes after the dilations).
+/// strides (0 for a role the operand lacks, whose size is 1; a filter read
+/// backwards along a window gets a pointer to its last element there and
+/// a negated stride): soaprt_conv2d_nchw_fchw_* (n, c, h, w, f, kh, kw, oh,
+/// ow, strides, dilations, then in[n,c,h,w], filter[f,c,kh,kw],
+/// out[n,f,oh,ow]) or, with groups, soaprt_conv2d_grouped_* (g first, then
+/// the same sizes per group and in[n,g,c,h,w], filter[g,f,c,kh,kw],
+/// out[n,g,f,oh,ow]), or, for a spread image (spreadImage),
+/// soaprt_conv2d_spread_* (the grouped form with the spread's offsets,
+/// strides and sizes after the dilations, and the points [n,g,c,a,b] in
+/// place of the image).
 bool replaceConvolution(linalg::LinalgOp op, const Conv2dRoles &roles,
                         const std::string &suffix, const CallTarget &target,
-                        std::optional<Spread> spread = std::nullopt) {
+                        const std::optional<Spread> &spread,
+                        const std::optional<RelaidFilter> &relaid) {
   SmallVector<int64_t> loops = op.getStaticLoopRanges();
   auto size = [&](std::optional<unsigned> loop) {
     return loop ? loops[*loop] : int64_t{1};
@@ -492,9 +707,9 @@ bool replaceConvolution(linalg::LinalgOp op, const Conv2dRoles &roles,
       args.push_back(constant(v));
   // The group is the second role of the image and the output, the first
   // of the filter.
-  auto add = [&](Value operand, ArrayRef<std::optional<unsigned>> results,
+  auto add = [&](const StridedOperand &strided,
+                 ArrayRef<std::optional<unsigned>> results,
                  unsigned groupRole) {
-    StridedOperand strided = stridedOperand(b, loc, operand);
     args.push_back(strided.pointer);
     Value zero;
     for (auto [role, result] : llvm::enumerate(results)) {
@@ -509,9 +724,14 @@ bool replaceConvolution(linalg::LinalgOp op, const Conv2dRoles &roles,
       args.push_back(zero);
     }
   };
-  add(image, roles.image, 1);
-  add(op.getDpsInputOperand(1)->get(), roles.filter, 0);
-  add(op.getDpsInitOperand(0)->get(), roles.output, 1);
+  // The points keep the image's order of dimensions.
+  add(stridedOperand(b, loc, spread ? spread->points : image), roles.image, 1);
+  Value filter = op.getDpsInputOperand(1)->get();
+  add(relaid
+          ? relaidOperand(b, loc, *relaid, cast<MemRefType>(filter.getType()))
+          : stridedOperand(b, loc, filter),
+      roles.filter, 0);
+  add(stridedOperand(b, loc, op.getDpsInitOperand(0)->get()), roles.output, 1);
   func::FuncOp callee =
       declareRuntimeFunction(op->getParentOfType<ModuleOp>(),
                              target.prefix +
@@ -568,6 +788,21 @@ bool replacePooling(linalg::LinalgOp op, int64_t kind) {
   return true;
 }
 
+/// Erases `op` and the trace hooks that bracket it (insertTraceHooks).
+void eraseWithTraceHooks(Operation *op) {
+  auto hook = [](Operation *call, StringRef name) {
+    auto callOp = dyn_cast_or_null<func::CallOp>(call);
+    return callOp && callOp.getCallee() == name ? callOp : func::CallOp();
+  };
+  func::CallOp begin = hook(op->getPrevNode(), "soaprt_op_begin");
+  func::CallOp end = hook(op->getNextNode(), "soaprt_op_end");
+  op->erase();
+  if (begin && end && begin.getOperands() == end.getOperands()) {
+    end->erase();
+    begin->erase();
+  }
+}
+
 int replaceKernelsByCalls(ModuleOp module, const CallTarget &target) {
   SmallVector<linalg::LinalgOp> candidates;
   module.walk([&](linalg::LinalgOp op) {
@@ -576,6 +811,9 @@ int replaceKernelsByCalls(ModuleOp module, const CallTarget &target) {
   });
   bool gpu = target.math.has_value();
   int replaced = 0;
+  // Ops only the replaced kernels needed (spreadImage's), erased once no
+  // candidate can be one of them.
+  SmallVector<Operation *> dead;
   for (linalg::LinalgOp op : candidates) {
     std::optional<std::string> suffix = kernelSuffix(op);
     if (!suffix || (gpu && *suffix != "f32"))
@@ -584,9 +822,26 @@ int replaceKernelsByCalls(ModuleOp module, const CallTarget &target) {
     if (!gpu || isa<linalg::Conv2DNchwFchwOp>(op.getOperation()))
       if (std::optional<Conv2dRoles> roles = conv2dRoles(op)) {
         std::optional<Spread> spread;
-        if (!gpu && *suffix == "f32")
-          spread = spreadImage(op, *roles);
-        replaced += replaceConvolution(op, *roles, *suffix, target, spread);
+        std::optional<RelaidFilter> relaid;
+        if (!gpu) {
+          relaid = relaidFilter(op, *roles);
+          if (*suffix == "f32")
+            spread = spreadImage(op, *roles);
+          // A flipped filter is read without its copy by the spread
+          // kernel's backward-data convolution, which reads it forwards.
+          if (relaid && relaid->backwards && !spread && *suffix == "f32" &&
+              roles->strides == std::array<int64_t, 2>{1, 1})
+            spread = wholeImage(op, *roles);
+          if (relaid && relaid->backwards && !spread)
+            relaid.reset();
+        }
+        if (replaceConvolution(op, *roles, *suffix, target, spread, relaid)) {
+          ++replaced;
+          if (spread)
+            dead.append(spread->dead);
+          if (relaid)
+            dead.append(relaid->dead);
+        }
         continue;
       }
     if (gpu && isa<linalg::PoolingNchwMaxOp>(op.getOperation())) {
@@ -606,6 +861,8 @@ int replaceKernelsByCalls(ModuleOp module, const CallTarget &target) {
       continue;
     replaced += replaceContraction(op, *suffix, target);
   }
+  for (Operation *op : dead)
+    eraseWithTraceHooks(op);
   return replaced;
 }
 

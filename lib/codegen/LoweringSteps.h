@@ -13,12 +13,18 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 
+#include "llvm/ADT/SmallVector.h"
+
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace mlir {
 class Pass;
+namespace linalg {
+class GenericOp;
+} // namespace linalg
 } // namespace mlir
 
 namespace soap::codegen {
@@ -104,6 +110,28 @@ void normalizeConvolutionOperands(mlir::ModuleOp module);
 /// and the autodiff's weight gradients (a convolution of transposed
 /// tensors, transposed) copy nothing.
 void foldTransposesIntoConvolutions(mlir::ModuleOp module);
+
+/// kernels=blas, before bufferization: a fill of a fresh tensor that
+/// several ops write into becomes one fill per such use, so bufferization
+/// fills each buffer instead of copying one filled buffer; a relayout copy
+/// (copyRelayout) writes into a fresh tensor of its own, so that its buffer
+/// is its own and the convolution that reads it can read its source
+/// instead (KernelCalls.cpp).
+void unshareInits(mlir::ModuleOp module);
+
+/// How a relayout copy reads its source: for each source dimension, the
+/// loop (= the copy's result dimension) it holds and whether it is read
+/// backwards (`K - 1 - d`).
+struct RelayoutRead {
+  unsigned loop;
+  bool backwards;
+};
+/// A linalg.generic (on tensors or buffers) that copies its one input into
+/// its identity-mapped output through loops each read forwards or
+/// backwards (a transpose, the autodiff's flipped filter): how it reads the
+/// input; nothing for anything else.
+std::optional<llvm::SmallVector<RelayoutRead>>
+copyRelayout(mlir::linalg::GenericOp op);
 
 // replaceKernelsByBlasCalls, blasTakes, conv2dRoles:
 // soap/codegen/BlasKernels.h.

@@ -97,11 +97,13 @@ struct Spread {
 };
 
 /// Runs case `k` through `plain` (g = 1) or `grouped`, or with `spread`
-/// through soaprt_conv2d_spread_f32 on an image zero outside the spread's
-/// points, and compares with a direct loop nest.
+/// through soaprt_conv2d_spread_f32 on the points of an image zero outside
+/// them (with `backwards`, the filter passed as a reversed copy read from
+/// its last window element with negated strides, as the lowering passes a
+/// flipped filter), and compares with a direct loop nest.
 template <typename T>
 void check(const Case &k, PlainKernel<T> plain, GroupedKernel<T> grouped,
-           const Spread *spread = nullptr) {
+           const Spread *spread = nullptr, bool backwards = false) {
   std::mt19937 rng(7);
   int64_t oh = (k.h - k.dh * (k.kh - 1) - 1) / k.sh + 1;
   int64_t ow = (k.w - k.dw * (k.kw - 1) - 1) / k.sw + 1;
@@ -161,14 +163,31 @@ void check(const Case &k, PlainKernel<T> plain, GroupedKernel<T> grouped,
   std::vector<T> gapsBefore = out.data;
   const auto &is = in.strides, &fs = filter.strides, &os = out.strides;
   if (spread) {
+    // The filter, or its reversed copy read backwards.
+    std::vector<T> reversed = filter.data;
+    const T *filterAt = filter.data.data();
+    int64_t fsh = fs[3], fsw = fs[4];
+    if (backwards) {
+      for (int64_t g = 0; g < k.g; ++g)
+        for (int64_t f = 0; f < k.f; ++f)
+          for (int64_t c = 0; c < k.c; ++c)
+            for (int64_t i = 0; i < k.kh; ++i)
+              for (int64_t j = 0; j < k.kw; ++j)
+                reversed[&at(filter, g, f, c, k.kh - 1 - i, k.kw - 1 - j) -
+                         filter.data.data()] = at(filter, g, f, c, i, j);
+      filterAt = reversed.data() + (k.kh - 1) * fs[3] + (k.kw - 1) * fs[4];
+      fsh = -fs[3];
+      fsw = -fs[4];
+    }
+    const T *points = &at(in, 0, 0, 0, spread->offsets[0], spread->offsets[1]);
     if constexpr (std::is_same_v<T, float>)
       soaprt_conv2d_spread_f32(
           k.g, k.n, k.c, h, k.w, k.f, k.kh, k.kw, oh, ow, k.sh, k.sw, k.dh,
           k.dw, spread->offsets[0], spread->offsets[1], spread->strides[0],
-          spread->strides[1], spread->sizes[0], spread->sizes[1],
-          in.data.data(), is[0], is[1], is[2], is[3], is[4], filter.data.data(),
-          fs[0], fs[1], fs[2], fs[3], fs[4], out.data.data(), os[0], os[1],
-          os[2], os[3], os[4]);
+          spread->strides[1], spread->sizes[0], spread->sizes[1], points, is[0],
+          is[1], is[2], is[3] * spread->strides[0], is[4] * spread->strides[1],
+          filterAt, fs[0], fs[1], fs[2], fsh, fsw, out.data.data(), os[0],
+          os[1], os[2], os[3], os[4]);
   } else if (k.g == 1)
     plain(k.n, k.c, h, k.w, k.f, k.kh, k.kw, oh, ow, k.sh, k.sw, k.dh, k.dw,
           in.data.data(), is[0], is[2], is[3], is[4], filter.data.data(), fs[1],
@@ -278,5 +297,13 @@ TEST(CpuKernels, Conv2dSpreadMatchesLoops) {
     SCOPED_TRACE(describe(k));
     check<float>(k, soaprt_conv2d_nchw_fchw_f32, soaprt_conv2d_grouped_f32,
                  &spread);
+  }
+}
+
+TEST(CpuKernels, Conv2dSpreadReadsBackwardFilters) {
+  for (const auto &[k, spread] : spreadCases) {
+    SCOPED_TRACE(describe(k));
+    check<float>(k, soaprt_conv2d_nchw_fchw_f32, soaprt_conv2d_grouped_f32,
+                 &spread, /*backwards=*/true);
   }
 }

@@ -93,15 +93,18 @@ void soaprt_conv2d_grouped_f64(
  *  image that is zero except at rows offsetH + spreadH * a (a < pointsH)
  *  and columns offsetW + spreadW * b (b < pointsW): the autodiff's input
  *  gradient, the output's adjoint spread into zeros and read through the
- *  flipped filter. oneDNN runs it as the backward-data convolution of
- *  those points (no product with the zeros); what it refuses runs as the
- *  plain grouped convolution. */
+ *  flipped filter. Only the points are passed (`points`, strides
+ *  psn..psw of its n, g, c, a, b), never the image. oneDNN runs it as the
+ *  backward-data convolution of the points (no product with the zeros),
+ *  reading a filter passed backwards (negative window strides, the pointer
+ *  at its last element there) without a copy; what it refuses runs as the
+ *  plain grouped convolution of the whole image. */
 void soaprt_conv2d_spread_f32(
     int64_t g, int64_t n, int64_t c, int64_t h, int64_t w, int64_t f,
     int64_t kh, int64_t kw, int64_t oh, int64_t ow, int64_t sh, int64_t sw,
     int64_t dh, int64_t dw, int64_t offsetH, int64_t offsetW, int64_t spreadH,
-    int64_t spreadW, int64_t pointsH, int64_t pointsW, const float *in,
-    int64_t isn, int64_t isg, int64_t isc, int64_t ish, int64_t isw,
+    int64_t spreadW, int64_t pointsH, int64_t pointsW, const float *points,
+    int64_t psn, int64_t psg, int64_t psc, int64_t psh, int64_t psw,
     const float *filter, int64_t fsg, int64_t fsf, int64_t fsc, int64_t fsh,
     int64_t fsw, float *out, int64_t osn, int64_t osg, int64_t osf, int64_t osh,
     int64_t osw);
