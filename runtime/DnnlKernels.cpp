@@ -179,12 +179,20 @@ trainingHint(const dims &src, const dims &weights, const dims &dst,
   return dnnl::convolution_forward::primitive_desc(forward, engine().engine);
 }
 
-/// The convolution as oneDNN's forward convolution: src {N, G*C, H, W},
-/// weights {(G,) F, C, KH, KW}, dst {N, G*F, OH, OW}.
-std::unique_ptr<Conv> buildForward(const Conv2dShape &s,
-                                   const Conv2dStrides &st) {
+/// Rows and columns of zeros around the image that oneDNN adds itself.
+struct Padding {
+  dims left = {0, 0}, right = {0, 0};
+};
+
+/// The convolution as oneDNN's forward convolution: src {N, G*C, H, W}
+/// (`image` rows and columns, by default what the windows read, inside
+/// `padding`), weights {(G,) F, C, KH, KW}, dst {N, G*F, OH, OW}.
+std::unique_ptr<Conv>
+buildForward(const Conv2dShape &s, const Conv2dStrides &st,
+             std::optional<std::array<int64_t, 2>> image = std::nullopt,
+             const Padding &padding = {}) {
   Engine &e = engine();
-  auto [usedH, usedW] = usedImage(s);
+  auto [usedH, usedW] = image ? *image : usedImage(s);
   auto conv = std::make_unique<Conv>();
   dims in = {s.n, s.g * s.c, usedH, usedW},
        filter = withGroups(s.g, s.g, {s.f, s.c, s.kh, s.kw}),
@@ -207,7 +215,7 @@ std::unique_ptr<Conv> buildForward(const Conv2dShape &s,
   dnnl::convolution_forward::desc desc(
       dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
       anyLayout(in), anyLayout(filter), anyLayout(out), {s.sh, s.sw},
-      {s.dh - 1, s.dw - 1}, {0, 0}, {0, 0});
+      {s.dh - 1, s.dw - 1}, padding.left, padding.right);
   dnnl::convolution_forward::primitive_desc pd(desc, e.engine);
   // The output accumulates: in place through a sum post-op when oneDNN
   // writes the caller's layout, else through the reorder that adds.
@@ -233,10 +241,12 @@ std::unique_ptr<Conv> buildForward(const Conv2dShape &s,
 /// forward kernels handle poorly. A depthwise filter's gradient (no batch,
 /// one channel per group) has only this view: its groups do not follow
 /// each other in the forward view's channel dimension.
-std::unique_ptr<Conv> buildAsWeightGradient(const Conv2dShape &s,
-                                            const Conv2dStrides &st) {
+std::unique_ptr<Conv> buildAsWeightGradient(
+    const Conv2dShape &s, const Conv2dStrides &st,
+    std::optional<std::array<int64_t, 2>> image = std::nullopt,
+    const Padding &padding = {}) {
   Engine &e = engine();
-  auto [usedH, usedW] = usedImage(s);
+  auto [usedH, usedW] = image ? *image : usedImage(s);
   auto conv = std::make_unique<Conv>();
   // In oneDNN's roles: N = s.c, C = s.g * s.n, F = s.f, OH = s.kh,
   // KH = s.oh.
@@ -257,14 +267,13 @@ std::unique_ptr<Conv> buildAsWeightGradient(const Conv2dShape &s,
       diffWeights,
       withGroups(s.g, st.out[1], {st.out[2], st.out[0], st.out[3], st.out[4]}),
       e.engine);
-  dims strides = {s.dh, s.dw}, dilations = {s.sh - 1, s.sw - 1},
-       padding = {0, 0};
+  dims strides = {s.dh, s.dw}, dilations = {s.sh - 1, s.sw - 1};
   auto hint = trainingHint(src, diffWeights, diffDst, strides, dilations,
-                           padding, padding);
+                           padding.left, padding.right);
   dnnl::convolution_backward_weights::desc desc(
       dnnl::algorithm::convolution_direct, anyLayout(src),
-      anyLayout(diffWeights), anyLayout(diffDst), strides, dilations, padding,
-      padding);
+      anyLayout(diffWeights), anyLayout(diffDst), strides, dilations,
+      padding.left, padding.right);
   dnnl::convolution_backward_weights::primitive_desc pd(desc, e.engine, hint);
   bindInput(*conv, DNNL_ARG_SRC, pd.src_desc(), conv->userIn, e.engine);
   bindInput(*conv, DNNL_ARG_DIFF_DST, pd.diff_dst_desc(), conv->userFilter,
@@ -306,15 +315,21 @@ template <typename Builder> std::unique_ptr<Conv> orNull(Builder &&builder) {
 }
 
 /// The convolution in the view it looks like, else in the other; nullptr
-/// when oneDNN takes neither.
-std::unique_ptr<Conv> build(const Conv2dShape &s, const Conv2dStrides &st) {
-  using Builder =
-      std::unique_ptr<Conv> (*)(const Conv2dShape &, const Conv2dStrides &);
+/// when oneDNN takes neither. Its image is `image` rows and columns (by
+/// default what the windows read) inside `padding`.
+std::unique_ptr<Conv>
+build(const Conv2dShape &s, const Conv2dStrides &st,
+      std::optional<std::array<int64_t, 2>> image = std::nullopt,
+      const Padding &padding = {}) {
+  using Builder = std::unique_ptr<Conv> (*)(
+      const Conv2dShape &, const Conv2dStrides &,
+      std::optional<std::array<int64_t, 2>>, const Padding &);
   Builder views[2] = {buildForward, buildAsWeightGradient};
   if (looksLikeWeightGradient(s))
     std::swap(views[0], views[1]);
   for (Builder view : views)
-    if (std::unique_ptr<Conv> conv = orNull([&] { return view(s, st); }))
+    if (std::unique_ptr<Conv> conv =
+            orNull([&] { return view(s, st, image, padding); }))
       return conv;
   return nullptr;
 }
@@ -380,11 +395,12 @@ std::optional<SpreadPlan> planSpread(const Conv2dShape &s,
 /// The spread convolution as oneDNN's backward-data convolution (see
 /// planSpread): diff_dst the spread's points (userIn), weights the filter
 /// flipped back ({G,} C, F, KH, KW: the caller's memory read forwards when
-/// `forwards`, else `unflipped`, which each run fills), diff_src the output
-/// rows reached (userOut, its handle moved past the skipped ones).
+/// the caller reads it `backwards`, else `unflipped`, which each run
+/// fills), diff_src the output rows reached (userOut, its handle moved past
+/// the skipped ones).
 std::unique_ptr<Conv> buildSpread(const Conv2dShape &s, const Conv2dStrides &st,
                                   const Conv2dSpread &sp,
-                                  const SpreadPlan &plan, bool forwards) {
+                                  const SpreadPlan &plan, bool backwards) {
   Engine &e = engine();
   auto conv = std::make_unique<Conv>();
   dims diffDst = {s.n, s.g * s.c, sp.sizes[0], sp.sizes[1]},
@@ -395,7 +411,7 @@ std::unique_ptr<Conv> buildSpread(const Conv2dShape &s, const Conv2dStrides &st,
                  {st.in[0], mergedStride(s.g, st.in[1], s.c, st.in[2]),
                   st.in[3], st.in[4]},
                  e.engine);
-  if (forwards) {
+  if (backwards) {
     conv->userFilter = userMemory(
         weights,
         withGroups(s.g, st.filter[0],
@@ -512,6 +528,25 @@ bool dnnlConv2d(const Conv2dShape &s, const Conv2dStrides &given,
   return true;
 }
 
+/// A spread of points one apart (an image padded with zeros) as oneDNN's
+/// forward convolution of the points with that padding: per spatial
+/// dimension the padding before them, after them, and how many of them
+/// the windows read; nullopt when they read none.
+std::optional<std::pair<Padding, std::array<int64_t, 2>>>
+planPadding(const Conv2dShape &s, const Conv2dSpread &sp) {
+  std::array<int64_t, 2> used = usedImage(s), read;
+  Padding padding;
+  for (int k = 0; k < 2; ++k) {
+    int64_t right = used[k] - sp.offsets[k] - sp.sizes[k];
+    read[k] = sp.sizes[k] + std::min<int64_t>(right, 0);
+    if (read[k] <= 0)
+      return std::nullopt;
+    padding.left[k] = sp.offsets[k];
+    padding.right[k] = std::max<int64_t>(right, 0);
+  }
+  return std::make_pair(padding, read);
+}
+
 bool dnnlConv2dSpread(const Conv2dShape &s, const Conv2dStrides &given,
                       const Conv2dSpread &sp, const float *points,
                       const float *filter, float *out) {
@@ -521,17 +556,18 @@ bool dnnlConv2dSpread(const Conv2dShape &s, const Conv2dStrides &given,
     const char *flag = std::getenv("SOAP_DNNL_SPREAD");
     return !(flag && std::string(flag) == "0");
   }();
-  if (!dnnlEnabled() || !enabled || s.sh != 1 || s.sw != 1)
+  if (!dnnlEnabled() || !enabled)
     return false;
-  // The filter the convolution reads is oneDNN's flipped back: U[g][c][f]
-  // [i][j] = filter[g, f, c, KH - 1 - i, KW - 1 - j]. A filter the caller
-  // reads backwards (negative window strides from its last element) is U's
-  // memory read forwards; any other is flipped back into scratch each run.
-  bool forwards =
-      (s.kh == 1 || given.filter[3] < 0) && (s.kw == 1 || given.filter[4] < 0);
+  // A filter the caller reads backwards (negative window strides from its
+  // last element) is, read forwards, the filter flipped back: U[g][c][f]
+  // [i][j] = filter[g, f, c, KH - 1 - i, KW - 1 - j], which the
+  // backward-data convolution takes.
+  bool backwards = (s.kh == 1 || given.filter[3] < 0) &&
+                   (s.kw == 1 || given.filter[4] < 0) &&
+                   (given.filter[3] < 0 || given.filter[4] < 0);
   Conv2dStrides forward = given;
   const float *flippedBack = filter;
-  if (forwards) {
+  if (backwards) {
     flippedBack =
         filter + (s.kh - 1) * given.filter[3] + (s.kw - 1) * given.filter[4];
     forward.filter[3] = -given.filter[3];
@@ -540,24 +576,47 @@ bool dnnlConv2dSpread(const Conv2dShape &s, const Conv2dStrides &given,
   Conv2dStrides st;
   if (!positiveStrides(s, forward, st, sp.sizes))
     return false;
+  // Points one apart through a filter read forwards: the image padded, a
+  // forward convolution of any stride with that padding.
+  if (!backwards && sp.strides == std::array<int64_t, 2>{1, 1}) {
+    auto plan = planPadding(s, sp);
+    if (!plan)
+      return true; // the windows read none of the points
+    auto [padding, read] = *plan;
+    static std::map<std::array<int64_t, 35>, std::unique_ptr<Conv>> built;
+    auto key = keyOf<6>(s, st,
+                        {padding.left[0], padding.left[1], padding.right[0],
+                         padding.right[1], read[0], read[1]});
+    auto it = built.find(key);
+    if (it == built.end())
+      it = built.emplace(key, build(s, st, read, padding)).first;
+    if (!it->second)
+      return false;
+    run(*it->second, points, filter, out);
+    return true;
+  }
+  // Otherwise the backward-data convolution of the points, of a
+  // unit-stride convolution.
+  if (s.sh != 1 || s.sw != 1)
+    return false;
   std::optional<SpreadPlan> plan = planSpread(s, sp);
   if (!plan)
     return true; // no point reaches the output: it adds nothing
   static std::map<std::array<int64_t, 36>, std::unique_ptr<Conv>> built;
   auto key = keyOf<7>(s, st,
                       {sp.offsets[0], sp.offsets[1], sp.strides[0],
-                       sp.strides[1], sp.sizes[0], sp.sizes[1], forwards});
+                       sp.strides[1], sp.sizes[0], sp.sizes[1], backwards});
   auto it = built.find(key);
   if (it == built.end())
     it = built
              .emplace(key, orNull([&] {
-                        return buildSpread(s, st, sp, *plan, forwards);
+                        return buildSpread(s, st, sp, *plan, backwards);
                       }))
              .first;
   Conv *conv = it->second.get();
   if (!conv)
     return false;
-  if (!forwards) {
+  if (!backwards) {
     float *w = conv->unflipped.data();
     for (int64_t g = 0; g < s.g; ++g)
       for (int64_t c = 0; c < s.c; ++c)

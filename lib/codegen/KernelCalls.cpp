@@ -406,6 +406,10 @@ struct Spread {
   std::array<int64_t, 2> offsets, strides, sizes;
   Value points;
   SmallVector<Operation *> dead;
+  /// The part of the output anything reads after the convolution (a view
+  /// of it from `interiorStart`), or null for all of it (interiorOutput).
+  Value interior;
+  std::array<int64_t, 2> interiorStart = {0, 0};
 };
 
 /// Whether `user` reads `buffer` and writes none of it (bufferization
@@ -416,6 +420,20 @@ static bool onlyReads(Operation *user, Value buffer) {
   if (auto linalgOp = dyn_cast<linalg::LinalgOp>(user))
     return !llvm::is_contained(linalgOp.getDpsInits(), buffer);
   return false;
+}
+
+/// Whether `op` writes zero to every element of `buffer`: a linalg.fill
+/// with zero, or a linalg.map of no inputs that yields zero (what
+/// tensor.pad bufferizes to).
+static bool writesZeros(Operation *op, Value buffer) {
+  if (auto fill = dyn_cast<linalg::FillOp>(op))
+    return fill.getOutputs()[0] == buffer &&
+           matchPattern(fill.getInputs()[0], m_AnyZeroFloat());
+  auto map = dyn_cast<linalg::MapOp>(op);
+  if (!map || !map.getInputs().empty() || map.getInit() != buffer)
+    return false;
+  auto yield = cast<linalg::YieldOp>(map.getMapper().front().getTerminator());
+  return matchPattern(yield.getValues().front(), m_AnyZeroFloat());
 }
 
 /// The buffer `value` is a view of (through view-like ops).
@@ -467,12 +485,10 @@ static bool untouchedBetween(Value buffer, Operation *from, Operation *to) {
 /// image go.
 static std::optional<Spread> spreadImage(linalg::LinalgOp op,
                                          const Conv2dRoles &roles) {
-  if (roles.strides != std::array<int64_t, 2>{1, 1})
-    return std::nullopt;
   auto alloc = op.getDpsInputOperand(0)->get().getDefiningOp<memref::AllocOp>();
   if (!alloc)
     return std::nullopt;
-  linalg::FillOp fill;
+  Operation *fill = nullptr;
   memref::SubViewOp subview;
   SmallVector<Operation *> deallocs;
   bool otherReaders = false;
@@ -487,9 +503,8 @@ static std::optional<Spread> spreadImage(linalg::LinalgOp op,
       otherReaders = true;
       continue;
     }
-    if (auto f = dyn_cast<linalg::FillOp>(user);
-        f && !fill && f.getOutputs()[0] == alloc.getResult()) {
-      fill = f;
+    if (!fill && writesZeros(user, alloc.getResult())) {
+      fill = user;
       continue;
     }
     if (auto v = dyn_cast<memref::SubViewOp>(user); v && !subview) {
@@ -501,8 +516,7 @@ static std::optional<Spread> spreadImage(linalg::LinalgOp op,
   Block *block = op->getBlock();
   if (!fill || !subview || fill->getBlock() != block ||
       subview->getBlock() != block || !fill->isBeforeInBlock(subview) ||
-      !subview->isBeforeInBlock(op) ||
-      !matchPattern(fill.getInputs()[0], m_AnyZeroFloat()))
+      !subview->isBeforeInBlock(op))
     return std::nullopt;
   auto type = cast<MemRefType>(alloc.getType());
   ArrayRef<int64_t> offsets = subview.getStaticOffsets(),
@@ -528,6 +542,11 @@ static std::optional<Spread> spreadImage(linalg::LinalgOp op,
         sizes[dim] != type.getDimSize(dim))
       return std::nullopt;
   }
+  // Points further apart than one need the backward-data convolution,
+  // which has unit strides; a padded image takes any.
+  if (spread.strides != std::array<int64_t, 2>{1, 1} &&
+      roles.strides != std::array<int64_t, 2>{1, 1})
+    return std::nullopt;
   spread.points = subview.getResult();
   // The adjoint copied into the subview, read where it is.
   memref::CopyOp copy;
@@ -644,6 +663,65 @@ static StridedOperand relaidOperand(OpBuilder &b, Location loc,
   return result;
 }
 
+/// The autodiff's gradient of a padded image is the spread convolution's
+/// whole output, of which only the unpadded part is read: when the output
+/// is a fresh buffer that, from the convolution on, only one subview with
+/// unit strides reads (whole but in the spatial dimensions, starting at
+/// rows and columns the spread's offsets do not pass), the convolution
+/// computes just that part. The spread's offsets shrink by its start.
+static void interiorOutput(linalg::LinalgOp op, const Conv2dRoles &roles,
+                           Spread &spread) {
+  auto alloc = op.getDpsInitOperand(0)->get().getDefiningOp<memref::AllocOp>();
+  if (!alloc)
+    return;
+  memref::SubViewOp interior;
+  for (Operation *user : alloc->getUsers()) {
+    if (user == op.getOperation() || isa<memref::DeallocOp>(user))
+      continue;
+    if (user->getBlock() != op->getBlock())
+      return;
+    // What runs before writes the whole buffer; no view of it lives on.
+    if (user->isBeforeInBlock(op)) {
+      if (isa<ViewLikeOpInterface>(user))
+        return;
+      continue;
+    }
+    auto subview = dyn_cast<memref::SubViewOp>(user);
+    if (!subview || interior)
+      return;
+    interior = subview;
+  }
+  if (!interior)
+    return;
+  auto type = cast<MemRefType>(alloc.getType());
+  ArrayRef<int64_t> offsets = interior.getStaticOffsets(),
+                    sizes = interior.getStaticSizes(),
+                    strides = interior.getStaticStrides();
+  if (interior.getType().getRank() != type.getRank() ||
+      ShapedType::isDynamicShape(offsets) ||
+      ShapedType::isDynamicShape(sizes) || ShapedType::isDynamicShape(strides))
+    return;
+  std::array<int64_t, 2> start;
+  for (int64_t dim = 0; dim < type.getRank(); ++dim) {
+    if (strides[dim] != 1)
+      return;
+    if (dim == static_cast<int64_t>(*roles.output[3]) ||
+        dim == static_cast<int64_t>(*roles.output[4])) {
+      int k = dim == static_cast<int64_t>(*roles.output[3]) ? 0 : 1;
+      if (offsets[dim] > spread.offsets[k])
+        return;
+      start[k] = offsets[dim];
+      continue;
+    }
+    if (offsets[dim] != 0 || sizes[dim] != type.getDimSize(dim))
+      return;
+  }
+  // The call writes through the view.
+  interior->moveBefore(op);
+  spread.interior = interior.getResult();
+  spread.interiorStart = start;
+}
+
 /// A unit-stride convolution's whole image as a spread of every point (for
 /// the spread kernel, which runs a filter read backwards without a copy).
 static Spread wholeImage(linalg::LinalgOp op, const Conv2dRoles &roles) {
@@ -692,18 +770,28 @@ bool replaceConvolution(linalg::LinalgOp op, const Conv2dRoles &roles,
     args.push_back(constant(*target.math));
   if (grouped)
     args.push_back(constant(size(roles.group)));
-  for (int64_t v : {size(roles.batch), size(roles.inputChannel),
-                    imageType.getDimSize(*roles.image[3]),
-                    imageType.getDimSize(*roles.image[4]),
-                    size(roles.outputChannel), loops[roles.window[0]],
-                    loops[roles.window[1]], loops[roles.outputImage[0]],
-                    loops[roles.outputImage[1]], roles.strides[0],
-                    roles.strides[1], roles.dilations[0], roles.dilations[1]})
+  // An interior output (interiorOutput) is the output of the image from
+  // its start on.
+  Value output = op.getDpsInitOperand(0)->get();
+  std::array<int64_t, 2> start = {0, 0};
+  if (spread && spread->interior) {
+    output = spread->interior;
+    start = spread->interiorStart;
+  }
+  auto outputType = cast<MemRefType>(output.getType());
+  for (int64_t v :
+       {size(roles.batch), size(roles.inputChannel),
+        imageType.getDimSize(*roles.image[3]) - start[0],
+        imageType.getDimSize(*roles.image[4]) - start[1],
+        size(roles.outputChannel), loops[roles.window[0]],
+        loops[roles.window[1]], outputType.getDimSize(*roles.output[3]),
+        outputType.getDimSize(*roles.output[4]), roles.strides[0],
+        roles.strides[1], roles.dilations[0], roles.dilations[1]})
     args.push_back(constant(v));
   if (spread)
-    for (int64_t v :
-         {spread->offsets[0], spread->offsets[1], spread->strides[0],
-          spread->strides[1], spread->sizes[0], spread->sizes[1]})
+    for (int64_t v : {spread->offsets[0] - start[0],
+                      spread->offsets[1] - start[1], spread->strides[0],
+                      spread->strides[1], spread->sizes[0], spread->sizes[1]})
       args.push_back(constant(v));
   // The group is the second role of the image and the output, the first
   // of the filter.
@@ -731,7 +819,7 @@ bool replaceConvolution(linalg::LinalgOp op, const Conv2dRoles &roles,
           ? relaidOperand(b, loc, *relaid, cast<MemRefType>(filter.getType()))
           : stridedOperand(b, loc, filter),
       roles.filter, 0);
-  add(stridedOperand(b, loc, op.getDpsInitOperand(0)->get()), roles.output, 1);
+  add(stridedOperand(b, loc, output), roles.output, 1);
   func::FuncOp callee =
       declareRuntimeFunction(op->getParentOfType<ModuleOp>(),
                              target.prefix +
@@ -832,8 +920,11 @@ int replaceKernelsByCalls(ModuleOp module, const CallTarget &target) {
           if (relaid && relaid->backwards && !spread && *suffix == "f32" &&
               roles->strides == std::array<int64_t, 2>{1, 1})
             spread = wholeImage(op, *roles);
-          if (relaid && relaid->backwards && !spread)
+          if (relaid && relaid->backwards &&
+              (!spread || roles->strides != std::array<int64_t, 2>{1, 1}))
             relaid.reset();
+          if (spread && roles->strides == std::array<int64_t, 2>{1, 1})
+            interiorOutput(op, *roles, *spread);
         }
         if (replaceConvolution(op, *roles, *suffix, target, spread, relaid)) {
           ++replaced;

@@ -267,6 +267,15 @@ const std::pair<Case, Spread> spreadCases[] = {
     {{2, 1, 9, 9, 1, 5, 5, 1, 1, 1, 1}, {{4, 4}, {1, 1}, {1, 1}}},
     {{2, 3, 9, 8, 4, 3, 3, 1, 1, 1, 1, 0, channelsLast, 2},
      {{2, 2}, {2, 2}, {3, 3}}},
+    // Padded images (points one apart), which oneDNN convolves with its
+    // padding: a padded 3x3 stride-2 convolution, one whose last row of
+    // points no window reads, an uneven padding, and a weight gradient's
+    // shape (oneDNN's backward-weights view).
+    {{2, 3, 11, 11, 4, 3, 3, 2, 2, 1, 1}, {{1, 1}, {1, 1}, {9, 9}}},
+    {{2, 3, 11, 11, 4, 3, 3, 2, 2, 1, 1, /*extraH=*/2},
+     {{1, 1}, {1, 1}, {11, 9}}},
+    {{2, 3, 11, 11, 4, 3, 3, 1, 1, 1, 1}, {{2, 1}, {1, 1}, {9, 8}}},
+    {{8, 2, 10, 10, 4, 7, 7, 1, 1, 1, 1}, {{1, 1}, {1, 1}, {8, 8}}},
 };
 
 std::string describe(const Case &k) {

@@ -89,16 +89,18 @@ void soaprt_conv2d_grouped_f64(
     int64_t fsf, int64_t fsc, int64_t fsh, int64_t fsw, double *out,
     int64_t osn, int64_t osg, int64_t osf, int64_t osh, int64_t osw);
 
-/** soaprt_conv2d_grouped_f32 (unit window strides sh = sw = 1) on an
- *  image that is zero except at rows offsetH + spreadH * a (a < pointsH)
- *  and columns offsetW + spreadW * b (b < pointsW): the autodiff's input
- *  gradient, the output's adjoint spread into zeros and read through the
- *  flipped filter. Only the points are passed (`points`, strides
- *  psn..psw of its n, g, c, a, b), never the image. oneDNN runs it as the
- *  backward-data convolution of the points (no product with the zeros),
- *  reading a filter passed backwards (negative window strides, the pointer
- *  at its last element there) without a copy; what it refuses runs as the
- *  plain grouped convolution of the whole image. */
+/** soaprt_conv2d_grouped_f32 on an image that is zero except at rows
+ *  offsetH + spreadH * a (a < pointsH) and columns offsetW + spreadW * b
+ *  (b < pointsW). Only the points are passed (`points`, strides psn..psw
+ *  of its n, g, c, a, b), never the image. Points one apart are a padded
+ *  image: oneDNN convolves them with that padding (any window strides).
+ *  Points further apart are the autodiff's input gradient, the output's
+ *  adjoint spread into zeros and read through the flipped filter (unit
+ *  window strides): oneDNN runs it as the backward-data convolution of the
+ *  points (no product with the zeros), reading a filter passed backwards
+ *  (negative window strides, the pointer at its last element there)
+ *  without a copy. What oneDNN refuses runs as the plain grouped
+ *  convolution of the whole image. */
 void soaprt_conv2d_spread_f32(
     int64_t g, int64_t n, int64_t c, int64_t h, int64_t w, int64_t f,
     int64_t kh, int64_t kw, int64_t oh, int64_t ow, int64_t sh, int64_t sw,
