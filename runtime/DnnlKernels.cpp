@@ -117,18 +117,22 @@ dnnl::primitive_attr accumulating() {
 }
 
 /// Binds the primitive's output `arg` (layout `desc`) to the caller's
-/// output: written there directly when `inPlace` (the primitive adds), else
-/// into scratch that a reorder adds to the caller's output.
+/// output: written there directly when `inPlace` (the primitive adds, or
+/// the caller's output is overwritten), else into scratch that a reorder
+/// adds to the caller's output (`accumulate`) or copies over it.
 void bindOutput(Conv &conv, int arg, const dnnl::memory::desc &desc,
-                bool inPlace, dnnl::engine &eng) {
+                bool inPlace, bool accumulate, dnnl::engine &eng) {
   if (inPlace) {
     conv.args[arg] = conv.userOut;
     return;
   }
   dnnl::memory scratch(desc, eng);
-  conv.out = {dnnl::reorder(dnnl::reorder::primitive_desc(scratch, conv.userOut,
-                                                          accumulating())),
-              scratch};
+  conv.out = {
+      dnnl::reorder(accumulate
+                        ? dnnl::reorder::primitive_desc(scratch, conv.userOut,
+                                                        accumulating())
+                        : dnnl::reorder::primitive_desc(scratch, conv.userOut)),
+      scratch};
   conv.args[arg] = scratch;
 }
 
@@ -217,16 +221,18 @@ buildForward(const Conv2dShape &s, const Conv2dStrides &st,
       anyLayout(in), anyLayout(filter), anyLayout(out), {s.sh, s.sw},
       {s.dh - 1, s.dw - 1}, padding.left, padding.right);
   dnnl::convolution_forward::primitive_desc pd(desc, e.engine);
-  // The output accumulates: in place through a sum post-op when oneDNN
-  // writes the caller's layout, else through the reorder that adds.
+  // The output accumulates (unless the caller overwrites it): in place
+  // through a sum post-op when oneDNN writes the caller's layout, else
+  // through the reorder that adds.
   bool inPlace = pd.dst_desc() == conv->userOut.get_desc();
-  if (inPlace)
+  if (inPlace && s.accumulate)
     pd = dnnl::convolution_forward::primitive_desc(desc, accumulating(),
                                                    e.engine);
   bindInput(*conv, DNNL_ARG_SRC, pd.src_desc(), conv->userIn, e.engine);
   bindInput(*conv, DNNL_ARG_WEIGHTS, pd.weights_desc(), conv->userFilter,
             e.engine);
-  bindOutput(*conv, DNNL_ARG_DST, pd.dst_desc(), inPlace, e.engine);
+  bindOutput(*conv, DNNL_ARG_DST, pd.dst_desc(), inPlace, s.accumulate,
+             e.engine);
   conv->primitive = dnnl::convolution_forward(pd);
   return conv;
 }
@@ -278,10 +284,12 @@ std::unique_ptr<Conv> buildAsWeightGradient(
   bindInput(*conv, DNNL_ARG_SRC, pd.src_desc(), conv->userIn, e.engine);
   bindInput(*conv, DNNL_ARG_DIFF_DST, pd.diff_dst_desc(), conv->userFilter,
             e.engine);
-  // oneDNN overwrites a weight gradient: always through scratch and the
-  // reorder that adds.
+  // oneDNN overwrites a weight gradient: through scratch and the reorder
+  // that adds, unless the caller overwrites too.
   bindOutput(*conv, DNNL_ARG_DIFF_WEIGHTS, pd.diff_weights_desc(),
-             /*inPlace=*/false, e.engine);
+             !s.accumulate &&
+                 pd.diff_weights_desc() == conv->userOut.get_desc(),
+             s.accumulate, e.engine);
   conv->primitive = dnnl::convolution_backward_weights(pd);
   return conv;
 }
@@ -445,9 +453,11 @@ std::unique_ptr<Conv> buildSpread(const Conv2dShape &s, const Conv2dStrides &st,
             e.engine);
   bindInput(*conv, DNNL_ARG_WEIGHTS, pd.weights_desc(), conv->userFilter,
             e.engine);
-  // oneDNN overwrites diff_src: through scratch and the reorder that adds.
-  bindOutput(*conv, DNNL_ARG_DIFF_SRC, pd.diff_src_desc(), /*inPlace=*/false,
-             e.engine);
+  // oneDNN overwrites diff_src: through scratch and the reorder that adds,
+  // unless the caller overwrites too.
+  bindOutput(*conv, DNNL_ARG_DIFF_SRC, pd.diff_src_desc(),
+             !s.accumulate && pd.diff_src_desc() == conv->userOut.get_desc(),
+             s.accumulate, e.engine);
   conv->primitive = dnnl::convolution_backward_data(pd);
   return conv;
 }
@@ -486,18 +496,18 @@ bool positiveStrides(const Conv2dShape &s, const Conv2dStrides &given,
 
 /// Everything that tells two convolutions' primitives apart.
 template <size_t Extra>
-std::array<int64_t, 29 + Extra> keyOf(const Conv2dShape &s,
+std::array<int64_t, 30 + Extra> keyOf(const Conv2dShape &s,
                                       const Conv2dStrides &st,
                                       const std::array<int64_t, Extra> &extra) {
-  std::array<int64_t, 29 + Extra> key = {
+  std::array<int64_t, 30 + Extra> key = {
       s.n,          s.c,          s.h,          s.w,          s.f,
       s.kh,         s.kw,         s.oh,         s.ow,         s.sh,
       s.sw,         s.dh,         s.dw,         s.g,          st.in[0],
       st.in[1],     st.in[2],     st.in[3],     st.in[4],     st.filter[0],
       st.filter[1], st.filter[2], st.filter[3], st.filter[4], st.out[0],
-      st.out[1],    st.out[2],    st.out[3],    st.out[4]};
+      st.out[1],    st.out[2],    st.out[3],    st.out[4],    s.accumulate};
   for (size_t i = 0; i < Extra; ++i)
-    key[29 + i] = extra[i];
+    key[30 + i] = extra[i];
   return key;
 }
 
@@ -517,7 +527,7 @@ bool dnnlConv2d(const Conv2dShape &s, const Conv2dStrides &given,
   if (!dnnlEnabled() || !positiveStrides(s, given, st))
     return false;
   // nullptr: oneDNN refused this convolution; the caller's path runs it.
-  static std::map<std::array<int64_t, 29>, std::unique_ptr<Conv>> built;
+  static std::map<std::array<int64_t, 30>, std::unique_ptr<Conv>> built;
   auto key = keyOf<0>(s, st, {});
   auto it = built.find(key);
   if (it == built.end())
@@ -576,14 +586,26 @@ bool dnnlConv2dSpread(const Conv2dShape &s, const Conv2dStrides &given,
   Conv2dStrides st;
   if (!positiveStrides(s, forward, st, sp.sizes))
     return false;
+  // An output the convolution overwrites but writes only part of (points
+  // that reach only some rows) is zeroed first, then added to.
+  auto zeroedFirst = [&](bool whole) {
+    if (s.accumulate || whole)
+      return s;
+    zeroOutput(s, given.out, out);
+    Conv2dShape adding = s;
+    adding.accumulate = true;
+    return adding;
+  };
   // Points one apart through a filter read forwards: the image padded, a
   // forward convolution of any stride with that padding.
   if (!backwards && sp.strides == std::array<int64_t, 2>{1, 1}) {
     auto plan = planPadding(s, sp);
-    if (!plan)
-      return true; // the windows read none of the points
+    if (!plan) {
+      zeroedFirst(false); // the windows read none of the points
+      return true;
+    }
     auto [padding, read] = *plan;
-    static std::map<std::array<int64_t, 35>, std::unique_ptr<Conv>> built;
+    static std::map<std::array<int64_t, 36>, std::unique_ptr<Conv>> built;
     auto key = keyOf<6>(s, st,
                         {padding.left[0], padding.left[1], padding.right[0],
                          padding.right[1], read[0], read[1]});
@@ -600,17 +622,21 @@ bool dnnlConv2dSpread(const Conv2dShape &s, const Conv2dStrides &given,
   if (s.sh != 1 || s.sw != 1)
     return false;
   std::optional<SpreadPlan> plan = planSpread(s, sp);
-  if (!plan)
-    return true; // no point reaches the output: it adds nothing
-  static std::map<std::array<int64_t, 36>, std::unique_ptr<Conv>> built;
-  auto key = keyOf<7>(s, st,
+  if (!plan) {
+    zeroedFirst(false); // no point reaches the output
+    return true;
+  }
+  Conv2dShape shape =
+      zeroedFirst(plan->rows[0] == s.oh && plan->rows[1] == s.ow);
+  static std::map<std::array<int64_t, 37>, std::unique_ptr<Conv>> built;
+  auto key = keyOf<7>(shape, st,
                       {sp.offsets[0], sp.offsets[1], sp.strides[0],
                        sp.strides[1], sp.sizes[0], sp.sizes[1], backwards});
   auto it = built.find(key);
   if (it == built.end())
     it = built
              .emplace(key, orNull([&] {
-                        return buildSpread(s, st, sp, *plan, backwards);
+                        return buildSpread(shape, st, sp, *plan, backwards);
                       }))
              .first;
   Conv *conv = it->second.get();

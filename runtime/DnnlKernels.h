@@ -18,6 +18,9 @@ namespace soaprt {
 struct Conv2dShape {
   int64_t n, c, h, w, f, kh, kw, oh, ow, sh, sw, dh, dw;
   int64_t g = 1;
+  /// Whether the sum is added to the output (linalg's semantics) or
+  /// replaces it (the caller's output was about to be zero).
+  bool accumulate = true;
 };
 
 /// The element strides of each operand's five dimensions, in the order of
@@ -34,6 +37,20 @@ struct Conv2dStrides {
 struct Conv2dSpread {
   std::array<int64_t, 2> offsets, strides, sizes;
 };
+
+/// Sets the convolution's output (`strides` of its n, g, f, oh, ow) to
+/// zero.
+template <typename T>
+void zeroOutput(const Conv2dShape &s, const std::array<int64_t, 5> &strides,
+                T *out) {
+  for (int64_t n = 0; n < s.n; ++n)
+    for (int64_t g = 0; g < s.g; ++g)
+      for (int64_t f = 0; f < s.f; ++f)
+        for (int64_t y = 0; y < s.oh; ++y)
+          for (int64_t x = 0; x < s.ow; ++x)
+            out[n * strides[0] + g * strides[1] + f * strides[2] +
+                y * strides[3] + x * strides[4]] = T(0);
+}
 
 /// Whether oneDNN runs the runtime's convolutions (SOAP_DNNL=0: no).
 bool dnnlEnabled();

@@ -201,11 +201,18 @@ void conv2d(int64_t n, int64_t c, int64_t h, int64_t w, int64_t f, int64_t kh,
 /// The convolution through oneDNN where it takes it (f32), else im2col,
 /// one group at a time.
 template <typename T>
-void conv2dKernel(const soaprt::Conv2dShape &s, const soaprt::Conv2dStrides &st,
-                  const T *in, const T *filter, T *out) {
+void conv2dKernel(const soaprt::Conv2dShape &shape,
+                  const soaprt::Conv2dStrides &st, const T *in, const T *filter,
+                  T *out) {
   if constexpr (std::is_same_v<T, float>)
-    if (soaprt::dnnlConv2d(s, st, in, filter, out))
+    if (soaprt::dnnlConv2d(shape, st, in, filter, out))
       return;
+  // The kernels below add to the output: an overwritten one starts at zero.
+  soaprt::Conv2dShape s = shape;
+  if (!s.accumulate) {
+    soaprt::zeroOutput(s, st.out, out);
+    s.accumulate = true;
+  }
   if (s.g > 1) {
     soaprt::Conv2dShape one = s;
     one.g = 1;
@@ -264,14 +271,15 @@ extern "C" int soaprt_select_blas_core(char **argv) {
       int64_t kw, int64_t oh, int64_t ow, int64_t sh, int64_t sw, int64_t dh,  \
       int64_t dw, const T *in, int64_t isn, int64_t isc, int64_t ish,          \
       int64_t isw, const T *filter, int64_t fsf, int64_t fsc, int64_t fsh,     \
-      int64_t fsw, T *out, int64_t osn, int64_t osf, int64_t osh,              \
-      int64_t osw) {                                                           \
+      int64_t fsw, T *out, int64_t osn, int64_t osf, int64_t osh, int64_t osw, \
+      int64_t accumulate) {                                                    \
     soaprt::Conv2dStrides strides;                                             \
     strides.in = {isn, 0, isc, ish, isw};                                      \
     strides.filter = {0, fsf, fsc, fsh, fsw};                                  \
     strides.out = {osn, 0, osf, osh, osw};                                     \
-    conv2dKernel<T>({n, c, h, w, f, kh, kw, oh, ow, sh, sw, dh, dw}, strides,  \
-                    in, filter, out);                                          \
+    conv2dKernel<T>(                                                           \
+        {n, c, h, w, f, kh, kw, oh, ow, sh, sw, dh, dw, 1, accumulate != 0},   \
+        strides, in, filter, out);                                             \
   }                                                                            \
   void soaprt_conv2d_grouped_##SUFFIX(                                         \
       int64_t g, int64_t n, int64_t c, int64_t h, int64_t w, int64_t f,        \
@@ -279,13 +287,15 @@ extern "C" int soaprt_select_blas_core(char **argv) {
       int64_t dh, int64_t dw, const T *in, int64_t isn, int64_t isg,           \
       int64_t isc, int64_t ish, int64_t isw, const T *filter, int64_t fsg,     \
       int64_t fsf, int64_t fsc, int64_t fsh, int64_t fsw, T *out, int64_t osn, \
-      int64_t osg, int64_t osf, int64_t osh, int64_t osw) {                    \
+      int64_t osg, int64_t osf, int64_t osh, int64_t osw,                      \
+      int64_t accumulate) {                                                    \
     soaprt::Conv2dStrides strides;                                             \
     strides.in = {isn, isg, isc, ish, isw};                                    \
     strides.filter = {fsg, fsf, fsc, fsh, fsw};                                \
     strides.out = {osn, osg, osf, osh, osw};                                   \
-    conv2dKernel<T>({n, c, h, w, f, kh, kw, oh, ow, sh, sw, dh, dw, g},        \
-                    strides, in, filter, out);                                 \
+    conv2dKernel<T>(                                                           \
+        {n, c, h, w, f, kh, kw, oh, ow, sh, sw, dh, dw, g, accumulate != 0},   \
+        strides, in, filter, out);                                             \
   }
 
 extern "C" {
@@ -300,8 +310,9 @@ void soaprt_conv2d_spread_f32(
     int64_t psn, int64_t psg, int64_t psc, int64_t psh, int64_t psw,
     const float *filter, int64_t fsg, int64_t fsf, int64_t fsc, int64_t fsh,
     int64_t fsw, float *out, int64_t osn, int64_t osg, int64_t osf, int64_t osh,
-    int64_t osw) {
-  soaprt::Conv2dShape shape{n, c, h, w, f, kh, kw, oh, ow, sh, sw, dh, dw, g};
+    int64_t osw, int64_t accumulate) {
+  soaprt::Conv2dShape shape{
+      n, c, h, w, f, kh, kw, oh, ow, sh, sw, dh, dw, g, accumulate != 0};
   soaprt::Conv2dStrides strides;
   strides.in = {psn, psg, psc, psh, psw};
   strides.filter = {fsg, fsf, fsc, fsh, fsw};

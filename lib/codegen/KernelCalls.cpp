@@ -422,6 +422,42 @@ static bool onlyReads(Operation *user, Value buffer) {
   return false;
 }
 
+/// Where a subview with static offsets, sizes and strides lies in the two
+/// `spatial` dimensions of its source, when it keeps every other one
+/// whole: per spatial dimension its first element, stride and size.
+struct SpatialWindow {
+  std::array<int64_t, 2> offsets, strides, sizes;
+};
+
+static std::optional<SpatialWindow>
+spatialWindow(memref::SubViewOp subview, std::array<unsigned, 2> spatial) {
+  MemRefType source = subview.getSourceType();
+  ArrayRef<int64_t> offsets = subview.getStaticOffsets(),
+                    sizes = subview.getStaticSizes(),
+                    strides = subview.getStaticStrides();
+  if (subview.getType().getRank() != source.getRank() ||
+      ShapedType::isDynamicShape(offsets) ||
+      ShapedType::isDynamicShape(sizes) || ShapedType::isDynamicShape(strides))
+    return std::nullopt;
+  SpatialWindow window;
+  for (int64_t dim = 0; dim < source.getRank(); ++dim) {
+    const auto *k = llvm::find(spatial, static_cast<unsigned>(dim));
+    if (k != spatial.end()) {
+      if (strides[dim] <= 0 || offsets[dim] < 0)
+        return std::nullopt;
+      size_t i = k - spatial.begin();
+      window.offsets[i] = offsets[dim];
+      window.strides[i] = strides[dim];
+      window.sizes[i] = sizes[dim];
+      continue;
+    }
+    if (offsets[dim] != 0 || strides[dim] != 1 ||
+        sizes[dim] != source.getDimSize(dim))
+      return std::nullopt;
+  }
+  return window;
+}
+
 /// Whether `op` writes zero to every element of `buffer`: a linalg.fill
 /// with zero, or a linalg.map of no inputs that yields zero (what
 /// tensor.pad bufferizes to).
@@ -518,30 +554,14 @@ static std::optional<Spread> spreadImage(linalg::LinalgOp op,
       subview->getBlock() != block || !fill->isBeforeInBlock(subview) ||
       !subview->isBeforeInBlock(op))
     return std::nullopt;
-  auto type = cast<MemRefType>(alloc.getType());
-  ArrayRef<int64_t> offsets = subview.getStaticOffsets(),
-                    sizes = subview.getStaticSizes(),
-                    strides = subview.getStaticStrides();
-  if (subview.getType().getRank() != type.getRank() ||
-      ShapedType::isDynamicShape(offsets) ||
-      ShapedType::isDynamicShape(sizes) || ShapedType::isDynamicShape(strides))
+  std::optional<SpatialWindow> window =
+      spatialWindow(subview, {*roles.image[3], *roles.image[4]});
+  if (!window)
     return std::nullopt;
   Spread spread;
-  for (int64_t dim = 0; dim < type.getRank(); ++dim) {
-    if (dim == static_cast<int64_t>(*roles.image[3]) ||
-        dim == static_cast<int64_t>(*roles.image[4])) {
-      int k = dim == static_cast<int64_t>(*roles.image[3]) ? 0 : 1;
-      if (strides[dim] <= 0 || offsets[dim] < 0)
-        return std::nullopt;
-      spread.offsets[k] = offsets[dim];
-      spread.strides[k] = strides[dim];
-      spread.sizes[k] = sizes[dim];
-      continue;
-    }
-    if (offsets[dim] != 0 || strides[dim] != 1 ||
-        sizes[dim] != type.getDimSize(dim))
-      return std::nullopt;
-  }
+  spread.offsets = window->offsets;
+  spread.strides = window->strides;
+  spread.sizes = window->sizes;
   // Points further apart than one need the backward-data convolution,
   // which has unit strides; a padded image takes any.
   if (spread.strides != std::array<int64_t, 2>{1, 1} &&
@@ -693,33 +713,43 @@ static void interiorOutput(linalg::LinalgOp op, const Conv2dRoles &roles,
   }
   if (!interior)
     return;
-  auto type = cast<MemRefType>(alloc.getType());
-  ArrayRef<int64_t> offsets = interior.getStaticOffsets(),
-                    sizes = interior.getStaticSizes(),
-                    strides = interior.getStaticStrides();
-  if (interior.getType().getRank() != type.getRank() ||
-      ShapedType::isDynamicShape(offsets) ||
-      ShapedType::isDynamicShape(sizes) || ShapedType::isDynamicShape(strides))
+  std::optional<SpatialWindow> window =
+      spatialWindow(interior, {*roles.output[3], *roles.output[4]});
+  if (!window)
     return;
-  std::array<int64_t, 2> start;
-  for (int64_t dim = 0; dim < type.getRank(); ++dim) {
-    if (strides[dim] != 1)
+  for (int k = 0; k < 2; ++k)
+    if (window->strides[k] != 1 || window->offsets[k] > spread.offsets[k])
       return;
-    if (dim == static_cast<int64_t>(*roles.output[3]) ||
-        dim == static_cast<int64_t>(*roles.output[4])) {
-      int k = dim == static_cast<int64_t>(*roles.output[3]) ? 0 : 1;
-      if (offsets[dim] > spread.offsets[k])
-        return;
-      start[k] = offsets[dim];
-      continue;
-    }
-    if (offsets[dim] != 0 || sizes[dim] != type.getDimSize(dim))
-      return;
-  }
   // The call writes through the view.
   interior->moveBefore(op);
   spread.interior = interior.getResult();
-  spread.interiorStart = start;
+  spread.interiorStart = window->offsets;
+}
+
+/// The zero fill (writesZeros) of a convolution's whole output that the
+/// convolution is the next op to touch (no op between them uses the buffer
+/// or a view of it): the convolution can overwrite the output instead, and
+/// the fill go.
+static Operation *zeroFillBefore(linalg::LinalgOp op) {
+  Value out = op.getDpsInitOperand(0)->get();
+  Value root = rootBuffer(out);
+  auto touches = [&](Operation *other) {
+    WalkResult result = other->walk([&](Operation *nested) {
+      for (Value operand : nested->getOperands())
+        if (isa<BaseMemRefType>(operand.getType()) &&
+            rootBuffer(operand) == root)
+          return WalkResult::interrupt();
+      return WalkResult::advance();
+    });
+    return result.wasInterrupted();
+  };
+  for (Operation *prev = op->getPrevNode(); prev; prev = prev->getPrevNode()) {
+    if (writesZeros(prev, out))
+      return prev;
+    if (touches(prev))
+      return nullptr;
+  }
+  return nullptr;
 }
 
 /// A unit-stride convolution's whole image as a spread of every point (for
@@ -751,7 +781,8 @@ static Spread wholeImage(linalg::LinalgOp op, const Conv2dRoles &roles) {
 bool replaceConvolution(linalg::LinalgOp op, const Conv2dRoles &roles,
                         const std::string &suffix, const CallTarget &target,
                         const std::optional<Spread> &spread,
-                        const std::optional<RelaidFilter> &relaid) {
+                        const std::optional<RelaidFilter> &relaid,
+                        bool overwrite) {
   SmallVector<int64_t> loops = op.getStaticLoopRanges();
   auto size = [&](std::optional<unsigned> loop) {
     return loop ? loops[*loop] : int64_t{1};
@@ -820,6 +851,9 @@ bool replaceConvolution(linalg::LinalgOp op, const Conv2dRoles &roles,
           : stridedOperand(b, loc, filter),
       roles.filter, 0);
   add(stridedOperand(b, loc, output), roles.output, 1);
+  // libsoaprt's CPU convolutions take whether to add to the output.
+  if (!target.math)
+    args.push_back(constant(overwrite ? 0 : 1));
   func::FuncOp callee =
       declareRuntimeFunction(op->getParentOfType<ModuleOp>(),
                              target.prefix +
@@ -911,7 +945,9 @@ int replaceKernelsByCalls(ModuleOp module, const CallTarget &target) {
       if (std::optional<Conv2dRoles> roles = conv2dRoles(op)) {
         std::optional<Spread> spread;
         std::optional<RelaidFilter> relaid;
+        Operation *zeroFill = nullptr;
         if (!gpu) {
+          zeroFill = zeroFillBefore(op);
           relaid = relaidFilter(op, *roles);
           if (*suffix == "f32")
             spread = spreadImage(op, *roles);
@@ -926,8 +962,11 @@ int replaceKernelsByCalls(ModuleOp module, const CallTarget &target) {
           if (spread && roles->strides == std::array<int64_t, 2>{1, 1})
             interiorOutput(op, *roles, *spread);
         }
-        if (replaceConvolution(op, *roles, *suffix, target, spread, relaid)) {
+        if (replaceConvolution(op, *roles, *suffix, target, spread, relaid,
+                               zeroFill != nullptr)) {
           ++replaced;
+          if (zeroFill)
+            dead.push_back(zeroFill);
           if (spread)
             dead.append(spread->dead);
           if (relaid)

@@ -80,7 +80,7 @@ using PlainKernel = void (*)(int64_t, int64_t, int64_t, int64_t, int64_t,
                              int64_t, int64_t, int64_t, const T *, int64_t,
                              int64_t, int64_t, int64_t, const T *, int64_t,
                              int64_t, int64_t, int64_t, T *, int64_t, int64_t,
-                             int64_t, int64_t);
+                             int64_t, int64_t, int64_t);
 template <typename T>
 using GroupedKernel = void (*)(int64_t, int64_t, int64_t, int64_t, int64_t,
                                int64_t, int64_t, int64_t, int64_t, int64_t,
@@ -88,7 +88,7 @@ using GroupedKernel = void (*)(int64_t, int64_t, int64_t, int64_t, int64_t,
                                int64_t, int64_t, int64_t, int64_t, int64_t,
                                const T *, int64_t, int64_t, int64_t, int64_t,
                                int64_t, T *, int64_t, int64_t, int64_t, int64_t,
-                               int64_t);
+                               int64_t, int64_t);
 
 /// Where a spread case's image is nonzero: rows offsets[0] + strides[0] * a
 /// for a < sizes[0], columns likewise.
@@ -103,7 +103,8 @@ struct Spread {
 /// flipped filter), and compares with a direct loop nest.
 template <typename T>
 void check(const Case &k, PlainKernel<T> plain, GroupedKernel<T> grouped,
-           const Spread *spread = nullptr, bool backwards = false) {
+           const Spread *spread = nullptr, bool backwards = false,
+           bool accumulate = true) {
   std::mt19937 rng(7);
   int64_t oh = (k.h - k.dh * (k.kh - 1) - 1) / k.sh + 1;
   int64_t ow = (k.w - k.dw * (k.kw - 1) - 1) / k.sw + 1;
@@ -151,7 +152,7 @@ void check(const Case &k, PlainKernel<T> plain, GroupedKernel<T> grouped,
       for (int64_t f = 0; f < k.f; ++f)
         for (int64_t y = 0; y < oh; ++y)
           for (int64_t x = 0; x < ow; ++x) {
-            double sum = at(out, a, g, f, y, x);
+            double sum = accumulate ? at(out, a, g, f, y, x) : 0.0;
             for (int64_t c = 0; c < k.c; ++c)
               for (int64_t i = 0; i < k.kh; ++i)
                 for (int64_t j = 0; j < k.kw; ++j)
@@ -187,16 +188,17 @@ void check(const Case &k, PlainKernel<T> plain, GroupedKernel<T> grouped,
           spread->strides[1], spread->sizes[0], spread->sizes[1], points, is[0],
           is[1], is[2], is[3] * spread->strides[0], is[4] * spread->strides[1],
           filterAt, fs[0], fs[1], fs[2], fsh, fsw, out.data.data(), os[0],
-          os[1], os[2], os[3], os[4]);
+          os[1], os[2], os[3], os[4], accumulate);
   } else if (k.g == 1)
     plain(k.n, k.c, h, k.w, k.f, k.kh, k.kw, oh, ow, k.sh, k.sw, k.dh, k.dw,
           in.data.data(), is[0], is[2], is[3], is[4], filter.data.data(), fs[1],
-          fs[2], fs[3], fs[4], out.data.data(), os[0], os[2], os[3], os[4]);
+          fs[2], fs[3], fs[4], out.data.data(), os[0], os[2], os[3], os[4],
+          accumulate);
   else
     grouped(k.g, k.n, k.c, h, k.w, k.f, k.kh, k.kw, oh, ow, k.sh, k.sw, k.dh,
             k.dw, in.data.data(), is[0], is[1], is[2], is[3], is[4],
             filter.data.data(), fs[0], fs[1], fs[2], fs[3], fs[4],
-            out.data.data(), os[0], os[1], os[2], os[3], os[4]);
+            out.data.data(), os[0], os[1], os[2], os[3], os[4], accumulate);
   double tolerance = sizeof(T) == 4 ? 1e-4 : 1e-10;
   size_t e = 0;
   std::vector<bool> written(out.data.size());
@@ -307,6 +309,24 @@ TEST(CpuKernels, Conv2dSpreadMatchesLoops) {
     check<float>(k, soaprt_conv2d_nchw_fchw_f32, soaprt_conv2d_grouped_f32,
                  &spread);
   }
+}
+
+// accumulate = 0: the sum replaces the output (the lowering drops the
+// zero fill before such a convolution), gaps left alone.
+TEST(CpuKernels, Conv2dOverwrites) {
+  for (const Case &k : cases) {
+    SCOPED_TRACE(describe(k));
+    check<float>(k, soaprt_conv2d_nchw_fchw_f32, soaprt_conv2d_grouped_f32,
+                 nullptr, false, /*accumulate=*/false);
+    check<double>(k, soaprt_conv2d_nchw_fchw_f64, soaprt_conv2d_grouped_f64,
+                  nullptr, false, /*accumulate=*/false);
+  }
+  for (const auto &[k, spread] : spreadCases)
+    for (bool backwards : {false, true}) {
+      SCOPED_TRACE(describe(k));
+      check<float>(k, soaprt_conv2d_nchw_fchw_f32, soaprt_conv2d_grouped_f32,
+                   &spread, backwards, /*accumulate=*/false);
+    }
 }
 
 TEST(CpuKernels, Conv2dSpreadReadsBackwardFilters) {

@@ -24,7 +24,8 @@ extern "C" {
  * Matrices are given as a pointer to element (0, 0) and a stride (in
  * elements) per dimension, so that transposed operands and subviews need no
  * copy when BLAS can read them. Every kernel accumulates into its output
- * (C += A * B), as the linalg ops it replaces do.                          */
+ * (C += A * B), as the linalg ops it replaces do; the convolutions can
+ * overwrite it instead (their `accumulate` argument).                       */
 
 /** C[m,n] += sum_k A[m,k] * B[k,n]. Matrix-vector products are the
  *  n = 1 case (a missing dimension has size 1 and stride 0). */
@@ -49,22 +50,29 @@ void soaprt_batch_matmul_f64(int64_t batch, int64_t m, int64_t n, int64_t k,
 
 /** out[n,f,y,x] += sum_{c,i,j} in[n,c,y*sh+i*dh,x*sw+j*dw] * filter[f,c,i,j]
  *  (linalg.conv_2d_nchw_fchw): f32 through oneDNN, f64 (and what oneDNN
- *  refuses, or all with SOAP_DNNL=0) by im2col and GEMM. Sizes: in N x C x H x W,
- *  filter F x C x KH x KW, out N x F x OH x OW; s* are element strides. */
-void soaprt_conv2d_nchw_fchw_f32(
-    int64_t n, int64_t c, int64_t h, int64_t w, int64_t f, int64_t kh,
-    int64_t kw, int64_t oh, int64_t ow, int64_t sh, int64_t sw, int64_t dh,
-    int64_t dw, const float *in, int64_t isn, int64_t isc, int64_t ish,
-    int64_t isw, const float *filter, int64_t fsf, int64_t fsc, int64_t fsh,
-    int64_t fsw, float *out, int64_t osn, int64_t osf, int64_t osh,
-    int64_t osw);
-void soaprt_conv2d_nchw_fchw_f64(
-    int64_t n, int64_t c, int64_t h, int64_t w, int64_t f, int64_t kh,
-    int64_t kw, int64_t oh, int64_t ow, int64_t sh, int64_t sw, int64_t dh,
-    int64_t dw, const double *in, int64_t isn, int64_t isc, int64_t ish,
-    int64_t isw, const double *filter, int64_t fsf, int64_t fsc, int64_t fsh,
-    int64_t fsw, double *out, int64_t osn, int64_t osf, int64_t osh,
-    int64_t osw);
+ *  refuses, or all with SOAP_DNNL=0) by im2col and GEMM. Sizes: in N x C x H x
+ * W, filter F x C x KH x KW, out N x F x OH x OW; s* are element strides. With
+ * accumulate = 0 the sum replaces out instead (the lowering passes 0 where out
+ * was just filled with zeros, and drops the fill); so do the grouped and spread
+ * forms below. */
+void soaprt_conv2d_nchw_fchw_f32(int64_t n, int64_t c, int64_t h, int64_t w,
+                                 int64_t f, int64_t kh, int64_t kw, int64_t oh,
+                                 int64_t ow, int64_t sh, int64_t sw, int64_t dh,
+                                 int64_t dw, const float *in, int64_t isn,
+                                 int64_t isc, int64_t ish, int64_t isw,
+                                 const float *filter, int64_t fsf, int64_t fsc,
+                                 int64_t fsh, int64_t fsw, float *out,
+                                 int64_t osn, int64_t osf, int64_t osh,
+                                 int64_t osw, int64_t accumulate);
+void soaprt_conv2d_nchw_fchw_f64(int64_t n, int64_t c, int64_t h, int64_t w,
+                                 int64_t f, int64_t kh, int64_t kw, int64_t oh,
+                                 int64_t ow, int64_t sh, int64_t sw, int64_t dh,
+                                 int64_t dw, const double *in, int64_t isn,
+                                 int64_t isc, int64_t ish, int64_t isw,
+                                 const double *filter, int64_t fsf, int64_t fsc,
+                                 int64_t fsh, int64_t fsw, double *out,
+                                 int64_t osn, int64_t osf, int64_t osh,
+                                 int64_t osw, int64_t accumulate);
 
 /** Grouped and depthwise convolutions:
  *  out[n,g,f,y,x] += sum_{c,i,j} in[n,g,c,y*sh+i*dh,x*sw+j*dw]
@@ -80,14 +88,17 @@ void soaprt_conv2d_grouped_f32(
     int64_t dh, int64_t dw, const float *in, int64_t isn, int64_t isg,
     int64_t isc, int64_t ish, int64_t isw, const float *filter, int64_t fsg,
     int64_t fsf, int64_t fsc, int64_t fsh, int64_t fsw, float *out, int64_t osn,
-    int64_t osg, int64_t osf, int64_t osh, int64_t osw);
-void soaprt_conv2d_grouped_f64(
-    int64_t g, int64_t n, int64_t c, int64_t h, int64_t w, int64_t f,
-    int64_t kh, int64_t kw, int64_t oh, int64_t ow, int64_t sh, int64_t sw,
-    int64_t dh, int64_t dw, const double *in, int64_t isn, int64_t isg,
-    int64_t isc, int64_t ish, int64_t isw, const double *filter, int64_t fsg,
-    int64_t fsf, int64_t fsc, int64_t fsh, int64_t fsw, double *out,
-    int64_t osn, int64_t osg, int64_t osf, int64_t osh, int64_t osw);
+    int64_t osg, int64_t osf, int64_t osh, int64_t osw, int64_t accumulate);
+void soaprt_conv2d_grouped_f64(int64_t g, int64_t n, int64_t c, int64_t h,
+                               int64_t w, int64_t f, int64_t kh, int64_t kw,
+                               int64_t oh, int64_t ow, int64_t sh, int64_t sw,
+                               int64_t dh, int64_t dw, const double *in,
+                               int64_t isn, int64_t isg, int64_t isc,
+                               int64_t ish, int64_t isw, const double *filter,
+                               int64_t fsg, int64_t fsf, int64_t fsc,
+                               int64_t fsh, int64_t fsw, double *out,
+                               int64_t osn, int64_t osg, int64_t osf,
+                               int64_t osh, int64_t osw, int64_t accumulate);
 
 /** soaprt_conv2d_grouped_f32 on an image that is zero except at rows
  *  offsetH + spreadH * a (a < pointsH) and columns offsetW + spreadW * b
@@ -109,7 +120,7 @@ void soaprt_conv2d_spread_f32(
     int64_t psn, int64_t psg, int64_t psc, int64_t psh, int64_t psw,
     const float *filter, int64_t fsg, int64_t fsf, int64_t fsc, int64_t fsh,
     int64_t fsw, float *out, int64_t osn, int64_t osg, int64_t osf, int64_t osh,
-    int64_t osw);
+    int64_t osw, int64_t accumulate);
 
 /** Called first by the driver: when OpenBLAS fell back to its generic
  *  kernels on a CPU it does not recognise (virtual machines), sets
