@@ -117,12 +117,13 @@ dnnl::primitive_attr accumulating() {
 }
 
 /// Binds the primitive's output `arg` (layout `desc`) to the caller's
-/// output: written there directly when `inPlace` (the primitive adds, or
-/// the caller's output is overwritten), else into scratch that a reorder
-/// adds to the caller's output (`accumulate`) or copies over it.
+/// output: written there directly when that has oneDNN's layout and the
+/// primitive adds to what it holds (`primitiveAdds`) or the caller's output
+/// is overwritten (not `accumulate`), else into scratch that a reorder adds
+/// to the caller's output or copies over it.
 void bindOutput(Conv &conv, int arg, const dnnl::memory::desc &desc,
-                bool inPlace, bool accumulate, dnnl::engine &eng) {
-  if (inPlace) {
+                bool primitiveAdds, bool accumulate, dnnl::engine &eng) {
+  if (desc == conv.userOut.get_desc() && (primitiveAdds || !accumulate)) {
     conv.args[arg] = conv.userOut;
     return;
   }
@@ -231,8 +232,8 @@ buildForward(const Conv2dShape &s, const Conv2dStrides &st,
   bindInput(*conv, DNNL_ARG_SRC, pd.src_desc(), conv->userIn, e.engine);
   bindInput(*conv, DNNL_ARG_WEIGHTS, pd.weights_desc(), conv->userFilter,
             e.engine);
-  bindOutput(*conv, DNNL_ARG_DST, pd.dst_desc(), inPlace, s.accumulate,
-             e.engine);
+  bindOutput(*conv, DNNL_ARG_DST, pd.dst_desc(), /*primitiveAdds=*/true,
+             s.accumulate, e.engine);
   conv->primitive = dnnl::convolution_forward(pd);
   return conv;
 }
@@ -287,9 +288,7 @@ std::unique_ptr<Conv> buildAsWeightGradient(
   // oneDNN overwrites a weight gradient: through scratch and the reorder
   // that adds, unless the caller overwrites too.
   bindOutput(*conv, DNNL_ARG_DIFF_WEIGHTS, pd.diff_weights_desc(),
-             !s.accumulate &&
-                 pd.diff_weights_desc() == conv->userOut.get_desc(),
-             s.accumulate, e.engine);
+             /*primitiveAdds=*/false, s.accumulate, e.engine);
   conv->primitive = dnnl::convolution_backward_weights(pd);
   return conv;
 }
@@ -456,8 +455,7 @@ std::unique_ptr<Conv> buildSpread(const Conv2dShape &s, const Conv2dStrides &st,
   // oneDNN overwrites diff_src: through scratch and the reorder that adds,
   // unless the caller overwrites too.
   bindOutput(*conv, DNNL_ARG_DIFF_SRC, pd.diff_src_desc(),
-             !s.accumulate && pd.diff_src_desc() == conv->userOut.get_desc(),
-             s.accumulate, e.engine);
+             /*primitiveAdds=*/false, s.accumulate, e.engine);
   conv->primitive = dnnl::convolution_backward_data(pd);
   return conv;
 }
@@ -586,22 +584,14 @@ bool dnnlConv2dSpread(const Conv2dShape &s, const Conv2dStrides &given,
   Conv2dStrides st;
   if (!positiveStrides(s, forward, st, sp.sizes))
     return false;
-  // An output the convolution overwrites but writes only part of (points
-  // that reach only some rows) is zeroed first, then added to.
-  auto zeroedFirst = [&](bool whole) {
-    if (s.accumulate || whole)
-      return s;
-    zeroOutput(s, given.out, out);
-    Conv2dShape adding = s;
-    adding.accumulate = true;
-    return adding;
-  };
   // Points one apart through a filter read forwards: the image padded, a
   // forward convolution of any stride with that padding.
   if (!backwards && sp.strides == std::array<int64_t, 2>{1, 1}) {
     auto plan = planPadding(s, sp);
     if (!plan) {
-      zeroedFirst(false); // the windows read none of the points
+      // The windows read none of the points: the output gets nothing.
+      if (!s.accumulate)
+        zeroOutput(s, given.out, out);
       return true;
     }
     auto [padding, read] = *plan;
@@ -622,12 +612,16 @@ bool dnnlConv2dSpread(const Conv2dShape &s, const Conv2dStrides &given,
   if (s.sh != 1 || s.sw != 1)
     return false;
   std::optional<SpreadPlan> plan = planSpread(s, sp);
-  if (!plan) {
-    zeroedFirst(false); // no point reaches the output
-    return true;
+  // An output the convolution overwrites but reaches only part of (or,
+  // without a plan, none of) is zeroed first, then added to.
+  Conv2dShape shape = s;
+  if (!s.accumulate &&
+      (!plan || plan->rows[0] != s.oh || plan->rows[1] != s.ow)) {
+    zeroOutput(s, given.out, out);
+    shape.accumulate = true;
   }
-  Conv2dShape shape =
-      zeroedFirst(plan->rows[0] == s.oh && plan->rows[1] == s.ow);
+  if (!plan)
+    return true;
   static std::map<std::array<int64_t, 37>, std::unique_ptr<Conv>> built;
   auto key = keyOf<7>(shape, st,
                       {sp.offsets[0], sp.offsets[1], sp.strides[0],

@@ -397,13 +397,18 @@ bool replaceContraction(linalg::LinalgOp op, const std::string &suffix,
   return true;
 }
 
-/// Where a convolution's image is zero but at a strided grid of points
-/// (soaprt_conv2d_spread_f32): per spatial dimension, the first point, the
-/// distance between points and their count; `points`, a buffer of just the
-/// points (the image's other dimensions, then the two spatial ones), and
-/// the ops that only wrote the image, which go once the call reads `points`.
-struct Spread {
+/// Per spatial dimension of a strided view: its first element, stride and
+/// size.
+struct SpatialWindow {
   std::array<int64_t, 2> offsets, strides, sizes;
+};
+
+/// Where a convolution's image is zero but at a strided grid of points
+/// (soaprt_conv2d_spread_f32): the points' window of the image; `points`,
+/// a buffer of just the points (the image's other dimensions, then the two
+/// spatial ones), and the ops that only wrote the image, which go once the
+/// call reads `points`.
+struct Spread : SpatialWindow {
   Value points;
   SmallVector<Operation *> dead;
   /// The part of the output anything reads after the convolution (a view
@@ -424,11 +429,7 @@ static bool onlyReads(Operation *user, Value buffer) {
 
 /// Where a subview with static offsets, sizes and strides lies in the two
 /// `spatial` dimensions of its source, when it keeps every other one
-/// whole: per spatial dimension its first element, stride and size.
-struct SpatialWindow {
-  std::array<int64_t, 2> offsets, strides, sizes;
-};
-
+/// whole.
 static std::optional<SpatialWindow>
 spatialWindow(memref::SubViewOp subview, std::array<unsigned, 2> spatial) {
   MemRefType source = subview.getSourceType();
@@ -558,10 +559,7 @@ static std::optional<Spread> spreadImage(linalg::LinalgOp op,
       spatialWindow(subview, {*roles.image[3], *roles.image[4]});
   if (!window)
     return std::nullopt;
-  Spread spread;
-  spread.offsets = window->offsets;
-  spread.strides = window->strides;
-  spread.sizes = window->sizes;
+  Spread spread{*window};
   // Points further apart than one need the backward-data convolution,
   // which has unit strides; a padded image takes any.
   if (spread.strides != std::array<int64_t, 2>{1, 1} &&
@@ -757,11 +755,10 @@ static Operation *zeroFillBefore(linalg::LinalgOp op) {
 static Spread wholeImage(linalg::LinalgOp op, const Conv2dRoles &roles) {
   Value image = op.getDpsInputOperand(0)->get();
   auto type = cast<MemRefType>(image.getType());
-  Spread spread;
-  spread.offsets = {0, 0};
-  spread.strides = {1, 1};
-  spread.sizes = {type.getDimSize(*roles.image[3]),
-                  type.getDimSize(*roles.image[4])};
+  Spread spread{
+      {{0, 0},
+       {1, 1},
+       {type.getDimSize(*roles.image[3]), type.getDimSize(*roles.image[4])}}};
   spread.points = image;
   return spread;
 }
@@ -947,19 +944,20 @@ int replaceKernelsByCalls(ModuleOp module, const CallTarget &target) {
         std::optional<RelaidFilter> relaid;
         Operation *zeroFill = nullptr;
         if (!gpu) {
+          bool unitStrides = roles->strides == std::array<int64_t, 2>{1, 1};
           zeroFill = zeroFillBefore(op);
           relaid = relaidFilter(op, *roles);
           if (*suffix == "f32")
             spread = spreadImage(op, *roles);
-          // A flipped filter is read without its copy by the spread
+          // A flipped filter is read without its copy only by the spread
           // kernel's backward-data convolution, which reads it forwards.
-          if (relaid && relaid->backwards && !spread && *suffix == "f32" &&
-              roles->strides == std::array<int64_t, 2>{1, 1})
-            spread = wholeImage(op, *roles);
-          if (relaid && relaid->backwards &&
-              (!spread || roles->strides != std::array<int64_t, 2>{1, 1}))
-            relaid.reset();
-          if (spread && roles->strides == std::array<int64_t, 2>{1, 1})
+          if (relaid && relaid->backwards) {
+            if (!spread && unitStrides && *suffix == "f32")
+              spread = wholeImage(op, *roles);
+            if (!spread || !unitStrides)
+              relaid.reset();
+          }
+          if (spread && unitStrides)
             interiorOutput(op, *roles, *spread);
         }
         if (replaceConvolution(op, *roles, *suffix, target, spread, relaid,
