@@ -6,6 +6,7 @@
 #include "soap/Runtime/Runtime.h"
 #include "soap/codegen/BlasKernels.h"
 #include "soap/codegen/CpuLowering.h"
+#include "soap/codegen/TargetTuning.h"
 #include "soap/codegen/Vectorize.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
@@ -344,6 +345,9 @@ CompiledKernel::create(ModuleOp module, const std::string &function,
     return nullptr;
   }
   builder->setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
+  // The executable's tuning, so that kernels are timed as they will run.
+  soap::codegen::addCodegenTuning(builder->getTargetTriple(),
+                                  builder->getFeatures());
   auto machine = builder->createTargetMachine();
   if (!machine) {
     error = "cannot target this CPU: " + llvm::toString(machine.takeError());

@@ -22,6 +22,7 @@
 #include "soap/Dialect/SoapDialect.h"
 #include "soap/codegen/LargeFunctions.h"
 #include "soap/codegen/LoopOutlining.h"
+#include "soap/codegen/TargetTuning.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
@@ -59,6 +60,13 @@ llvm::cl::opt<std::string> targetCpu(
                    "machine's CPU and features, the default) or an LLVM CPU "
                    "name such as x86-64-v3"),
     llvm::cl::init("native"));
+
+llvm::cl::opt<bool> allowGathers(
+    "soap-gathers",
+    llvm::cl::desc("Let LLVM vectorize strided loads and stores of generated "
+                   "loops with gathers and scatters (off by default: slower "
+                   "where measured, soap/codegen/TargetTuning.h)"),
+    llvm::cl::init(false));
 
 llvm::cl::opt<unsigned> largeFunction(
     "soap-large-function",
@@ -204,14 +212,16 @@ hostTargetMachine(llvm::CodeGenOptLevel level, std::string &error) {
       llvm::TargetRegistry::lookupTarget(triple, error);
   if (!target)
     return nullptr;
-  std::string cpu = targetCpu, features;
+  std::string cpu = targetCpu;
+  llvm::SubtargetFeatures list;
   if (cpu == "native") {
     cpu = llvm::sys::getHostCPUName().str();
-    llvm::SubtargetFeatures list;
     for (const auto &feature : llvm::sys::getHostCPUFeatures())
       list.AddFeature(feature.first(), feature.second);
-    features = list.getString();
   }
+  if (!allowGathers)
+    soap::codegen::addCodegenTuning(triple, list);
+  std::string features = list.getString();
   llvm::TargetOptions options;
   std::unique_ptr<llvm::TargetMachine> machine(target->createTargetMachine(
       triple, cpu, features, options, llvm::Reloc::PIC_, std::nullopt,
