@@ -31,6 +31,7 @@ struct SoapLowerCpuPass
     options.overlapComm = overlapComm;
     options.fuseElementwise = fuseElementwise;
     options.collapseLoops = collapseLoops;
+    options.registerReductions = registerReductions;
     if (kernels == "blas") {
       options.kernels = soap::KernelCodegen::Blas;
     } else if (kernels == "vector") {

@@ -322,7 +322,11 @@ def SoapLowerCpu : Pass<"soap-lower-cpu", "mlir::ModuleOp"> {
     a contraction or a convolution. With `collapse-loops` (the default)
     the loop nests left (elementwise work, reductions) merge the adjacent
     loops every operand reads contiguously, so that LLVM vectorizes one
-    long loop instead of many short ones. See docs/lowering.md.
+    long loop instead of many short ones. With `register-reductions` (the
+    default) a loop nest whose innermost loops are reductions (batch-norm
+    statistics, softmax and layer-norm sums, bias gradients) carries its
+    outputs' values through those loops in registers instead of loading
+    and storing them every iteration. See docs/lowering.md.
 
     ```
     soap-opt model.mlir --soap-lower-cpu | soap-translate --soap-to-executable -o model.exe
@@ -341,6 +345,8 @@ def SoapLowerCpu : Pass<"soap-lower-cpu", "mlir::ModuleOp"> {
            "Fuse chains of elementwise ops into one loop nest (an elementwise producer with one use into its linalg consumer, contractions and convolutions excepted)">,
     Option<"collapseLoops", "collapse-loops", "bool", /*default=*/"true",
            "Merge the adjacent loops of loop-nest kernels that every operand reads contiguously in memory (after bufferization)">,
+    Option<"registerReductions", "register-reductions", "bool", /*default=*/"true",
+           "Carry the outputs of loop nests whose innermost loops are reductions through those loops as values (registers) instead of loading and storing them every iteration (after bufferization)">,
   ];
 }
 

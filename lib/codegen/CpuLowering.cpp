@@ -15,7 +15,9 @@
 //      the generics left merge the adjacent loops their operands read
 //      contiguously (CollapseLoops.cpp); kernels=vector: vector ops are
 //      lowered;
-//   6. everything else to loops, and to the LLVM dialect (bare pointers);
+//   6. loop nests whose innermost loops are reductions carry their
+//      outputs through them as values (RegisterReductions.cpp); everything
+//      else to loops, and to the LLVM dialect (bare pointers);
 //   7. the C ABI for the driver.
 //
 //===----------------------------------------------------------------------===//
@@ -505,6 +507,8 @@ LogicalResult lowerModuleForCpu(ModuleOp module,
         failed(codegen::lowerVectorKernels(module)))
       return failure();
   }
+  if (options.registerReductions)
+    accumulateReductionsInRegisters(module);
   codegen::approximateMathFunctions(module);
   if (failed(codegen::runParsed(module, kToLLVMPipeline, runPipeline)))
     return failure();

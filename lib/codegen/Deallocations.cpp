@@ -408,6 +408,7 @@ void registerLoweringPasses() {
     PassRegistration<codegen::DeallocAfterLastUsePass>();
     PassRegistration<codegen::InlineSingleBlockCallsPass>();
     registerPass([] { return codegen::createMergeGuardsPass(); });
+    registerPass([] { return codegen::createRegisterReductionsPass(); });
   });
 }
 

@@ -91,6 +91,10 @@ mlir::LogicalResult fuseElementwiseChains(mlir::ModuleOp module);
 /// that every operand reads contiguously (CollapseLoops.cpp).
 void collapseLoopNests(mlir::ModuleOp module);
 
+/// accumulateReductionsInRegisters (CpuLowering.h) as the pass
+/// soap-register-reductions (on functions).
+std::unique_ptr<mlir::Pass> createRegisterReductionsPass();
+
 /// kernels=blas: a contraction that reads a linalg.transpose reads the
 /// transpose's input through the permuted map instead (as a linalg.generic),
 /// so BLAS gets the transposition as strides and no copy is made.

@@ -295,6 +295,7 @@ bool lowerKernelToLLVM(ModuleOp module, Codegen codegen, std::string &error) {
             "cannot express its dimensions)";
     return false;
   }
+  accumulateReductionsInRegisters(module);
   codegen::approximateMathFunctions(module);
   return runPipeline(module, getCpuToLLVMPipeline(), error);
 }

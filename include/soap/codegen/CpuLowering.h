@@ -48,6 +48,9 @@ struct CpuLoweringOptions {
   /// Loop nests merge the adjacent loops their operands read contiguously
   /// (CollapseLoops.cpp).
   bool collapseLoops = true;
+  /// Loop nests whose innermost loops are reductions accumulate in
+  /// registers (RegisterReductions.cpp).
+  bool registerReductions = true;
 };
 
 /// Runs a pass pipeline on the module being lowered (a pass gives its
@@ -66,6 +69,14 @@ mlir::LogicalResult lowerModuleForCpu(mlir::ModuleOp module,
 /// lowers its kernels with it, so that it times the code executables run.
 const char *getCpuToLLVMPipeline();
 
+/// The lowering's step before that pipeline (register-reductions): on
+/// buffers, linalg.generic loop nests whose innermost loops are reductions
+/// that no output reads become scf loops that carry the outputs' values
+/// through those loops instead of loading and storing them every
+/// iteration (lib/codegen/RegisterReductions.cpp; bitwise the same
+/// results). Returns how many; soap-profile runs it on its kernels too.
+int accumulateReductionsInRegisters(mlir::Operation *root);
+
 /// Registers `soap-scf-to-cf` (lib/codegen/ScfToCf.cpp), which the lowering
 /// pipelines use instead of upstream's convert-scf-to-cf; once is enough,
 /// later calls do nothing.
@@ -73,8 +84,9 @@ void registerScfToCfPass();
 
 /// Registers the passes the lowering pipelines name: soap-scf-to-cf,
 /// soap-split-deallocs, soap-dealloc-after-last-use,
-/// soap-inline-single-block-calls (lib/codegen/Deallocations.cpp) and
-/// soap-merge-guards (lib/codegen/Guards.cpp); once is enough.
+/// soap-inline-single-block-calls (lib/codegen/Deallocations.cpp),
+/// soap-merge-guards (lib/codegen/Guards.cpp) and soap-register-reductions
+/// (lib/codegen/RegisterReductions.cpp); once is enough.
 /// runParsed and getCpuToLLVMPipeline call it.
 void registerLoweringPasses();
 
