@@ -32,6 +32,7 @@ struct SoapLowerCpuPass
     options.fuseElementwise = fuseElementwise;
     options.collapseLoops = collapseLoops;
     options.registerReductions = registerReductions;
+    options.reassociateReductions = reassociateReductions;
     if (kernels == "blas") {
       options.kernels = soap::KernelCodegen::Blas;
     } else if (kernels == "vector") {

@@ -326,7 +326,9 @@ def SoapLowerCpu : Pass<"soap-lower-cpu", "mlir::ModuleOp"> {
     default) a loop nest whose innermost loops are reductions (batch-norm
     statistics, softmax and layer-norm sums, bias gradients) carries its
     outputs' values through those loops in registers instead of loading
-    and storing them every iteration. See docs/lowering.md.
+    and storing them every iteration, and with `reassociate-reductions`
+    (the default) sums them in any order, so that LLVM vectorizes them.
+    See docs/lowering.md.
 
     ```
     soap-opt model.mlir --soap-lower-cpu | soap-translate --soap-to-executable -o model.exe
@@ -347,6 +349,8 @@ def SoapLowerCpu : Pass<"soap-lower-cpu", "mlir::ModuleOp"> {
            "Merge the adjacent loops of loop-nest kernels that every operand reads contiguously in memory (after bufferization)">,
     Option<"registerReductions", "register-reductions", "bool", /*default=*/"true",
            "Carry the outputs of loop nests whose innermost loops are reductions through those loops as values (registers) instead of loading and storing them every iteration (after bufferization)">,
+    Option<"reassociateReductions", "reassociate-reductions", "bool", /*default=*/"true",
+           "With register-reductions: let the sums into the carried values be reassociated, so that LLVM vectorizes them (results then differ from in-order sums by rounding)">,
   ];
 }
 

@@ -508,7 +508,7 @@ LogicalResult lowerModuleForCpu(ModuleOp module,
       return failure();
   }
   if (options.registerReductions)
-    accumulateReductionsInRegisters(module);
+    accumulateReductionsInRegisters(module, options.reassociateReductions);
   codegen::approximateMathFunctions(module);
   if (failed(codegen::runParsed(module, kToLLVMPipeline, runPipeline)))
     return failure();

@@ -11,6 +11,10 @@
 // through those inner loops as scf.for iteration arguments: loaded once
 // before them, stored once after. The operations and their order are the
 // loops' own, so results are bitwise those of convert-linalg-to-loops.
+// With `reassociate` (--soap-lower-cpu's default), each sum into a carried
+// value is marked fastmath<reassoc>, which lets LLVM's vectorizer keep a
+// partial sum per lane (as oneDNN and PyTorch sum); results then differ
+// by rounding.
 //
 //===----------------------------------------------------------------------===//
 
@@ -75,7 +79,7 @@ static Value elementOf(OpBuilder &b, Location loc, Value operand,
 }
 
 static void lowerWithRegisterAccumulators(linalg::GenericOp op,
-                                          unsigned first) {
+                                          unsigned first, bool reassociate) {
   OpBuilder b(op);
   Location loc = op.getLoc();
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();
@@ -104,7 +108,14 @@ static void lowerWithRegisterAccumulators(linalg::GenericOp op,
         mapping.map(index.getResult(), ivs[index.getDim()]);
         continue;
       }
-      nb.clone(inner, mapping);
+      Operation *cloned = nb.clone(inner, mapping);
+      // A sum into an accumulator may be reassociated: LLVM's vectorizer
+      // then keeps partial sums per lane.
+      if (auto add = dyn_cast<arith::AddFOp>(cloned);
+          add && reassociate &&
+          (llvm::is_contained(accumulators, add.getLhs()) ||
+           llvm::is_contained(accumulators, add.getRhs())))
+        add.setFastmath(add.getFastmath() | arith::FastMathFlags::reassoc);
     }
     SmallVector<Value> yielded;
     for (Value value : body.getTerminator()->getOperands())
@@ -161,9 +172,19 @@ struct RegisterReductionsPass
     registry.insert<affine::AffineDialect, arith::ArithDialect,
                     memref::MemRefDialect, scf::SCFDialect>();
   }
+  RegisterReductionsPass() = default;
+  RegisterReductionsPass(const RegisterReductionsPass &other)
+      : PassWrapper(other) {}
+
   void runOnOperation() override {
-    accumulateReductionsInRegisters(getOperation());
+    accumulateReductionsInRegisters(getOperation(), reassociate);
   }
+
+  Option<bool> reassociate{
+      *this, "reassociate",
+      llvm::cl::desc("Mark the sums into the carried values reassociable "
+                     "(fastmath<reassoc>), so that LLVM vectorizes them"),
+      llvm::cl::init(false)};
 };
 
 } // namespace
@@ -174,13 +195,13 @@ std::unique_ptr<Pass> createRegisterReductionsPass() {
 
 } // namespace soap::codegen
 
-int soap::accumulateReductionsInRegisters(Operation *root) {
+int soap::accumulateReductionsInRegisters(Operation *root, bool reassociate) {
   SmallVector<std::pair<linalg::GenericOp, unsigned>> reductions;
   root->walk([&](linalg::GenericOp op) {
     if (std::optional<unsigned> first = codegen::innerReductions(op))
       reductions.push_back({op, *first});
   });
   for (auto [op, first] : reductions)
-    codegen::lowerWithRegisterAccumulators(op, first);
+    codegen::lowerWithRegisterAccumulators(op, first, reassociate);
   return static_cast<int>(reductions.size());
 }

@@ -1,4 +1,14 @@
 // RUN: soap-opt %s --split-input-file --pass-pipeline="builtin.module(func.func(soap-register-reductions))" | FileCheck %s
+// RUN: soap-opt %s --split-input-file --pass-pipeline="builtin.module(func.func(soap-register-reductions{reassociate=true}))" | FileCheck %s --check-prefix=REASSOC
+
+// With reassociate=true the sum into the carried value may be reordered;
+// the argmax's select and the index arithmetic are not sums into it.
+// REASSOC-LABEL: func.func @channel_sums
+// REASSOC: arith.addf %{{.*}}, %{{.*}} fastmath<reassoc> : f32
+// REASSOC-LABEL: func.func @row_argmax
+// REASSOC-NOT: fastmath
+// REASSOC-LABEL: func.func @left_alone
+// REASSOC-NOT: fastmath
 
 // Batch-norm statistics (loops n, c, hw; output [c]): the output's element
 // is loaded once before the innermost reduction loop, carried through it as

@@ -295,7 +295,8 @@ bool lowerKernelToLLVM(ModuleOp module, Codegen codegen, std::string &error) {
             "cannot express its dimensions)";
     return false;
   }
-  accumulateReductionsInRegisters(module);
+  // As --soap-lower-cpu's defaults do.
+  accumulateReductionsInRegisters(module, /*reassociate=*/true);
   codegen::approximateMathFunctions(module);
   return runPipeline(module, getCpuToLLVMPipeline(), error);
 }

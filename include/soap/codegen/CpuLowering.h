@@ -51,6 +51,8 @@ struct CpuLoweringOptions {
   /// Loop nests whose innermost loops are reductions accumulate in
   /// registers (RegisterReductions.cpp).
   bool registerReductions = true;
+  /// ... and their sums may be reassociated, so that LLVM vectorizes them.
+  bool reassociateReductions = true;
 };
 
 /// Runs a pass pipeline on the module being lowered (a pass gives its
@@ -74,8 +76,10 @@ const char *getCpuToLLVMPipeline();
 /// that no output reads become scf loops that carry the outputs' values
 /// through those loops instead of loading and storing them every
 /// iteration (lib/codegen/RegisterReductions.cpp; bitwise the same
-/// results). Returns how many; soap-profile runs it on its kernels too.
-int accumulateReductionsInRegisters(mlir::Operation *root);
+/// results). With `reassociate`, the sums into those values are marked
+/// fastmath<reassoc>, so that LLVM vectorizes them (results then differ
+/// by rounding). Returns how many; soap-profile runs it on its kernels too.
+int accumulateReductionsInRegisters(mlir::Operation *root, bool reassociate);
 
 /// Registers `soap-scf-to-cf` (lib/codegen/ScfToCf.cpp), which the lowering
 /// pipelines use instead of upstream's convert-scf-to-cf; once is enough,
