@@ -16,8 +16,6 @@
 #ifndef SOAP_CODEGEN_TARGETTUNING_H
 #define SOAP_CODEGEN_TARGETTUNING_H
 
-#include <string>
-
 namespace llvm {
 class SubtargetFeatures;
 class Triple;
