@@ -1,4 +1,4 @@
-//===- DnnlKernels.cpp - oneDNN convolutions for generated code ----------===//
+//===- DnnlKernels.cpp - oneDNN convolutions and GEMMs for generated code -===//
 //
 // f32 2-D convolutions, plain, grouped and depthwise, through oneDNN
 // (Debian's libdnnl): the operands keep the strides generated code passes;
@@ -21,6 +21,11 @@
 // many as OpenBLAS uses (OPENBLAS_NUM_THREADS=1 gives one thread to both).
 // SOAP_DNNL=0 turns oneDNN off: convolutions then take the im2col path
 // (Kernels.cpp), which is how the two are measured against each other.
+//
+// f32 matrix products run through oneDNN's sgemm on the shapes where it
+// beats OpenBLAS's (dnnlGemmPreferred), through OpenBLAS on the others and
+// with SOAP_DNNL=0. The two sum in different orders: a product's result
+// does not depend on the run, only on its shape and operand layouts.
 //
 //===----------------------------------------------------------------------===//
 
@@ -517,6 +522,41 @@ bool dnnlEnabled() {
     return !(flag && std::string(flag) == "0");
   }();
   return enabled;
+}
+
+bool dnnlGemmPreferred(bool transA, bool transB, int64_t m, int64_t n,
+                       int64_t k) {
+  static const int forced = [] {
+    const char *flag = std::getenv("SOAP_GEMM");
+    if (!flag)
+      return -1;
+    return std::string(flag) == "dnnl" ? 1
+           : std::string(flag) == "openblas" ? 0
+                                             : -1;
+  }();
+  if (forced >= 0)
+    return forced == 1;
+  // Measured by soap-gemm-bench (bench/GemmBench.cpp), one thread: oneDNN
+  // is 1.05-1.1x faster on large products and 1.3-2.7x on few-row products
+  // (batch-8 classifiers, LSTM steps) with B read as stored, and 1.3x with
+  // a short k; it loses on small products (call overhead), with B
+  // transposed on more than 8 rows (up to 1.25x), and with both transposed
+  // (up to 6x).
+  if (m * n * k <= (int64_t(1) << 19))
+    return false;
+  if (!transB || k <= 64)
+    return true;
+  return !transA && m <= 8;
+}
+
+bool dnnlSgemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
+               const float *a, int64_t lda, const float *b, int64_t ldb,
+               float *c, int64_t ldc) {
+  if (!dnnlEnabled() || !dnnlGemmPreferred(transA, transB, m, n, k))
+    return false;
+  (void)engine(); // oneDNN's thread count, set once
+  return dnnl_sgemm(transA ? 'T' : 'N', transB ? 'T' : 'N', m, n, k, 1.0f, a,
+                    lda, b, ldb, 1.0f, c, ldc) == dnnl_success;
 }
 
 bool dnnlConv2d(const Conv2dShape &s, const Conv2dStrides &given,

@@ -70,6 +70,21 @@ bool dnnlConv2dSpread(const Conv2dShape &shape, const Conv2dStrides &strides,
                       const Conv2dSpread &spread, const float *points,
                       const float *filter, float *out);
 
+/// C += op(A) op(B) for row-major f32 matrices (op: transposed or not,
+/// as BLAS's sgemm) through oneDNN's sgemm, where oneDNN is on and is the
+/// faster library for the shape (dnnlGemmPreferred); false (nothing
+/// written) otherwise.
+bool dnnlSgemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
+               const float *a, int64_t lda, const float *b, int64_t ldb,
+               float *c, int64_t ldc);
+
+/// Whether oneDNN's sgemm is expected to beat OpenBLAS's on the shape
+/// (BLAS's row-major arguments): the rule measured by soap-gemm-bench
+/// (bench/GemmBench.cpp) on AMD EPYC (znver4), one thread. SOAP_GEMM=dnnl
+/// or SOAP_GEMM=openblas forces one library.
+bool dnnlGemmPreferred(bool transA, bool transB, int64_t m, int64_t n,
+                       int64_t k);
+
 } // namespace soaprt
 
 #endif // SOAP_RUNTIME_DNNLKERNELS_H

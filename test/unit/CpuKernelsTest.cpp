@@ -8,11 +8,15 @@
 // soaprt_conv2d_grouped_* on grouped and depthwise convolutions and a
 // depthwise filter's gradient; soaprt_conv2d_spread_f32 on the input
 // gradients the autodiff writes (an adjoint spread into zeros). f32 runs
-// through oneDNN, f64 through im2col.
+// through oneDNN, f64 through im2col. soaprt_matmul_* on each path of the
+// GEMM dispatch (oneDNN's or OpenBLAS's sgemm, transposed products, packed
+// operands).
 //
 //===----------------------------------------------------------------------===//
 
 #include "soap/Runtime/Runtime.h"
+
+#include "DnnlKernels.h"
 
 #include <gtest/gtest.h>
 
@@ -334,5 +338,126 @@ TEST(CpuKernels, Conv2dSpreadReadsBackwardFilters) {
     SCOPED_TRACE(describe(k));
     check<float>(k, soaprt_conv2d_nchw_fchw_f32, soaprt_conv2d_grouped_f32,
                  &spread, /*backwards=*/true);
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// soaprt_matmul_*: each path of the runtime's GEMM dispatch (oneDNN's
+// sgemm, OpenBLAS, the transposed product for a few rows times a
+// transposed B, packed operands, a column-major output) against a loop in
+// double, accumulating into an output that is not zero.
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// How a matmul case stores a matrix: row-major, column-major, or
+/// row-major with every stride doubled (BLAS cannot read it: packed).
+enum class Storage { Rows, Columns, Gapped };
+
+struct MatmulCase {
+  int64_t m, n, k;
+  Storage a, b, c;
+};
+
+std::string describe(const MatmulCase &mc) {
+  auto name = [](Storage s) {
+    return s == Storage::Rows ? "rows" : s == Storage::Columns ? "cols"
+                                                               : "gapped";
+  };
+  std::ostringstream os;
+  os << mc.m << "x" << mc.n << "x" << mc.k << " A " << name(mc.a) << " B "
+     << name(mc.b) << " C " << name(mc.c);
+  return os.str();
+}
+
+/// A rows x cols matrix's buffer and its (row, column) strides.
+template <typename T> struct StoredMatrix {
+  std::vector<T> data;
+  int64_t rowStride, colStride;
+  T &at(int64_t i, int64_t j) { return data[i * rowStride + j * colStride]; }
+};
+
+template <typename T>
+StoredMatrix<T> makeMatrix(int64_t rows, int64_t cols, Storage s,
+                           std::mt19937 &rng) {
+  StoredMatrix<T> mat;
+  if (s == Storage::Rows)
+    mat.rowStride = cols, mat.colStride = 1;
+  else if (s == Storage::Columns)
+    mat.rowStride = 1, mat.colStride = rows;
+  else
+    mat.rowStride = 2 * cols, mat.colStride = 2;
+  mat.data.resize(static_cast<size_t>(
+      (rows - 1) * mat.rowStride + (cols - 1) * mat.colStride + 1));
+  std::uniform_real_distribution<double> dist(-1.0, 1.0);
+  for (T &x : mat.data)
+    x = static_cast<T>(dist(rng));
+  return mat;
+}
+
+template <typename T>
+void checkMatmul(const MatmulCase &mc,
+                 void (*kernel)(int64_t, int64_t, int64_t, const T *, int64_t,
+                                int64_t, const T *, int64_t, int64_t, T *,
+                                int64_t, int64_t)) {
+  std::mt19937 rng(7);
+  auto a = makeMatrix<T>(mc.m, mc.k, mc.a, rng);
+  auto b = makeMatrix<T>(mc.k, mc.n, mc.b, rng);
+  auto c = makeMatrix<T>(mc.m, mc.n, mc.c, rng);
+  auto before = c;
+  kernel(mc.m, mc.n, mc.k, a.data.data(), a.rowStride, a.colStride,
+         b.data.data(), b.rowStride, b.colStride, c.data.data(), c.rowStride,
+         c.colStride);
+  double eps = std::is_same_v<T, float> ? 1e-6 : 1e-14;
+  for (int64_t i = 0; i < mc.m; ++i)
+    for (int64_t j = 0; j < mc.n; ++j) {
+      double sum = before.at(i, j), magnitude = std::abs(sum);
+      for (int64_t l = 0; l < mc.k; ++l) {
+        double term = double(a.at(i, l)) * double(b.at(l, j));
+        sum += term;
+        magnitude += std::abs(term);
+      }
+      ASSERT_NEAR(c.at(i, j), sum, eps * (mc.k + 1) * magnitude)
+          << "at (" << i << ", " << j << ")";
+    }
+  // Gaps between the output's elements keep their values.
+  if (mc.c != Storage::Gapped)
+    return;
+  for (int64_t i = 0; i < mc.m; ++i)
+    for (int64_t j = 0; j + (i + 1 == mc.m) < mc.n; ++j)
+      ASSERT_EQ(c.data[i * c.rowStride + j * c.colStride + 1],
+                before.data[i * c.rowStride + j * c.colStride + 1]);
+}
+
+const MatmulCase matmulCases[] = {
+    // oneDNN's sgemm (more than 2^19 products; B read as stored, or a few
+    // rows).
+    {64, 96, 128, Storage::Rows, Storage::Rows, Storage::Rows},
+    {64, 96, 128, Storage::Columns, Storage::Rows, Storage::Rows},
+    {8, 300, 256, Storage::Rows, Storage::Columns, Storage::Rows},
+    // OpenBLAS: both transposed, or small.
+    {64, 96, 128, Storage::Columns, Storage::Columns, Storage::Rows},
+    {5, 7, 3, Storage::Rows, Storage::Rows, Storage::Rows},
+    // The transposed product: a few rows times a transposed B.
+    {16, 512, 96, Storage::Rows, Storage::Columns, Storage::Rows},
+    {16, 512, 96, Storage::Columns, Storage::Columns, Storage::Rows},
+    {12, 1000, 40, Storage::Rows, Storage::Columns, Storage::Rows},
+    // A column-major output (C^T = B^T A^T), and packed operands.
+    {16, 512, 96, Storage::Rows, Storage::Columns, Storage::Columns},
+    {64, 96, 128, Storage::Gapped, Storage::Rows, Storage::Rows},
+    {16, 512, 96, Storage::Rows, Storage::Gapped, Storage::Gapped},
+};
+
+} // namespace
+
+TEST(CpuKernels, MatmulMatchesLoops) {
+  // The cases reach both libraries.
+  EXPECT_TRUE(soaprt::dnnlGemmPreferred(false, false, 64, 96, 128));
+  EXPECT_FALSE(soaprt::dnnlGemmPreferred(true, true, 64, 96, 128));
+  EXPECT_FALSE(soaprt::dnnlGemmPreferred(false, false, 5, 7, 3));
+  for (const MatmulCase &mc : matmulCases) {
+    SCOPED_TRACE(describe(mc));
+    checkMatmul<float>(mc, soaprt_matmul_f32);
+    checkMatmul<double>(mc, soaprt_matmul_f64);
   }
 }
