@@ -55,10 +55,10 @@ int main(int argc, char **argv) {
     return 2;
   }
   std::vector<Shape> shapes;
-  const int64_t grid[][3] = {{4, 1024, 512},  {8, 1000, 512}, {16, 1024, 512},
-                             {16, 512, 1024}, {32, 1024, 512}, {64, 512, 1024},
-                             {64, 64, 64},    {128, 1024, 512}, {512, 256, 256},
-                             {512, 1024, 16}, {512, 16, 1024}, {1024, 1024, 1024}};
+  const int64_t grid[][3] = {
+      {4, 1024, 512},  {8, 1000, 512},  {16, 1024, 512}, {16, 512, 1024},
+      {32, 1024, 512}, {64, 512, 1024}, {64, 64, 64},    {128, 1024, 512},
+      {512, 256, 256}, {512, 1024, 16}, {512, 16, 1024}, {1024, 1024, 1024}};
   for (const auto &g : grid)
     for (bool ta : {false, true})
       for (bool tb : {false, true})
@@ -101,10 +101,10 @@ int main(int argc, char **argv) {
     double best = std::min(blas, dnnl);
     totalBest += best;
     totalRuntime += runtime;
-    std::printf("| %lld | %lld | %lld | %s | %s | %.4f | %.4f | %.4f | %.2f |\n",
-                (long long)s.m, (long long)s.n, (long long)s.k,
-                s.transA ? "T" : "N", s.transB ? "T" : "N", blas, dnnl, runtime,
-                runtime / best);
+    std::printf(
+        "| %lld | %lld | %lld | %s | %s | %.4f | %.4f | %.4f | %.2f |\n",
+        (long long)s.m, (long long)s.n, (long long)s.k, s.transA ? "T" : "N",
+        s.transB ? "T" : "N", blas, dnnl, runtime, runtime / best);
   }
   std::printf("\nSum over the shapes: soaprt %.3f ms, the faster library "
               "per shape %.3f ms (%.2f).\n",

@@ -33,6 +33,7 @@ struct SoapLowerCpuPass
     options.collapseLoops = collapseLoops;
     options.registerReductions = registerReductions;
     options.reassociateReductions = reassociateReductions;
+    options.sparseUpdates = sparseUpdates;
     if (kernels == "blas") {
       options.kernels = soap::KernelCodegen::Blas;
     } else if (kernels == "vector") {

@@ -328,6 +328,9 @@ def SoapLowerCpu : Pass<"soap-lower-cpu", "mlir::ModuleOp"> {
     outputs' values through those loops in registers instead of loading
     and storing them every iteration, and with `reassociate-reductions`
     (the default) sums them in any order, so that LLVM vectorizes them.
+    With `sparse-updates` (the default) an SGD update of a table read by
+    gathers (an embedding) applies each looked-up row's contribution to
+    the parameter directly instead of building the table's dense gradient.
     See docs/lowering.md.
 
     ```
@@ -351,6 +354,8 @@ def SoapLowerCpu : Pass<"soap-lower-cpu", "mlir::ModuleOp"> {
            "Carry the outputs of loop nests whose innermost loops are reductions through those loops as values (registers) instead of loading and storing them every iteration (after bufferization)">,
     Option<"reassociateReductions", "reassociate-reductions", "bool", /*default=*/"true",
            "With register-reductions: let the sums into the carried values be reassociated, so that LLVM vectorizes them (results then differ from in-order sums by rounding)">,
+    Option<"sparseUpdates", "sparse-updates", "bool", /*default=*/"true",
+           "Apply an SGD update of a table read by gathers as a scatter into the parameter, without the dense zero-filled gradient (results differ by rounding where several points reach one element)">,
   ];
 }
 

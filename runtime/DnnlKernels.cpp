@@ -530,7 +530,7 @@ bool dnnlGemmPreferred(bool transA, bool transB, int64_t m, int64_t n,
     const char *flag = std::getenv("SOAP_GEMM");
     if (!flag)
       return -1;
-    return std::string(flag) == "dnnl" ? 1
+    return std::string(flag) == "dnnl"       ? 1
            : std::string(flag) == "openblas" ? 0
                                              : -1;
   }();

@@ -44,14 +44,12 @@ inline void gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t m, int64_t n,
 inline void gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t m, int64_t n,
                  int64_t k, const double *a, int64_t lda, const double *b,
                  int64_t ldb, double *c, int64_t ldc) {
-  cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, 1.0, a, lda, b, ldb, 1.0, c,
-              ldc);
+  cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, 1.0, a, lda, b, ldb, 1.0, c, ldc);
 }
 
 /// How BLAS reads `matrix` (row-major): as is, transposed, or not at all.
 template <typename T>
-bool blasLayout(const Matrix<T> &matrix, CBLAS_TRANSPOSE &trans,
-                int64_t &ld) {
+bool blasLayout(const Matrix<T> &matrix, CBLAS_TRANSPOSE &trans, int64_t &ld) {
   if (matrix.colStride == 1 &&
       matrix.rowStride >= std::max<int64_t>(1, matrix.cols)) {
     trans = CblasNoTrans;
@@ -124,8 +122,8 @@ void matmul(const Matrix<const T> &a, const Matrix<const T> &b,
         // faster still (dnnlGemmPreferred).
         std::vector<T> &scratch = transposedScratch<T>();
         scratch.assign(static_cast<size_t>(m * n), T(0));
-        gemm(CblasNoTrans, ta == CblasNoTrans ? CblasTrans : CblasNoTrans, n,
-             m, k, pb, ldb, pa, lda, scratch.data(), m);
+        gemm(CblasNoTrans, ta == CblasNoTrans ? CblasTrans : CblasNoTrans, n, m,
+             k, pb, ldb, pa, lda, scratch.data(), m);
         for (int64_t i = 0; i < m; ++i)
           for (int64_t j = 0; j < n; ++j)
             c.data[i * ldc + j] += scratch[j * m + i];
@@ -155,9 +153,9 @@ template <typename T>
 void conv2d(int64_t n, int64_t c, int64_t h, int64_t w, int64_t f, int64_t kh,
             int64_t kw, int64_t oh, int64_t ow, int64_t sh, int64_t sw,
             int64_t dh, int64_t dw, const T *in, int64_t isn, int64_t isc,
-            int64_t ish, int64_t isw, const T *filter, int64_t fsf,
-            int64_t fsc, int64_t fsh, int64_t fsw, T *out, int64_t osn,
-            int64_t osf, int64_t osh, int64_t osw) {
+            int64_t ish, int64_t isw, const T *filter, int64_t fsf, int64_t fsc,
+            int64_t fsh, int64_t fsw, T *out, int64_t osn, int64_t osf,
+            int64_t osh, int64_t osw) {
   int64_t patch = c * kh * kw, pixels = oh * ow;
   if (n == 0 || f == 0 || pixels == 0 || patch == 0)
     return;
@@ -214,8 +212,8 @@ void conv2d(int64_t n, int64_t c, int64_t h, int64_t w, int64_t f, int64_t kh,
         for (int64_t x = 0; x < ow; ++x)
           result[(o * oh + y) * ow + x] =
               image_out[o * osf + y * osh + x * osw];
-    matmul<T>(filterMatrix, colMatrix, Matrix<T>{result.data(), f, pixels,
-                                                 pixels, 1});
+    matmul<T>(filterMatrix, colMatrix,
+              Matrix<T>{result.data(), f, pixels, pixels, 1});
     for (int64_t o = 0; o < f; ++o)
       for (int64_t y = 0; y < oh; ++y)
         for (int64_t x = 0; x < ow; ++x)

@@ -3,7 +3,8 @@
 // The order of the steps:
 //   1. describe the entry (soap.* attributes) and rename it
 //      soap_train_step; its arguments become read-only buffers; functions
-//      it does not call are dropped;
+//      it does not call are dropped; SGD updates of tables read by
+//      gathers become scatters into the parameter (SparseUpdates.cpp);
 //   2. bracket every linalg op with trace hooks;
 //   3. kernels=vector (and, with kernels=blas, convolutions BLAS does not
 //      take): tile and vectorize contractions and convolutions on tensors;
@@ -57,6 +58,10 @@ const char *kBufferizePipeline =
     "one-shot-bufferize{bufferize-function-boundaries=true "
     "function-boundary-type-conversion=identity-layout-map "
     "unknown-type-conversion=identity-layout-map}, "
+    // Loops that carry a buffer yield it unchanged once bufferized; folding
+    // them lets the result's allocation become the out-param (a scatter
+    // nest writing a parameter's new value, SparseUpdates.cpp).
+    "func.func(canonicalize), "
     "buffer-results-to-out-params{modify-public-functions=true "
     "hoist-static-allocs=true}, "
     "func.func(canonicalize, cse), "
@@ -470,6 +475,8 @@ LogicalResult lowerModuleForCpu(ModuleOp module,
     codegen::startAllReducesEarly(module);
   if (failed(codegen::prepareEntry(module, options.entry, description)))
     return failure();
+  if (options.sparseUpdates)
+    scatterUpdatesIntoParameters(module);
 
   // Transposes fold into the contractions and convolutions that read or
   // write them before elementwise fusion, which would otherwise fuse a

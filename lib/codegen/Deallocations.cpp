@@ -409,6 +409,7 @@ void registerLoweringPasses() {
     PassRegistration<codegen::InlineSingleBlockCallsPass>();
     registerPass([] { return codegen::createMergeGuardsPass(); });
     registerPass([] { return codegen::createRegisterReductionsPass(); });
+    registerPass([] { return codegen::createSparseUpdatesPass(); });
   });
 }
 

@@ -95,6 +95,9 @@ void collapseLoopNests(mlir::ModuleOp module);
 /// soap-register-reductions (on functions).
 std::unique_ptr<mlir::Pass> createRegisterReductionsPass();
 
+/// soap-sparse-updates (on functions).
+std::unique_ptr<mlir::Pass> createSparseUpdatesPass();
+
 /// kernels=blas: a contraction that reads a linalg.transpose reads the
 /// transpose's input through the permuted map instead (as a linalg.generic),
 /// so BLAS gets the transposition as strides and no copy is made.

@@ -6,7 +6,7 @@
 #include "soap/Partition/BatchDimensions.h"
 
 #include "Reductions.h"
-#include "ScatterLoops.h"
+#include "soap/Partition/ScatterLoops.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"

@@ -1,6 +1,6 @@
 //===- ScatterLoops.cpp - scatter-add loop nests split over the batch -----===//
 
-#include "ScatterLoops.h"
+#include "soap/Partition/ScatterLoops.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"

@@ -29,7 +29,7 @@
 
 #include "RankTables.h"
 #include "Reductions.h"
-#include "ScatterLoops.h"
+#include "soap/Partition/ScatterLoops.h"
 
 #include "soap/Dialect/Gather.h"
 #include "soap/Dialect/PartitionableInterface.h"
@@ -1110,7 +1110,7 @@ LogicalResult SpmdPartitioner::runReplicated(Operation *op) {
   return success();
 }
 
-/// A scatter-add nest (a gather's gradient, lib/partition/ScatterLoops.h)
+/// A scatter-add nest (a gather's gradient, include/soap/Partition/ScatterLoops.h)
 /// whose summing loops index tensors split along those dimensions runs
 /// each such loop over the part its device holds: every device adds its
 /// part of the gradient into zeros, a partial sum that a consumer needing

@@ -361,8 +361,9 @@ struct MatmulCase {
 
 std::string describe(const MatmulCase &mc) {
   auto name = [](Storage s) {
-    return s == Storage::Rows ? "rows" : s == Storage::Columns ? "cols"
-                                                               : "gapped";
+    return s == Storage::Rows      ? "rows"
+           : s == Storage::Columns ? "cols"
+                                   : "gapped";
   };
   std::ostringstream os;
   os << mc.m << "x" << mc.n << "x" << mc.k << " A " << name(mc.a) << " B "
@@ -387,8 +388,8 @@ StoredMatrix<T> makeMatrix(int64_t rows, int64_t cols, Storage s,
     mat.rowStride = 1, mat.colStride = rows;
   else
     mat.rowStride = 2 * cols, mat.colStride = 2;
-  mat.data.resize(static_cast<size_t>(
-      (rows - 1) * mat.rowStride + (cols - 1) * mat.colStride + 1));
+  mat.data.resize(static_cast<size_t>((rows - 1) * mat.rowStride +
+                                      (cols - 1) * mat.colStride + 1));
   std::uniform_real_distribution<double> dist(-1.0, 1.0);
   for (T &x : mat.data)
     x = static_cast<T>(dist(rng));

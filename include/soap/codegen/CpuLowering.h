@@ -53,6 +53,9 @@ struct CpuLoweringOptions {
   bool registerReductions = true;
   /// ... and their sums may be reassociated, so that LLVM vectorizes them.
   bool reassociateReductions = true;
+  /// SGD updates of tables read by gathers scatter into the parameter
+  /// (SparseUpdates.cpp).
+  bool sparseUpdates = true;
 };
 
 /// Runs a pass pipeline on the module being lowered (a pass gives its
@@ -81,6 +84,14 @@ const char *getCpuToLLVMPipeline();
 /// by rounding). Returns how many; soap-profile runs it on its kernels too.
 int accumulateReductionsInRegisters(mlir::Operation *root, bool reassociate);
 
+/// The lowering's first step (sparse-updates): on tensors, an SGD update
+/// p -/+ f(g) (f(g) = g, g * c or c * g) whose gradient g is a gather's
+/// scatter-add nest from zeros, its only use, becomes that nest started
+/// from p, each contribution x applied as p[i] -/+ f(x)
+/// (lib/codegen/SparseUpdates.cpp; equal in real arithmetic, rounded per
+/// contribution in floating point). Returns how many.
+int scatterUpdatesIntoParameters(mlir::Operation *root);
+
 /// Registers `soap-scf-to-cf` (lib/codegen/ScfToCf.cpp), which the lowering
 /// pipelines use instead of upstream's convert-scf-to-cf; once is enough,
 /// later calls do nothing.
@@ -89,8 +100,9 @@ void registerScfToCfPass();
 /// Registers the passes the lowering pipelines name: soap-scf-to-cf,
 /// soap-split-deallocs, soap-dealloc-after-last-use,
 /// soap-inline-single-block-calls (lib/codegen/Deallocations.cpp),
-/// soap-merge-guards (lib/codegen/Guards.cpp) and soap-register-reductions
-/// (lib/codegen/RegisterReductions.cpp); once is enough.
+/// soap-merge-guards (lib/codegen/Guards.cpp), soap-register-reductions
+/// (lib/codegen/RegisterReductions.cpp) and soap-sparse-updates
+/// (lib/codegen/SparseUpdates.cpp); once is enough.
 /// runParsed and getCpuToLLVMPipeline call it.
 void registerLoweringPasses();
 

@@ -14,8 +14,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef SOAP_LIB_PARTITION_SCATTERLOOPS_H
-#define SOAP_LIB_PARTITION_SCATTERLOOPS_H
+#ifndef SOAP_PARTITION_SCATTERLOOPS_H
+#define SOAP_PARTITION_SCATTERLOOPS_H
 
 #include "mlir/Dialect/SCF/IR/SCF.h"
 
@@ -73,4 +73,4 @@ std::optional<ScatterAddNest> matchScatterAdd(mlir::scf::ForOp outer);
 
 } // namespace soap::partition
 
-#endif // SOAP_LIB_PARTITION_SCATTERLOOPS_H
+#endif // SOAP_PARTITION_SCATTERLOOPS_H
