@@ -85,6 +85,11 @@ void pack(const Matrix<const T> &matrix, std::vector<T> &dense) {
           matrix.data[i * matrix.rowStride + j * matrix.colStride];
 }
 
+/// The other of BLAS's two readings of an operand.
+inline CBLAS_TRANSPOSE flipped(CBLAS_TRANSPOSE t) {
+  return t == CblasNoTrans ? CblasTrans : CblasNoTrans;
+}
+
 /// The scratch of matmul's transposed products, kept between calls.
 template <typename T> std::vector<T> &transposedScratch() {
   thread_local std::vector<T> scratch;
@@ -122,8 +127,8 @@ void matmul(const Matrix<const T> &a, const Matrix<const T> &b,
         // faster still (dnnlGemmPreferred).
         std::vector<T> &scratch = transposedScratch<T>();
         scratch.assign(static_cast<size_t>(m * n), T(0));
-        gemm(CblasNoTrans, ta == CblasNoTrans ? CblasTrans : CblasNoTrans, n, m,
-             k, pb, ldb, pa, lda, scratch.data(), m);
+        gemm(flipped(tb), flipped(ta), n, m, k, pb, ldb, pa, lda,
+             scratch.data(), m);
         for (int64_t i = 0; i < m; ++i)
           for (int64_t j = 0; j < n; ++j)
             c.data[i * ldc + j] += scratch[j * m + i];
@@ -133,10 +138,7 @@ void matmul(const Matrix<const T> &a, const Matrix<const T> &b,
       return;
     }
     // C is column-major: C^T = B^T A^T, row-major.
-    auto flip = [](CBLAS_TRANSPOSE t) {
-      return t == CblasNoTrans ? CblasTrans : CblasNoTrans;
-    };
-    gemm(flip(tb), flip(ta), n, m, k, pb, ldb, pa, lda, c.data, ldc);
+    gemm(flipped(tb), flipped(ta), n, m, k, pb, ldb, pa, lda, c.data, ldc);
     return;
   }
   pack(Matrix<const T>{c.data, m, n, c.rowStride, c.colStride}, packedC);

@@ -44,11 +44,11 @@ namespace {
 
 /// An update `param ⊕ f(gradient)` of an elementwise generic's body.
 struct AffineUpdate {
-  /// The generic's operand numbers of the parameter and the gradient.
-  unsigned param, gradient;
   /// The combining op (arith.addf or arith.subf, param on the left of a
   /// subf) and the scaling (arith.mulf with a constant, or none).
   Operation *combine, *scale;
+  /// Whether the parameter is the combining op's left operand.
+  bool paramLeft;
 };
 
 /// `generic` as an update p ⊕ f(g) of its two same-typed inputs, g its
@@ -100,7 +100,7 @@ std::optional<AffineUpdate> matchAffineUpdate(linalg::GenericOp generic,
     if (&op != combine && &op != scale && &op != yield &&
         !matchPattern(&op, m_Constant()))
       return std::nullopt;
-  return AffineUpdate{1 - gradientInput, gradientInput, combine, scale};
+  return AffineUpdate{combine, scale, combine->getOperand(0) == param};
 }
 
 /// Whether `value` is a tensor of zeros: a linalg.fill of a zero constant.
@@ -134,10 +134,7 @@ Value applyUpdate(OpBuilder &b, const AffineUpdate &update, Value old,
   if (auto sub = dyn_cast<arith::SubFOp>(update.combine))
     return arith::SubFOp::create(b, loc, old, term, sub.getFastmath());
   auto add = cast<arith::AddFOp>(update.combine);
-  bool paramLeft =
-      isa<BlockArgument>(add.getLhs()) &&
-      cast<BlockArgument>(add.getLhs()).getArgNumber() == update.param;
-  return paramLeft
+  return update.paramLeft
              ? arith::AddFOp::create(b, loc, old, term, add.getFastmath())
              : arith::AddFOp::create(b, loc, term, old, add.getFastmath());
 }
@@ -155,7 +152,7 @@ bool scatterIntoParameter(linalg::GenericOp generic, DominanceInfo &dominance) {
   if (!update)
     return false;
   Value gradient = generic.getDpsInputs()[gradientInput];
-  Value param = generic.getDpsInputs()[update->param];
+  Value param = generic.getDpsInputs()[1 - gradientInput];
   auto outer = gradient.getDefiningOp<scf::ForOp>();
   if (!outer || !gradient.hasOneUse() ||
       outer->getParentOp() != generic->getParentOp())
