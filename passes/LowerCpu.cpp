@@ -34,6 +34,7 @@ struct SoapLowerCpuPass
     options.registerReductions = registerReductions;
     options.reassociateReductions = reassociateReductions;
     options.sparseUpdates = sparseUpdates;
+    options.blockedWeights = blockedWeights;
     if (kernels == "blas") {
       options.kernels = soap::KernelCodegen::Blas;
     } else if (kernels == "vector") {

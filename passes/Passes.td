@@ -331,7 +331,13 @@ def SoapLowerCpu : Pass<"soap-lower-cpu", "mlir::ModuleOp"> {
     With `sparse-updates` (the default) an SGD update of a table read by
     gathers (an embedding) applies each looked-up row's contribution to
     the parameter directly instead of building the table's dense gradient.
-    See docs/lowering.md.
+    With `blocked-weights` (the default) convolution weights that only
+    convolutions and elementwise work (the optimizer's update) touch stay
+    in oneDNN's blocked layout (OIhw16i16o with AVX-512, OIhw8i8o with
+    AVX2) across steps, with their gradients and optimizer state: the
+    convolutions read and write them in place instead of reordering them
+    every step, and the driver converts at its boundaries (initial values,
+    checkpoints). See docs/lowering.md.
 
     ```
     soap-opt model.mlir --soap-lower-cpu | soap-translate --soap-to-executable -o model.exe
@@ -356,6 +362,8 @@ def SoapLowerCpu : Pass<"soap-lower-cpu", "mlir::ModuleOp"> {
            "With register-reductions: let the sums into the carried values be reassociated, so that LLVM vectorizes them (results then differ from in-order sums by rounding)">,
     Option<"sparseUpdates", "sparse-updates", "bool", /*default=*/"true",
            "Apply an SGD update of a table read by gathers as a scatter into the parameter, without the dense zero-filled gradient (results differ by rounding where several points reach one element)">,
+    Option<"blockedWeights", "blocked-weights", "bool", /*default=*/"true",
+           "Keep convolution weights (with their gradients and optimizer state) in oneDNN's blocked layout across steps where only convolutions and elementwise work touch them">,
   ];
 }
 

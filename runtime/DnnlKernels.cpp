@@ -31,6 +31,8 @@
 
 #include "DnnlKernels.h"
 
+#include "BlockedLayout.h"
+
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <algorithm>
@@ -98,6 +100,53 @@ dnnl::memory::desc anyLayout(const dims &shape) {
                             dnnl::memory::format_tag::any);
 }
 
+/// A view oneDNN cannot express on the caller's buffers (no copy is made
+/// to make one): the other view, or the caller's path, runs it.
+struct Unexpressible {};
+
+/// The caller's operand of four dimensions `shape` (no groups) at
+/// `strides`, or, with `block` > 0, holding blocked weights
+/// (BlockedLayout.h: the strides are the plain layout's) in oneDNN's
+/// layout of them, OIhw<b>i<b>o, its first two dimensions swapped where
+/// the operand's are.
+dnnl::memory weightsMemory(const dims &shape, const dims &strides,
+                           int64_t block, dnnl::engine &eng) {
+  if (block == 0)
+    return userMemory(shape, strides, eng);
+  BlockedOperand operand;
+  if (shape.size() != 4 || (block != 8 && block != 16) ||
+      !blockedOperand({shape[0], shape[1], shape[2], shape[3]},
+                      {strides[0], strides[1], strides[2], strides[3]},
+                      operand) ||
+      operand.offset != 0 || !blockable(operand.weights, block))
+    throw Unexpressible();
+  dnnl::memory::desc desc(dims(operand.weights.begin(), operand.weights.end()),
+                          dnnl::memory::data_type::f32,
+                          block == 16 ? dnnl::memory::format_tag::ABcd16b16a
+                                      : dnnl::memory::format_tag::ABcd8b8a);
+  if (operand.swapped)
+    desc = desc.permute_axes({1, 0, 2, 3});
+  return dnnl::memory(desc, eng, DNNL_MEMORY_NONE);
+}
+
+/// The primitive `make(layout)` builds with the layout of the caller's
+/// blocked weights `user` where it has them (`blocked`) and oneDNN has a
+/// kernel for that layout (not its reference one); else with the layout
+/// oneDNN picks for `shape` (then a reorder converts).
+template <typename Make>
+auto preferringLayout(const dnnl::memory &user, bool blocked, const dims &shape,
+                      Make make) {
+  if (blocked) {
+    try {
+      auto pd = make(user.get_desc());
+      if (std::string(pd.impl_info_str()).rfind("ref", 0) != 0)
+        return pd;
+    } catch (const dnnl::error &) {
+    }
+  }
+  return make(anyLayout(shape));
+}
+
 /// Binds the primitive's input `arg` (layout `desc`) to the caller's
 /// `user` memory, through a reorder into scratch when the layouts differ.
 void bindInput(Conv &conv, int arg, const dnnl::memory::desc &desc,
@@ -148,10 +197,6 @@ std::array<int64_t, 2> usedImage(const Conv2dShape &s) {
   return {s.sh * (s.oh - 1) + s.dh * (s.kh - 1) + 1,
           s.sw * (s.ow - 1) + s.dw * (s.kw - 1) + 1};
 }
-
-/// A view oneDNN cannot express on the caller's buffers (no copy is made
-/// to make one): the other view, or the caller's path, runs it.
-struct Unexpressible {};
 
 /// The stride of oneDNN's channel dimension that runs over `outer` groups
 /// of `inner` channels each (strides `outerStride`, `innerStride`): one
@@ -212,28 +257,35 @@ buildForward(const Conv2dShape &s, const Conv2dStrides &st,
                  {st.in[0], mergedStride(s.g, st.in[1], s.c, st.in[2]),
                   st.in[3], st.in[4]},
                  e.engine);
-  conv->userFilter = userMemory(
+  if (s.g > 1 && (st.filterBlock || st.outBlock))
+    throw Unexpressible();
+  conv->userFilter = weightsMemory(
       filter,
       withGroups(s.g, st.filter[0],
                  {st.filter[1], st.filter[2], st.filter[3], st.filter[4]}),
-      e.engine);
+      st.filterBlock, e.engine);
   conv->userOut =
-      userMemory(out,
-                 {st.out[0], mergedStride(s.g, st.out[1], s.f, st.out[2]),
-                  st.out[3], st.out[4]},
-                 e.engine);
-  dnnl::convolution_forward::desc desc(
-      dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
-      anyLayout(in), anyLayout(filter), anyLayout(out), {s.sh, s.sw},
-      {s.dh - 1, s.dw - 1}, padding.left, padding.right);
-  dnnl::convolution_forward::primitive_desc pd(desc, e.engine);
+      weightsMemory(out,
+                    {st.out[0], mergedStride(s.g, st.out[1], s.f, st.out[2]),
+                     st.out[3], st.out[4]},
+                    st.outBlock, e.engine);
+  auto make = [&](const dnnl::memory::desc &weights,
+                  const dnnl::primitive_attr &attr = {}) {
+    dnnl::convolution_forward::desc desc(
+        dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+        anyLayout(in), weights, anyLayout(out), {s.sh, s.sw},
+        {s.dh - 1, s.dw - 1}, padding.left, padding.right);
+    return dnnl::convolution_forward::primitive_desc(desc, attr, e.engine);
+  };
+  auto pd = preferringLayout(
+      conv->userFilter, st.filterBlock != 0, filter,
+      [&](const dnnl::memory::desc &weights) { return make(weights); });
   // The output accumulates (unless the caller overwrites it): in place
   // through a sum post-op when oneDNN writes the caller's layout, else
   // through the reorder that adds.
   bool inPlace = pd.dst_desc() == conv->userOut.get_desc();
   if (inPlace && s.accumulate)
-    pd = dnnl::convolution_forward::primitive_desc(desc, accumulating(),
-                                                   e.engine);
+    pd = make(pd.weights_desc(), accumulating());
   bindInput(*conv, DNNL_ARG_SRC, pd.src_desc(), conv->userIn, e.engine);
   bindInput(*conv, DNNL_ARG_WEIGHTS, pd.weights_desc(), conv->userFilter,
             e.engine);
@@ -270,23 +322,30 @@ std::unique_ptr<Conv> buildAsWeightGradient(
                  {st.in[2], mergedStride(s.g, st.in[1], s.n, st.in[0]),
                   st.in[3], st.in[4]},
                  e.engine);
-  conv->userFilter = userMemory(
+  if (s.g > 1 && (st.filterBlock || st.outBlock))
+    throw Unexpressible();
+  conv->userFilter = weightsMemory(
       diffDst,
       {st.filter[2], mergedStride(s.g, st.filter[0], s.f, st.filter[1]),
        st.filter[3], st.filter[4]},
-      e.engine);
-  conv->userOut = userMemory(
+      st.filterBlock, e.engine);
+  conv->userOut = weightsMemory(
       diffWeights,
       withGroups(s.g, st.out[1], {st.out[2], st.out[0], st.out[3], st.out[4]}),
-      e.engine);
+      st.outBlock, e.engine);
   dims strides = {s.dh, s.dw}, dilations = {s.sh - 1, s.sw - 1};
   auto hint = trainingHint(src, diffWeights, diffDst, strides, dilations,
                            padding.left, padding.right);
-  dnnl::convolution_backward_weights::desc desc(
-      dnnl::algorithm::convolution_direct, anyLayout(src),
-      anyLayout(diffWeights), anyLayout(diffDst), strides, dilations,
-      padding.left, padding.right);
-  dnnl::convolution_backward_weights::primitive_desc pd(desc, e.engine, hint);
+  auto pd = preferringLayout(
+      conv->userOut, st.outBlock != 0, diffWeights,
+      [&](const dnnl::memory::desc &weights) {
+        dnnl::convolution_backward_weights::desc desc(
+            dnnl::algorithm::convolution_direct, anyLayout(src), weights,
+            anyLayout(diffDst), strides, dilations, padding.left,
+            padding.right);
+        return dnnl::convolution_backward_weights::primitive_desc(
+            desc, e.engine, hint);
+      });
   bindInput(*conv, DNNL_ARG_SRC, pd.src_desc(), conv->userIn, e.engine);
   bindInput(*conv, DNNL_ARG_DIFF_DST, pd.diff_dst_desc(), conv->userFilter,
             e.engine);
@@ -423,12 +482,14 @@ std::unique_ptr<Conv> buildSpread(const Conv2dShape &s, const Conv2dStrides &st,
                  {st.in[0], mergedStride(s.g, st.in[1], s.c, st.in[2]),
                   st.in[3], st.in[4]},
                  e.engine);
+  if (st.outBlock || (st.filterBlock && (s.g > 1 || !backwards)))
+    throw Unexpressible();
   if (backwards) {
-    conv->userFilter = userMemory(
+    conv->userFilter = weightsMemory(
         weights,
         withGroups(s.g, st.filter[0],
                    {st.filter[2], st.filter[1], st.filter[3], st.filter[4]}),
-        e.engine);
+        st.filterBlock, e.engine);
   } else {
     conv->unflipped.resize(static_cast<size_t>(s.g * s.c * s.f * s.kh * s.kw));
     conv->userFilter = dnnl::memory(
@@ -487,6 +548,7 @@ bool positiveStrides(const Conv2dShape &s, const Conv2dStrides &given,
                      Conv2dStrides &st,
                      std::optional<std::array<int64_t, 2>> inSizes = {}) {
   auto [usedH, usedW] = inSizes ? *inSizes : usedImage(s);
+  st = given;
   st.in = sizeOneStrides(given.in, {s.n, s.g, s.c, usedH, usedW});
   st.filter = sizeOneStrides(given.filter, {s.g, s.f, s.c, s.kh, s.kw});
   st.out = sizeOneStrides(given.out, {s.n, s.g, s.f, s.oh, s.ow});
@@ -499,18 +561,43 @@ bool positiveStrides(const Conv2dShape &s, const Conv2dStrides &given,
 
 /// Everything that tells two convolutions' primitives apart.
 template <size_t Extra>
-std::array<int64_t, 30 + Extra> keyOf(const Conv2dShape &s,
+std::array<int64_t, 32 + Extra> keyOf(const Conv2dShape &s,
                                       const Conv2dStrides &st,
                                       const std::array<int64_t, Extra> &extra) {
-  std::array<int64_t, 30 + Extra> key = {
-      s.n,          s.c,          s.h,          s.w,          s.f,
-      s.kh,         s.kw,         s.oh,         s.ow,         s.sh,
-      s.sw,         s.dh,         s.dw,         s.g,          st.in[0],
-      st.in[1],     st.in[2],     st.in[3],     st.in[4],     st.filter[0],
-      st.filter[1], st.filter[2], st.filter[3], st.filter[4], st.out[0],
-      st.out[1],    st.out[2],    st.out[3],    st.out[4],    s.accumulate};
+  std::array<int64_t, 32 + Extra> key = {s.n,
+                                         s.c,
+                                         s.h,
+                                         s.w,
+                                         s.f,
+                                         s.kh,
+                                         s.kw,
+                                         s.oh,
+                                         s.ow,
+                                         s.sh,
+                                         s.sw,
+                                         s.dh,
+                                         s.dw,
+                                         s.g,
+                                         st.in[0],
+                                         st.in[1],
+                                         st.in[2],
+                                         st.in[3],
+                                         st.in[4],
+                                         st.filter[0],
+                                         st.filter[1],
+                                         st.filter[2],
+                                         st.filter[3],
+                                         st.filter[4],
+                                         st.out[0],
+                                         st.out[1],
+                                         st.out[2],
+                                         st.out[3],
+                                         st.out[4],
+                                         s.accumulate,
+                                         st.filterBlock,
+                                         st.outBlock};
   for (size_t i = 0; i < Extra; ++i)
-    key[30 + i] = extra[i];
+    key[32 + i] = extra[i];
   return key;
 }
 
@@ -565,7 +652,7 @@ bool dnnlConv2d(const Conv2dShape &s, const Conv2dStrides &given,
   if (!dnnlEnabled() || !positiveStrides(s, given, st))
     return false;
   // nullptr: oneDNN refused this convolution; the caller's path runs it.
-  static std::map<std::array<int64_t, 30>, std::unique_ptr<Conv>> built;
+  static std::map<std::array<int64_t, 32>, std::unique_ptr<Conv>> built;
   auto key = keyOf<0>(s, st, {});
   auto it = built.find(key);
   if (it == built.end())
@@ -635,7 +722,7 @@ bool dnnlConv2dSpread(const Conv2dShape &s, const Conv2dStrides &given,
       return true;
     }
     auto [padding, read] = *plan;
-    static std::map<std::array<int64_t, 36>, std::unique_ptr<Conv>> built;
+    static std::map<std::array<int64_t, 38>, std::unique_ptr<Conv>> built;
     auto key = keyOf<6>(s, st,
                         {padding.left[0], padding.left[1], padding.right[0],
                          padding.right[1], read[0], read[1]});
@@ -662,21 +749,23 @@ bool dnnlConv2dSpread(const Conv2dShape &s, const Conv2dStrides &given,
   }
   if (!plan)
     return true;
-  static std::map<std::array<int64_t, 37>, std::unique_ptr<Conv>> built;
+  // A 1x1 filter is its own flip: read as it is, without a copy.
+  bool readAsGiven = backwards || (s.kh == 1 && s.kw == 1);
+  static std::map<std::array<int64_t, 39>, std::unique_ptr<Conv>> built;
   auto key = keyOf<7>(shape, st,
                       {sp.offsets[0], sp.offsets[1], sp.strides[0],
-                       sp.strides[1], sp.sizes[0], sp.sizes[1], backwards});
+                       sp.strides[1], sp.sizes[0], sp.sizes[1], readAsGiven});
   auto it = built.find(key);
   if (it == built.end())
     it = built
              .emplace(key, orNull([&] {
-                        return buildSpread(shape, st, sp, *plan, backwards);
+                        return buildSpread(shape, st, sp, *plan, readAsGiven);
                       }))
              .first;
   Conv *conv = it->second.get();
   if (!conv)
     return false;
-  if (!backwards) {
+  if (!readAsGiven) {
     float *w = conv->unflipped.data();
     for (int64_t g = 0; g < s.g; ++g)
       for (int64_t c = 0; c < s.c; ++c)

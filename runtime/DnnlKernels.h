@@ -28,6 +28,10 @@ struct Conv2dShape {
 /// out {n, g, f, oh, ow}.
 struct Conv2dStrides {
   std::array<int64_t, 5> in, filter, out;
+  /// Blocks of the filter's and the output's weights when they hold
+  /// blocked weights (BlockedLayout.h; their strides are then those of the
+  /// plain layout, and the group dimension has size 1), else 0.
+  int64_t filterBlock = 0, outBlock = 0;
 };
 
 /// Where a stride-1 convolution's image may be nonzero: rows

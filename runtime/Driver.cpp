@@ -371,14 +371,20 @@ void setUp(Run &run, const Options &options) {
 void initializeArgs(Run &run, uint64_t seed) {
   for (size_t a = 0; a < run.model.args.size(); ++a) {
     const TensorSpec &spec = run.model.args[a];
+    Buffer plain(spec.block ? spec.bytes() : 0);
+    void *part = spec.block ? plain.data() : run.args[a].data();
     if (!spec.sharded()) {
-      initialize(spec, run.args[a], seed, soap_init_data[a]);
-      continue;
+      initialize(spec, spec.block ? plain : run.args[a], seed,
+                 soap_init_data[a]);
+    } else {
+      TensorSpec whole = spec.whole();
+      Buffer buffer(whole.bytes());
+      initialize(whole, buffer, seed, soap_init_data[a]);
+      extractShard(spec, commRank(), buffer.data(), part);
     }
-    TensorSpec whole = spec.whole();
-    Buffer buffer(whole.bytes());
-    initialize(whole, buffer, seed, soap_init_data[a]);
-    extractShard(spec, commRank(), buffer.data(), run.args[a].data());
+    // Weights the step keeps in blocks start in them.
+    if (spec.block)
+      toBlocked(spec, part, run.args[a].data());
   }
 }
 
@@ -404,11 +410,12 @@ void loadCheckpoint(Run &run, const std::string &path, uint64_t &step) {
       fail("checkpoint '" + path + "': tensor '" + spec.name + "' has " +
            std::to_string(t->bytes.size()) + " bytes, expected " +
            std::to_string(whole.bytes()));
-    if (spec.sharded()) {
-      extractShard(spec, commRank(), t->bytes.data(), run.args[a].data());
-    } else {
-      std::memcpy(run.args[a].data(), t->bytes.data(), t->bytes.size());
-    }
+    Buffer part(spec.bytes());
+    if (spec.sharded())
+      extractShard(spec, commRank(), t->bytes.data(), part.data());
+    else
+      std::memcpy(part.data(), t->bytes.data(), t->bytes.size());
+    toBlocked(spec, part.data(), run.args[a].data());
     ++used;
   }
   if (used != checkpoint.tensors.size())
@@ -433,7 +440,10 @@ void saveCheckpoint(const Run &run, const std::string &path, uint64_t step) {
     const TensorSpec &spec = run.model.args[a];
     if (!isState(spec.role))
       continue;
-    const char *data = static_cast<const char *>(run.args[a].data());
+    // Checkpoints hold the plain layout.
+    Buffer plain(spec.bytes());
+    fromBlocked(spec, run.args[a].data(), plain.data());
+    const char *data = static_cast<const char *>(plain.data());
     if (!spec.sharded()) {
       if (rank0)
         checkpoint.tensors.push_back({spec.name, spec.dtype, spec.shape,

@@ -13,11 +13,13 @@
 
 #include "soap/Runtime/Runtime.h"
 
+#include "BlockedLayout.h"
 #include "DnnlKernels.h"
 
 #include <cblas.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <strings.h>
 #include <type_traits>
@@ -224,8 +226,32 @@ void conv2d(int64_t n, int64_t c, int64_t h, int64_t w, int64_t f, int64_t kh,
   }
 }
 
+/// A plain copy of a convolution operand of `sizes` and plain `strides`
+/// that holds blocked weights (`block`, BlockedLayout.h) at `pointer`;
+/// `operand` says which weights it is.
+template <typename T>
+std::vector<T> plainCopy(const std::array<int64_t, 4> &sizes,
+                         const std::array<int64_t, 4> &strides, int64_t block,
+                         const T *pointer, soaprt::BlockedOperand &operand) {
+  if (!soaprt::blockedOperand(sizes, strides, operand) ||
+      !soaprt::blockable(operand.weights, block)) {
+    std::fprintf(stderr,
+                 "soaprt: a convolution operand of blocked weights (blocks "
+                 "of %lld) has sizes and strides that are not dense "
+                 "weights' or not multiples of the block\n",
+                 static_cast<long long>(block));
+    std::abort();
+  }
+  const std::array<int64_t, 4> &d = operand.weights;
+  std::vector<T> plain(static_cast<size_t>(d[0] * d[1] * d[2] * d[3]));
+  soaprt::convertBlocked(d, block, pointer - operand.offset, plain.data(),
+                         /*toBlocked=*/false);
+  return plain;
+}
+
 /// The convolution through oneDNN where it takes it (f32), else im2col,
-/// one group at a time.
+/// one group at a time. Blocked weights that oneDNN does not take run as
+/// plain copies (an output's copy converted back).
 template <typename T>
 void conv2dKernel(const soaprt::Conv2dShape &shape,
                   const soaprt::Conv2dStrides &st, const T *in, const T *filter,
@@ -233,6 +259,33 @@ void conv2dKernel(const soaprt::Conv2dShape &shape,
   if constexpr (std::is_same_v<T, float>)
     if (soaprt::dnnlConv2d(shape, st, in, filter, out))
       return;
+  if (st.filterBlock || st.outBlock) {
+    soaprt::Conv2dStrides plain = st;
+    plain.filterBlock = plain.outBlock = 0;
+    soaprt::BlockedOperand filterOperand, outOperand;
+    std::vector<T> filterCopy, outCopy;
+    const T *plainFilter = filter;
+    T *plainOut = out;
+    const soaprt::Conv2dShape &s = shape;
+    if (st.filterBlock) {
+      filterCopy =
+          plainCopy<T>({s.f, s.c, s.kh, s.kw},
+                       {st.filter[1], st.filter[2], st.filter[3], st.filter[4]},
+                       st.filterBlock, filter, filterOperand);
+      plainFilter = filterCopy.data() + filterOperand.offset;
+    }
+    if (st.outBlock) {
+      outCopy = plainCopy<T>({s.n, s.f, s.oh, s.ow},
+                             {st.out[0], st.out[2], st.out[3], st.out[4]},
+                             st.outBlock, out, outOperand);
+      plainOut = outCopy.data() + outOperand.offset;
+    }
+    conv2dKernel<T>(shape, plain, in, plainFilter, plainOut);
+    if (st.outBlock)
+      soaprt::convertBlocked(outOperand.weights, st.outBlock, outCopy.data(),
+                             out - outOperand.offset, /*toBlocked=*/true);
+    return;
+  }
   // The kernels below add to the output: an overwritten one starts at zero.
   soaprt::Conv2dShape s = shape;
   if (!s.accumulate) {
@@ -298,11 +351,13 @@ extern "C" int soaprt_select_blas_core(char **argv) {
       int64_t dw, const T *in, int64_t isn, int64_t isc, int64_t ish,          \
       int64_t isw, const T *filter, int64_t fsf, int64_t fsc, int64_t fsh,     \
       int64_t fsw, T *out, int64_t osn, int64_t osf, int64_t osh, int64_t osw, \
-      int64_t accumulate) {                                                    \
+      int64_t accumulate, int64_t filterBlock, int64_t outBlock) {             \
     soaprt::Conv2dStrides strides;                                             \
     strides.in = {isn, 0, isc, ish, isw};                                      \
     strides.filter = {0, fsf, fsc, fsh, fsw};                                  \
     strides.out = {osn, 0, osf, osh, osw};                                     \
+    strides.filterBlock = filterBlock;                                         \
+    strides.outBlock = outBlock;                                               \
     conv2dKernel<T>(                                                           \
         {n, c, h, w, f, kh, kw, oh, ow, sh, sw, dh, dw, 1, accumulate != 0},   \
         strides, in, filter, out);                                             \
@@ -313,12 +368,14 @@ extern "C" int soaprt_select_blas_core(char **argv) {
       int64_t dh, int64_t dw, const T *in, int64_t isn, int64_t isg,           \
       int64_t isc, int64_t ish, int64_t isw, const T *filter, int64_t fsg,     \
       int64_t fsf, int64_t fsc, int64_t fsh, int64_t fsw, T *out, int64_t osn, \
-      int64_t osg, int64_t osf, int64_t osh, int64_t osw,                      \
-      int64_t accumulate) {                                                    \
+      int64_t osg, int64_t osf, int64_t osh, int64_t osw, int64_t accumulate,  \
+      int64_t filterBlock, int64_t outBlock) {                                 \
     soaprt::Conv2dStrides strides;                                             \
     strides.in = {isn, isg, isc, ish, isw};                                    \
     strides.filter = {fsg, fsf, fsc, fsh, fsw};                                \
     strides.out = {osn, osg, osf, osh, osw};                                   \
+    strides.filterBlock = filterBlock;                                         \
+    strides.outBlock = outBlock;                                               \
     conv2dKernel<T>(                                                           \
         {n, c, h, w, f, kh, kw, oh, ow, sh, sw, dh, dw, g, accumulate != 0},   \
         strides, in, filter, out);                                             \
@@ -336,13 +393,15 @@ void soaprt_conv2d_spread_f32(
     int64_t psn, int64_t psg, int64_t psc, int64_t psh, int64_t psw,
     const float *filter, int64_t fsg, int64_t fsf, int64_t fsc, int64_t fsh,
     int64_t fsw, float *out, int64_t osn, int64_t osg, int64_t osf, int64_t osh,
-    int64_t osw, int64_t accumulate) {
+    int64_t osw, int64_t accumulate, int64_t filterBlock, int64_t outBlock) {
   soaprt::Conv2dShape shape{
       n, c, h, w, f, kh, kw, oh, ow, sh, sw, dh, dw, g, accumulate != 0};
   soaprt::Conv2dStrides strides;
   strides.in = {psn, psg, psc, psh, psw};
   strides.filter = {fsg, fsf, fsc, fsh, fsw};
   strides.out = {osn, osg, osf, osh, osw};
+  strides.filterBlock = filterBlock;
+  strides.outBlock = outBlock;
   if (soaprt::dnnlConv2dSpread(
           shape, strides,
           {{offsetH, offsetW}, {spreadH, spreadW}, {pointsH, pointsW}}, points,

@@ -2,6 +2,8 @@
 
 #include "Model.h"
 
+#include "BlockedLayout.h"
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -49,6 +51,16 @@ static bool parseSpec(const nlohmann::json &j, TensorSpec &spec,
   spec.init = j.value("init", "");
   if (j.contains("range") && j.at("range").is_number_integer())
     spec.range = j.at("range").get<int64_t>();
+  spec.block = j.value("block", int64_t{0});
+  if (spec.block != 0 &&
+      (spec.block < 0 || spec.dtype != "f32" || spec.shape.size() != 4 ||
+       !blockable({spec.shape[0], spec.shape[1], spec.shape[2], spec.shape[3]},
+                  spec.block))) {
+    error = "'" + spec.name + "' (" + spec.dtype + spec.shapeString() +
+            ") cannot be stored in blocks of " + std::to_string(spec.block) +
+            " (f32 weights [O][I][KH][KW] with O and I multiples of it)";
+    return false;
+  }
   if (j.contains("global_shape")) {
     spec.globalShape = j.at("global_shape").get<std::vector<int64_t>>();
     spec.shardOffsets = j.value("shard_offsets", std::vector<int64_t>{});
@@ -193,6 +205,25 @@ static void forEachShardRow(const TensorSpec &spec, int rank, RowFn row) {
       index[d] = 0;
     }
   }
+}
+
+static void convert(const TensorSpec &spec, const void *from, void *to,
+                    bool toBlocked) {
+  if (spec.block <= 0) {
+    std::memcpy(to, from, spec.bytes());
+    return;
+  }
+  convertBlocked<float>(
+      {spec.shape[0], spec.shape[1], spec.shape[2], spec.shape[3]}, spec.block,
+      static_cast<const float *>(from), static_cast<float *>(to), toBlocked);
+}
+
+void toBlocked(const TensorSpec &spec, const void *plain, void *blocked) {
+  convert(spec, plain, blocked, /*toBlocked=*/true);
+}
+
+void fromBlocked(const TensorSpec &spec, const void *blocked, void *plain) {
+  convert(spec, blocked, plain, /*toBlocked=*/false);
 }
 
 void extractShard(const TensorSpec &spec, int rank, const void *whole,

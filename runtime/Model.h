@@ -34,6 +34,11 @@ struct TensorSpec {
   /// The ranks that hold a part (the others carry a value nothing reads);
   /// empty: every rank.
   std::vector<int64_t> shardHolders;
+  /// > 0: f32 convolution weights [O][I][KH][KW] (this rank's part when
+  /// sharded) that the step keeps in oneDNN's blocked layout with this
+  /// block (BlockedLayout.h); the driver converts them from and to the
+  /// plain layout at its boundaries (toBlocked, fromBlocked).
+  int64_t block = 0;
   bool holds(int rank) const;
 
   bool sharded() const { return !globalShape.empty(); }
@@ -91,6 +96,11 @@ void extractShard(const TensorSpec &spec, int rank, const void *whole,
 /// The reverse: `rank`'s part copied into its place in the whole tensor.
 void insertShard(const TensorSpec &spec, int rank, const void *part,
                  void *whole);
+
+/// A blocked tensor's buffer (`spec.block` > 0) from the plain layout of
+/// `plain`, and back; both copy the bytes when the spec is not blocked.
+void toBlocked(const TensorSpec &spec, const void *plain, void *blocked);
+void fromBlocked(const TensorSpec &spec, const void *blocked, void *plain);
 
 /// Element `i` of a buffer of `dtype` as a double.
 double elementAsDouble(const void *data, const std::string &dtype, int64_t i);

@@ -505,8 +505,24 @@ LogicalResult lowerModuleForCpu(ModuleOp module,
           module, "func.func(soap-dealloc-after-last-use)", runPipeline)))
     return failure();
   codegen::replaceCommunicationPlaceholders(module, options.overlapComm);
-  if (options.kernels == KernelCodegen::Blas)
-    codegen::replaceKernelsByBlasCalls(module);
+  if (options.kernels == KernelCodegen::Blas) {
+    // Blocks of oneDNN's f32 kernels for this CPU: its vector lanes. The
+    // entry takes its arguments, then a buffer per result (out-params).
+    int64_t lanes = codegen::vectorLanesF32();
+    int64_t block = options.blockedWeights && lanes >= 8 ? lanes : 0;
+    auto entry = module.lookupSymbol<func::FuncOp>(codegen::kEntrySymbol);
+    size_t described = description.args.size() + description.results.size();
+    if (!entry || entry.getNumArguments() != described)
+      block = 0;
+    SmallVector<unsigned> blocked;
+    codegen::replaceKernelsByBlasCalls(module, block, &blocked);
+    for (unsigned i : blocked) {
+      if (i < description.args.size())
+        description.args[i].block = block;
+      else
+        description.results[i - description.args.size()].block = block;
+    }
+  }
   if (options.collapseLoops)
     codegen::collapseLoopNests(module);
   if (options.kernels != KernelCodegen::Loops) {

@@ -779,7 +779,8 @@ bool replaceConvolution(linalg::LinalgOp op, const Conv2dRoles &roles,
                         const std::string &suffix, const CallTarget &target,
                         const std::optional<Spread> &spread,
                         const std::optional<RelaidFilter> &relaid,
-                        bool overwrite) {
+                        bool overwrite,
+                        std::pair<int64_t, int64_t> blocks = {0, 0}) {
   SmallVector<int64_t> loops = op.getStaticLoopRanges();
   auto size = [&](std::optional<unsigned> loop) {
     return loop ? loops[*loop] : int64_t{1};
@@ -848,9 +849,13 @@ bool replaceConvolution(linalg::LinalgOp op, const Conv2dRoles &roles,
           : stridedOperand(b, loc, filter),
       roles.filter, 0);
   add(stridedOperand(b, loc, output), roles.output, 1);
-  // libsoaprt's CPU convolutions take whether to add to the output.
-  if (!target.math)
+  // libsoaprt's CPU convolutions take whether to add to the output, and
+  // the blocks of the filter's and the output's blocked weights.
+  if (!target.math) {
     args.push_back(constant(overwrite ? 0 : 1));
+    args.push_back(constant(blocks.first));
+    args.push_back(constant(blocks.second));
+  }
   func::FuncOp callee =
       declareRuntimeFunction(op->getParentOfType<ModuleOp>(),
                              target.prefix +
@@ -922,7 +927,22 @@ void eraseWithTraceHooks(Operation *op) {
   }
 }
 
-int replaceKernelsByCalls(ModuleOp module, const CallTarget &target) {
+/// A convolution replaceKernelsByCalls replaces, as planned before any is.
+struct PlannedConvolution {
+  linalg::LinalgOp op;
+  Conv2dRoles roles;
+  std::string suffix;
+  std::optional<Spread> spread;
+  std::optional<RelaidFilter> relaid;
+  Operation *zeroFill = nullptr;
+};
+
+/// With `weightBlock` > 0 (the CPU), weights that can stay in oneDNN's
+/// blocked layout do (findBlockedWeights), and the entry arguments that
+/// hold them are appended to `blockedArguments`.
+int replaceKernelsByCalls(
+    ModuleOp module, const CallTarget &target, int64_t weightBlock = 0,
+    SmallVectorImpl<unsigned> *blockedArguments = nullptr) {
   SmallVector<linalg::LinalgOp> candidates;
   module.walk([&](linalg::LinalgOp op) {
     if (op.hasPureBufferSemantics())
@@ -933,6 +953,7 @@ int replaceKernelsByCalls(ModuleOp module, const CallTarget &target) {
   // Ops only the replaced kernels needed (spreadImage's), erased once no
   // candidate can be one of them.
   SmallVector<Operation *> dead;
+  std::vector<PlannedConvolution> convolutions;
   for (linalg::LinalgOp op : candidates) {
     std::optional<std::string> suffix = kernelSuffix(op);
     if (!suffix || (gpu && *suffix != "f32"))
@@ -960,16 +981,8 @@ int replaceKernelsByCalls(ModuleOp module, const CallTarget &target) {
           if (spread && unitStrides)
             interiorOutput(op, *roles, *spread);
         }
-        if (replaceConvolution(op, *roles, *suffix, target, spread, relaid,
-                               zeroFill != nullptr)) {
-          ++replaced;
-          if (zeroFill)
-            dead.push_back(zeroFill);
-          if (spread)
-            dead.append(spread->dead);
-          if (relaid)
-            dead.append(relaid->dead);
-        }
+        convolutions.push_back({op, *roles, *suffix, std::move(spread),
+                                std::move(relaid), zeroFill});
         continue;
       }
     if (gpu && isa<linalg::PoolingNchwMaxOp>(op.getOperation())) {
@@ -989,6 +1002,35 @@ int replaceKernelsByCalls(ModuleOp module, const CallTarget &target) {
       continue;
     replaced += replaceContraction(op, *suffix, target);
   }
+  BlockedWeights blocked;
+  if (weightBlock > 0)
+    if (auto entry = module.lookupSymbol<func::FuncOp>(kEntrySymbol)) {
+      std::vector<ConvolutionCall> calls;
+      for (const PlannedConvolution &c : convolutions) {
+        ConvolutionCall call{c.op, c.roles};
+        if (c.relaid) {
+          call.relaidCopy = c.relaid->copy;
+          call.relaidReads = c.relaid->reads;
+        }
+        call.writesView = c.spread && c.spread->interior;
+        calls.push_back(std::move(call));
+      }
+      blocked = findBlockedWeights(entry, calls, weightBlock);
+      if (blockedArguments)
+        blockedArguments->append(blocked.arguments);
+    }
+  for (PlannedConvolution &c : convolutions) {
+    if (!replaceConvolution(c.op, c.roles, c.suffix, target, c.spread, c.relaid,
+                            c.zeroFill != nullptr, blocked.calls.lookup(c.op)))
+      continue;
+    ++replaced;
+    if (c.zeroFill)
+      dead.push_back(c.zeroFill);
+    if (c.spread)
+      dead.append(c.spread->dead);
+    if (c.relaid)
+      dead.append(c.relaid->dead);
+  }
   for (Operation *op : dead)
     eraseWithTraceHooks(op);
   return replaced;
@@ -996,8 +1038,10 @@ int replaceKernelsByCalls(ModuleOp module, const CallTarget &target) {
 
 } // namespace
 
-int replaceKernelsByBlasCalls(ModuleOp module) {
-  return replaceKernelsByCalls(module, CallTarget());
+int replaceKernelsByBlasCalls(ModuleOp module, int64_t weightBlock,
+                              SmallVectorImpl<unsigned> *blockedArguments) {
+  return replaceKernelsByCalls(module, CallTarget(), weightBlock,
+                               blockedArguments);
 }
 
 int replaceKernelsByGpuLibraryCalls(ModuleOp module, int64_t math) {

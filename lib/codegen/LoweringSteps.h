@@ -13,6 +13,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 
+#include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SmallVector.h"
 
 #include <memory>
@@ -41,6 +42,9 @@ struct TensorDescription {
   std::vector<int64_t> globalShape, shardOffsets;
   /// The devices that hold a part (soap.shard's holders); empty: all.
   std::vector<int64_t> shardHolders;
+  /// > 0: convolution weights [O][I][KH][KW] stored in oneDNN's blocked
+  /// layout with this block (runtime/BlockedLayout.h; findBlockedWeights).
+  int64_t block = 0;
 };
 
 /// What the driver needs to know about the entry function.
@@ -142,6 +146,31 @@ copyRelayout(mlir::linalg::GenericOp op);
 
 // replaceKernelsByBlasCalls, blasTakes, conv2dRoles:
 // soap/codegen/BlasKernels.h.
+
+/// A convolution that replaceKernelsByCalls is about to replace by a call
+/// of the runtime: the op, its roles, the autodiff's flipped copy of the
+/// filter that the call reads through (null when it reads its filter
+/// operand) and how the copy reads its source, and whether the call writes
+/// a view of the output instead of all of it (interiorOutput).
+struct ConvolutionCall {
+  mlir::Operation *op = nullptr;
+  Conv2dRoles roles;
+  mlir::Operation *relaidCopy = nullptr;
+  llvm::SmallVector<RelayoutRead> relaidReads;
+  bool writesView = false;
+};
+/// Which calls read or write weights kept in blocked layout, with the
+/// block (filter, output; 0: plain), and which entry arguments hold them.
+struct BlockedWeights {
+  llvm::DenseMap<mlir::Operation *, std::pair<int64_t, int64_t>> calls;
+  llvm::SmallVector<unsigned> arguments;
+};
+/// The buffers of `entry` (after bufferization) that can hold weights in
+/// blocked layout with blocks of `block` across steps, given the
+/// convolution calls about to be made (lib/codegen/BlockedWeights.cpp).
+BlockedWeights findBlockedWeights(mlir::func::FuncOp entry,
+                                  llvm::ArrayRef<ConvolutionCall> calls,
+                                  int64_t block);
 
 /// Tiles and vectorizes contractions and convolutions on tensors (before
 /// bufferization); ops the vectorizer declines stay linalg.

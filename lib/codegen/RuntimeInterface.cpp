@@ -143,6 +143,8 @@ static llvm::json::Value toJson(const TensorDescription &t) {
     o["init"] = t.init;
   if (t.range >= 0)
     o["range"] = t.range;
+  if (t.block > 0)
+    o["block"] = t.block;
   if (!t.globalShape.empty()) {
     o["global_shape"] = llvm::json::Array(t.globalShape);
     o["shard_offsets"] = llvm::json::Array(t.shardOffsets);

@@ -16,6 +16,7 @@
 
 #include "soap/Runtime/Runtime.h"
 
+#include "BlockedLayout.h"
 #include "DnnlKernels.h"
 
 #include <gtest/gtest.h>
@@ -43,6 +44,12 @@ enum class Layout {
   // groups), the output gradient [N][C][OH][OW] as the filter, the
   // filter's gradient [C][KH][KW] as the output.
   DepthwiseWeightGradient,
+  // NCHW images, the filter [C][F][KH][KW] (a flipped filter: the forward
+  // filter with its channels swapped), the output NCHW.
+  SwappedFilter,
+  // A filter's gradient as the autodiff emits it, conv(x^T, dy^T): the
+  // output [F][N][OH][OW] (the forward filter's [O][I][KH][KW]).
+  WeightGradient,
 };
 
 struct Case {
@@ -84,7 +91,7 @@ using PlainKernel = void (*)(int64_t, int64_t, int64_t, int64_t, int64_t,
                              int64_t, int64_t, int64_t, const T *, int64_t,
                              int64_t, int64_t, int64_t, const T *, int64_t,
                              int64_t, int64_t, int64_t, T *, int64_t, int64_t,
-                             int64_t, int64_t, int64_t);
+                             int64_t, int64_t, int64_t, int64_t, int64_t);
 template <typename T>
 using GroupedKernel = void (*)(int64_t, int64_t, int64_t, int64_t, int64_t,
                                int64_t, int64_t, int64_t, int64_t, int64_t,
@@ -92,7 +99,7 @@ using GroupedKernel = void (*)(int64_t, int64_t, int64_t, int64_t, int64_t,
                                int64_t, int64_t, int64_t, int64_t, int64_t,
                                const T *, int64_t, int64_t, int64_t, int64_t,
                                int64_t, T *, int64_t, int64_t, int64_t, int64_t,
-                               int64_t, int64_t);
+                               int64_t, int64_t, int64_t, int64_t);
 
 /// Where a spread case's image is nonzero: rows offsets[0] + strides[0] * a
 /// for a < sizes[0], columns likewise.
@@ -100,15 +107,32 @@ struct Spread {
   std::array<int64_t, 2> offsets, strides, sizes;
 };
 
+/// Which operands hold blocked weights (BlockedLayout.h), by their block;
+/// 0: none.
+struct Blocks {
+  int64_t filter = 0, out = 0;
+};
+
+/// An operand's buffer of dense weights `dims` (in memory order) to its
+/// blocked layout, or back.
+template <typename T>
+void convertInPlace(std::vector<T> &data, std::array<int64_t, 4> dims,
+                    int64_t block, bool toBlocked) {
+  std::vector<T> converted(data.size());
+  soaprt::convertBlocked(dims, block, data.data(), converted.data(), toBlocked);
+  data = std::move(converted);
+}
+
 /// Runs case `k` through `plain` (g = 1) or `grouped`, or with `spread`
 /// through soaprt_conv2d_spread_f32 on the points of an image zero outside
 /// them (with `backwards`, the filter passed as a reversed copy read from
 /// its last window element with negated strides, as the lowering passes a
-/// flipped filter), and compares with a direct loop nest.
+/// flipped filter), and compares with a direct loop nest. With `blocks`,
+/// the filter or the output (dense, g = 1) is passed in blocked layout.
 template <typename T>
 void check(const Case &k, PlainKernel<T> plain, GroupedKernel<T> grouped,
            const Spread *spread = nullptr, bool backwards = false,
-           bool accumulate = true) {
+           bool accumulate = true, Blocks blocks = {}) {
   std::mt19937 rng(7);
   int64_t oh = (k.h - k.dh * (k.kh - 1) - 1) / k.sh + 1;
   int64_t ow = (k.w - k.dw * (k.kw - 1) - 1) / k.sw + 1;
@@ -122,6 +146,10 @@ void check(const Case &k, PlainKernel<T> plain, GroupedKernel<T> grouped,
   } else if (k.layout == Layout::DepthwiseWeightGradient) {
     inOrder = {2, 1, 0, 3, 4};
     filterOrder = {2, 0, 1, 3, 4};
+  } else if (k.layout == Layout::SwappedFilter) {
+    filterOrder = {0, 2, 1, 3, 4};
+  } else if (k.layout == Layout::WeightGradient) {
+    outOrder = {2, 0, 1, 3, 4};
   }
   auto in = make<T>({k.n, k.g, k.c, h, k.w}, inOrder, k.gap, rng);
   auto filter = make<T>({k.g, k.f, k.c, k.kh, k.kw}, filterOrder, k.gap, rng);
@@ -165,6 +193,14 @@ void check(const Case &k, PlainKernel<T> plain, GroupedKernel<T> grouped,
                          double(at(filter, g, f, c, i, j));
             expected.push_back(sum);
           }
+  // Blocked operands' dense weights, in memory order.
+  std::array<int64_t, 4> filterWeights =
+      k.layout == Layout::SwappedFilter
+          ? std::array<int64_t, 4>{k.c, k.f, k.kh, k.kw}
+          : std::array<int64_t, 4>{k.f, k.c, k.kh, k.kw};
+  std::array<int64_t, 4> outWeights = {k.f, k.n, oh, ow};
+  if (blocks.out)
+    convertInPlace(out.data, outWeights, blocks.out, true);
   std::vector<T> gapsBefore = out.data;
   const auto &is = in.strides, &fs = filter.strides, &os = out.strides;
   if (spread) {
@@ -184,6 +220,12 @@ void check(const Case &k, PlainKernel<T> plain, GroupedKernel<T> grouped,
       fsh = -fs[3];
       fsw = -fs[4];
     }
+    if (blocks.filter) {
+      int64_t offset =
+          filterAt - (backwards ? reversed.data() : filter.data.data());
+      convertInPlace(reversed, filterWeights, blocks.filter, true);
+      filterAt = reversed.data() + offset;
+    }
     const T *points = &at(in, 0, 0, 0, spread->offsets[0], spread->offsets[1]);
     if constexpr (std::is_same_v<T, float>)
       soaprt_conv2d_spread_f32(
@@ -192,17 +234,27 @@ void check(const Case &k, PlainKernel<T> plain, GroupedKernel<T> grouped,
           spread->strides[1], spread->sizes[0], spread->sizes[1], points, is[0],
           is[1], is[2], is[3] * spread->strides[0], is[4] * spread->strides[1],
           filterAt, fs[0], fs[1], fs[2], fsh, fsw, out.data.data(), os[0],
-          os[1], os[2], os[3], os[4], accumulate);
-  } else if (k.g == 1)
-    plain(k.n, k.c, h, k.w, k.f, k.kh, k.kw, oh, ow, k.sh, k.sw, k.dh, k.dw,
-          in.data.data(), is[0], is[2], is[3], is[4], filter.data.data(), fs[1],
-          fs[2], fs[3], fs[4], out.data.data(), os[0], os[2], os[3], os[4],
-          accumulate);
-  else
-    grouped(k.g, k.n, k.c, h, k.w, k.f, k.kh, k.kw, oh, ow, k.sh, k.sw, k.dh,
-            k.dw, in.data.data(), is[0], is[1], is[2], is[3], is[4],
-            filter.data.data(), fs[0], fs[1], fs[2], fs[3], fs[4],
-            out.data.data(), os[0], os[1], os[2], os[3], os[4], accumulate);
+          os[1], os[2], os[3], os[4], accumulate, blocks.filter, blocks.out);
+  } else {
+    std::vector<T> filterData = filter.data;
+    if (blocks.filter)
+      convertInPlace(filterData, filterWeights, blocks.filter, true);
+    if (k.g == 1)
+      plain(k.n, k.c, h, k.w, k.f, k.kh, k.kw, oh, ow, k.sh, k.sw, k.dh, k.dw,
+            in.data.data(), is[0], is[2], is[3], is[4], filterData.data(),
+            fs[1], fs[2], fs[3], fs[4], out.data.data(), os[0], os[2], os[3],
+            os[4], accumulate, blocks.filter, blocks.out);
+    else
+      grouped(k.g, k.n, k.c, h, k.w, k.f, k.kh, k.kw, oh, ow, k.sh, k.sw, k.dh,
+              k.dw, in.data.data(), is[0], is[1], is[2], is[3], is[4],
+              filterData.data(), fs[0], fs[1], fs[2], fs[3], fs[4],
+              out.data.data(), os[0], os[1], os[2], os[3], os[4], accumulate,
+              blocks.filter, blocks.out);
+  }
+  if (blocks.out) {
+    convertInPlace(out.data, outWeights, blocks.out, false);
+    convertInPlace(gapsBefore, outWeights, blocks.out, false);
+  }
   double tolerance = sizeof(T) == 4 ? 1e-4 : 1e-10;
   size_t e = 0;
   std::vector<bool> written(out.data.size());
@@ -330,6 +382,52 @@ TEST(CpuKernels, Conv2dOverwrites) {
       SCOPED_TRACE(describe(k));
       check<float>(k, soaprt_conv2d_nchw_fchw_f32, soaprt_conv2d_grouped_f32,
                    &spread, backwards, /*accumulate=*/false);
+    }
+}
+
+// Weights kept in oneDNN's blocked layout (BlockedLayout.h) across steps:
+// a filter read in place by the forward convolution (blocks of 16 and 8,
+// strided, in the forward view and in the backward-weights view), a
+// weight gradient written in place (in both views), a flipped filter read
+// backwards by the spread kernel (3x3, and 1x1 stride 2), all accumulating
+// and overwriting; f64 (never oneDNN) through plain copies.
+TEST(CpuKernels, Conv2dBlockedWeights) {
+  const Layout swapped = Layout::SwappedFilter,
+               gradient = Layout::WeightGradient;
+  const std::pair<Case, Blocks> blockedCases[] = {
+      {{2, 16, 8, 8, 32, 3, 3, 1, 1, 1, 1}, {16, 0}},
+      {{2, 16, 8, 8, 32, 3, 3, 1, 1, 1, 1}, {8, 0}},
+      {{2, 32, 9, 9, 16, 3, 3, 2, 2, 1, 1, 0, swapped}, {16, 0}},
+      {{2, 16, 5, 5, 32, 1, 1, 1, 1, 1, 1}, {16, 0}},
+      // A forward convolution the weights view runs (its filter as diff_dst).
+      {{32, 16, 6, 6, 16, 3, 3, 1, 1, 1, 1}, {16, 0}},
+      // Weight gradients: the weights view (fewer channels than images),
+      // and the forward view.
+      {{16, 4, 10, 10, 32, 8, 8, 1, 1, 1, 1, 0, gradient}, {0, 16}},
+      {{32, 4, 13, 13, 16, 5, 5, 1, 1, 2, 2, 0, gradient}, {0, 8}},
+      {{16, 32, 10, 10, 32, 8, 8, 1, 1, 1, 1, 0, gradient}, {0, 16}},
+  };
+  for (const auto &[k, blocks] : blockedCases)
+    for (bool accumulate : {true, false}) {
+      SCOPED_TRACE(describe(k) + " blocks " + std::to_string(blocks.filter) +
+                   "," + std::to_string(blocks.out));
+      check<float>(k, soaprt_conv2d_nchw_fchw_f32, soaprt_conv2d_grouped_f32,
+                   nullptr, false, accumulate, blocks);
+      check<double>(k, soaprt_conv2d_nchw_fchw_f64, soaprt_conv2d_grouped_f64,
+                    nullptr, false, accumulate, blocks);
+    }
+  const std::pair<Case, Spread> blockedSpreads[] = {
+      {{2, 16, 11, 11, 32, 3, 3, 1, 1, 1, 1, 0, swapped},
+       {{1, 1}, {2, 2}, {5, 5}}},
+      {{2, 32, 11, 11, 16, 3, 3, 1, 1, 1, 1}, {{2, 2}, {1, 1}, {7, 7}}},
+      {{3, 16, 9, 9, 16, 1, 1, 1, 1, 1, 1, 0, swapped},
+       {{0, 0}, {2, 2}, {4, 4}}},
+  };
+  for (const auto &[k, spread] : blockedSpreads)
+    for (bool accumulate : {true, false}) {
+      SCOPED_TRACE(describe(k) + " spread");
+      check<float>(k, soaprt_conv2d_nchw_fchw_f32, soaprt_conv2d_grouped_f32,
+                   &spread, /*backwards=*/k.kh > 1, accumulate, {16, 0});
     }
 }
 

@@ -54,7 +54,13 @@ void soaprt_batch_matmul_f64(int64_t batch, int64_t m, int64_t n, int64_t k,
  * W, filter F x C x KH x KW, out N x F x OH x OW; s* are element strides. With
  * accumulate = 0 the sum replaces out instead (the lowering passes 0 where out
  * was just filled with zeros, and drops the fill); so do the grouped and spread
- * forms below. */
+ * forms below. filterBlock (outBlock) > 0: the filter (the output, a weight
+ * gradient) holds convolution weights [O][I][KH][KW], O and I multiples of
+ * the block, stored in oneDNN's blocked layout OIhw<b>i<b>o with b the block
+ * (runtime/BlockedLayout.h); its strides are then those of the plain layout,
+ * its first two dimensions O and I in either order. The lowering keeps
+ * weights, their gradients and optimizer state in that layout across steps
+ * (--soap-lower-cpu's blocked-weights); 0: strided as given. */
 void soaprt_conv2d_nchw_fchw_f32(int64_t n, int64_t c, int64_t h, int64_t w,
                                  int64_t f, int64_t kh, int64_t kw, int64_t oh,
                                  int64_t ow, int64_t sh, int64_t sw, int64_t dh,
@@ -63,7 +69,8 @@ void soaprt_conv2d_nchw_fchw_f32(int64_t n, int64_t c, int64_t h, int64_t w,
                                  const float *filter, int64_t fsf, int64_t fsc,
                                  int64_t fsh, int64_t fsw, float *out,
                                  int64_t osn, int64_t osf, int64_t osh,
-                                 int64_t osw, int64_t accumulate);
+                                 int64_t osw, int64_t accumulate, int64_t filterBlock,
+    int64_t outBlock);
 void soaprt_conv2d_nchw_fchw_f64(int64_t n, int64_t c, int64_t h, int64_t w,
                                  int64_t f, int64_t kh, int64_t kw, int64_t oh,
                                  int64_t ow, int64_t sh, int64_t sw, int64_t dh,
@@ -72,7 +79,8 @@ void soaprt_conv2d_nchw_fchw_f64(int64_t n, int64_t c, int64_t h, int64_t w,
                                  const double *filter, int64_t fsf, int64_t fsc,
                                  int64_t fsh, int64_t fsw, double *out,
                                  int64_t osn, int64_t osf, int64_t osh,
-                                 int64_t osw, int64_t accumulate);
+                                 int64_t osw, int64_t accumulate, int64_t filterBlock,
+    int64_t outBlock);
 
 /** Grouped and depthwise convolutions:
  *  out[n,g,f,y,x] += sum_{c,i,j} in[n,g,c,y*sh+i*dh,x*sw+j*dw]
@@ -88,7 +96,8 @@ void soaprt_conv2d_grouped_f32(
     int64_t dh, int64_t dw, const float *in, int64_t isn, int64_t isg,
     int64_t isc, int64_t ish, int64_t isw, const float *filter, int64_t fsg,
     int64_t fsf, int64_t fsc, int64_t fsh, int64_t fsw, float *out, int64_t osn,
-    int64_t osg, int64_t osf, int64_t osh, int64_t osw, int64_t accumulate);
+    int64_t osg, int64_t osf, int64_t osh, int64_t osw, int64_t accumulate, int64_t filterBlock,
+    int64_t outBlock);
 void soaprt_conv2d_grouped_f64(int64_t g, int64_t n, int64_t c, int64_t h,
                                int64_t w, int64_t f, int64_t kh, int64_t kw,
                                int64_t oh, int64_t ow, int64_t sh, int64_t sw,
@@ -98,7 +107,8 @@ void soaprt_conv2d_grouped_f64(int64_t g, int64_t n, int64_t c, int64_t h,
                                int64_t fsg, int64_t fsf, int64_t fsc,
                                int64_t fsh, int64_t fsw, double *out,
                                int64_t osn, int64_t osg, int64_t osf,
-                               int64_t osh, int64_t osw, int64_t accumulate);
+                               int64_t osh, int64_t osw, int64_t accumulate, int64_t filterBlock,
+    int64_t outBlock);
 
 /** soaprt_conv2d_grouped_f32 on an image that is zero except at rows
  *  offsetH + spreadH * a (a < pointsH) and columns offsetW + spreadW * b
@@ -120,7 +130,8 @@ void soaprt_conv2d_spread_f32(
     int64_t psn, int64_t psg, int64_t psc, int64_t psh, int64_t psw,
     const float *filter, int64_t fsg, int64_t fsf, int64_t fsc, int64_t fsh,
     int64_t fsw, float *out, int64_t osn, int64_t osg, int64_t osf, int64_t osh,
-    int64_t osw, int64_t accumulate);
+    int64_t osw, int64_t accumulate, int64_t filterBlock,
+    int64_t outBlock);
 
 /** Called first by the driver: when OpenBLAS fell back to its generic
  *  kernels on a CPU it does not recognise (virtual machines), sets

@@ -56,8 +56,14 @@ bool blasTakes(mlir::linalg::LinalgOp op);
 /// libsoaprt's BLAS kernels (soaprt_matmul_*, soaprt_batch_matmul_*,
 /// soaprt_conv2d_nchw_fchw_* and, for grouped and depthwise convolutions,
 /// soaprt_conv2d_grouped_*, declared in the module on first use).
-/// Returns how many were replaced.
-int replaceKernelsByBlasCalls(mlir::ModuleOp module);
+/// Returns how many were replaced. With `weightBlock` > 0 (16 or 8), the
+/// entry's convolution weights that can stay in oneDNN's blocked layout
+/// OIhw<b>i<b>o across steps do (lib/codegen/BlockedWeights.cpp): the calls
+/// read and write them in place, and the entry arguments that hold them
+/// are appended to `blockedArguments`.
+int replaceKernelsByBlasCalls(
+    mlir::ModuleOp module, int64_t weightBlock = 0,
+    llvm::SmallVectorImpl<unsigned> *blockedArguments = nullptr);
 
 /// The GPU lowering's counterpart: f32 contractions whose matrices cuBLAS
 /// can read (a static unit stride in one of their two dimensions), NCHW

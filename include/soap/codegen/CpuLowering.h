@@ -56,6 +56,9 @@ struct CpuLoweringOptions {
   /// SGD updates of tables read by gathers scatter into the parameter
   /// (SparseUpdates.cpp).
   bool sparseUpdates = true;
+  /// Convolution weights stay in oneDNN's blocked layout across steps
+  /// where nothing else touches them (BlockedWeights.cpp).
+  bool blockedWeights = true;
 };
 
 /// Runs a pass pipeline on the module being lowered (a pass gives its
