@@ -18,7 +18,10 @@
 //     scalars aside; no index): the optimizer's update, a gradient's
 //     accumulation. Their other buffers join the group: whatever layout
 //     the group has, these compute the same elements;
-//   - fills, whole copies to or from buffers of the group, deallocations.
+//   - fills, whole copies to or from buffers of the group, deallocations,
+//     all-reduces (still placeholders, lowerCommunicationOps) from and
+//     into buffers of the group: every rank keeps the same layout, and
+//     the reduction is elementwise across ranks.
 // A group qualifies when it has an anchor, all its buffers have one shape
 // [O][I][KH][KW] with O and I multiples of the block, nothing else uses
 // them, its entry arguments are parameters or optimizer state, and each of
@@ -27,7 +30,8 @@
 // writes the blocked layout in place, runtime/BlockedLayout.h) and its
 // entry arguments are described with it, so that the driver converts
 // initial values and checkpoints. Anything else, a read through a view, a
-// communication call, a grouped convolution, leaves the group plain.
+// collective other than an all-reduce, a grouped convolution, leaves the
+// group plain.
 //
 //===----------------------------------------------------------------------===//
 
@@ -98,6 +102,16 @@ bool elementwise(linalg::GenericOp generic, MemRefType type) {
       return false;
   }
   return true;
+}
+
+/// Whether `call` is an all-reduce's placeholder (lowerCommunicationOps):
+/// its buffers, input and result, are reduced elementwise across ranks.
+bool allReduce(func::CallOp call) {
+  auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
+      call, call.getCalleeAttr());
+  auto name =
+      callee ? callee->getAttrOfType<StringAttr>(kCommCallAttr) : StringAttr();
+  return name && name.getValue() == "soaprt_all_reduce";
 }
 
 } // namespace
@@ -173,6 +187,18 @@ BlockedWeights findBlockedWeights(func::FuncOp entry,
           anchored.insert(root);
           continue;
         }
+      } else if (auto call = dyn_cast<func::CallOp>(user);
+                 call && allReduce(call)) {
+        bool joined = true;
+        for (Value operand : call.getOperands()) {
+          if (!candidate(operand) || operand.getType() != type) {
+            joined = false;
+            break;
+          }
+          groups.unionSets(root, operand);
+        }
+        if (joined)
+          continue;
       } else if (auto generic = dyn_cast<linalg::GenericOp>(user);
                  generic && elementwise(generic, type)) {
         bool joined = true;

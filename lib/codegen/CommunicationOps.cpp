@@ -28,6 +28,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -47,7 +48,7 @@ namespace {
 /// On a placeholder declaration: the runtime function to call, and its
 /// arguments in order: "in"/"out" (the call's buffer operands, in order),
 /// an i64 constant, or a device list (a pointer to a constant array).
-constexpr const char *kCallAttr = "soap_comm_call";
+constexpr const char *kCallAttr = kCommCallAttr;
 constexpr const char *kArgsAttr = "soap_comm_args";
 constexpr const char *kBufferArg = "buffer";
 
@@ -379,9 +380,43 @@ static LogicalResult checkSendRecvPairs(ModuleOp module) {
   return success();
 }
 
+/// A transpose that alone reads an all-reduce's result runs before the
+/// all-reduce instead (an elementwise reduction commutes with a
+/// permutation), next to the op that made the input: a convolution's
+/// weight gradient, which the autodiff writes transposed (conv(x^T,
+/// dy^T)^T), then folds the transpose (foldTransposesIntoConvolutions), and
+/// its all-reduced gradient is the plain weights' layout, which blocked
+/// weights can keep (findBlockedWeights).
+static void transposeBeforeAllReduces(ModuleOp module) {
+  SmallVector<linalg::TransposeOp> transposes;
+  module.walk([&](linalg::TransposeOp op) { transposes.push_back(op); });
+  for (linalg::TransposeOp transpose : transposes) {
+    auto reduce = transpose.getInput().getDefiningOp<AllReduceOp>();
+    if (!reduce || !reduce->hasOneUse() || !transpose.hasPureTensorSemantics())
+      continue;
+    // Where the all-reduce was (overlap-comm starts it early).
+    OpBuilder b(reduce);
+    auto type = cast<RankedTensorType>(transpose.getInit().getType());
+    Value init = tensor::EmptyOp::create(b, transpose.getLoc(),
+                                         type.getShape(),
+                                         type.getElementType());
+    auto moved = linalg::TransposeOp::create(b, transpose.getLoc(),
+                                             reduce.getInput(), init,
+                                             transpose.getPermutation());
+    Value permuted = moved->getResult(0);
+    auto reduced = AllReduceOp::create(b, reduce.getLoc(), permuted.getType(),
+                                       reduce.getKindAttr(), permuted,
+                                       reduce.getGroupAttr());
+    transpose->getResult(0).replaceAllUsesWith(reduced.getResult());
+    transpose.erase();
+    reduce.erase();
+  }
+}
+
 LogicalResult lowerCommunicationOps(ModuleOp module) {
   if (failed(checkSendRecvPairs(module)))
     return failure();
+  transposeBeforeAllReduces(module);
   mergeGuards(module);
   SmallVector<OnDevicesOp> guards;
   module.walk([&](OnDevicesOp op) { guards.push_back(op); });

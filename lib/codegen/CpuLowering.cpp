@@ -504,7 +504,6 @@ LogicalResult lowerModuleForCpu(ModuleOp module,
   if (failed(codegen::runParsed(
           module, "func.func(soap-dealloc-after-last-use)", runPipeline)))
     return failure();
-  codegen::replaceCommunicationPlaceholders(module, options.overlapComm);
   if (options.kernels == KernelCodegen::Blas) {
     // Blocks of oneDNN's f32 kernels for this CPU: its vector lanes. The
     // entry takes its arguments, then a buffer per result (out-params).
@@ -523,6 +522,8 @@ LogicalResult lowerModuleForCpu(ModuleOp module,
         description.results[i - description.args.size()].block = block;
     }
   }
+  // After the kernels: blocked weights see all-reduces as placeholders.
+  codegen::replaceCommunicationPlaceholders(module, options.overlapComm);
   if (options.collapseLoops)
     codegen::collapseLoopNests(module);
   if (options.kernels != KernelCodegen::Loops) {

@@ -147,6 +147,10 @@ copyRelayout(mlir::linalg::GenericOp op);
 // replaceKernelsByBlasCalls, blasTakes, conv2dRoles:
 // soap/codegen/BlasKernels.h.
 
+/// The attribute that marks the placeholder functions of communication
+/// calls (lowerCommunicationOps) with the runtime function each becomes.
+inline constexpr const char *kCommCallAttr = "soap_comm_call";
+
 /// A convolution that replaceKernelsByCalls is about to replace by a call
 /// of the runtime: the op, its roles, the autodiff's flipped copy of the
 /// filter that the call reads through (null when it reads its filter
