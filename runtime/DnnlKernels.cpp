@@ -12,6 +12,13 @@
 // caller's strides (Unexpressible) or refuses falls back to the caller's
 // path (Kernels.cpp: im2col and GEMM, one group at a time).
 //
+// A filter or weight gradient the caller keeps in oneDNN's blocked layout
+// (Conv2dStrides' filterBlock/outBlock, BlockedLayout.h) is bound as that
+// layout, and the primitive is built for it where oneDNN has a kernel for
+// it (preferringLayout: its forward and backward-weights kernels on
+// OIhw16i16o/OIhw8i8o), so it is read and written in place; the
+// backward-data kernel reorders it into its own layout.
+//
 // oneDNN sums in another order than im2col + GEMM: results agree to about
 // 1e-6 relative (test/unit/CpuKernelsTest.cpp), not bitwise.
 //
@@ -466,8 +473,8 @@ std::optional<SpreadPlan> planSpread(const Conv2dShape &s,
 /// The spread convolution as oneDNN's backward-data convolution (see
 /// planSpread): diff_dst the spread's points (userIn), weights the filter
 /// flipped back ({G,} C, F, KH, KW: the caller's memory read forwards when
-/// the caller reads it `backwards`, else `unflipped`, which each run
-/// fills), diff_src the output rows reached (userOut, its handle moved past
+/// the caller reads it `backwards` or it is 1x1, else `unflipped`, which
+/// each run fills; blocked weights only the former), diff_src the output rows reached (userOut, its handle moved past
 /// the skipped ones).
 std::unique_ptr<Conv> buildSpread(const Conv2dShape &s, const Conv2dStrides &st,
                                   const Conv2dSpread &sp,
