@@ -474,8 +474,8 @@ std::optional<SpreadPlan> planSpread(const Conv2dShape &s,
 /// planSpread): diff_dst the spread's points (userIn), weights the filter
 /// flipped back ({G,} C, F, KH, KW: the caller's memory read forwards when
 /// the caller reads it `backwards` or it is 1x1, else `unflipped`, which
-/// each run fills; blocked weights only the former), diff_src the output rows reached (userOut, its handle moved past
-/// the skipped ones).
+/// each run fills; blocked weights only the former), diff_src the output
+/// rows reached (userOut, its handle moved past the skipped ones).
 std::unique_ptr<Conv> buildSpread(const Conv2dShape &s, const Conv2dStrides &st,
                                   const Conv2dSpread &sp,
                                   const SpreadPlan &plan, bool backwards) {
@@ -571,40 +571,16 @@ template <size_t Extra>
 std::array<int64_t, 32 + Extra> keyOf(const Conv2dShape &s,
                                       const Conv2dStrides &st,
                                       const std::array<int64_t, Extra> &extra) {
-  std::array<int64_t, 32 + Extra> key = {s.n,
-                                         s.c,
-                                         s.h,
-                                         s.w,
-                                         s.f,
-                                         s.kh,
-                                         s.kw,
-                                         s.oh,
-                                         s.ow,
-                                         s.sh,
-                                         s.sw,
-                                         s.dh,
-                                         s.dw,
-                                         s.g,
-                                         st.in[0],
-                                         st.in[1],
-                                         st.in[2],
-                                         st.in[3],
-                                         st.in[4],
-                                         st.filter[0],
-                                         st.filter[1],
-                                         st.filter[2],
-                                         st.filter[3],
-                                         st.filter[4],
-                                         st.out[0],
-                                         st.out[1],
-                                         st.out[2],
-                                         st.out[3],
-                                         st.out[4],
-                                         s.accumulate,
-                                         st.filterBlock,
-                                         st.outBlock};
-  for (size_t i = 0; i < Extra; ++i)
-    key[32 + i] = extra[i];
+  std::array<int64_t, 32 + Extra> key;
+  auto at = key.begin();
+  for (int64_t v : {s.n, s.c, s.h, s.w, s.f, s.kh, s.kw, s.oh, s.ow, s.sh, s.sw,
+                    s.dh, s.dw, s.g})
+    *at++ = v;
+  for (const std::array<int64_t, 5> *strides : {&st.in, &st.filter, &st.out})
+    at = std::copy(strides->begin(), strides->end(), at);
+  for (int64_t v : {int64_t(s.accumulate), st.filterBlock, st.outBlock})
+    *at++ = v;
+  std::copy(extra.begin(), extra.end(), at);
   return key;
 }
 

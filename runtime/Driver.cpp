@@ -410,12 +410,15 @@ void loadCheckpoint(Run &run, const std::string &path, uint64_t &step) {
       fail("checkpoint '" + path + "': tensor '" + spec.name + "' has " +
            std::to_string(t->bytes.size()) + " bytes, expected " +
            std::to_string(whole.bytes()));
-    Buffer part(spec.bytes());
+    // Blocked weights go through a plain copy of this rank's part.
+    Buffer plain(spec.block ? spec.bytes() : 0);
+    void *part = spec.block ? plain.data() : run.args[a].data();
     if (spec.sharded())
-      extractShard(spec, commRank(), t->bytes.data(), part.data());
+      extractShard(spec, commRank(), t->bytes.data(), part);
     else
-      std::memcpy(part.data(), t->bytes.data(), t->bytes.size());
-    toBlocked(spec, part.data(), run.args[a].data());
+      std::memcpy(part, t->bytes.data(), t->bytes.size());
+    if (spec.block)
+      toBlocked(spec, part, run.args[a].data());
     ++used;
   }
   if (used != checkpoint.tensors.size())
@@ -441,9 +444,11 @@ void saveCheckpoint(const Run &run, const std::string &path, uint64_t step) {
     if (!isState(spec.role))
       continue;
     // Checkpoints hold the plain layout.
-    Buffer plain(spec.bytes());
-    fromBlocked(spec, run.args[a].data(), plain.data());
-    const char *data = static_cast<const char *>(plain.data());
+    Buffer plain(spec.block ? spec.bytes() : 0);
+    if (spec.block)
+      fromBlocked(spec, run.args[a].data(), plain.data());
+    const char *data = static_cast<const char *>(
+        spec.block ? plain.data() : run.args[a].data());
     if (!spec.sharded()) {
       if (rank0)
         checkpoint.tensors.push_back({spec.name, spec.dtype, spec.shape,

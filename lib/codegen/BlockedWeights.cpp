@@ -153,6 +153,17 @@ BlockedWeights findBlockedWeights(func::FuncOp entry,
   for (Value root : roots) {
     groups.insert(root);
     auto type = cast<MemRefType>(root.getType());
+    // Joins `root`'s group with every operand of its type; false (nothing
+    // joined) when one of them cannot be grouped (a view).
+    auto joinAll = [&](ValueRange operands) {
+      for (Value operand : operands)
+        if (operand.getType() == type && !candidate(operand))
+          return false;
+      for (Value operand : operands)
+        if (operand.getType() == type)
+          groups.unionSets(root, operand);
+      return true;
+    };
     for (OpOperand &use : root.getUses()) {
       Operation *user = use.getOwner();
       if (isa<memref::DeallocOp>(user))
@@ -189,29 +200,12 @@ BlockedWeights findBlockedWeights(func::FuncOp entry,
         }
       } else if (auto call = dyn_cast<func::CallOp>(user);
                  call && allReduce(call)) {
-        bool joined = true;
-        for (Value operand : call.getOperands()) {
-          if (!candidate(operand) || operand.getType() != type) {
-            joined = false;
-            break;
-          }
-          groups.unionSets(root, operand);
-        }
-        if (joined)
+        // Its input and result have one type.
+        if (joinAll(call.getOperands()))
           continue;
       } else if (auto generic = dyn_cast<linalg::GenericOp>(user);
                  generic && elementwise(generic, type)) {
-        bool joined = true;
-        for (Value operand : generic->getOperands()) {
-          if (operand.getType() != type)
-            continue;
-          if (!candidate(operand)) {
-            joined = false;
-            break;
-          }
-          groups.unionSets(root, operand);
-        }
-        if (joined)
+        if (joinAll(generic->getOperands()))
           continue;
       }
       spoilt.insert(root);
@@ -224,16 +218,17 @@ BlockedWeights findBlockedWeights(func::FuncOp entry,
     auto attr = entry.getArgAttrOfType<StringAttr>(i, name);
     return attr ? attr.getValue() : StringRef();
   };
-  // Each group's verdict, by its leader; then groups whose entry
-  // arguments' counterparts are plain turn plain too, until none does.
+  // Each group's verdict, by its leader (a group's buffers have one type);
+  // then groups whose entry arguments' counterparts are plain turn plain
+  // too, until none does.
   llvm::DenseMap<Value, bool> blocked;
   for (Value root : roots) {
     Value leader = groups.getLeaderValue(root);
     auto [it, inserted] = blocked.try_emplace(leader, true);
     bool &ok = it->second;
     auto dims = cast<MemRefType>(root.getType()).getShape();
-    ok = ok && !spoilt.contains(root) && root.getType() == leader.getType() &&
-         dims[0] % block == 0 && dims[1] % block == 0;
+    ok = ok && !spoilt.contains(root) && dims[0] % block == 0 &&
+         dims[1] % block == 0;
     if (auto arg = dyn_cast<BlockArgument>(root)) {
       StringRef role = stringAttr(arg.getArgNumber(), "soap.role");
       ok = ok && (role == "param" || role == "opt_state");
@@ -243,26 +238,28 @@ BlockedWeights findBlockedWeights(func::FuncOp entry,
     if (ok)
       ok = llvm::any_of(groups.members(leader),
                         [&](Value v) { return anchored.contains(v); });
+  llvm::DenseMap<std::pair<StringRef, StringRef>, SmallVector<BlockArgument>>
+      byRoleAndName;
+  for (BlockArgument arg : body.getArguments())
+    byRoleAndName[{stringAttr(arg.getArgNumber(), "soap.role"),
+                   stringAttr(arg.getArgNumber(), "soap.name")}]
+        .push_back(arg);
   for (bool changed = true; changed;) {
     changed = false;
-    for (BlockArgument arg : body.getArguments()) {
-      if (!candidate(arg) || !blocked.lookup(groups.getLeaderValue(arg)))
-        continue;
-      StringRef role = stringAttr(arg.getArgNumber(), "soap.role"),
-                name = stringAttr(arg.getArgNumber(), "soap.name");
-      for (BlockArgument other : body.getArguments()) {
-        if (other == arg ||
-            stringAttr(other.getArgNumber(), "soap.role") != role ||
-            stringAttr(other.getArgNumber(), "soap.name") != name)
+    for (auto &[key, args] : byRoleAndName)
+      for (BlockArgument arg : args) {
+        if (!candidate(arg) || !blocked.lookup(groups.getLeaderValue(arg)))
           continue;
-        if (candidate(other) && other.getType() == arg.getType() &&
-            blocked.lookup(groups.getLeaderValue(other)))
-          continue;
-        blocked[groups.getLeaderValue(arg)] = false;
-        changed = true;
-        break;
+        bool counterpartsBlocked = llvm::all_of(args, [&](BlockArgument other) {
+          return other == arg ||
+                 (candidate(other) && other.getType() == arg.getType() &&
+                  blocked.lookup(groups.getLeaderValue(other)));
+        });
+        if (!counterpartsBlocked) {
+          blocked[groups.getLeaderValue(arg)] = false;
+          changed = true;
+        }
       }
-    }
   }
 
   auto isBlocked = [&](Value v) {
