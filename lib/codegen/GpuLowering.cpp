@@ -10,9 +10,10 @@
 //      linalg.copy; each linalg op is generalized with its parallel loops
 //      first and lowered to an scf.parallel over them (reductions as scf.for
 //      inside); the scf.parallel becomes a gpu.launch of 256-thread blocks,
-//      one thread per point of the parallel loops (an op without parallel
-//      loops runs on one thread, as do loop nests on buffers: a gather's
-//      scatter-add gradient);
+//      one thread per point of the parallel loops. Reductions over 32
+//      points or more get one block per output point instead, and a
+//      gather's scatter-add gradient one thread per point with atomic adds
+//      (GpuKernels.cpp); other loop nests on buffers run on one thread;
 //   4. constants that kernels read are copied to device memory at the start
 //      of the step;
 //   5. kernels are outlined, compiled through NVVM to PTX (or a fatbin) and
@@ -25,6 +26,7 @@
 
 #include "soap/codegen/GpuLowering.h"
 
+#include "GpuKernels.h"
 #include "LoweringSteps.h"
 #include "soap/Dialect/SoapDialect.h"
 #include "soap/codegen/BlasKernels.h"
@@ -172,9 +174,11 @@ static bool isDeviceLoopNest(scf::ForOp loop) {
   return touchesMemory && !walk.wasInterrupted();
 }
 
-/// Each linalg op left on buffers: generalized, parallel loops first, alone
-/// in a marked scf.execute_region. Device loop nests too (they run on one
-/// thread).
+/// Each linalg op left on buffers: generalized, then a block reduction
+/// when it reduces many points into few (GpuKernels.cpp), else with its
+/// parallel loops first, alone in a marked scf.execute_region. Device loop
+/// nests: a kernel of atomic adds when they are scatter-adds, else marked
+/// too (they run on one thread).
 void isolateKernels(ModuleOp module) {
   SmallVector<linalg::LinalgOp> ops;
   SmallVector<scf::ForOp> loops;
@@ -189,7 +193,8 @@ void isolateKernels(ModuleOp module) {
   });
   IRRewriter rewriter(module.getContext());
   for (scf::ForOp loop : loops)
-    markKernel(rewriter, loop);
+    if (!codegen::launchScatterAdd(rewriter, loop))
+      markKernel(rewriter, loop);
   for (linalg::LinalgOp op : ops) {
     rewriter.setInsertionPoint(op);
     Operation *kernel = op;
@@ -202,6 +207,8 @@ void isolateKernels(ModuleOp module) {
         kernel = generic;
       }
     }
+    if (generic && codegen::launchBlockReduction(rewriter, generic))
+      continue;
     if (generic) {
       SmallVector<unsigned> order;
       SmallVector<utils::IteratorType> iterators =
@@ -224,20 +231,6 @@ void isolateKernels(ModuleOp module) {
     }
     markKernel(rewriter, kernel);
   }
-}
-
-/// A gpu.launch of `grid` blocks of `block` threads at `b`'s insertion point,
-/// with an empty body (but its terminator); returns the launch.
-gpu::LaunchOp createLaunch(OpBuilder &b, Location loc, int64_t grid,
-                           int64_t block) {
-  Value one = constantIndex(b, loc, 1);
-  auto launch =
-      gpu::LaunchOp::create(b, loc, constantIndex(b, loc, grid), one, one,
-                            constantIndex(b, loc, block), one, one);
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToEnd(&launch.getBody().front());
-  gpu::TerminatorOp::create(b, loc);
-  return launch;
 }
 
 /// One thread per point of `loop`'s iteration space: the thread's linear
@@ -268,7 +261,7 @@ bool parallelLoopToLaunch(OpBuilder &b, scf::ParallelOp loop) {
   }
   int64_t block = std::min(total, kBlockSize);
   gpu::LaunchOp launch =
-      createLaunch(b, loc, (total + block - 1) / block, block);
+      codegen::createLaunch(b, loc, (total + block - 1) / block, block);
   Block &body = launch.getBody().front();
   b.setInsertionPoint(body.getTerminator());
   Value id = arith::AddIOp::create(
@@ -309,7 +302,7 @@ void runOnOneThread(OpBuilder &b, Block &block) {
   for (Operation &op : block.without_terminator())
     ops.push_back(&op);
   b.setInsertionPoint(first);
-  gpu::LaunchOp launch = createLaunch(b, first->getLoc(), 1, 1);
+  gpu::LaunchOp launch = codegen::createLaunch(b, first->getLoc(), 1, 1);
   Block &body = launch.getBody().front();
   for (Operation *op : ops)
     op->moveBefore(body.getTerminator());
