@@ -188,14 +188,15 @@ TEST_F(Gpu, BatchMatmulBroadcastsAndTransposes) {
 }
 
 /// out[n,f,y,x] += sum in[n,c,y*sh+i*dh,x*sw+j*dw] * filter[f,c,i,j].
-TEST_F(Gpu, ConvolutionStridedDilatedAccumulating) {
-  int64_t n = 2, c = 3, h = 11, w = 12, f = 4, kh = 3, kw = 2;
-  int64_t sh = 2, sw = 1, dh = 1, dw = 2;
+/// soaprt_gpu_conv2d_nchw_fchw_f32 on a strided input (every row padded by
+/// 5 elements) and a filter stored [c][kw][kh][f] (no dimension dense where
+/// cuDNN wants), accumulating into `out`, against a double-precision loop.
+void checkConvolution(int64_t n, int64_t c, int64_t h, int64_t w, int64_t f,
+                      int64_t kh, int64_t kw, int64_t sh, int64_t sw,
+                      int64_t dh, int64_t dw) {
   int64_t oh = (h - dh * (kh - 1) - 1) / sh + 1,
           ow = (w - dw * (kw - 1) - 1) / sw + 1;
-  // The input is a subview: every row padded by 5 elements.
   int64_t isw = 1, ish = w + 5, isc = h * ish, isn = c * isc;
-  // The filter stored [c][kw][kh][f] (no dimension dense where cuDNN wants).
   int64_t fsf = 1, fsh = f, fsw = f * kh, fsc = f * kh * kw;
   int64_t osw = 1, osh = ow, osf = oh * ow, osn = f * osf;
   std::vector<float> in = randomVector(n * isn, 7),
@@ -230,6 +231,18 @@ TEST_F(Gpu, ConvolutionStridedDilatedAccumulating) {
     expectClose(dout.read(), expected, scale,
                 math == SOAPRT_MATH_F32 ? 1e-6 : 2e-3, "conv2d");
   }
+}
+
+TEST_F(Gpu, ConvolutionStridedDilatedAccumulating) {
+  checkConvolution(2, 3, 11, 12, 4, 3, 2, 2, 1, 1, 2);
+}
+
+// A filter gradient as the autodiff writes it, conv(x^T, dy^T): a window
+// (8x8, the forward output) larger than the output (3x3, the forward
+// filter); along the width, stride and dilation 2 (the forward filter's
+// dilation and stride).
+TEST_F(Gpu, ConvolutionAsWeightGradient) {
+  checkConvolution(3, 4, 10, 20, 5, 8, 8, 1, 2, 1, 2);
 }
 
 TEST_F(Gpu, Pooling) {
