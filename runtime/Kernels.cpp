@@ -249,6 +249,23 @@ std::vector<T> plainCopy(const std::array<int64_t, 4> &sizes,
   return plain;
 }
 
+/// Blocked weights are ungrouped [O][I][KH][KW] tensors (BlockedLayout.h);
+/// the lowering never blocks a grouped convolution's weights, and a caller
+/// that does is stopped here rather than reading one group's layout for all.
+void refuseGroupedBlocks(const soaprt::Conv2dShape &shape,
+                         const soaprt::Conv2dStrides &st, const char *what) {
+  if (shape.g == 1 || (!st.filterBlock && !st.outBlock))
+    return;
+  std::fprintf(stderr,
+               "soaprt: %s: a grouped convolution (%lld groups) was given "
+               "blocked weights (filterBlock %lld, outBlock %lld): blocked "
+               "layouts hold ungrouped [O][I][KH][KW] weights only\n",
+               what, static_cast<long long>(shape.g),
+               static_cast<long long>(st.filterBlock),
+               static_cast<long long>(st.outBlock));
+  std::abort();
+}
+
 /// The convolution through oneDNN where it takes it (f32), else im2col,
 /// one group at a time. Blocked weights that oneDNN does not take run as
 /// plain copies (an output's copy converted back).
@@ -256,6 +273,7 @@ template <typename T>
 void conv2dKernel(const soaprt::Conv2dShape &shape,
                   const soaprt::Conv2dStrides &st, const T *in, const T *filter,
                   T *out) {
+  refuseGroupedBlocks(shape, st, "soaprt_conv2d");
   if constexpr (std::is_same_v<T, float>)
     if (soaprt::dnnlConv2d(shape, st, in, filter, out))
       return;
@@ -402,6 +420,7 @@ void soaprt_conv2d_spread_f32(
   strides.out = {osn, osg, osf, osh, osw};
   strides.filterBlock = filterBlock;
   strides.outBlock = outBlock;
+  refuseGroupedBlocks(shape, strides, "soaprt_conv2d_spread_f32");
   if (soaprt::dnnlConv2dSpread(
           shape, strides,
           {{offsetH, offsetW}, {spreadH, spreadW}, {pointsH, pointsW}}, points,

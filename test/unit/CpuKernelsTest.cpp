@@ -560,3 +560,27 @@ TEST(CpuKernels, MatmulMatchesLoops) {
     checkMatmul<double>(mc, soaprt_matmul_f64);
   }
 }
+
+// Blocked layouts hold ungrouped weights: a grouped convolution given a
+// block is stopped with a message naming the problem, in the plain and
+// the spread (strided backward-data) entry points alike.
+TEST(CpuKernelsDeathTest, GroupedConvolutionRefusesBlockedWeights) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  // 2 groups of 16 -> 16 channels, 3x3, on a 4x4 image.
+  std::vector<float> in(2 * 16 * 4 * 4, 1.0f), filter(2 * 16 * 16 * 9, 1.0f),
+      out(2 * 16 * 2 * 2, 0.0f);
+  EXPECT_DEATH(soaprt_conv2d_grouped_f32(
+                   2, 1, 16, 4, 4, 16, 3, 3, 2, 2, 1, 1, 1, 1, in.data(),
+                   2 * 16 * 16, 16 * 16, 16, 4, 1, filter.data(), 16 * 16 * 9,
+                   16 * 9, 9, 3, 1, out.data(), 2 * 16 * 4, 16 * 4, 4, 2, 1,
+                   /*accumulate=*/1, /*filterBlock=*/16, /*outBlock=*/0),
+               "a grouped convolution \\(2 groups\\) was given blocked "
+               "weights \\(filterBlock 16, outBlock 0\\)");
+  EXPECT_DEATH(soaprt_conv2d_spread_f32(
+                   2, 1, 16, 4, 4, 16, 3, 3, 2, 2, 1, 1, 1, 1, 0, 0, 1, 1, 4, 4,
+                   in.data(), 2 * 16 * 16, 16 * 16, 16, 4, 1, filter.data(),
+                   16 * 16 * 9, 16 * 9, 9, 3, 1, out.data(), 2 * 16 * 4, 16 * 4,
+                   4, 2, 1, /*accumulate=*/1, /*filterBlock=*/0,
+                   /*outBlock=*/16),
+               "soaprt_conv2d_spread_f32: a grouped convolution");
+}

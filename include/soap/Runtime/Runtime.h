@@ -89,7 +89,10 @@ void soaprt_conv2d_nchw_fchw_f64(int64_t n, int64_t c, int64_t h, int64_t w,
  *  G the channels). Sizes: in N x G x C x H x W, filter G x F x C x KH x KW,
  *  out N x G x F x OH x OW; s* are element strides (0 for a dimension of
  *  size 1 is allowed). f32 through oneDNN's grouped convolutions, f64 (and
- *  what oneDNN refuses) one group at a time as soaprt_conv2d_nchw_fchw_*. */
+ *  what oneDNN refuses) one group at a time as soaprt_conv2d_nchw_fchw_*.
+ *  With more than one group, filterBlock and outBlock must be 0 (blocked
+ *  layouts hold ungrouped weights); a block stops the program with a
+ *  message naming the convolution. */
 void soaprt_conv2d_grouped_f32(
     int64_t g, int64_t n, int64_t c, int64_t h, int64_t w, int64_t f,
     int64_t kh, int64_t kw, int64_t oh, int64_t ow, int64_t sh, int64_t sw,
