@@ -44,28 +44,16 @@ namespace soap::codegen {
 
 namespace {
 
-/// Threads per block of a block reduction at most, and the fewest reduced
-/// points for which one is worth it (below, a thread per output point
-/// walks them faster than a block synchronizes).
-constexpr int64_t kMaxReductionBlock = 256;
+/// The fewest reduced points for which a block reduction is worth it
+/// (below, a thread per output point walks them faster than a block
+/// synchronizes).
 constexpr int64_t kMinBlockReduction = 32;
 
-Value indexConstant(OpBuilder &b, Location loc, int64_t value) {
-  return arith::ConstantIndexOp::create(b, loc, value);
-}
-
-/// `linear` split into indices of `counts` (the last one fastest).
-SmallVector<Value> delinearize(OpBuilder &b, Location loc, Value linear,
-                               ArrayRef<int64_t> counts) {
-  SmallVector<Value> indices(counts.size());
-  Value rest = linear;
-  for (int64_t k = static_cast<int64_t>(counts.size()) - 1; k >= 0; --k) {
-    Value count = indexConstant(b, loc, counts[k]);
-    indices[k] = k == 0 ? rest : arith::RemUIOp::create(b, loc, rest, count);
-    if (k > 0)
-      rest = arith::DivUIOp::create(b, loc, rest, count);
-  }
-  return indices;
+/// Ranges of loops from 0 by 1 with `counts` iterations.
+SmallVector<LoopRange> fromZero(ArrayRef<int64_t> counts) {
+  return llvm::map_to_vector(counts, [](int64_t count) {
+    return LoopRange{0, 1, count};
+  });
 }
 
 /// The indices that `map` gives at the loop indices `ivs`.
@@ -108,14 +96,68 @@ struct ReducedOutput {
 
 gpu::LaunchOp createLaunch(OpBuilder &b, Location loc, int64_t grid,
                            int64_t block) {
-  Value one = indexConstant(b, loc, 1);
+  Value one = constantIndex(b, loc, 1);
   auto launch =
-      gpu::LaunchOp::create(b, loc, indexConstant(b, loc, grid), one, one,
-                            indexConstant(b, loc, block), one, one);
+      gpu::LaunchOp::create(b, loc, constantIndex(b, loc, grid), one, one,
+                            constantIndex(b, loc, block), one, one);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToEnd(&launch.getBody().front());
   gpu::TerminatorOp::create(b, loc);
   return launch;
+}
+
+Value constantIndex(OpBuilder &b, Location loc, int64_t value) {
+  return arith::ConstantIndexOp::create(b, loc, value);
+}
+
+std::optional<LoopRange> constantRange(Value lower, Value upper, Value step) {
+  std::optional<int64_t> l = getConstantIntValue(lower);
+  std::optional<int64_t> u = getConstantIntValue(upper);
+  std::optional<int64_t> s = getConstantIntValue(step);
+  if (!l || !u || !s || *s <= 0)
+    return std::nullopt;
+  return LoopRange{*l, *s, std::max<int64_t>(0, (*u - *l + *s - 1) / *s)};
+}
+
+SmallVector<Value> delinearize(OpBuilder &b, Location loc, Value linear,
+                               ArrayRef<LoopRange> ranges) {
+  SmallVector<Value> ivs(ranges.size());
+  Value rest = linear;
+  for (int64_t k = static_cast<int64_t>(ranges.size()) - 1; k >= 0; --k) {
+    const LoopRange &range = ranges[k];
+    Value count = constantIndex(b, loc, range.count);
+    Value iv = k == 0 ? rest : arith::RemUIOp::create(b, loc, rest, count);
+    if (k > 0)
+      rest = arith::DivUIOp::create(b, loc, rest, count);
+    if (range.step != 1)
+      iv = arith::MulIOp::create(b, loc, iv, constantIndex(b, loc, range.step));
+    if (range.lower != 0)
+      iv =
+          arith::AddIOp::create(b, loc, iv, constantIndex(b, loc, range.lower));
+    ivs[k] = iv;
+  }
+  return ivs;
+}
+
+SmallVector<Value> launchOnePerPoint(OpBuilder &b, Location loc,
+                                     ArrayRef<LoopRange> ranges) {
+  int64_t total = 1;
+  for (const LoopRange &range : ranges)
+    total *= range.count;
+  int64_t block = std::min(total, kBlockSize);
+  gpu::LaunchOp launch =
+      createLaunch(b, loc, (total + block - 1) / block, block);
+  b.setInsertionPoint(launch.getBody().front().getTerminator());
+  Value id = arith::AddIOp::create(
+      b, loc,
+      arith::MulIOp::create(b, loc, launch.getBlockIds().x,
+                            constantIndex(b, loc, block)),
+      launch.getThreadIds().x);
+  Value inRange = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, id,
+                                        constantIndex(b, loc, total));
+  auto guard = scf::IfOp::create(b, loc, inRange, /*withElseRegion=*/false);
+  b.setInsertionPoint(guard.thenBlock()->getTerminator());
+  return delinearize(b, loc, id, ranges);
 }
 
 bool launchBlockReduction(RewriterBase &rewriter, linalg::GenericOp op) {
@@ -174,15 +216,15 @@ bool launchBlockReduction(RewriterBase &rewriter, linalg::GenericOp op) {
   Location loc = op.getLoc();
   rewriter.setInsertionPoint(op);
   int64_t block = std::min<int64_t>(
-      kMaxReductionBlock,
+      kBlockSize,
       std::max<int64_t>(kMinBlockReduction, llvm::PowerOf2Ceil(reduced)));
   gpu::LaunchOp launch = createLaunch(rewriter, loc, points, block);
   rewriter.setInsertionPoint(launch.getBody().front().getTerminator());
   Value thread = launch.getThreadIds().x;
   SmallVector<Value> ivs(ranges.size());
   for (auto [dim, index] : llvm::zip(
-           parallelDims,
-           delinearize(rewriter, loc, launch.getBlockIds().x, parallelRanges)))
+           parallelDims, delinearize(rewriter, loc, launch.getBlockIds().x,
+                                     fromZero(parallelRanges))))
     ivs[dim] = index;
   SmallVector<Value> neutrals;
   for (const ReducedOutput &output : outputs)
@@ -190,12 +232,13 @@ bool launchBlockReduction(RewriterBase &rewriter, linalg::GenericOp op) {
         arith::ConstantOp::create(rewriter, loc, output.neutral));
   // Each thread: its partial values over every block-th reduced point.
   auto loop = scf::ForOp::create(
-      rewriter, loc, thread, indexConstant(rewriter, loc, reduced),
-      indexConstant(rewriter, loc, block), neutrals,
+      rewriter, loc, thread, constantIndex(rewriter, loc, reduced),
+      constantIndex(rewriter, loc, block), neutrals,
       [&](OpBuilder &b, Location l, Value point, ValueRange partials) {
         SmallVector<Value> at = ivs;
         for (auto [dim, index] :
-             llvm::zip(reducedDims, delinearize(b, l, point, reducedRanges)))
+             llvm::zip(reducedDims,
+                       delinearize(b, l, point, fromZero(reducedRanges))))
           at[dim] = index;
         IRMapping mapping;
         for (OpOperand *input : op.getDpsInputOperands()) {
@@ -232,7 +275,7 @@ bool launchBlockReduction(RewriterBase &rewriter, linalg::GenericOp op) {
         gpu::AllReduceOperationAttr::get(rewriter.getContext(), output.kind),
         /*uniform=*/true));
   Value first = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq,
-                                      thread, indexConstant(rewriter, loc, 0));
+                                      thread, constantIndex(rewriter, loc, 0));
   auto guard = scf::IfOp::create(rewriter, loc, first, /*withElse=*/false);
   rewriter.setInsertionPoint(guard.thenBlock()->getTerminator());
   for (auto [k, init] : llvm::enumerate(op.getDpsInitsMutable())) {
@@ -254,17 +297,18 @@ bool launchBlockReduction(RewriterBase &rewriter, linalg::GenericOp op) {
 namespace {
 
 /// The loops of a perfect nest starting at `outer` (each body holds pure
-/// ops and the next loop), all with constant bounds; empty when it is not
-/// one.
-SmallVector<scf::ForOp> perfectNest(scf::ForOp outer) {
+/// ops and the next loop), all with constant bounds, and their `ranges`;
+/// empty when it is not one.
+SmallVector<scf::ForOp> perfectNest(scf::ForOp outer,
+                                    SmallVector<LoopRange> &ranges) {
   SmallVector<scf::ForOp> nest;
   for (scf::ForOp loop = outer; loop;) {
-    if (loop.getNumResults() != 0 ||
-        !getConstantIntValue(loop.getLowerBound()) ||
-        !getConstantIntValue(loop.getUpperBound()) ||
-        getConstantIntValue(loop.getStep()).value_or(0) <= 0)
+    std::optional<LoopRange> range = constantRange(
+        loop.getLowerBound(), loop.getUpperBound(), loop.getStep());
+    if (loop.getNumResults() != 0 || !range)
       return {};
     nest.push_back(loop);
+    ranges.push_back(*range);
     scf::ForOp inner;
     for (Operation &op : loop.getBody()->without_terminator()) {
       if (auto next = dyn_cast<scf::ForOp>(op)) {
@@ -335,24 +379,17 @@ std::optional<SmallVector<ScatterUpdate>> scatterUpdates(Block &body) {
 } // namespace
 
 bool launchScatterAdd(RewriterBase &rewriter, scf::ForOp outer) {
-  SmallVector<scf::ForOp> nest = perfectNest(outer);
+  SmallVector<LoopRange> ranges;
+  SmallVector<scf::ForOp> nest = perfectNest(outer, ranges);
   if (nest.empty())
     return false;
   Block &innermost = *nest.back().getBody();
   std::optional<SmallVector<ScatterUpdate>> updates = scatterUpdates(innermost);
   if (!updates)
     return false;
-  SmallVector<int64_t> lower, counts, steps;
   int64_t total = 1;
-  for (scf::ForOp loop : nest) {
-    int64_t l = *getConstantIntValue(loop.getLowerBound());
-    int64_t u = *getConstantIntValue(loop.getUpperBound());
-    int64_t s = *getConstantIntValue(loop.getStep());
-    lower.push_back(l);
-    steps.push_back(s);
-    counts.push_back(std::max<int64_t>(0, (u - l + s - 1) / s));
-    total *= counts.back();
-  }
+  for (const LoopRange &range : ranges)
+    total *= range.count;
   if (total > std::numeric_limits<int32_t>::max())
     return false;
   // The outer levels compute indices and read buffers that nothing updates.
@@ -372,32 +409,10 @@ bool launchScatterAdd(RewriterBase &rewriter, scf::ForOp outer) {
     rewriter.eraseOp(outer);
     return true;
   }
-  int64_t block = std::min<int64_t>(total, kMaxReductionBlock);
-  gpu::LaunchOp launch =
-      createLaunch(rewriter, loc, (total + block - 1) / block, block);
-  rewriter.setInsertionPoint(launch.getBody().front().getTerminator());
-  Value id = arith::AddIOp::create(
-      rewriter, loc,
-      arith::MulIOp::create(rewriter, loc, launch.getBlockIds().x,
-                            indexConstant(rewriter, loc, block)),
-      launch.getThreadIds().x);
-  Value inRange =
-      arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::ult, id,
-                            indexConstant(rewriter, loc, total));
-  auto guard = scf::IfOp::create(rewriter, loc, inRange, /*withElse=*/false);
-  rewriter.setInsertionPoint(guard.thenBlock()->getTerminator());
   IRMapping mapping;
-  for (auto [k, index] :
-       llvm::enumerate(delinearize(rewriter, loc, id, counts))) {
-    Value iv = index;
-    if (steps[k] != 1)
-      iv = arith::MulIOp::create(rewriter, loc, iv,
-                                 indexConstant(rewriter, loc, steps[k]));
-    if (lower[k] != 0)
-      iv = arith::AddIOp::create(rewriter, loc, iv,
-                                 indexConstant(rewriter, loc, lower[k]));
-    mapping.map(nest[k].getInductionVar(), iv);
-  }
+  for (auto [loop, iv] :
+       llvm::zip(nest, launchOnePerPoint(rewriter, loc, ranges)))
+    mapping.map(loop.getInductionVar(), iv);
   // The pure ops of every level, in order, then the innermost body with
   // each update as one atomic add.
   for (scf::ForOp loop : nest)

@@ -73,9 +73,6 @@ namespace {
 /// become a kernel.
 constexpr llvm::StringLiteral kKernelMarker = "soap_gpu_kernel";
 
-/// Threads per block of generated kernels.
-constexpr int64_t kBlockSize = 256;
-
 const char *kToParallelLoopsPipeline =
     "func.func(convert-linalg-to-parallel-loops)";
 
@@ -118,10 +115,6 @@ std::string findLibdevice() {
       return path.str().str();
   }
   return "";
-}
-
-Value constantIndex(OpBuilder &b, Location loc, int64_t value) {
-  return arith::ConstantIndexOp::create(b, loc, value);
 }
 
 /// memref.copy (from bufferization) between device buffers: a kernel.
@@ -238,55 +231,27 @@ void isolateKernels(ModuleOp module) {
 /// fastest, so that neighbouring threads touch neighbouring elements of
 /// row-major buffers). False when a bound is not a constant.
 bool parallelLoopToLaunch(OpBuilder &b, scf::ParallelOp loop) {
-  SmallVector<int64_t> lower, counts, steps;
+  SmallVector<codegen::LoopRange> ranges;
+  int64_t total = 1;
   for (auto [lb, ub, step] :
        llvm::zip(loop.getLowerBound(), loop.getUpperBound(), loop.getStep())) {
-    std::optional<int64_t> l = getConstantIntValue(lb);
-    std::optional<int64_t> u = getConstantIntValue(ub);
-    std::optional<int64_t> s = getConstantIntValue(step);
-    if (!l || !u || !s || *s <= 0)
+    std::optional<codegen::LoopRange> range =
+        codegen::constantRange(lb, ub, step);
+    if (!range)
       return false;
-    lower.push_back(*l);
-    steps.push_back(*s);
-    counts.push_back(std::max<int64_t>(0, (*u - *l + *s - 1) / *s));
+    ranges.push_back(*range);
+    total *= range->count;
   }
-  int64_t total = 1;
-  for (int64_t c : counts)
-    total *= c;
-  Location loc = loop.getLoc();
   b.setInsertionPoint(loop);
   if (total == 0) {
     loop.erase();
     return true;
   }
-  int64_t block = std::min(total, kBlockSize);
-  gpu::LaunchOp launch =
-      codegen::createLaunch(b, loc, (total + block - 1) / block, block);
-  Block &body = launch.getBody().front();
-  b.setInsertionPoint(body.getTerminator());
-  Value id = arith::AddIOp::create(
-      b, loc,
-      arith::MulIOp::create(b, loc, launch.getBlockIds().x,
-                            constantIndex(b, loc, block)),
-      launch.getThreadIds().x);
-  Value inRange = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, id,
-                                        constantIndex(b, loc, total));
-  auto guard = scf::IfOp::create(b, loc, inRange, /*withElseRegion=*/false);
-  b.setInsertionPoint(guard.thenBlock()->getTerminator());
   IRMapping mapping;
-  Value rest = id;
-  for (int64_t k = counts.size() - 1; k >= 0; --k) {
-    Value count = constantIndex(b, loc, counts[k]);
-    Value index = k == 0 ? rest : arith::RemUIOp::create(b, loc, rest, count);
-    if (k > 0)
-      rest = arith::DivUIOp::create(b, loc, rest, count);
-    Value iv = index;
-    if (steps[k] != 1)
-      iv = arith::MulIOp::create(b, loc, iv, constantIndex(b, loc, steps[k]));
-    if (lower[k] != 0)
-      iv = arith::AddIOp::create(b, loc, iv, constantIndex(b, loc, lower[k]));
-    mapping.map(loop.getInductionVars()[k], iv);
-  }
+  for (auto [var, iv] : llvm::zip(
+           loop.getInductionVars(),
+           codegen::launchOnePerPoint(b, loop.getLoc(), ranges)))
+    mapping.map(var, iv);
   for (Operation &op : loop.getBody()->without_terminator())
     b.clone(op, mapping);
   loop.erase();
