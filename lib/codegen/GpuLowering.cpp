@@ -81,7 +81,7 @@ std::string toLLVMPipeline(const GpuLoweringOptions &options,
   return llvm::formatv(
       "gpu-kernel-outlining, "
       "nvvm-attach-target{{chip={0} features={1} O=3 l={3}}, "
-      "gpu.module(convert-gpu-to-nvvm, canonicalize, cse, "
+      "gpu.module(convert-scf-to-cf, convert-gpu-to-nvvm, canonicalize, cse, "
       "reconcile-unrealized-casts), "
       "func.func(fold-memref-alias-ops, canonicalize, cse), "
       "expand-strided-metadata, lower-affine, soap-scf-to-cf, "
