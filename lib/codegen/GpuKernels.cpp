@@ -49,6 +49,13 @@ namespace {
 /// synchronizes).
 constexpr int64_t kMinBlockReduction = 32;
 
+/// The element types that block reductions combine and scatter-adds add
+/// atomically.
+bool isKernelElement(Type element) {
+  return element.isF32() || element.isF64() || element.isInteger(32) ||
+         element.isInteger(64);
+}
+
 /// Ranges of loops from 0 by 1 with `counts` iterations.
 SmallVector<LoopRange> fromZero(ArrayRef<int64_t> counts) {
   return llvm::map_to_vector(counts, [](int64_t count) {
@@ -194,9 +201,7 @@ bool launchBlockReduction(RewriterBase &rewriter, linalg::GenericOp op) {
     if (llvm::any_of(reducedDims,
                      [&](unsigned d) { return map.isFunctionOfDim(d); }))
       return false;
-    Type element = getElementTypeOrSelf(init.get().getType());
-    if (!element.isF32() && !element.isF64() && !element.isInteger(32) &&
-        !element.isInteger(64))
+    if (!isKernelElement(getElementTypeOrSelf(init.get().getType())))
       return false;
     SmallVector<Operation *> combiners;
     if (!matchReduction(outputArgs, k, combiners) || combiners.size() != 1 ||
@@ -359,9 +364,7 @@ std::optional<SmallVector<ScatterUpdate>> scatterUpdates(Block &body) {
     }
     if (!update.load)
       return std::nullopt;
-    Type element = store.getMemRefType().getElementType();
-    if (!element.isF32() && !element.isF64() && !element.isInteger(32) &&
-        !element.isInteger(64))
+    if (!isKernelElement(store.getMemRefType().getElementType()))
       return std::nullopt;
     updates.push_back(update);
   }
