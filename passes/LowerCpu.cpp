@@ -34,6 +34,7 @@ struct SoapLowerCpuPass
     options.registerReductions = registerReductions;
     options.reassociateReductions = reassociateReductions;
     options.sparseUpdates = sparseUpdates;
+    options.mergeAccumulations = mergeAccumulations;
     options.blockedWeights = blockedWeights;
     if (kernels == "blas") {
       options.kernels = soap::KernelCodegen::Blas;

@@ -331,6 +331,11 @@ def SoapLowerCpu : Pass<"soap-lower-cpu", "mlir::ModuleOp"> {
     With `sparse-updates` (the default) an SGD update of a table read by
     gathers (an embedding) applies each looked-up row's contribution to
     the parameter directly instead of building the table's dense gradient.
+    With `merge-accumulations` (the default) a chain of products each
+    accumulating into the previous one's result, as the autodiff writes a
+    weight's gradient summed over its uses (an LSTM's over its time
+    steps), runs as one product over the concatenated reduction
+    dimension: the accumulator is read and written once, not once per use.
     With `blocked-weights` (the default) convolution weights that only
     convolutions and elementwise work (the optimizer's update) touch stay
     in oneDNN's blocked layout (OIhw16i16o with AVX-512, OIhw8i8o with
@@ -362,6 +367,8 @@ def SoapLowerCpu : Pass<"soap-lower-cpu", "mlir::ModuleOp"> {
            "With register-reductions: let the sums into the carried values be reassociated, so that LLVM vectorizes them (results then differ from in-order sums by rounding)">,
     Option<"sparseUpdates", "sparse-updates", "bool", /*default=*/"true",
            "Apply an SGD update of a table read by gathers as a scatter into the parameter, without the dense zero-filled gradient (results differ by rounding where several points reach one element)">,
+    Option<"mergeAccumulations", "merge-accumulations", "bool", /*default=*/"true",
+           "Run a chain of products that accumulate into one another (a weight's gradient summed over its uses, as an LSTM's over its time steps) as one product over the concatenated reduction dimension (results differ by rounding)">,
     Option<"blockedWeights", "blocked-weights", "bool", /*default=*/"true",
            "Keep convolution weights (with their gradients and optimizer state) in oneDNN's blocked layout across steps where only convolutions and elementwise work touch them">,
   ];

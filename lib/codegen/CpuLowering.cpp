@@ -5,6 +5,8 @@
 //      soap_train_step; its arguments become read-only buffers; functions
 //      it does not call are dropped; SGD updates of tables read by
 //      gathers become scatters into the parameter (SparseUpdates.cpp);
+//      products that accumulate into one another (a weight's gradient
+//      summed over its uses) become one (AccumulationChains.cpp);
 //   2. bracket every linalg op with trace hooks;
 //   3. kernels=vector (and, with kernels=blas, convolutions BLAS does not
 //      take): tile and vectorize contractions and convolutions on tensors;
@@ -477,6 +479,8 @@ LogicalResult lowerModuleForCpu(ModuleOp module,
     return failure();
   if (options.sparseUpdates)
     scatterUpdatesIntoParameters(module);
+  if (options.mergeAccumulations)
+    codegen::mergeAccumulatingProducts(module);
 
   // Transposes fold into the contractions and convolutions that read or
   // write them before elementwise fusion, which would otherwise fuse a

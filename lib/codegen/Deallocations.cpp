@@ -410,6 +410,7 @@ void registerLoweringPasses() {
     registerPass([] { return codegen::createMergeGuardsPass(); });
     registerPass([] { return codegen::createRegisterReductionsPass(); });
     registerPass([] { return codegen::createSparseUpdatesPass(); });
+    registerPass([] { return codegen::createMergeAccumulationsPass(); });
   });
 }
 

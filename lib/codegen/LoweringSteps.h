@@ -102,6 +102,14 @@ std::unique_ptr<mlir::Pass> createRegisterReductionsPass();
 /// soap-sparse-updates (on functions).
 std::unique_ptr<mlir::Pass> createSparseUpdatesPass();
 
+/// On tensors: a chain of linalg.matmul ops each accumulating into the
+/// previous one's result (a weight's gradient summed over its uses) becomes
+/// one product over the concatenated reduction dimension where that moves
+/// fewer bytes (AccumulationChains.cpp). Returns the chains merged.
+int mergeAccumulatingProducts(mlir::Operation *root);
+/// soap-merge-accumulations (mergeAccumulatingProducts on functions).
+std::unique_ptr<mlir::Pass> createMergeAccumulationsPass();
+
 /// kernels=blas: a contraction that reads a linalg.transpose reads the
 /// transpose's input through the permuted map instead (as a linalg.generic),
 /// so BLAS gets the transposition as strides and no copy is made.

@@ -56,6 +56,9 @@ struct CpuLoweringOptions {
   /// SGD updates of tables read by gathers scatter into the parameter
   /// (SparseUpdates.cpp).
   bool sparseUpdates = true;
+  /// Products that accumulate into one another (a weight's gradient over
+  /// its uses) run as one product (AccumulationChains.cpp).
+  bool mergeAccumulations = true;
   /// Convolution weights stay in oneDNN's blocked layout across steps
   /// where nothing else touches them (BlockedWeights.cpp).
   bool blockedWeights = true;
