@@ -90,6 +90,64 @@ bool isLayoutCopy(OpOperand &use) {
   return yield.getValues().front() == generic.getMatchingBlockArgument(&use);
 }
 
+/// The value a layout copy (isLayoutCopy) moves.
+Value movedOperand(Operation *copy) {
+  if (auto generic = dyn_cast<linalg::GenericOp>(copy))
+    return generic.getDpsInputs().front();
+  return copy->getOperand(0);
+}
+
+/// Whether `copy` is a layout copy that moves a splat weight candidate,
+/// directly or through other layout copies.
+bool movesSplat(Operation *copy, int64_t minElements) {
+  while (true) {
+    if (copy->getNumResults() != 1 || copy->getNumOperands() == 0 ||
+        !isLayoutCopy(copy->getOpOperand(0)))
+      return false;
+    Value moved = movedOperand(copy);
+    if (auto constant = moved.getDefiningOp<arith::ConstantOp>()) {
+      auto dense = dyn_cast<DenseElementsAttr>(constant.getValue());
+      return dense && dense.isSplat() &&
+             isWeightCandidate(constant, minElements);
+    }
+    copy = moved.getDefiningOp();
+    if (!copy)
+      return false;
+  }
+}
+
+/// Rule 3's "one parameter per op" for splats that reach their ops through
+/// layout copies: CSE merges the copies too (torch-mlir's broadcast of a
+/// zero bias into a convolution's init, one op for every convolution of a
+/// shape, as in SqueezeNet's fire modules), so each op that reads such a
+/// copy gets a copy of its own, and the chain of copies back to the
+/// constant with it. Each convolution then has its own bias.
+void unshareSplatCopies(func::FuncOp function, int64_t minElements) {
+  SmallVector<Operation *> worklist;
+  function.walk([&](Operation *op) {
+    if (movesSplat(op, minElements))
+      worklist.push_back(op);
+  });
+  while (!worklist.empty()) {
+    Operation *copy = worklist.pop_back_val();
+    llvm::SetVector<Operation *> users;
+    for (Operation *user : copy->getResult(0).getUsers())
+      users.insert(user);
+    if (users.size() < 2)
+      continue;
+    OpBuilder builder(copy->getContext());
+    builder.setInsertionPointAfter(copy);
+    for (Operation *user : users.getArrayRef().drop_front()) {
+      Operation *clone = builder.clone(*copy);
+      user->replaceUsesOfWith(copy->getResult(0), clone->getResult(0));
+    }
+    // The copy this one moves now has a use per clone: split it too.
+    if (Operation *producer = movedOperand(copy).getDefiningOp())
+      if (!isa<arith::ConstantOp>(producer))
+        worklist.push_back(producer);
+  }
+}
+
 /// How a parameter without values starts, judged from its uses (rule 5),
 /// the strongest role first whatever the order of the uses: the weight
 /// operand of a contraction starts from the seeded fan-in of the dimensions
@@ -187,6 +245,8 @@ FailureOr<SmallVector<Lifted>> planParameters(func::FuncOp function,
     else if (failed(useBatchStatistics(*norm)))
       return failure();
   }
+
+  unshareSplatCopies(function, options.minElements);
 
   Block &entry = function.getBody().front();
   auto isParameter = [&](Value value) {

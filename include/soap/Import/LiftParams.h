@@ -14,8 +14,10 @@
 //    map of an elementwise linalg.generic beside a computed input of the
 //    same shape (a broadcast zero or scale), stays a constant there.
 //    A splat constant gets one parameter per op that uses it (CSE merges
-//    equal splats of unrelated layers); any other constant gets one
-//    parameter for all its uses (a real weight tie).
+//    equal splats of unrelated layers), also where it reaches the ops
+//    through a layout copy that CSE merged too (a broadcast bias shared by
+//    several convolutions: each gets its own copy); any other constant
+//    gets one parameter for all its uses (a real weight tie).
 // 4. Arguments named by index become parameters.
 // 5. A parameter without values (an elided constant, an argument named by
 //    index, every lifted weight under init=seed) starts from the runtime's
