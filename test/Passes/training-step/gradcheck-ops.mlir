@@ -7,6 +7,7 @@
 // RUN: soap-gradcheck %s --func=named_ops --loss=mse | FileCheck %s
 // RUN: soap-gradcheck %s --func=conv --loss=mse | FileCheck %s
 // RUN: soap-gradcheck %s --func=pooling --loss=mse | FileCheck %s
+// RUN: soap-gradcheck %s --func=tiling_pools --loss=mse --result=all | FileCheck %s
 // RUN: soap-gradcheck %s --func=data_movement --loss=mse | FileCheck %s
 // RUN: soap-gradcheck %s --func=embedding --loss=softmax-xent | FileCheck %s
 // RUN: soap-gradcheck %s --func=scalar_loss | FileCheck %s
@@ -202,6 +203,27 @@ func.func @pooling(%x: tensor<2x2x7x7xf32> {soap.param, soap.name = "x"})
     linalg.yield %m : f32
   } -> tensor<2x2x3x3xf32>
   return %r : tensor<2x2x3x3xf32>
+}
+
+// Sum pooling whose windows tile the input (their gradient is a broadcast
+// of the adjoint, not a spread convolution): a global pooling with stride 1
+// (MobileNetV3's squeeze-excitation, as torch-mlir writes it) and 2 x 2
+// windows with stride 2 over a 7 x 7 input, whose last row and column no
+// window reads.
+func.func @tiling_pools(%x: tensor<2x3x7x7xf32> {soap.param, soap.name = "x"})
+    -> (tensor<2x3x1x1xf32>, tensor<2x3x3x3xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %whole = tensor.empty() : tensor<7x7xf32>
+  %e1 = tensor.empty() : tensor<2x3x1x1xf32>
+  %g0 = linalg.fill ins(%zero : f32) outs(%e1 : tensor<2x3x1x1xf32>) -> tensor<2x3x1x1xf32>
+  %global = linalg.pooling_nchw_sum {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+      ins(%x, %whole : tensor<2x3x7x7xf32>, tensor<7x7xf32>) outs(%g0 : tensor<2x3x1x1xf32>) -> tensor<2x3x1x1xf32>
+  %win = tensor.empty() : tensor<2x2xf32>
+  %e3 = tensor.empty() : tensor<2x3x3x3xf32>
+  %t0 = linalg.fill ins(%zero : f32) outs(%e3 : tensor<2x3x3x3xf32>) -> tensor<2x3x3x3xf32>
+  %tiles = linalg.pooling_nchw_sum {dilations = dense<1> : tensor<2xi64>, strides = dense<2> : tensor<2xi64>}
+      ins(%x, %win : tensor<2x3x7x7xf32>, tensor<2x2xf32>) outs(%t0 : tensor<2x3x3x3xf32>) -> tensor<2x3x3x3xf32>
+  return %global, %tiles : tensor<2x3x1x1xf32>, tensor<2x3x3x3xf32>
 }
 
 // pad, strided and rank-reducing slices, insert_slice, reshapes, concat,
