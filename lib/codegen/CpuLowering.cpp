@@ -129,24 +129,75 @@ bool blasTakes(linalg::LinalgOp op) {
   return conv2dRoles(op).has_value() || linalg::isaContractionOpInterface(op);
 }
 
-/// The inputs of `generic` that a linalg.transpose produces are read from
-/// the transpose's input through the permuted map.
+namespace {
+/// A tensor that is another one's dimensions permuted: dimension j of it is
+/// dimension perm[j] of `source`.
+struct Transposed {
+  Value source;
+  SmallVector<int64_t> perm;
+};
+} // namespace
+
+/// One transposing step: a linalg.transpose, or a linalg.generic that
+/// copies its input through permuted loops.
+static std::optional<Transposed> transposeStep(Value value) {
+  if (auto transpose = value.getDefiningOp<linalg::TransposeOp>())
+    return Transposed{transpose.getInput(),
+                      llvm::to_vector(transpose.getPermutation())};
+  auto generic = value.getDefiningOp<linalg::GenericOp>();
+  if (!generic || !generic.hasPureTensorSemantics())
+    return std::nullopt;
+  std::optional<SmallVector<codegen::RelayoutRead>> reads =
+      codegen::copyRelayout(generic);
+  if (!reads || llvm::any_of(*reads, [](const codegen::RelayoutRead &read) {
+        return read.backwards;
+      }))
+    return std::nullopt;
+  // The copy's dimension j is its loop j (an identity-mapped output), which
+  // reads source dimension r where reads[r].loop == j.
+  Transposed transposed{generic.getDpsInputs().front(),
+                        SmallVector<int64_t>(reads->size())};
+  for (auto [r, read] : llvm::enumerate(*reads))
+    transposed.perm[read.loop] = static_cast<int64_t>(r);
+  return transposed;
+}
+
+/// `value` as a transpose of a tensor no transpose produces: a chain of
+/// transposing steps (transposeStep; torch-mlir transposes a linear
+/// layer's weight with a generic, and the autodiff transposes that copy
+/// again for the input gradient), their permutations composed.
+static std::optional<Transposed> asTransposed(Value value) {
+  std::optional<Transposed> outer = transposeStep(value);
+  if (!outer)
+    return std::nullopt;
+  while (std::optional<Transposed> inner = transposeStep(outer->source)) {
+    // Dimension j of the outer tensor is dimension perm[j] of the inner
+    // one, which is dimension inner.perm[perm[j]] of its source.
+    for (int64_t &dim : outer->perm)
+      dim = inner->perm[dim];
+    outer->source = inner->source;
+  }
+  return outer;
+}
+
+/// The inputs of `generic` that a transpose produces (asTransposed) are
+/// read from the transpose's input through the permuted map.
 static void foldInputTransposes(linalg::GenericOp generic) {
   SmallVector<AffineMap> maps = generic.getIndexingMapsArray();
   for (OpOperand *input : generic.getDpsInputOperands()) {
-    auto transpose = input->get().getDefiningOp<linalg::TransposeOp>();
+    std::optional<Transposed> transpose = asTransposed(input->get());
     if (!transpose)
       continue;
     // Dimension j of the transposed tensor is dimension perm[j] of the
     // original: read the original where the transposed one was read.
-    ArrayRef<int64_t> perm = transpose.getPermutation();
+    ArrayRef<int64_t> perm = transpose->perm;
     AffineMap &map = maps[input->getOperandNumber()];
     SmallVector<AffineExpr> results(perm.size());
     for (auto [j, source] : llvm::enumerate(perm))
       results[source] = map.getResult(j);
     map = AffineMap::get(map.getNumDims(), map.getNumSymbols(), results,
                          generic.getContext());
-    input->set(transpose.getInput());
+    input->set(transpose->source);
   }
   generic.setIndexingMapsAttr(
       Builder(generic.getContext()).getAffineMapArrayAttr(maps));
@@ -214,13 +265,14 @@ static FailureOr<linalg::GenericOp> asGeneric(RewriterBase &rewriter,
   return linalg::generalizeNamedOp(rewriter, op);
 }
 
-/// Transposes read by nothing else go (after bufferization they would be
-/// copies into buffers, which nothing removes).
+/// Transposes (asTransposed) read by nothing else go (after bufferization
+/// they would be copies into buffers, which nothing removes).
 static void eraseUnusedTransposes(ModuleOp module) {
   IRRewriter rewriter(module.getContext());
-  module.walk([&](linalg::TransposeOp transpose) {
-    if (transpose->use_empty())
-      rewriter.eraseOp(transpose);
+  module.walk([&](linalg::LinalgOp op) {
+    if (op->getNumResults() == 1 && op->use_empty() &&
+        asTransposed(op->getResult(0)))
+      rewriter.eraseOp(op);
   });
 }
 
@@ -229,7 +281,7 @@ void foldTransposesIntoContractions(ModuleOp module) {
   module.walk([&](linalg::LinalgOp op) {
     if (op.hasPureTensorSemantics() && linalg::isaContractionOpInterface(op) &&
         llvm::any_of(op.getDpsInputs(), [](Value input) {
-          return input.getDefiningOp<linalg::TransposeOp>();
+          return asTransposed(input).has_value();
         }))
       contractions.push_back(op);
   });
@@ -309,7 +361,7 @@ void foldTransposesIntoConvolutions(ModuleOp module) {
   IRRewriter rewriter(module.getContext());
   for (linalg::LinalgOp op : convolutions) {
     auto readsTranspose = [](OpOperand *input) {
-      return input->get().getDefiningOp<linalg::TransposeOp>() != nullptr;
+      return asTransposed(input->get()).has_value();
     };
     // The transpose that is the result's only use, when the output starts
     // as a fill of an empty tensor (which can be made in its layout).
