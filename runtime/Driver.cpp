@@ -241,6 +241,10 @@ struct Run {
   std::vector<int> feedsBack;
   int lossResult = -1;
   std::vector<void *> pointers;
+  /// Training steps: results marked in_place are written into the buffer
+  /// of the argument they replace (warm-up steps keep the arguments, so
+  /// they write the results' own buffers).
+  bool inPlace = false;
   /// A GPU model: device copies of args and results, which the step gets.
   bool gpu = false;
   std::vector<void *> deviceArgs, deviceResults;
@@ -260,8 +264,12 @@ struct Run {
     }
     for (Buffer &b : args)
       pointers.push_back(b.data());
-    for (Buffer &b : results)
-      pointers.push_back(b.data());
+    for (size_t r = 0; r < results.size(); ++r)
+      pointers.push_back(writesInPlace(r) ? args[feedsBack[r]].data()
+                                          : results[r].data());
+  }
+  bool writesInPlace(size_t r) const {
+    return inPlace && !gpu && feedsBack[r] >= 0 && model.results[r].inPlace;
   }
   /// Starts the GPU (after MPI: the device follows the rank) and allocates
   /// the device buffers; results start zeroed like the host ones.
@@ -306,12 +314,13 @@ struct Run {
         gpuHooks->toHost(args[a].data(), deviceArgs[a], args[a].size());
   }
   /// Results replace their arguments (the step never writes arguments, so
-  /// the old values become the next step's result buffers). On a GPU the
+  /// the old values become the next step's result buffers); a result
+  /// written in place already has. On a GPU the
   /// device pointers are swapped; the host copies of state go stale until
   /// downloadState.
   void feedBack() {
     for (size_t r = 0; r < results.size(); ++r)
-      if (feedsBack[r] >= 0) {
+      if (feedsBack[r] >= 0 && !writesInPlace(r)) {
         if (gpu)
           std::swap(deviceArgs[feedsBack[r]], deviceResults[r]);
         else
@@ -653,6 +662,8 @@ int main(int argc, char **argv) {
     watchdog.disarm();
   }
 
+  run.inPlace = true;
+  run.refreshPointers();
   bool tracing = !options.trace.empty();
   setOpTracing(tracing);
   std::vector<double> times;

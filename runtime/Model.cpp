@@ -52,6 +52,7 @@ static bool parseSpec(const nlohmann::json &j, TensorSpec &spec,
   if (j.contains("range") && j.at("range").is_number_integer())
     spec.range = j.at("range").get<int64_t>();
   spec.block = j.value("block", int64_t{0});
+  spec.inPlace = j.value("in_place", false);
   if (spec.block != 0 &&
       (spec.block < 0 || spec.dtype != "f32" || spec.shape.size() != 4 ||
        !blockable({spec.shape[0], spec.shape[1], spec.shape[2], spec.shape[3]},

@@ -39,6 +39,12 @@ struct TensorSpec {
   /// block (BlockedLayout.h); the driver converts them from and to the
   /// plain layout at its boundaries (toBlocked, fromBlocked).
   int64_t block = 0;
+  /// A result that the step may write into its argument's own buffer (the
+  /// lowering found that the step reads the argument no more once it
+  /// starts writing the result, and copies nothing when the two are one
+  /// buffer): the driver passes the argument's buffer for it in training
+  /// steps. False for arguments.
+  bool inPlace = false;
   bool holds(int rank) const;
 
   bool sharded() const { return !globalShape.empty(); }

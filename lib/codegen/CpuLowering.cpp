@@ -582,6 +582,9 @@ LogicalResult lowerModuleForCpu(ModuleOp module,
   codegen::replaceCommunicationPlaceholders(module, options.overlapComm);
   if (options.collapseLoops)
     codegen::collapseLoopNests(module);
+  // Last on buffers, once every op reads what it will read.
+  if (auto entry = module.lookupSymbol<func::FuncOp>(codegen::kEntrySymbol))
+    codegen::markInPlaceResults(entry, description);
   if (options.kernels != KernelCodegen::Loops) {
     if (failed(codegen::runParsed(module, kVectorCleanupPipeline, runPipeline)) ||
         failed(codegen::lowerVectorKernels(module)))

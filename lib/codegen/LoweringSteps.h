@@ -45,6 +45,9 @@ struct TensorDescription {
   /// > 0: convolution weights [O][I][KH][KW] stored in oneDNN's blocked
   /// layout with this block (runtime/BlockedLayout.h; findBlockedWeights).
   int64_t block = 0;
+  /// A result the step may write into the buffer of the argument it
+  /// replaces (markInPlaceResults).
+  bool inPlace = false;
 };
 
 /// What the driver needs to know about the entry function.
@@ -98,6 +101,13 @@ void collapseLoopNests(mlir::ModuleOp module);
 /// accumulateReductionsInRegisters (CpuLowering.h) as the pass
 /// soap-register-reductions (on functions).
 std::unique_ptr<mlir::Pass> createRegisterReductionsPass();
+
+/// After bufferization: a result filled by a top-level copy of the
+/// argument it replaces, where the argument is read only before the copy
+/// and the result only from it on, is marked inPlace and the copy runs
+/// only when the two buffers differ (InPlaceResults.cpp). Returns how many.
+int markInPlaceResults(mlir::func::FuncOp entry,
+                       ModelDescription &description);
 
 /// soap-sparse-updates (on functions).
 std::unique_ptr<mlir::Pass> createSparseUpdatesPass();

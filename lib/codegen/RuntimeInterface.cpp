@@ -145,6 +145,8 @@ static llvm::json::Value toJson(const TensorDescription &t) {
     o["range"] = t.range;
   if (t.block > 0)
     o["block"] = t.block;
+  if (t.inPlace)
+    o["in_place"] = true;
   if (!t.globalShape.empty()) {
     o["global_shape"] = llvm::json::Array(t.globalShape);
     o["shard_offsets"] = llvm::json::Array(t.shardOffsets);

@@ -1,0 +1,112 @@
+//===- InPlaceResults.cpp - results the driver may alias to arguments -----===//
+//
+// A step never writes its arguments (the driver keeps them for warm-up
+// steps), so a result that starts as a copy of its argument copies the
+// whole tensor every step. The sparse SGD update of an embedding table is
+// such a result (SparseUpdates.cpp): the table is copied into the new
+// table's buffer, then the looked-up rows are updated there. For BERT's
+// 30522 x 256 word embeddings that copy is 31 MB each way, about 4 ms of a
+// 60 ms one-thread step, for the few hundred rows a batch touches.
+//
+// After bufferization the result is the out-parameter that a top-level
+// `memref.copy %arg, %out` fills. When every use of the argument (and of
+// its views) comes before that copy, and every use of the out-parameter at
+// or after it, the step computes the same result if the two are one buffer:
+// the copy is then skipped (it runs only when the pointers differ) and the
+// result is marked `in_place` in the model description. The driver passes
+// the argument's buffer for such a result in training steps, and the
+// update happens in place; warm-up steps keep their own result buffers.
+//
+//===----------------------------------------------------------------------===//
+
+#include "LoweringSteps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
+
+#include "llvm/ADT/SetVector.h"
+
+using namespace mlir;
+
+namespace soap::codegen {
+
+namespace {
+
+/// `root` and the views of it (subviews, casts, reshapes), transitively.
+llvm::SetVector<Value> viewsOf(Value root) {
+  llvm::SetVector<Value> views;
+  views.insert(root);
+  for (size_t i = 0; i < views.size(); ++i)
+    for (Operation *user : views[i].getUsers())
+      if (auto view = dyn_cast<ViewLikeOpInterface>(user))
+        if (view.getViewSource() == views[i])
+          for (Value result : user->getResults())
+            views.insert(result);
+  return views;
+}
+
+/// Whether every op of `body` that uses `value` or a view of it runs
+/// before `copy` (`before`) or at or after it (!`before`).
+bool usedOnlyOnOneSide(Block &body, Value value, Operation *copy, bool before) {
+  for (Value view : viewsOf(value))
+    for (Operation *user : view.getUsers()) {
+      Operation *top = body.findAncestorOpInBlock(*user);
+      if (!top)
+        return false;
+      if (isa<ViewLikeOpInterface>(user) && user != copy)
+        continue; // a view: its own uses are judged
+      if (top == copy)
+        continue;
+      if (before != top->isBeforeInBlock(copy))
+        return false;
+    }
+  return true;
+}
+
+} // namespace
+
+int markInPlaceResults(func::FuncOp entry, ModelDescription &description) {
+  size_t numArgs = description.args.size();
+  if (entry.getNumArguments() != numArgs + description.results.size() ||
+      !entry.getBody().hasOneBlock())
+    return 0;
+  Block &body = entry.getBody().front();
+  SmallVector<memref::CopyOp> copies;
+  for (auto copy : body.getOps<memref::CopyOp>())
+    copies.push_back(copy);
+  int marked = 0;
+  for (memref::CopyOp copy : copies) {
+    auto source = dyn_cast<BlockArgument>(copy.getSource());
+    auto target = dyn_cast<BlockArgument>(copy.getTarget());
+    if (!source || !target || source.getOwner() != &body ||
+        target.getOwner() != &body || source.getArgNumber() >= numArgs ||
+        target.getArgNumber() < numArgs || source.getType() != target.getType())
+      continue;
+    const TensorDescription &argument = description.args[source.getArgNumber()];
+    TensorDescription &result =
+        description.results[target.getArgNumber() - numArgs];
+    // The result must be the one the driver feeds back into this argument.
+    if (result.inPlace || result.role != argument.role ||
+        result.name != argument.name ||
+        (result.role != "param" && result.role != "opt_state"))
+      continue;
+    if (!usedOnlyOnOneSide(body, source, copy, /*before=*/true) ||
+        !usedOnlyOnOneSide(body, target, copy, /*before=*/false))
+      continue;
+    OpBuilder b(copy);
+    Location loc = copy.getLoc();
+    Value from = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, source);
+    Value to = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, target);
+    Value differ =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, from, to);
+    auto ifDiffer = scf::IfOp::create(b, loc, differ, /*withElseRegion=*/false);
+    copy->moveBefore(ifDiffer.thenBlock()->getTerminator());
+    result.inPlace = true;
+    ++marked;
+  }
+  return marked;
+}
+
+} // namespace soap::codegen
