@@ -543,6 +543,7 @@ LogicalResult lowerModuleForCpu(ModuleOp module,
     codegen::foldTransposesIntoContractions(module);
     codegen::foldTransposesIntoConvolutions(module);
   }
+  codegen::dropZeroAccumulations(module);
   if (options.fuseElementwise && failed(codegen::fuseElementwiseChains(module)))
     return failure();
   // Hooks first, so that they bracket the loop nests of vectorized ops.

@@ -411,6 +411,7 @@ void registerLoweringPasses() {
     registerPass([] { return codegen::createRegisterReductionsPass(); });
     registerPass([] { return codegen::createSparseUpdatesPass(); });
     registerPass([] { return codegen::createMergeAccumulationsPass(); });
+    registerPass([] { return codegen::createDropZeroAccumulationsPass(); });
   });
 }
 

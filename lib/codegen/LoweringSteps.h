@@ -109,6 +109,14 @@ std::unique_ptr<mlir::Pass> createRegisterReductionsPass();
 int markInPlaceResults(mlir::func::FuncOp entry,
                        ModelDescription &description);
 
+/// On tensors: an elementwise generic that accumulates into a fill of
+/// zero yields its addend into an empty tensor, and an elementwise generic
+/// that copies an input unchanged is that input (ZeroAccumulations.cpp).
+/// Returns the rewrites made.
+int dropZeroAccumulations(mlir::Operation *root);
+/// soap-drop-zero-accumulations (dropZeroAccumulations on functions).
+std::unique_ptr<mlir::Pass> createDropZeroAccumulationsPass();
+
 /// soap-sparse-updates (on functions).
 std::unique_ptr<mlir::Pass> createSparseUpdatesPass();
 

@@ -1,0 +1,134 @@
+//===- ZeroAccumulations.cpp - sums into zeros are their addend
+//------------===//
+//
+// The autodiff writes each contribution to an adjoint as an accumulation,
+// `out + x` into the adjoint so far; the first contribution accumulates
+// into a zero fill. An elementwise generic (every loop parallel, each
+// output element written once) that yields `out + x` into a fill of zero
+// computes x: it yields x into an empty tensor instead, and the fill's
+// pass over memory is gone. What is left may be a plain copy: a generic
+// that yields one of its inputs, read through the output's map with the
+// result's type, is that input (BERT's GELU gradient was accumulated into
+// zeros, then copied into the next adjoint's zeros: two fills and a copy
+// of 2 MB each per layer). x + 0 is x except for x = -0, whose sign
+// becomes +0.
+//
+//===----------------------------------------------------------------------===//
+
+#include "LoweringSteps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Pass/Pass.h"
+
+using namespace mlir;
+
+namespace soap::codegen {
+
+namespace {
+
+/// An elementwise generic on tensors with one result: every loop parallel
+/// and the output written through a permutation (each element once).
+bool isElementwise(linalg::GenericOp op) {
+  return op.hasPureTensorSemantics() && op.getNumDpsInits() == 1 &&
+         op->getNumResults() == 1 && op.getNumReductionLoops() == 0 &&
+         op.getMatchingIndexingMap(op.getDpsInitOperand(0)).isPermutation();
+}
+
+/// `op` yields `out + x` (out: the output's block argument, used there
+/// only) into a fill of zero: it yields x into the fill's empty tensor.
+bool dropZeroAddend(linalg::GenericOp op, RewriterBase &rewriter) {
+  OpOperand *init = op.getDpsInitOperand(0);
+  auto fill = init->get().getDefiningOp<linalg::FillOp>();
+  if (!fill || !matchPattern(fill.value(), m_AnyZeroFloat()) ||
+      !fill.getOutputs()[0].getDefiningOp<tensor::EmptyOp>())
+    return false;
+  Block &body = op.getRegion().front();
+  BlockArgument out = op.getMatchingBlockArgument(init);
+  auto yield = cast<linalg::YieldOp>(body.getTerminator());
+  auto add = yield.getValues().front().getDefiningOp<arith::AddFOp>();
+  if (!add || !out.hasOneUse() || !add->hasOneUse() || add->getBlock() != &body)
+    return false;
+  Value addend;
+  if (add.getLhs() == out)
+    addend = add.getRhs();
+  else if (add.getRhs() == out)
+    addend = add.getLhs();
+  else
+    return false;
+  rewriter.modifyOpInPlace(op, [&] {
+    yield->setOperand(0, addend);
+    init->set(fill.getOutputs()[0]);
+  });
+  rewriter.eraseOp(add);
+  if (fill->use_empty())
+    rewriter.eraseOp(fill);
+  return true;
+}
+
+/// The input that `op` copies to its result unchanged: yielded as it is,
+/// read through the output's map, of the result's type; null otherwise.
+Value copiedInput(linalg::GenericOp op) {
+  Block &body = op.getRegion().front();
+  auto yield = cast<linalg::YieldOp>(body.getTerminator());
+  auto argument = dyn_cast<BlockArgument>(yield.getValues().front());
+  if (!argument || argument.getOwner() != &body ||
+      argument.getArgNumber() >= op.getNumDpsInputs())
+    return nullptr;
+  OpOperand *input = op.getDpsInputOperand(argument.getArgNumber());
+  if (input->get().getType() != op->getResult(0).getType() ||
+      op.getMatchingIndexingMap(input) !=
+          op.getMatchingIndexingMap(op.getDpsInitOperand(0)))
+    return nullptr;
+  return input->get();
+}
+
+struct DropZeroAccumulationsPass
+    : PassWrapper<DropZeroAccumulationsPass, OperationPass<func::FuncOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(DropZeroAccumulationsPass)
+
+  StringRef getArgument() const override {
+    return "soap-drop-zero-accumulations";
+  }
+  StringRef getDescription() const override {
+    return "elementwise sums into a fill of zero yield their addend, and "
+           "elementwise copies of an input are that input (a step of "
+           "--soap-lower-cpu)";
+  }
+  void runOnOperation() override { dropZeroAccumulations(getOperation()); }
+};
+
+} // namespace
+
+std::unique_ptr<Pass> createDropZeroAccumulationsPass() {
+  return std::make_unique<DropZeroAccumulationsPass>();
+}
+
+int dropZeroAccumulations(Operation *root) {
+  SmallVector<linalg::GenericOp> generics;
+  root->walk([&](linalg::GenericOp op) {
+    if (isElementwise(op))
+      generics.push_back(op);
+  });
+  IRRewriter rewriter(root->getContext());
+  int rewritten = 0;
+  for (linalg::GenericOp op : generics) {
+    rewritten += dropZeroAddend(op, rewriter);
+    // A returned copy stays: results get buffers of their own
+    // (giveResultsOwnBuffers, CpuLowering.cpp).
+    bool returned = llvm::any_of(op->getUsers(), [](Operation *user) {
+      return isa<func::ReturnOp>(user);
+    });
+    if (Value input = copiedInput(op); input && !returned) {
+      rewriter.replaceOp(op, input);
+      ++rewritten;
+    }
+  }
+  return rewritten;
+}
+
+} // namespace soap::codegen
