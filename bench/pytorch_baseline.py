@@ -12,7 +12,11 @@ training step of a zoo model (the same architecture and sizes as
 
 Models (tools/soap-zoo): mlp, alexnet, vgg16, resnet50, resnet101,
 inception_v3, rnnlm, nmt, bert-base, gpt2. Options are soap-zoo's, with
-its defaults; an option the zoo model does not take is an error.
+its defaults; an option the zoo model does not take is an error. And the
+torchvision models of ../shared/realmodels/'s torch-mlir exports:
+torchvision-resnet18, torchvision-squeezenet1_1,
+torchvision-mobilenet_v3_small (--batch, --image, --classes; Debian's
+python3-torchvision).
 
 One step is forward, mean softmax cross-entropy, backward and a plain SGD
 update, as `--soap-training-step` builds it (default optimizer sgd). Prints
@@ -36,7 +40,9 @@ SOAP's names and layouts, in the zoo's order: linear weights are
 bias, attention's query, key and value are separate), draws one batch,
 writes it as a SOAP --data file, trains --check-steps steps (default 3) on
 it, prints `first_loss=... last_loss=...` (the losses the first and the
-last step computed) and exits.
+last step computed) and exits. A torchvision twin takes the tensors of an
+export's checkpoint by shape (load_by_shape); --data-names gives the
+executable's names of its inputs and labels.
 
 --math: f32 (no TF32 anywhere), tf32 (TF32 matmuls and convolutions), or
 bf16 (autocast to bfloat16), matching soap-lower-gpu's math= option.
@@ -78,6 +84,18 @@ ZOO_OPTIONS = {
     "gpt2": dict(batch=8, seq=1024, vocab=50257, hidden=768, layers=12,
                  heads=12, max_pos=1024),
 }
+
+# Twins of the torchvision models that ../shared/realmodels/ holds as
+# torch-mlir exports (torchvision, Debian's python3-torchvision): the
+# architecture the exporter traced, with SOAP's `--soap-set-batch` batch.
+# Dropout is off (the exports were traced in evaluation form, which has
+# none); batch norm trains with the batch's statistics, as
+# `--soap-lift-params` (batch-norm=train) makes the export do.
+TORCHVISION = {"torchvision-" + arch: arch
+               for arch in ("resnet18", "squeezenet1_1",
+                            "mobilenet_v3_small")}
+for _name in TORCHVISION:
+    ZOO_OPTIONS[_name] = dict(batch=4, image=224, classes=1000)
 
 
 def gelu_tanh(x):
@@ -492,6 +510,12 @@ class Nmt(nn.Module):
         return self.generator(combined)
 
 
+# The twins of zoo models, whose parameters SOAP saves in the zoo's order
+# and layouts (soap_slots); other models are loaded by shape.
+ZOO_TWINS = (Mlp, AlexNet, Vgg, ResNet50, InceptionV3, Bert, Gpt2, RnnLm,
+             Nmt)
+
+
 def build(name, o, batch, device, generator=None):
     """The twin of zoo model `name` with options `o`, and a batch of
     `batch` samples: (model, [(input name, tensor)], (label name, tensor)),
@@ -504,7 +528,19 @@ def build(name, o, batch, device, generator=None):
         return [("images", torch.randn(batch, 3, o["image"], o["image"],
                                        generator=generator).to(device))]
 
-    if name == "mlp":
+    if name in TORCHVISION:
+        try:
+            import torchvision
+        except ImportError:
+            sys.exit("error: torchvision is not installed "
+                     "(Debian: python3-torchvision)")
+        model = getattr(torchvision.models, TORCHVISION[name])(
+            num_classes=o["classes"])
+        for m in model.modules():
+            if isinstance(m, nn.Dropout):
+                m.p = 0.0
+        inputs, labels = images(), randint(o["classes"], (batch,))
+    elif name == "mlp":
         model = Mlp(o["input"], o["hidden"], o["layers"], o["classes"])
         inputs = [("input", torch.randn(batch, o["input"],
                                         generator=generator).to(device))]
@@ -673,9 +709,60 @@ def soap_slots(module):
     return slots
 
 
-def load_soap_parameters(model, path):
+def execution_order(model, inputs):
+    """The model's parameters in the order its forward pass first uses
+    them (forward hooks on the modules that own parameters directly)."""
+    order, hooks = [], []
+    for m in model.modules():
+        own = list(m.parameters(recurse=False))
+        if own:
+            hooks.append(m.register_forward_pre_hook(
+                lambda _m, _x, own=own: order.extend(
+                    p for p in own if all(p is not q for q in order))))
+    with torch.no_grad():
+        model(*inputs)
+    for h in hooks:
+        h.remove()
+    return order
+
+
+def load_by_shape(model, inputs, tensors, path):
+    """Loads SOAP's tensors into a twin of an exported model, whose
+    parameters SOAP names by position only (param.N). A torch-mlir export
+    lists its weights in reverse order of use (the backward pass's order,
+    which --soap-lift-params keeps): each parameter, from the last used to
+    the first, takes the first unused tensor of its shape (or, for a
+    matrix, of its transposed shape). A parameter whose initial value is
+    one constant (a batch norm's gamma 1 and beta 0, zero biases) prefers
+    a tensor holding the same constant, since the export groups tensors of
+    one shape by value. A wrong guess shows as a different first loss."""
+    left = list(tensors)
+    for p in reversed(execution_order(model, [t for _, t in inputs])):
+        shape = tuple(p.shape)
+        fits = [i for i, (_, t) in enumerate(left)
+                if tuple(t.shape) == shape or
+                (t.dim() == 2 and tuple(t.shape) == shape[::-1])]
+        if not fits:
+            sys.exit(f"error: {path}: no tensor of shape {list(shape)} is "
+                     f"left for the twin's parameter")
+        flat = p.detach().reshape(-1)
+        if flat.numel() and bool((flat == flat[0]).all()):
+            same = [i for i in fits
+                    if bool((left[i][1] == flat[0]).all())]
+            fits = same or fits
+        name, t = left.pop(fits[0])
+        copy_into(p.data, t if tuple(t.shape) == shape else t.t(), name)
+    if left:
+        sys.exit(f"error: {path} holds {len(left)} f32 tensors the twin "
+                 f"has no parameters for")
+
+
+def load_soap_parameters(model, path, inputs):
     tensors = [(n, t) for n, t in read_checkpoint(path)
                if t.dtype == torch.float32]
+    if not isinstance(model, ZOO_TWINS):
+        load_by_shape(model, inputs, tensors, path)
+        return
     slots = soap_slots(model)
     if len(slots) != len(tensors):
         sys.exit(f"error: {path} holds {len(tensors)} f32 tensors, the "
@@ -806,6 +893,9 @@ def main():
     parser.add_argument("--write-data", metavar="FILE",
                         help="with --soap-init: write the batch as a SOAP "
                         "--data file, print the first step's loss, exit")
+    parser.add_argument("--data-names", metavar="A,B,...",
+                        help="with --write-data: the executable's names "
+                        "of the inputs and the labels (default: the zoo's)")
     parser.add_argument("--check-steps", type=int, default=3, metavar="N",
                         help="with --write-data: N steps on the batch; also "
                         "print the last one's loss (last_loss)")
@@ -857,7 +947,7 @@ def main():
         print(f"params={count_parameters(model)}")
         return
     if args.soap_init:
-        load_soap_parameters(model, args.soap_init)
+        load_soap_parameters(model, args.soap_init, inputs)
     model.train()
     optimizer = torch.optim.SGD(
         [p for p in model.parameters() if p.requires_grad], lr=args.lr)
@@ -866,7 +956,13 @@ def main():
     if args.write_data:
         if not args.soap_init:
             parser.error("--write-data needs --soap-init")
-        write_checkpoint(args.write_data, inputs + [labels])
+        data = inputs + [labels]
+        if args.data_names:
+            names = args.data_names.split(",")
+            if len(names) != len(data):
+                parser.error(f"--data-names: {len(data)} names needed")
+            data = [(n, t) for n, (_, t) in zip(names, data)]
+        write_checkpoint(args.write_data, data)
         losses = [step().item() for _ in range(max(1, args.check_steps))]
         print(f"first_loss={losses[0]:.9g} last_loss={losses[-1]:.9g}")
         return

@@ -31,7 +31,13 @@
 #
 # Cases (--cases; default all): resnet18 resnet50-narrow bert rnnlm gpt2 nmt
 # alexnet inception_v3 vgg16, at sizes where one step takes well under a
-# second on one core.
+# second on one core; and the torch-mlir exports of torchvision models in
+# ../shared/realmodels/ (resnet18.mlir squeezenet1_1.mlir
+# mobilenet_v3_small.mlir) through the documented path of
+# docs/real-models.md (--soap-lift-params --soap-set-batch=4), against
+# torchvision's model at batch 4 (Debian's python3-torchvision, installed
+# here when missing). The loss check loads the export's parameters into
+# torchvision's model by shape (bench/pytorch_baseline.py, load_by_shape).
 #
 # PyTorch comes from Debian's python3-torch, installed here when missing
 # (benchmarks only; the build and the tests never need it). Where it cannot
@@ -44,7 +50,7 @@ BUILD=$ROOT/build
 STEPS=10
 ROUNDS=3
 RANKS=2
-CASES="resnet18 resnet50-narrow bert rnnlm gpt2 nmt alexnet inception_v3 vgg16"
+CASES="resnet18 resnet50-narrow bert rnnlm gpt2 nmt alexnet inception_v3 vgg16 resnet18.mlir squeezenet1_1.mlir mobilenet_v3_small.mlir"
 while [ $# -gt 0 ]; do
   case $1 in
     --build) BUILD=$2; shift 2 ;;
@@ -61,7 +67,7 @@ trap 'rm -rf "$WORK"' EXIT
 
 # Each case: the zoo model and its options. The PyTorch twin takes the same
 # options (TORCH[case] only where it would need others).
-declare -A ZOO TORCH
+declare -A ZOO TORCH LABEL
 ZOO[resnet18]="resnet50 --depth 18 --image 64 --batch 8"
 ZOO[resnet50-narrow]="resnet50 --width 32 --image 64 --batch 4"
 ZOO[bert]="bert-base --hidden 256 --layers 2 --heads 4 --seq 64 --batch 8"
@@ -71,23 +77,42 @@ ZOO[nmt]="nmt --vocab 2000 --embed 256 --hidden 256 --seq 10 --batch 16"
 ZOO[alexnet]="alexnet --image 64 --width 32 --hidden 512 --classes 100 --batch 8"
 ZOO[inception_v3]="inception_v3 --image 139 --width 8 --classes 100 --batch 4"
 ZOO[vgg16]="vgg16 --image 32 --width 16 --hidden 256 --classes 100 --batch 8"
+# Real exports: ZOO[case] holds the soap-opt options that prepare them for
+# training, TORCH[case] their torchvision twin.
+REAL_DIR=$ROOT/../shared/realmodels
+for m in resnet18 squeezenet1_1 mobilenet_v3_small; do
+  ZOO[$m.mlir]="--soap-lift-params --soap-set-batch=4"
+  TORCH[$m.mlir]="torchvision-$m --batch 4"
+  LABEL[$m.mlir]="realmodels/$m.mlir (torch-mlir), batch 4"
+done
 for c in $CASES; do
   [ -n "${ZOO[$c]:-}" ] || { echo "vs-pytorch: no case '$c' (one of ${!ZOO[*]})" >&2; exit 2; }
+  LABEL[$c]=${LABEL[$c]:-${ZOO[$c]}}
 done
+is_real() { case $1 in *.mlir) return 0 ;; esac; return 1; }
 
 # Debian's PyTorch is a module of Debian's Python, which may not be the
 # python3 first on PATH.
 PY=/usr/bin/python3
 [ -x "$PY" ] || PY=python3
 have_torch=1
-if ! $PY -c 'import torch' 2>/dev/null; then
+# PyTorch, and torchvision where a real export's twin needs it.
+packages=python3-torch; modules="import torch"
+case " $CASES " in
+  *.mlir\ *) packages="$packages python3-torchvision"
+              modules="$modules, torchvision" ;;
+esac
+if ! $PY -c "$modules" 2>/dev/null; then
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO=sudo
-  echo "vs-pytorch: installing python3-torch from Debian" >&2
-  if ! (DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq \
-          --no-install-recommends python3-torch >&2) ||
-     ! $PY -c 'import torch' 2>/dev/null; then
+  echo "vs-pytorch: installing $packages from Debian" >&2
+  # shellcheck disable=SC2086
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq \
+    --no-install-recommends $packages >&2 || true
+  if ! $PY -c 'import torch' 2>/dev/null; then
     have_torch=0
     echo "vs-pytorch: PyTorch is not available; measuring SOAP alone" >&2
+  elif ! $PY -c "$modules" 2>/dev/null; then
+    echo "vs-pytorch: torchvision is not available; the real exports' PyTorch columns stay empty" >&2
   fi
 fi
 have_mpi=0
@@ -132,12 +157,30 @@ args = json.load(sys.stdin)["args"]
 print(sum(math.prod(a.get("global_shape", a["shape"])) for a in args
           if a["role"] == "param"))'
 }
-# Compiles zoo case $1 (through the soap-opt passes $3...) into $2; on
+# The module of case $1 on stdout: the zoo model, or the real export
+# prepared for training.
+model() {
+  # shellcheck disable=SC2086
+  if is_real "$1"; then
+    soap-opt "$REAL_DIR/$1" ${ZOO[$1]}
+  else
+    soap-zoo ${ZOO[$1]}
+  fi
+}
+# The names an executable gives its inputs and labels, comma-separated
+# (its --print-model), for the twin's --data-names.
+data_names() {
+  "$1" --print-model | python3 -c '
+import json, sys
+args = json.load(sys.stdin)["args"]
+print(",".join([a["name"] for a in args if a["role"] == "input"] +
+               [a["name"] for a in args if a["role"] == "label"]))'
+}
+# Compiles case $1 (through the soap-opt passes $3...) into $2; on
 # failure prints the error to stderr and returns 1.
 compile() {
   local c=$1 exe=$2; shift 2
-  # shellcheck disable=SC2086
-  if ! { soap-zoo ${ZOO[$c]} | soap-opt "$@" |
+  if ! { model "$c" | soap-opt "$@" |
          soap-translate --soap-to-executable -o "$exe"; } 2> "$exe.err"; then
     echo "vs-pytorch: $c: SOAP failed to compile:" >&2
     tail -5 "$exe.err" >&2
@@ -145,16 +188,26 @@ compile() {
   fi
 }
 TRAIN="optimizer=sgd lr=0.01"
+# A real export returns logits: the training step appends the loss the
+# twin computes (the zoo's models end in theirs).
+train_options() {
+  if is_real "$1"; then echo "loss=softmax-xent $TRAIN"; else echo "$TRAIN"; fi
+}
 CHECK=3  # steps of the loss check
 
 T1=$WORK/one.rows; T2=$WORK/ranks.rows; TL=$WORK/loss.rows
 : > "$T1"; : > "$T2"; : > "$TL"
 for c in $CASES; do
   torch_opts=${TORCH[$c]:-${ZOO[$c]}}
-  echo "vs-pytorch: $c (${ZOO[$c]})" >&2
+  if is_real "$c" && [ ! -f "$REAL_DIR/$c" ]; then
+    echo "vs-pytorch: $c: no $REAL_DIR/$c; left out" >&2
+    continue
+  fi
+  echo "vs-pytorch: $c (${LABEL[$c]})" >&2
   exe=$WORK/$c.exe
   soap_ms=""; soap_mib=""; params=""; soap_losses="failed failed"
-  if compile "$c" "$exe" --soap-training-step="$TRAIN" --soap-lower-cpu; then
+  train=$(train_options "$c")
+  if compile "$c" "$exe" --soap-training-step="$train" --soap-lower-cpu; then
     params=$(soap_params "$exe")
     if soap_kib=$(run_measured "$WORK/$c.soap" "$exe" --warmup 2 --steps "$STEPS"); then
       soap_ms=$(field median_ms < "$WORK/$c.soap")
@@ -167,7 +220,9 @@ for c in $CASES; do
     soap_ms="failed to compile"
   fi
   torch_ms=""; torch_mib=""; ratio=""; torch_losses=""
-  if [ "$have_torch" -eq 1 ]; then
+  twin=$have_torch
+  if is_real "$c" && ! $PY -c 'import torchvision' 2>/dev/null; then twin=0; fi
+  if [ "$twin" -eq 1 ]; then
     # shellcheck disable=SC2086
     torch_params=$("${TORCH_PY[@]}" $torch_opts --params | field params)
     if [ -n "$params" ] && [ "$params" != "$torch_params" ]; then
@@ -199,14 +254,18 @@ for c in $CASES; do
     if [ -n "$params" ] && [ -x "$exe" ] &&
        "$exe" --steps 0 --save "$WORK/$c.init" > /dev/null; then
       # shellcheck disable=SC2086
-      "${TORCH_PY[@]}" $torch_opts --threads 1 --soap-init "$WORK/$c.init" \
-        --write-data "$WORK/$c.data" --check-steps "$CHECK" > "$WORK/$c.check"
-      torch_losses="$(field first_loss < "$WORK/$c.check") $(field last_loss < "$WORK/$c.check")"
-      soap_losses=$("$exe" --load "$WORK/$c.init" --data "$WORK/$c.data" \
-        --steps "$CHECK" | losses) || soap_losses="failed failed"
+      if "${TORCH_PY[@]}" $torch_opts --threads 1 --soap-init "$WORK/$c.init" \
+           --write-data "$WORK/$c.data" --data-names "$(data_names "$exe")" \
+           --check-steps "$CHECK" > "$WORK/$c.check"; then
+        torch_losses="$(field first_loss < "$WORK/$c.check") $(field last_loss < "$WORK/$c.check")"
+        soap_losses=$("$exe" --load "$WORK/$c.init" --data "$WORK/$c.data" \
+          --steps "$CHECK" | losses) || soap_losses="failed failed"
+      else
+        echo "vs-pytorch: $c: the twin cannot take SOAP's parameters; no loss check" >&2
+      fi
     fi
   fi
-  echo "| ${ZOO[$c]} | $params | $soap_ms | $torch_ms | $ratio | $soap_mib | $torch_mib |" >> "$T1"
+  echo "| ${LABEL[$c]} | $params | $soap_ms | $torch_ms | $ratio | $soap_mib | $torch_mib |" >> "$T1"
 
   # N ranks: SOAP's searched strategy against DistributedDataParallel.
   ranks_losses="- -"
@@ -215,7 +274,7 @@ for c in $CASES; do
     part_ms=""; part_mib=""; ddp_ms=""; ddp_mib=""; ratio=""
     if compile "$c" "$pexe" \
          --soap-search="machine=cpu-local devices=$RANKS budget=2000 seed=1" \
-         --soap-training-step="$TRAIN" --soap-partition --soap-lower-cpu; then
+         --soap-training-step="$train" --soap-partition --soap-lower-cpu; then
       if "${MPIRUN[@]}" "$pexe" --warmup 2 --steps "$STEPS" > "$WORK/$c.part" 2> "$WORK/$c.part.err"; then
         part_ms=$(field median_ms < "$WORK/$c.part")
         part_mib=$(field peak_rss_mb < "$WORK/$c.part")
@@ -232,7 +291,7 @@ for c in $CASES; do
     else
       part_ms="failed to compile"
     fi
-    if [ "$have_torch" -eq 1 ]; then
+    if [ "$twin" -eq 1 ]; then
       # shellcheck disable=SC2086
       "${TORCH_PY[@]}" $torch_opts --ddp "$RANKS" --threads 1 --warmup 2 \
         --steps "$STEPS" --peak-rss > "$WORK/$c.ddp"
@@ -242,7 +301,7 @@ for c in $CASES; do
         *[0-9]) ratio=$(calc "f'{$part_ms / $ddp_ms:.2f}'") ;;
       esac
     fi
-    echo "| ${ZOO[$c]} | $part_ms | $ddp_ms | $ratio | $part_mib | $ddp_mib |" >> "$T2"
+    echo "| ${LABEL[$c]} | $part_ms | $ddp_ms | $ratio | $part_mib | $ddp_mib |" >> "$T2"
   fi
 
   if [ -n "$torch_losses" ]; then
@@ -253,7 +312,7 @@ for c in $CASES; do
     [ "$r1" = "-" ] || line="$line, SOAP on $RANKS ranks $r1"
     echo "vs-pytorch: $c: $line" >&2
     echo "vs-pytorch: $c: step-$CHECK loss: SOAP $sN, PyTorch $tN$([ "$rN" = "-" ] || echo ", SOAP on $RANKS ranks $rN")" >&2
-    echo "| ${ZOO[$c]} | $s1 | $r1 | $t1 | $(reldiff "$s1" "$t1") | $sN | $rN | $tN | $(reldiff "$sN" "$tN") |" >> "$TL"
+    echo "| ${LABEL[$c]} | $s1 | $r1 | $t1 | $(reldiff "$s1" "$t1") | $sN | $rN | $tN | $(reldiff "$sN" "$tN") |" >> "$TL"
   fi
 done
 
