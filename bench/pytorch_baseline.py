@@ -711,19 +711,26 @@ def soap_slots(module):
 
 def execution_order(model, inputs):
     """The model's parameters in the order its forward pass first uses
-    them (forward hooks on the modules that own parameters directly)."""
+    them, each with the module that owns it (forward hooks on the modules
+    that own parameters directly)."""
     order, hooks = [], []
     for m in model.modules():
         own = list(m.parameters(recurse=False))
         if own:
             hooks.append(m.register_forward_pre_hook(
-                lambda _m, _x, own=own: order.extend(
-                    p for p in own if all(p is not q for q in order))))
+                lambda m, _x, own=own: order.extend(
+                    (p, m) for p in own
+                    if all(p is not q for q, _ in order))))
     with torch.no_grad():
         model(*inputs)
     for h in hooks:
         h.remove()
     return order
+
+
+def is_constant(t):
+    flat = t.detach().reshape(-1)
+    return flat.numel() > 0 and bool((flat == flat[0]).all())
 
 
 def load_by_shape(model, inputs, tensors, path):
@@ -732,12 +739,16 @@ def load_by_shape(model, inputs, tensors, path):
     lists its weights in reverse order of use (the backward pass's order,
     which --soap-lift-params keeps): each parameter, from the last used to
     the first, takes the first unused tensor of its shape (or, for a
-    matrix, of its transposed shape). A parameter whose initial value is
-    one constant (a batch norm's gamma 1 and beta 0, zero biases) prefers
-    a tensor holding the same constant, since the export groups tensors of
-    one shape by value. A wrong guess shows as a different first loss."""
+    matrix, of its transposed shape). The export groups tensors of one
+    shape by value (a width's batch-norm gammas, then its betas), so a
+    batch norm's weight and bias prefer a tensor holding their own
+    constant (1 and 0, how both sides start them), and any other parameter
+    (a convolution's bias, which SOAP may start from its seed where
+    torchvision starts it from zeros) prefers a tensor that is not one
+    constant. A wrong guess shows as a different first loss."""
     left = list(tensors)
-    for p in reversed(execution_order(model, [t for _, t in inputs])):
+    order = execution_order(model, [t for _, t in inputs])
+    for p, owner in reversed(order):
         shape = tuple(p.shape)
         fits = [i for i, (_, t) in enumerate(left)
                 if tuple(t.shape) == shape or
@@ -745,12 +756,14 @@ def load_by_shape(model, inputs, tensors, path):
         if not fits:
             sys.exit(f"error: {path}: no tensor of shape {list(shape)} is "
                      f"left for the twin's parameter")
-        flat = p.detach().reshape(-1)
-        if flat.numel() and bool((flat == flat[0]).all()):
-            same = [i for i in fits
-                    if bool((left[i][1] == flat[0]).all())]
-            fits = same or fits
-        name, t = left.pop(fits[0])
+        if isinstance(owner, nn.modules.batchnorm._BatchNorm) and \
+                is_constant(p):
+            value = p.detach().reshape(-1)[0]
+            preferred = [i for i in fits
+                         if bool((left[i][1] == value).all())]
+        else:
+            preferred = [i for i in fits if not is_constant(left[i][1])]
+        name, t = left.pop((preferred or fits)[0])
         copy_into(p.data, t if tuple(t.shape) == shape else t.t(), name)
     if left:
         sys.exit(f"error: {path} holds {len(left)} f32 tensors the twin "

@@ -29,8 +29,8 @@
 # machine's speed drifts by tens of percent over minutes, which one run of
 # each side can catch on one side only.
 #
-# Cases (--cases; default all): resnet18 resnet50-narrow bert rnnlm gpt2 nmt
-# alexnet inception_v3 vgg16, at sizes where one step takes well under a
+# Cases (--cases; default all): mlp resnet18 resnet50-narrow bert rnnlm gpt2
+# nmt alexnet inception_v3 vgg16, at sizes where one step takes well under a
 # second on one core; and the torch-mlir exports of torchvision models in
 # ../shared/realmodels/ (resnet18.mlir squeezenet1_1.mlir
 # mobilenet_v3_small.mlir) through the documented path of
@@ -50,7 +50,7 @@ BUILD=$ROOT/build
 STEPS=10
 ROUNDS=3
 RANKS=2
-CASES="resnet18 resnet50-narrow bert rnnlm gpt2 nmt alexnet inception_v3 vgg16 resnet18.mlir squeezenet1_1.mlir mobilenet_v3_small.mlir"
+CASES="mlp resnet18 resnet50-narrow bert rnnlm gpt2 nmt alexnet inception_v3 vgg16 resnet18.mlir squeezenet1_1.mlir mobilenet_v3_small.mlir"
 while [ $# -gt 0 ]; do
   case $1 in
     --build) BUILD=$2; shift 2 ;;
@@ -68,6 +68,7 @@ trap 'rm -rf "$WORK"' EXIT
 # Each case: the zoo model and its options. The PyTorch twin takes the same
 # options (TORCH[case] only where it would need others).
 declare -A ZOO TORCH LABEL
+ZOO[mlp]="mlp --batch 64"
 ZOO[resnet18]="resnet50 --depth 18 --image 64 --batch 8"
 ZOO[resnet50-narrow]="resnet50 --width 32 --image 64 --batch 4"
 ZOO[bert]="bert-base --hidden 256 --layers 2 --heads 4 --seq 64 --batch 8"
