@@ -84,13 +84,19 @@ void BatchDimensions::reportBatchDivisors(func::FuncOp function,
     }
     if (!overBatch || extent <= 1)
       return;
-    // The reduction and the ops that use its result, a few steps on.
+    // The reduction and the elementwise ops that use its result, a few
+    // steps on. Another reduction on the way (a pooling of activations
+    // normalized with batch statistics) sums elements of its own: a
+    // divisor after it counts those (a global average pooling over 56 x 56
+    // divides by 3136, which is also the extent of a batch norm's
+    // statistics over 56 x 56 at batch 1), so the search stops there.
     llvm::SetVector<Operation *> nearOps;
     nearOps.insert(op);
     for (unsigned i = 0; i < nearOps.size() && nearOps.size() < 16; ++i)
       for (Value result : nearOps[i]->getResults())
         for (Operation *user : result.getUsers())
-          if (isa<linalg::LinalgOp>(user))
+          if (auto next = dyn_cast<linalg::LinalgOp>(user);
+              next && next.getNumReductionLoops() == 0)
             nearOps.insert(user);
     for (Operation *candidate : nearOps) {
       candidate->walk([&](Operation *arith) {
