@@ -89,6 +89,24 @@ struct Window {
   int64_t kernelH, kernelW;
 };
 
+/// A tensor of `type` whose element at each index is `source` read through
+/// `read` (a map from the result's indices): a relayout or broadcast copy.
+static Value copyThrough(OpBuilder &b, Location loc, Value source,
+                         RankedTensorType type, AffineMap read) {
+  unsigned rank = type.getRank();
+  Value empty =
+      tensor::EmptyOp::create(b, loc, type.getShape(), type.getElementType());
+  return linalg::GenericOp::create(
+             b, loc, TypeRange{type}, ValueRange{source}, ValueRange{empty},
+             ArrayRef<AffineMap>{read, b.getMultiDimIdentityMap(rank)},
+             SmallVector<utils::IteratorType>(rank,
+                                              utils::IteratorType::parallel),
+             [](OpBuilder &nb, Location l, ValueRange args) {
+               linalg::YieldOp::create(nb, l, args[0]);
+             })
+      .getResult(0);
+}
+
 /// The gradient of `out[n,f,oh,ow] = sum_{c,kh,kw} x[n,c,s*oh+d*kh,...]
 /// w[f,c,kh,kw]` with respect to x, given the filter already flipped and
 /// transposed (`flipped[c,f,kh,kw] = w[f,c,KH-1-kh,KW-1-kw]`), for an input
@@ -152,18 +170,7 @@ static LogicalResult differentiateConv(GradientBuilder &g,
     AffineMap read =
         AffineMap::get(4, 0, {f, c, w.kernelH - 1 - kh, w.kernelW - 1 - kw},
                        context);
-    Value empty = tensor::EmptyOp::create(b, loc, flippedType.getShape(),
-                                          flippedType.getElementType());
-    Value flipped =
-        linalg::GenericOp::create(
-            b, loc, TypeRange{flippedType}, ValueRange{filter},
-            ValueRange{empty},
-            ArrayRef<AffineMap>{read, b.getMultiDimIdentityMap(4)},
-            SmallVector<utils::IteratorType>(4, utils::IteratorType::parallel),
-            [](OpBuilder &nb, Location l, ValueRange args) {
-              linalg::YieldOp::create(nb, l, args[0]);
-            })
-            .getResult(0);
+    Value flipped = copyThrough(b, loc, filter, flippedType, read);
     g.accumulate(loc, input,
                  convInputGradient(g, loc, adjoint, flipped, w, inputType));
   }
@@ -242,18 +249,7 @@ static LogicalResult differentiateSumPool(GradientBuilder &g,
         {getAffineDimExpr(0, context), getAffineDimExpr(1, context),
          getAffineDimExpr(2, context), getAffineDimExpr(4, context)},
         context);
-    Value empty =
-        tensor::EmptyOp::create(b, loc, tiledType.getShape(), element);
-    Value tiled =
-        linalg::GenericOp::create(
-            b, loc, TypeRange{tiledType}, ValueRange{adjoint},
-            ValueRange{empty},
-            ArrayRef<AffineMap>{read, b.getMultiDimIdentityMap(6)},
-            SmallVector<utils::IteratorType>(6, utils::IteratorType::parallel),
-            [](OpBuilder &nb, Location l, ValueRange args) {
-              linalg::YieldOp::create(nb, l, args[0]);
-            })
-            .getResult(0);
+    Value tiled = copyThrough(b, loc, adjoint, tiledType, read);
     auto coveredType = RankedTensorType::get(
         {x[0], x[1], dy[2] * w.kernelH, dy[3] * w.kernelW}, element);
     Value gradient = tensor::CollapseShapeOp::create(
