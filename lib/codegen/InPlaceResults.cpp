@@ -55,8 +55,11 @@ bool usedOnlyOnOneSide(Block &body, Value value, Operation *copy, bool before) {
       Operation *top = body.findAncestorOpInBlock(*user);
       if (!top)
         return false;
-      if (isa<ViewLikeOpInterface>(user) && user != copy)
-        continue; // a view: its own uses are judged
+      // A view of it (viewsOf collected its result): its own uses are
+      // judged.
+      if (auto asView = dyn_cast<ViewLikeOpInterface>(user);
+          asView && asView.getViewSource() == view)
+        continue;
       if (top == copy)
         continue;
       if (before != top->isBeforeInBlock(copy))

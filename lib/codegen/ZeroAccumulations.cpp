@@ -1,5 +1,4 @@
-//===- ZeroAccumulations.cpp - sums into zeros are their addend
-//------------===//
+//===- ZeroAccumulations.cpp - sums into zeros are their addend -*- C++ -*-===//
 //
 // The autodiff writes each contribution to an adjoint as an accumulation,
 // `out + x` into the adjoint so far; the first contribution accumulates
@@ -118,15 +117,15 @@ int dropZeroAccumulations(Operation *root) {
   int rewritten = 0;
   for (linalg::GenericOp op : generics) {
     rewritten += dropZeroAddend(op, rewriter);
+    Value input = copiedInput(op);
     // A returned copy stays: results get buffers of their own
     // (giveResultsOwnBuffers, CpuLowering.cpp).
-    bool returned = llvm::any_of(op->getUsers(), [](Operation *user) {
-      return isa<func::ReturnOp>(user);
-    });
-    if (Value input = copiedInput(op); input && !returned) {
-      rewriter.replaceOp(op, input);
-      ++rewritten;
-    }
+    if (!input || llvm::any_of(op->getUsers(), [](Operation *user) {
+          return isa<func::ReturnOp>(user);
+        }))
+      continue;
+    rewriter.replaceOp(op, input);
+    ++rewritten;
   }
   return rewritten;
 }
