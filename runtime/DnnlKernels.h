@@ -42,6 +42,12 @@ struct Conv2dSpread {
   std::array<int64_t, 2> offsets, strides, sizes;
 };
 
+/// Whether a convolution is grouped with few output channels per group (a
+/// depthwise one, or a depthwise filter's gradient): the caller's direct
+/// loops (Kernels.cpp) run those that oneDNN would run in its generic
+/// im2col or reference kernels, faster.
+inline bool narrowGroups(const Conv2dShape &s) { return s.g > 1 && s.f <= 8; }
+
 /// Sets the convolution's output (`strides` of its n, g, f, oh, ow) to
 /// zero.
 template <typename T>

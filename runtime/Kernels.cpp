@@ -7,7 +7,9 @@
 // other size) is passed as is, transposed when its unit stride is the row's;
 // any other is packed into a dense scratch copy first. f32 convolutions run
 // through oneDNN (DnnlKernels.cpp); the others, and any oneDNN refuses, are
-// im2col followed by one GEMM per image.
+// im2col followed by one GEMM per image, except grouped convolutions with
+// few output channels per group (depthwise ones and their filter
+// gradients), which run in direct loops (narrowGroupsConv2d).
 //
 //===----------------------------------------------------------------------===//
 
@@ -226,6 +228,122 @@ void conv2d(int64_t n, int64_t c, int64_t h, int64_t w, int64_t f, int64_t kh,
   }
 }
 
+/// One row of a narrow-groups convolution (narrowGroupsConv2d):
+/// acc[x] += sum over (c, i, j) of in(c, i, x * step + j * reach) *
+/// filter(c, i, j), with `in` the row's first input row (channel strides
+/// `isc`, rows `ish`) and `filter` its taps (`fsc`, `fsh`, `fsw`). The
+/// innermost loop runs along the longer of the output row and the window
+/// row and keeps a partial sum per lane, so that it vectorizes without
+/// reassociating a sum.
+template <typename T, int64_t Step, int64_t Reach>
+inline __attribute__((always_inline)) void
+narrowRow(T *acc, int64_t ow, const T *in, int64_t isc, int64_t ish,
+          int64_t step, int64_t reach, const T *filter, int64_t fsc,
+          int64_t fsh, int64_t fsw, int64_t c, int64_t kh, int64_t kw,
+          int64_t dh, T *part) {
+  if constexpr (Step > 0)
+    step = Step;
+  if constexpr (Reach > 0)
+    reach = Reach;
+  if (ow >= kw) {
+    for (int64_t ci = 0; ci < c; ++ci)
+      for (int64_t i = 0; i < kh; ++i)
+        for (int64_t j = 0; j < kw; ++j) {
+          T tap = filter[ci * fsc + i * fsh + j * fsw];
+          const T *row = in + ci * isc + i * dh * ish + j * reach;
+          for (int64_t x = 0; x < ow; ++x)
+            acc[x] += tap * row[x * step];
+        }
+    return;
+  }
+  for (int64_t x = 0; x < ow; ++x) {
+    std::fill(part, part + kw, T(0));
+    for (int64_t ci = 0; ci < c; ++ci)
+      for (int64_t i = 0; i < kh; ++i) {
+        const T *row = in + ci * isc + i * dh * ish + x * step;
+        const T *taps = filter + ci * fsc + i * fsh;
+        for (int64_t j = 0; j < kw; ++j)
+          part[j] += row[j * reach] * taps[j * fsw];
+      }
+    T sum = 0;
+    for (int64_t j = 0; j < kw; ++j)
+      sum += part[j];
+    acc[x] += sum;
+  }
+}
+
+/// A grouped convolution with few output channels per group (a depthwise
+/// convolution, and its filter's gradient as the autodiff writes it: the
+/// forward batch as channels, the output gradient as a window larger than
+/// the output), computed directly: im2col would copy every window to feed
+/// a product of a single row per group, and oneDNN runs the 5x5 filter
+/// gradients of MobileNetV3 in its generic im2col kernel 2-3x slower than
+/// this (DnnlKernels.cpp declines them). The output accumulates.
+template <typename T>
+inline __attribute__((always_inline)) void
+narrowGroupsLoops(const soaprt::Conv2dShape &s, const soaprt::Conv2dStrides &st,
+                  const T *in, const T *filter, T *out) {
+  std::vector<T> acc(static_cast<size_t>(s.ow)),
+      part(static_cast<size_t>(s.kw));
+  int64_t step = s.sw * st.in[4], reach = s.dw * st.in[4];
+  for (int64_t b = 0; b < s.n; ++b)
+    for (int64_t g = 0; g < s.g; ++g)
+      for (int64_t f = 0; f < s.f; ++f)
+        for (int64_t y = 0; y < s.oh; ++y) {
+          T *o = out + b * st.out[0] + g * st.out[1] + f * st.out[2] +
+                 y * st.out[3];
+          for (int64_t x = 0; x < s.ow; ++x)
+            acc[x] = o[x * st.out[4]];
+          const T *rows =
+              in + b * st.in[0] + g * st.in[1] + y * s.sh * st.in[3];
+          const T *taps = filter + g * st.filter[0] + f * st.filter[1];
+          auto run = [&](auto stepConstant, auto reachConstant) {
+            narrowRow<T, decltype(stepConstant)::value,
+                      decltype(reachConstant)::value>(
+                acc.data(), s.ow, rows, st.in[2], st.in[3], step, reach, taps,
+                st.filter[2], st.filter[3], st.filter[4], s.c, s.kh, s.kw, s.dh,
+                part.data());
+          };
+          using One = std::integral_constant<int64_t, 1>;
+          using Any = std::integral_constant<int64_t, 0>;
+          // Unit steps as constants, so that the inner loops read
+          // consecutive elements.
+          if (step == 1 && reach == 1)
+            run(One{}, One{});
+          else if (step == 1)
+            run(One{}, Any{});
+          else if (reach == 1)
+            run(Any{}, One{});
+          else
+            run(Any{}, Any{});
+          for (int64_t x = 0; x < s.ow; ++x)
+            o[x * st.out[4]] = acc[x];
+        }
+}
+
+// The narrow-groups loops compiled for AVX-512 and AVX2 besides the
+// baseline the library is built for, the one the CPU runs picked when the
+// program loads (GCC's function multiversioning).
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define SOAPRT_VECTOR_CLONES                                                   \
+  __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define SOAPRT_VECTOR_CLONES
+#endif
+SOAPRT_VECTOR_CLONES void narrowGroupsConv2d(const soaprt::Conv2dShape &s,
+                                             const soaprt::Conv2dStrides &st,
+                                             const float *in,
+                                             const float *filter, float *out) {
+  narrowGroupsLoops(s, st, in, filter, out);
+}
+SOAPRT_VECTOR_CLONES void narrowGroupsConv2d(const soaprt::Conv2dShape &s,
+                                             const soaprt::Conv2dStrides &st,
+                                             const double *in,
+                                             const double *filter,
+                                             double *out) {
+  narrowGroupsLoops(s, st, in, filter, out);
+}
+
 /// A plain copy of a convolution operand of `sizes` and plain `strides`
 /// that holds blocked weights (`block`, BlockedLayout.h) at `pointer`;
 /// `operand` says which weights it is.
@@ -309,6 +427,10 @@ void conv2dKernel(const soaprt::Conv2dShape &shape,
   if (!s.accumulate) {
     soaprt::zeroOutput(s, st.out, out);
     s.accumulate = true;
+  }
+  if (soaprt::narrowGroups(s)) {
+    narrowGroupsConv2d(s, st, in, filter, out);
+    return;
   }
   if (s.g > 1) {
     soaprt::Conv2dShape one = s;

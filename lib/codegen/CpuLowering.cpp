@@ -147,6 +147,22 @@ static std::optional<Transposed> transposeStep(Value value) {
   auto generic = value.getDefiningOp<linalg::GenericOp>();
   if (!generic || !generic.hasPureTensorSemantics())
     return std::nullopt;
+  // A copy that writes through permuted loops (the output's map not the
+  // identity): dimension j of the result is loop out[j], which the input
+  // reads as its dimension r where in[r] is that loop.
+  SmallVector<AffineMap> maps = generic.getIndexingMapsArray();
+  if (maps.size() == 2 && !maps[1].isIdentity() && maps[1].isPermutation() &&
+      maps[0].isPermutation() && generic.getNumReductionLoops() == 0) {
+    Block &body = generic.getRegion().front();
+    if (body.getOperations().size() != 1 ||
+        body.getTerminator()->getOperand(0) != body.getArgument(0))
+      return std::nullopt;
+    Transposed transposed{generic.getDpsInputs().front(), {}};
+    for (unsigned j = 0; j < maps[1].getNumResults(); ++j)
+      transposed.perm.push_back(*maps[0].getResultPosition(
+          getAffineDimExpr(maps[1].getDimPosition(j), generic.getContext())));
+    return transposed;
+  }
   std::optional<SmallVector<codegen::RelayoutRead>> reads =
       codegen::copyRelayout(generic);
   if (!reads || llvm::any_of(*reads, [](const codegen::RelayoutRead &read) {

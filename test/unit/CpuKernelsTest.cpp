@@ -306,6 +306,12 @@ const Case cases[] = {
     {1, 4, 11, 11, 1, 5, 5, 1, 1, 2, 2, 0, depthwiseGradient, 1, /*g=*/6},
     {1, 3, 7, 7, 1, 5, 5, 1, 1, 1, 1, /*extraH=*/1, depthwiseGradient, 2,
      /*g=*/4},
+    // Depthwise 5x5 filter gradients of MobileNetV3's shapes (smaller):
+    // oneDNN would run them in its generic im2col kernel, so the direct
+    // loops of Kernels.cpp do (a window wider than a vector of 16, and a
+    // stride-2 layer's gradient).
+    {1, 4, 18, 18, 1, 14, 14, 1, 1, 1, 1, 0, depthwiseGradient, 1, /*g=*/20},
+    {1, 3, 15, 15, 1, 6, 6, 1, 1, 2, 2, 0, depthwiseGradient, 1, /*g=*/17},
 };
 
 /// Input gradients as the autodiff writes them: a unit-stride convolution
