@@ -35,6 +35,7 @@ struct SoapLowerCpuPass
     options.reassociateReductions = reassociateReductions;
     options.sparseUpdates = sparseUpdates;
     options.mergeAccumulations = mergeAccumulations;
+    options.planeUpdates = planeUpdates;
     options.blockedWeights = blockedWeights;
     if (kernels == "blas") {
       options.kernels = soap::KernelCodegen::Blas;

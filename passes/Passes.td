@@ -336,6 +336,12 @@ def SoapLowerCpu : Pass<"soap-lower-cpu", "mlir::ModuleOp"> {
     weight's gradient summed over its uses (an LSTM's over its time
     steps), runs as one product over the concatenated reduction
     dimension: the accumulator is read and written once, not once per use.
+    With `plane-updates` (the default) a chain of elementwise updates of
+    slices of one tensor of at least 1 MiB, as the autodiff writes a max
+    pooling's gradient (one update of a strided slice per window offset),
+    runs as one loop nest over the leading dimensions every update spans
+    whole (batch and channels), each iteration applying all the updates to
+    one plane, which stays in cache between them.
     With `blocked-weights` (the default) convolution weights that only
     convolutions and elementwise work (the optimizer's update) touch stay
     in oneDNN's blocked layout (OIhw16i16o with AVX-512, OIhw8i8o with
@@ -369,6 +375,8 @@ def SoapLowerCpu : Pass<"soap-lower-cpu", "mlir::ModuleOp"> {
            "Apply an SGD update of a table read by gathers as a scatter into the parameter, without the dense zero-filled gradient (results differ by rounding where several points reach one element)">,
     Option<"mergeAccumulations", "merge-accumulations", "bool", /*default=*/"true",
            "Run a chain of products that accumulate into one another (a weight's gradient summed over its uses, as an LSTM's over its time steps) as one product over the concatenated reduction dimension (results differ by rounding)">,
+    Option<"planeUpdates", "plane-updates", "bool", /*default=*/"true",
+           "Run a chain of elementwise updates of slices of one tensor of at least 1 MiB (a max pooling's gradient: one update per window offset) one plane of its leading dimensions (batch, channels) at a time, so that the plane stays in cache between updates">,
     Option<"blockedWeights", "blocked-weights", "bool", /*default=*/"true",
            "Keep convolution weights (with their gradients and optimizer state) in oneDNN's blocked layout across steps where only convolutions and elementwise work touch them">,
   ];

@@ -562,6 +562,8 @@ LogicalResult lowerModuleForCpu(ModuleOp module,
   codegen::dropZeroAccumulations(module);
   if (options.fuseElementwise && failed(codegen::fuseElementwiseChains(module)))
     return failure();
+  if (options.planeUpdates)
+    codegen::runUpdatesByPlanes(module);
   // Hooks first, so that they bracket the loop nests of vectorized ops.
   if (options.traceOps)
     codegen::insertTraceHooks(module, description.ops);

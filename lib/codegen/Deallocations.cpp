@@ -412,6 +412,7 @@ void registerLoweringPasses() {
     registerPass([] { return codegen::createSparseUpdatesPass(); });
     registerPass([] { return codegen::createMergeAccumulationsPass(); });
     registerPass([] { return codegen::createDropZeroAccumulationsPass(); });
+    registerPass([] { return codegen::createPlaneUpdatesPass(); });
   });
 }
 

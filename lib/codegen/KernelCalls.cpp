@@ -58,8 +58,18 @@ static std::string locationString(Location loc) {
 void insertTraceHooks(ModuleOp module, std::vector<std::string> &ops) {
   MLIRContext *context = module.getContext();
   Type i64 = IntegerType::get(context, 64);
+  // Each linalg op, and each loop nest of plane updates (PlaneUpdates.cpp)
+  // as one, not the ops inside it.
   SmallVector<Operation *> targets;
-  module.walk([&](linalg::LinalgOp op) { targets.push_back(op); });
+  module.walk<WalkOrder::PreOrder>([&](Operation *op) {
+    if (op->hasAttr(kPlaneUpdatesAttr)) {
+      targets.push_back(op);
+      return WalkResult::skip();
+    }
+    if (isa<linalg::LinalgOp>(op))
+      targets.push_back(op);
+    return WalkResult::advance();
+  });
   if (targets.empty())
     return;
   func::FuncOp begin = declareRuntimeFunction(module, "soaprt_op_begin", {i64});

@@ -128,6 +128,20 @@ int mergeAccumulatingProducts(mlir::Operation *root);
 /// soap-merge-accumulations (mergeAccumulatingProducts on functions).
 std::unique_ptr<mlir::Pass> createMergeAccumulationsPass();
 
+/// The loop nests runUpdatesByPlanes makes carry this unit attribute; trace
+/// hooks bracket the nest, not the ops inside it.
+inline constexpr const char *kPlaneUpdatesAttr = "soap_plane_updates";
+
+/// On tensors: a chain of at least two elementwise updates of slices of
+/// one tensor of at least `minBytes` (extract_slice, all-parallel generic,
+/// insert_slice at the same place; the autodiff's max-pooling gradient, one
+/// update per window offset), where every update spans the tensor's
+/// leading dimensions whole, runs as one loop nest over those dimensions
+/// with the updates inside (PlaneUpdates.cpp). Returns the chains rewritten.
+int runUpdatesByPlanes(mlir::Operation *root, int64_t minBytes = 1 << 20);
+/// soap-plane-updates (runUpdatesByPlanes on functions, any size).
+std::unique_ptr<mlir::Pass> createPlaneUpdatesPass();
+
 /// kernels=blas: a contraction that reads a linalg.transpose reads the
 /// transpose's input through the permuted map instead (as a linalg.generic),
 /// so BLAS gets the transposition as strides and no copy is made.

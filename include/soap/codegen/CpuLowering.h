@@ -59,6 +59,10 @@ struct CpuLoweringOptions {
   /// Products that accumulate into one another (a weight's gradient over
   /// its uses) run as one product (AccumulationChains.cpp).
   bool mergeAccumulations = true;
+  /// Chains of elementwise updates of slices of one large tensor (a max
+  /// pooling's gradient) run one plane of its leading dimensions at a time
+  /// (PlaneUpdates.cpp).
+  bool planeUpdates = true;
   /// Convolution weights stay in oneDNN's blocked layout across steps
   /// where nothing else touches them (BlockedWeights.cpp).
   bool blockedWeights = true;
