@@ -109,6 +109,41 @@ dnnl::memory::desc anyLayout(const dims &shape) {
                             dnnl::memory::format_tag::any);
 }
 
+/// Whether oneDNN's implementation `impl` is one of its generic kernels
+/// (im2col and sgemm, or the reference loops) rather than one made for the
+/// convolution's kind.
+bool generic(const std::string &impl) {
+  return impl.find("gemm") != std::string::npos || impl.rfind("ref", 0) == 0;
+}
+
+/// An image of `shape` (N, C, H, W) in oneDNN's layout of `block`
+/// channels (nChw16c, nChw8c), or in the layout oneDNN picks (block 0).
+dnnl::memory::desc channelBlocked(const dims &shape, int64_t block) {
+  if (block == 16)
+    return dnnl::memory::desc(shape, dnnl::memory::data_type::f32,
+                              dnnl::memory::format_tag::aBcd16b);
+  if (block == 8)
+    return dnnl::memory::desc(shape, dnnl::memory::data_type::f32,
+                              dnnl::memory::format_tag::aBcd8b);
+  return anyLayout(shape);
+}
+
+/// Whether 1x1 convolutions (forward view) get their image and output in
+/// channel blocks rather than the layout oneDNN picks, which is
+/// channels-last (its brgconv_1x1 kernels): from the caller's NCHW
+/// buffers, a reorder into channels-last transposes the whole image
+/// (jit:uni, about 3x the time of one into channel blocks), and it made
+/// the reorders around MobileNetV3-Small's 1x1 convolutions cost 23 ms of
+/// a 70 ms step. SOAP_DNNL_POINTWISE=any leaves the choice to oneDNN (to
+/// measure one against the other).
+bool pointwiseBlocked() {
+  static const bool blocked = [] {
+    const char *flag = std::getenv("SOAP_DNNL_POINTWISE");
+    return !(flag && std::string(flag) == "any");
+  }();
+  return blocked;
+}
+
 /// A view oneDNN cannot express on the caller's buffers (no copy is made
 /// to make one): the other view, or the caller's path, runs it.
 struct Unexpressible {};
@@ -278,17 +313,38 @@ buildForward(const Conv2dShape &s, const Conv2dStrides &st,
                     {st.out[0], mergedStride(s.g, st.out[1], s.f, st.out[2]),
                      st.out[3], st.out[4]},
                     st.outBlock, e.engine);
+  // The image and output in `block` channels (0: oneDNN's choice).
+  int64_t block = 0;
   auto make = [&](const dnnl::memory::desc &weights,
                   const dnnl::primitive_attr &attr = {}) {
     dnnl::convolution_forward::desc desc(
         dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
-        anyLayout(in), weights, anyLayout(out), {s.sh, s.sw},
-        {s.dh - 1, s.dw - 1}, padding.left, padding.right);
+        channelBlocked(in, block), weights, channelBlocked(out, block),
+        {s.sh, s.sw}, {s.dh - 1, s.dw - 1}, padding.left, padding.right);
     return dnnl::convolution_forward::primitive_desc(desc, attr, e.engine);
   };
-  auto pd = preferringLayout(
-      conv->userFilter, st.filterBlock != 0, filter,
-      [&](const dnnl::memory::desc &weights) { return make(weights); });
+  auto choose = [&] {
+    return preferringLayout(
+        conv->userFilter, st.filterBlock != 0, filter,
+        [&](const dnnl::memory::desc &weights) { return make(weights); });
+  };
+  std::optional<dnnl::convolution_forward::primitive_desc> chosen;
+  if (s.kh == 1 && s.kw == 1 && pointwiseBlocked())
+    for (int64_t lanes : {16, 8}) {
+      block = lanes;
+      try {
+        chosen = choose();
+        if (!generic(chosen->impl_info_str()))
+          break;
+      } catch (const dnnl::error &) {
+      }
+      chosen.reset();
+    }
+  if (!chosen) {
+    block = 0;
+    chosen = choose();
+  }
+  auto pd = *chosen;
   // The output accumulates (unless the caller overwrites it): in place
   // through a sum post-op when oneDNN writes the caller's layout, else
   // through the reorder that adds.
@@ -388,13 +444,6 @@ bool looksLikeWeightGradient(const Conv2dShape &s) {
   if (forced && std::string(forced) == "weights")
     return true;
   return s.oh * s.ow <= 64 && (s.c < s.n || s.kh * s.kw > s.oh * s.ow);
-}
-
-/// Whether oneDNN's implementation `impl` is one of its generic kernels
-/// (im2col and sgemm, or the reference loops) rather than one made for the
-/// convolution's kind.
-bool generic(const std::string &impl) {
-  return impl.find("gemm") != std::string::npos || impl.rfind("ref", 0) == 0;
 }
 
 /// What `builder` builds; nullptr where oneDNN refuses it or cannot
