@@ -279,10 +279,75 @@ narrowRow(T *acc, int64_t ow, const T *in, int64_t isc, int64_t ish,
 /// a product of a single row per group, and oneDNN runs the 5x5 filter
 /// gradients of MobileNetV3 in its generic im2col kernel 2-3x slower than
 /// this (DnnlKernels.cpp declines them). The output accumulates.
+/// narrowGroupsLoops where the window is larger than the output (a
+/// depthwise filter's gradient: the window is the forward output, the
+/// output the filter) and there are many groups: the image and the filter
+/// are copied with the groups innermost, so that every multiply-add runs
+/// along the groups (a vector of them) instead of along a window row of a
+/// few elements (14 for MobileNetV3's, shorter than one AVX-512 vector).
+template <typename T>
+inline __attribute__((always_inline)) void
+groupsInnermost(const soaprt::Conv2dShape &s, const soaprt::Conv2dStrides &st,
+                const T *in, const T *filter, T *out) {
+  int64_t g = s.g, h = s.sh * (s.oh - 1) + s.dh * (s.kh - 1) + 1,
+          w = s.sw * (s.ow - 1) + s.dw * (s.kw - 1) + 1;
+  std::vector<T> image(static_cast<size_t>(s.c * h * w * g)),
+      taps(static_cast<size_t>(s.c * s.kh * s.kw * g)),
+      sums(static_cast<size_t>(s.oh * s.ow * g));
+  for (int64_t b = 0; b < s.n; ++b) {
+    // image[c][y][x][g] and, per output channel, taps[c][i][j][g].
+    for (int64_t c = 0; c < s.c; ++c)
+      for (int64_t y = 0; y < h; ++y)
+        for (int64_t x = 0; x < w; ++x) {
+          const T *from =
+              in + b * st.in[0] + c * st.in[2] + y * st.in[3] + x * st.in[4];
+          T *to = image.data() + ((c * h + y) * w + x) * g;
+          for (int64_t k = 0; k < g; ++k)
+            to[k] = from[k * st.in[1]];
+        }
+    for (int64_t f = 0; f < s.f; ++f) {
+      for (int64_t c = 0; c < s.c; ++c)
+        for (int64_t i = 0; i < s.kh; ++i)
+          for (int64_t j = 0; j < s.kw; ++j) {
+            const T *from = filter + f * st.filter[1] + c * st.filter[2] +
+                            i * st.filter[3] + j * st.filter[4];
+            T *to = taps.data() + ((c * s.kh + i) * s.kw + j) * g;
+            for (int64_t k = 0; k < g; ++k)
+              to[k] = from[k * st.filter[0]];
+          }
+      std::fill(sums.begin(), sums.end(), T(0));
+      for (int64_t c = 0; c < s.c; ++c)
+        for (int64_t i = 0; i < s.kh; ++i)
+          for (int64_t j = 0; j < s.kw; ++j) {
+            const T *tap = taps.data() + ((c * s.kh + i) * s.kw + j) * g;
+            for (int64_t y = 0; y < s.oh; ++y)
+              for (int64_t x = 0; x < s.ow; ++x) {
+                const T *pixel =
+                    image.data() +
+                    ((c * h + y * s.sh + i * s.dh) * w + x * s.sw + j * s.dw) *
+                        g;
+                T *sum = sums.data() + (y * s.ow + x) * g;
+                for (int64_t k = 0; k < g; ++k)
+                  sum[k] += pixel[k] * tap[k];
+              }
+          }
+      for (int64_t k = 0; k < g; ++k)
+        for (int64_t y = 0; y < s.oh; ++y)
+          for (int64_t x = 0; x < s.ow; ++x)
+            out[b * st.out[0] + k * st.out[1] + f * st.out[2] + y * st.out[3] +
+                x * st.out[4]] += sums[(y * s.ow + x) * g + k];
+    }
+  }
+}
+
 template <typename T>
 inline __attribute__((always_inline)) void
 narrowGroupsLoops(const soaprt::Conv2dShape &s, const soaprt::Conv2dStrides &st,
                   const T *in, const T *filter, T *out) {
+  if (s.kw > s.ow && s.g >= 16) {
+    groupsInnermost(s, st, in, filter, out);
+    return;
+  }
   std::vector<T> acc(static_cast<size_t>(s.ow)),
       part(static_cast<size_t>(s.kw));
   int64_t step = s.sw * st.in[4], reach = s.dw * st.in[4];
