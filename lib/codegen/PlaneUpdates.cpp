@@ -229,9 +229,10 @@ struct PlaneUpdatesPass
 
   StringRef getArgument() const override { return "soap-plane-updates"; }
   StringRef getDescription() const override {
-    return "run chains of elementwise updates of slices of one large tensor "
-           "(a max pooling's gradient) one plane of its leading dimensions "
-           "at a time (the --soap-lower-cpu step plane-updates)";
+    return "run chains of elementwise updates of slices of one tensor (a "
+           "max pooling's gradient) one plane of its leading dimensions at a "
+           "time (the --soap-lower-cpu step plane-updates, there for tensors "
+           "of at least 1 MiB)";
   }
   void getDependentDialects(DialectRegistry &registry) const override {
     registry
