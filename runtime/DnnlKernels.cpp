@@ -235,13 +235,6 @@ void bindOutput(Conv &conv, int arg, const dnnl::memory::desc &desc,
   conv.args[arg] = scratch;
 }
 
-/// The rows and columns the windows read: oneDNN's shapes must agree
-/// exactly, and linalg allows an input larger than its windows reach.
-std::array<int64_t, 2> usedImage(const Conv2dShape &s) {
-  return {s.sh * (s.oh - 1) + s.dh * (s.kh - 1) + 1,
-          s.sw * (s.ow - 1) + s.dw * (s.kw - 1) + 1};
-}
-
 /// The stride of oneDNN's channel dimension that runs over `outer` groups
 /// of `inner` channels each (strides `outerStride`, `innerStride`): one
 /// dimension only where the groups follow each other in memory.
@@ -435,8 +428,8 @@ std::unique_ptr<Conv> buildAsWeightGradient(
 /// forward and data gradient convolutions 1.6-3.5x faster; the first
 /// layers' filter gradients of torchvision's ResNet-18 and SqueezeNet 1.1
 /// at batch 4 run 1.4x and 2x faster in the weights view.
-/// SOAP_DNNL_VIEW=forward or =weights forces one view (to measure them against
-/// each other).
+/// SOAP_DNNL_VIEW=forward or =weights forces one view (to measure them
+/// against each other).
 bool looksLikeWeightGradient(const Conv2dShape &s) {
   static const char *forced = std::getenv("SOAP_DNNL_VIEW");
   if (forced && std::string(forced) == "forward")

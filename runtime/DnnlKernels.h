@@ -42,6 +42,14 @@ struct Conv2dSpread {
   std::array<int64_t, 2> offsets, strides, sizes;
 };
 
+/// The rows and columns of the input the windows read: oneDNN's shapes
+/// must agree exactly, and linalg allows an input larger than its windows
+/// reach.
+inline std::array<int64_t, 2> usedImage(const Conv2dShape &s) {
+  return {s.sh * (s.oh - 1) + s.dh * (s.kh - 1) + 1,
+          s.sw * (s.ow - 1) + s.dw * (s.kw - 1) + 1};
+}
+
 /// Whether a convolution is grouped with few output channels per group (a
 /// depthwise one, or a depthwise filter's gradient): the caller's direct
 /// loops (Kernels.cpp) run those that oneDNN would run in its generic

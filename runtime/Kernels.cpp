@@ -272,13 +272,6 @@ narrowRow(T *acc, int64_t ow, const T *in, int64_t isc, int64_t ish,
   }
 }
 
-/// A grouped convolution with few output channels per group (a depthwise
-/// convolution, and its filter's gradient as the autodiff writes it: the
-/// forward batch as channels, the output gradient as a window larger than
-/// the output), computed directly: im2col would copy every window to feed
-/// a product of a single row per group, and oneDNN runs the 5x5 filter
-/// gradients of MobileNetV3 in its generic im2col kernel 2-3x slower than
-/// this (DnnlKernels.cpp declines them). The output accumulates.
 /// narrowGroupsLoops where the window is larger than the output (a
 /// depthwise filter's gradient: the window is the forward output, the
 /// output the filter) and there are many groups: the image and the filter
@@ -289,13 +282,24 @@ template <typename T>
 inline __attribute__((always_inline)) void
 groupsInnermost(const soaprt::Conv2dShape &s, const soaprt::Conv2dStrides &st,
                 const T *in, const T *filter, T *out) {
-  int64_t g = s.g, h = s.sh * (s.oh - 1) + s.dh * (s.kh - 1) + 1,
-          w = s.sw * (s.ow - 1) + s.dw * (s.kw - 1) + 1;
+  auto [h, w] = soaprt::usedImage(s);
+  int64_t g = s.g, window = s.c * s.kh * s.kw * g;
   std::vector<T> image(static_cast<size_t>(s.c * h * w * g)),
-      taps(static_cast<size_t>(s.c * s.kh * s.kw * g)),
+      taps(static_cast<size_t>(s.f * window)),
       sums(static_cast<size_t>(s.oh * s.ow * g));
+  // taps[f][c][i][j][g], once for every image.
+  for (int64_t f = 0; f < s.f; ++f)
+    for (int64_t c = 0; c < s.c; ++c)
+      for (int64_t i = 0; i < s.kh; ++i)
+        for (int64_t j = 0; j < s.kw; ++j) {
+          const T *from = filter + f * st.filter[1] + c * st.filter[2] +
+                          i * st.filter[3] + j * st.filter[4];
+          T *to = taps.data() + f * window + ((c * s.kh + i) * s.kw + j) * g;
+          for (int64_t k = 0; k < g; ++k)
+            to[k] = from[k * st.filter[0]];
+        }
   for (int64_t b = 0; b < s.n; ++b) {
-    // image[c][y][x][g] and, per output channel, taps[c][i][j][g].
+    // image[c][y][x][g].
     for (int64_t c = 0; c < s.c; ++c)
       for (int64_t y = 0; y < h; ++y)
         for (int64_t x = 0; x < w; ++x) {
@@ -306,20 +310,12 @@ groupsInnermost(const soaprt::Conv2dShape &s, const soaprt::Conv2dStrides &st,
             to[k] = from[k * st.in[1]];
         }
     for (int64_t f = 0; f < s.f; ++f) {
-      for (int64_t c = 0; c < s.c; ++c)
-        for (int64_t i = 0; i < s.kh; ++i)
-          for (int64_t j = 0; j < s.kw; ++j) {
-            const T *from = filter + f * st.filter[1] + c * st.filter[2] +
-                            i * st.filter[3] + j * st.filter[4];
-            T *to = taps.data() + ((c * s.kh + i) * s.kw + j) * g;
-            for (int64_t k = 0; k < g; ++k)
-              to[k] = from[k * st.filter[0]];
-          }
       std::fill(sums.begin(), sums.end(), T(0));
       for (int64_t c = 0; c < s.c; ++c)
         for (int64_t i = 0; i < s.kh; ++i)
           for (int64_t j = 0; j < s.kw; ++j) {
-            const T *tap = taps.data() + ((c * s.kh + i) * s.kw + j) * g;
+            const T *tap =
+                taps.data() + f * window + ((c * s.kh + i) * s.kw + j) * g;
             for (int64_t y = 0; y < s.oh; ++y)
               for (int64_t x = 0; x < s.ow; ++x) {
                 const T *pixel =
@@ -340,6 +336,13 @@ groupsInnermost(const soaprt::Conv2dShape &s, const soaprt::Conv2dStrides &st,
   }
 }
 
+/// A grouped convolution with few output channels per group (a depthwise
+/// convolution, and its filter's gradient as the autodiff writes it: the
+/// forward batch as channels, the output gradient as a window larger than
+/// the output), computed directly: im2col would copy every window to feed
+/// a product of a single row per group, and oneDNN runs the 5x5 filter
+/// gradients of MobileNetV3 in its generic im2col kernel 2-3x slower than
+/// this (DnnlKernels.cpp declines them). The output accumulates.
 template <typename T>
 inline __attribute__((always_inline)) void
 narrowGroupsLoops(const soaprt::Conv2dShape &s, const soaprt::Conv2dStrides &st,
