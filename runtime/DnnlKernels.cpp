@@ -191,11 +191,20 @@ auto preferringLayout(const dnnl::memory &user, bool blocked, const dims &shape,
   return make(anyLayout(shape));
 }
 
+/// Whether the primitive `conv.impl` wants its memory aligned to 64 bytes,
+/// which the caller's buffers need not be: oneDNN's Winograd kernels
+/// crashed writing a weight gradient into a std::vector's buffer. They
+/// get scratch memory for every argument.
+bool alignedOnly(const Conv &conv) {
+  return conv.impl.find("wino") != std::string::npos;
+}
+
 /// Binds the primitive's input `arg` (layout `desc`) to the caller's
-/// `user` memory, through a reorder into scratch when the layouts differ.
+/// `user` memory, through a reorder into scratch when the layouts differ
+/// (or the primitive wants aligned memory).
 void bindInput(Conv &conv, int arg, const dnnl::memory::desc &desc,
                const dnnl::memory &user, dnnl::engine &eng) {
-  if (desc == user.get_desc()) {
+  if (desc == user.get_desc() && !alignedOnly(conv)) {
     conv.args[arg] = user;
     return;
   }
@@ -217,11 +226,13 @@ dnnl::primitive_attr accumulating() {
 /// Binds the primitive's output `arg` (layout `desc`) to the caller's
 /// output: written there directly when that has oneDNN's layout and the
 /// primitive adds to what it holds (`primitiveAdds`) or the caller's output
-/// is overwritten (not `accumulate`), else into scratch that a reorder adds
-/// to the caller's output or copies over it.
+/// is overwritten (not `accumulate`), else (or where the primitive wants
+/// aligned memory) into scratch that a reorder adds to the caller's output
+/// or copies over it.
 void bindOutput(Conv &conv, int arg, const dnnl::memory::desc &desc,
                 bool primitiveAdds, bool accumulate, dnnl::engine &eng) {
-  if (desc == conv.userOut.get_desc() && (primitiveAdds || !accumulate)) {
+  if (desc == conv.userOut.get_desc() && (primitiveAdds || !accumulate) &&
+      !alignedOnly(conv)) {
     conv.args[arg] = conv.userOut;
     return;
   }
@@ -258,16 +269,51 @@ dims withGroups(int64_t g, int64_t groupEntry, dims perGroup) {
   return perGroup;
 }
 
+/// Whether Winograd's algorithm (oneDNN's jit_wino_4x3 kernels, AVX-512
+/// only) is worth trying for a convolution whose forward form has a
+/// `window`, `strides`, `dilations` (oneDNN's: 0 is none), `groups` and an
+/// output image `out`: a 3x3 window at stride 1, undilated, ungrouped,
+/// on an output of at least 8x8 points. Measured at batch 4 on one thread
+/// (forward / data gradient / filter gradient, direct against Winograd,
+/// ms): 64 channels on 56x56 10.3/8.3/8.7 against 3.1/3.0/3.4, 128 on
+/// 28x28 7.8/7.8/8.2 against 3.4/3.4/3.3, 256 on 14x14 7.3/7.3/8.6
+/// against 4.3/4.3/4.7, 256 on 10x10 3.6/3.6/4.1 against 3.0/3.0/2.8;
+/// 512 on 7x7 is a draw (7.7/6.5/10.0 against 6.6/6.7/9.9; 64 MB more of
+/// scratch in ResNet-18's step). Results differ from the direct
+/// algorithm's by about 2e-6 of the largest output. SOAP_DNNL_WINOGRAD=0
+/// turns it off (to measure one against the other).
+bool winogradWorth(const dims &window, const dims &strides,
+                   const dims &dilations, int64_t groups, const dims &out) {
+  static const bool enabled = [] {
+    const char *flag = std::getenv("SOAP_DNNL_WINOGRAD");
+    return !(flag && std::string(flag) == "0");
+  }();
+  return enabled && window == dims{3, 3} && strides == dims{1, 1} &&
+         dilations == dims{0, 0} && groups == 1 && out[0] >= 8 && out[1] >= 8;
+}
+
+/// What `build(algorithm)` builds with Winograd's algorithm where it is
+/// `worth` it and oneDNN has a kernel for it, else with the direct one.
+template <typename Build> auto preferringWinograd(bool worth, Build build) {
+  if (worth) {
+    try {
+      return build(dnnl::algorithm::convolution_winograd);
+    } catch (const dnnl::error &) {
+    }
+  }
+  return build(dnnl::algorithm::convolution_direct);
+}
+
 /// The forward convolution a backward primitive is built against (oneDNN
-/// picks the backward kernels to match it).
+/// picks the backward kernels to match it and its `algorithm`).
 dnnl::convolution_forward::primitive_desc
-trainingHint(const dims &src, const dims &weights, const dims &dst,
-             const dims &strides, const dims &dilations, const dims &padLeft,
-             const dims &padRight) {
+trainingHint(dnnl::algorithm algorithm, const dims &src, const dims &weights,
+             const dims &dst, const dims &strides, const dims &dilations,
+             const dims &padLeft, const dims &padRight) {
   dnnl::convolution_forward::desc forward(
-      dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct,
-      anyLayout(src), anyLayout(weights), anyLayout(dst), strides, dilations,
-      padLeft, padRight);
+      dnnl::prop_kind::forward_training, algorithm, anyLayout(src),
+      anyLayout(weights), anyLayout(dst), strides, dilations, padLeft,
+      padRight);
   return dnnl::convolution_forward::primitive_desc(forward, engine().engine);
 }
 
@@ -308,10 +354,18 @@ buildForward(const Conv2dShape &s, const Conv2dStrides &st,
                     st.outBlock, e.engine);
   // The image and output in `block` channels (0: oneDNN's choice).
   int64_t block = 0;
+  dnnl::algorithm algorithm = dnnl::algorithm::convolution_direct;
   auto make = [&](const dnnl::memory::desc &weights,
                   const dnnl::primitive_attr &attr = {}) {
+    // Inference would want Winograd's filter transformed ahead (oneDNN's
+    // wino format), through a reorder that took 18 ms for a 256x256x3x3
+    // filter; for training its kernels transform the blocked filter
+    // themselves.
     dnnl::convolution_forward::desc desc(
-        dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+        algorithm == dnnl::algorithm::convolution_winograd
+            ? dnnl::prop_kind::forward_training
+            : dnnl::prop_kind::forward_inference,
+        algorithm,
         channelBlocked(in, block), weights, channelBlocked(out, block),
         {s.sh, s.sw}, {s.dh - 1, s.dw - 1}, padding.left, padding.right);
     return dnnl::convolution_forward::primitive_desc(desc, attr, e.engine);
@@ -335,22 +389,34 @@ buildForward(const Conv2dShape &s, const Conv2dStrides &st,
     }
   if (!chosen) {
     block = 0;
-    chosen = choose();
+    chosen = preferringWinograd(
+        winogradWorth({s.kh, s.kw}, {s.sh, s.sw}, {s.dh - 1, s.dw - 1}, s.g,
+                      {s.oh, s.ow}),
+        [&](dnnl::algorithm a) {
+          algorithm = a;
+          return choose();
+        });
   }
   auto pd = *chosen;
   // The output accumulates (unless the caller overwrites it): in place
-  // through a sum post-op when oneDNN writes the caller's layout, else
-  // through the reorder that adds.
-  bool inPlace = pd.dst_desc() == conv->userOut.get_desc();
-  if (inPlace && s.accumulate)
-    pd = make(pd.weights_desc(), accumulating());
+  // through a sum post-op when oneDNN writes the caller's layout and has
+  // the post-op, else through the reorder that adds.
+  conv->impl = pd.impl_info_str();
+  bool primitiveAdds = !alignedOnly(*conv);
+  if (primitiveAdds && pd.dst_desc() == conv->userOut.get_desc() &&
+      s.accumulate) {
+    try {
+      pd = make(pd.weights_desc(), accumulating());
+    } catch (const dnnl::error &) {
+      primitiveAdds = false;
+    }
+  }
   bindInput(*conv, DNNL_ARG_SRC, pd.src_desc(), conv->userIn, e.engine);
   bindInput(*conv, DNNL_ARG_WEIGHTS, pd.weights_desc(), conv->userFilter,
             e.engine);
-  bindOutput(*conv, DNNL_ARG_DST, pd.dst_desc(), /*primitiveAdds=*/true,
-             s.accumulate, e.engine);
+  bindOutput(*conv, DNNL_ARG_DST, pd.dst_desc(), primitiveAdds, s.accumulate,
+             e.engine);
   conv->primitive = dnnl::convolution_forward(pd);
-  conv->impl = pd.impl_info_str();
   return conv;
 }
 
@@ -393,18 +459,22 @@ std::unique_ptr<Conv> buildAsWeightGradient(
       withGroups(s.g, st.out[1], {st.out[2], st.out[0], st.out[3], st.out[4]}),
       st.outBlock, e.engine);
   dims strides = {s.dh, s.dw}, dilations = {s.sh - 1, s.sw - 1};
-  auto hint = trainingHint(src, diffWeights, diffDst, strides, dilations,
-                           padding.left, padding.right);
-  auto pd = preferringLayout(
-      conv->userOut, st.outBlock != 0, diffWeights,
-      [&](const dnnl::memory::desc &weights) {
-        dnnl::convolution_backward_weights::desc desc(
-            dnnl::algorithm::convolution_direct, anyLayout(src), weights,
-            anyLayout(diffDst), strides, dilations, padding.left,
-            padding.right);
-        return dnnl::convolution_backward_weights::primitive_desc(
-            desc, e.engine, hint);
+  auto pd = preferringWinograd(
+      winogradWorth({s.oh, s.ow}, strides, dilations, s.g, {s.kh, s.kw}),
+      [&](dnnl::algorithm algorithm) {
+        auto hint = trainingHint(algorithm, src, diffWeights, diffDst, strides,
+                                 dilations, padding.left, padding.right);
+        return preferringLayout(
+            conv->userOut, st.outBlock != 0, diffWeights,
+            [&](const dnnl::memory::desc &weights) {
+              dnnl::convolution_backward_weights::desc desc(
+                  algorithm, anyLayout(src), weights, anyLayout(diffDst),
+                  strides, dilations, padding.left, padding.right);
+              return dnnl::convolution_backward_weights::primitive_desc(
+                  desc, e.engine, hint);
+            });
       });
+  conv->impl = pd.impl_info_str();
   bindInput(*conv, DNNL_ARG_SRC, pd.src_desc(), conv->userIn, e.engine);
   bindInput(*conv, DNNL_ARG_DIFF_DST, pd.diff_dst_desc(), conv->userFilter,
             e.engine);
@@ -413,7 +483,6 @@ std::unique_ptr<Conv> buildAsWeightGradient(
   bindOutput(*conv, DNNL_ARG_DIFF_WEIGHTS, pd.diff_weights_desc(),
              /*primitiveAdds=*/false, s.accumulate, e.engine);
   conv->primitive = dnnl::convolution_backward_weights(pd);
-  conv->impl = pd.impl_info_str();
   return conv;
 }
 
@@ -573,13 +642,19 @@ std::unique_ptr<Conv> buildSpread(const Conv2dShape &s, const Conv2dStrides &st,
        dilations = {s.dh - 1, s.dw - 1},
        padLeft = {plan.padLeft[0], plan.padLeft[1]},
        padRight = {plan.padRight[0], plan.padRight[1]};
-  auto hint = trainingHint(diffSrc, weights, diffDst, strides, dilations,
-                           padLeft, padRight);
-  dnnl::convolution_backward_data::desc desc(
-      dnnl::algorithm::convolution_direct, anyLayout(diffSrc),
-      anyLayout(weights), anyLayout(diffDst), strides, dilations, padLeft,
-      padRight);
-  dnnl::convolution_backward_data::primitive_desc pd(desc, e.engine, hint);
+  auto pd = preferringWinograd(
+      winogradWorth({s.kh, s.kw}, strides, dilations, s.g,
+                    {sp.sizes[0], sp.sizes[1]}),
+      [&](dnnl::algorithm algorithm) {
+        auto hint = trainingHint(algorithm, diffSrc, weights, diffDst, strides,
+                                 dilations, padLeft, padRight);
+        dnnl::convolution_backward_data::desc desc(
+            algorithm, anyLayout(diffSrc), anyLayout(weights),
+            anyLayout(diffDst), strides, dilations, padLeft, padRight);
+        return dnnl::convolution_backward_data::primitive_desc(desc, e.engine,
+                                                               hint);
+      });
+  conv->impl = pd.impl_info_str();
   bindInput(*conv, DNNL_ARG_DIFF_DST, pd.diff_dst_desc(), conv->userIn,
             e.engine);
   bindInput(*conv, DNNL_ARG_WEIGHTS, pd.weights_desc(), conv->userFilter,
@@ -592,9 +667,13 @@ std::unique_ptr<Conv> buildSpread(const Conv2dShape &s, const Conv2dStrides &st,
   return conv;
 }
 
+/// dnnlLastConvImplementation's answer.
+thread_local std::string lastImplementation;
+
 /// Runs a built convolution on the caller's buffers.
 void run(Conv &conv, const float *in, const float *filter, float *out) {
   dnnl::stream &stream = engine().stream;
+  lastImplementation = conv.impl;
   conv.userIn.set_data_handle(const_cast<float *>(in));
   if (conv.unflipped.empty())
     conv.userFilter.set_data_handle(const_cast<float *>(filter));
@@ -644,6 +723,8 @@ std::array<int64_t, 32 + Extra> keyOf(const Conv2dShape &s,
 }
 
 } // namespace
+
+const std::string &dnnlLastConvImplementation() { return lastImplementation; }
 
 bool dnnlEnabled() {
   static bool enabled = [] {

@@ -9,6 +9,7 @@
 
 #include <array>
 #include <cstdint>
+#include <string>
 
 namespace soaprt {
 
@@ -87,6 +88,11 @@ bool dnnlConv2d(const Conv2dShape &shape, const Conv2dStrides &strides,
 bool dnnlConv2dSpread(const Conv2dShape &shape, const Conv2dStrides &strides,
                       const Conv2dSpread &spread, const float *points,
                       const float *filter, float *out);
+
+/// oneDNN's name (impl_info_str) for the kernel of the last convolution
+/// dnnlConv2d or dnnlConv2dSpread ran on this thread ("jit_wino_4x3:...",
+/// "jit:avx512_core", ...); empty before the first.
+const std::string &dnnlLastConvImplementation();
 
 /// C += op(A) op(B) for row-major f32 matrices (op: transposed or not,
 /// as BLAS's sgemm) through oneDNN's sgemm, where oneDNN is on and is the

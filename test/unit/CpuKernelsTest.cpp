@@ -412,6 +412,9 @@ TEST(CpuKernels, Conv2dBlockedWeights) {
       {{16, 4, 10, 10, 32, 8, 8, 1, 1, 1, 1, 0, gradient}, {0, 16}},
       {{32, 4, 13, 13, 16, 5, 5, 1, 1, 2, 2, 0, gradient}, {0, 8}},
       {{16, 32, 10, 10, 32, 8, 8, 1, 1, 1, 1, 0, gradient}, {0, 16}},
+      // Winograd's kernels where the CPU has them (Conv2dWinograd), on
+      // blocked weights.
+      {{2, 16, 10, 10, 32, 3, 3, 1, 1, 1, 1}, {16, 0}},
   };
   for (const auto &[k, blocks] : blockedCases)
     for (bool accumulate : {true, false}) {
@@ -435,6 +438,41 @@ TEST(CpuKernels, Conv2dBlockedWeights) {
       check<float>(k, soaprt_conv2d_nchw_fchw_f32, soaprt_conv2d_grouped_f32,
                    &spread, /*backwards=*/k.kh > 1, accumulate, {16, 0});
     }
+}
+
+// Winograd's algorithm (oneDNN's jit_wino_4x3, on CPUs with AVX-512) for
+// 3x3 unit-stride convolutions with outputs of at least 8x8: a forward
+// convolution, a filter gradient as the autodiff writes it (the weights
+// view) and a data gradient (the spread view, its filter read backwards),
+// accumulating and overwriting, give the loops' sums to the tolerance.
+TEST(CpuKernels, Conv2dWinograd) {
+  bool avx512 =
+      __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+  auto ranWinograd = [&] {
+    if (avx512 && soaprt::dnnlEnabled()) {
+      EXPECT_NE(soaprt::dnnlLastConvImplementation().find("wino"),
+                std::string::npos)
+          << soaprt::dnnlLastConvImplementation();
+    }
+  };
+  const Case forward = {2, 16, 12, 12, 32, 3, 3, 1, 1, 1, 1};
+  const Case filterGradient = {16, 4, 12, 12, 32, 10, 10, 1, 1, 1, 1};
+  const Case dataGradient = {2, 32, 12, 12, 16, 3, 3, 1, 1, 1, 1};
+  const Spread adjoint = {{1, 1}, {1, 1}, {10, 10}};
+  for (bool accumulate : {true, false}) {
+    SCOPED_TRACE(accumulate ? "accumulating" : "overwriting");
+    check<float>(forward, soaprt_conv2d_nchw_fchw_f32,
+                 soaprt_conv2d_grouped_f32, nullptr, false, accumulate);
+    ranWinograd();
+    check<float>(filterGradient, soaprt_conv2d_nchw_fchw_f32,
+                 soaprt_conv2d_grouped_f32, nullptr, false, accumulate);
+    ranWinograd();
+    check<float>(dataGradient, soaprt_conv2d_nchw_fchw_f32,
+                 soaprt_conv2d_grouped_f32, &adjoint, /*backwards=*/true,
+                 accumulate);
+    ranWinograd();
+  }
 }
 
 TEST(CpuKernels, Conv2dSpreadReadsBackwardFilters) {
