@@ -365,9 +365,9 @@ buildForward(const Conv2dShape &s, const Conv2dStrides &st,
         algorithm == dnnl::algorithm::convolution_winograd
             ? dnnl::prop_kind::forward_training
             : dnnl::prop_kind::forward_inference,
-        algorithm,
-        channelBlocked(in, block), weights, channelBlocked(out, block),
-        {s.sh, s.sw}, {s.dh - 1, s.dw - 1}, padding.left, padding.right);
+        algorithm, channelBlocked(in, block), weights,
+        channelBlocked(out, block), {s.sh, s.sw}, {s.dh - 1, s.dw - 1},
+        padding.left, padding.right);
     return dnnl::convolution_forward::primitive_desc(desc, attr, e.engine);
   };
   auto choose = [&] {
@@ -389,13 +389,13 @@ buildForward(const Conv2dShape &s, const Conv2dStrides &st,
     }
   if (!chosen) {
     block = 0;
-    chosen = preferringWinograd(
-        winogradWorth({s.kh, s.kw}, {s.sh, s.sw}, {s.dh - 1, s.dw - 1}, s.g,
-                      {s.oh, s.ow}),
-        [&](dnnl::algorithm a) {
-          algorithm = a;
-          return choose();
-        });
+    chosen = preferringWinograd(winogradWorth({s.kh, s.kw}, {s.sh, s.sw},
+                                              {s.dh - 1, s.dw - 1}, s.g,
+                                              {s.oh, s.ow}),
+                                [&](dnnl::algorithm a) {
+                                  algorithm = a;
+                                  return choose();
+                                });
   }
   auto pd = *chosen;
   // The output accumulates (unless the caller overwrites it): in place
