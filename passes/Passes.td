@@ -375,6 +375,8 @@ def SoapLowerCpu : Pass<"soap-lower-cpu", "mlir::ModuleOp"> {
            "Apply an SGD update of a table read by gathers as a scatter into the parameter, without the dense zero-filled gradient (results differ by rounding where several points reach one element)">,
     Option<"mergeAccumulations", "merge-accumulations", "bool", /*default=*/"true",
            "Run a chain of products that accumulate into one another (a weight's gradient summed over its uses, as an LSTM's over its time steps) as one product over the concatenated reduction dimension (results differ by rounding)">,
+    Option<"mergeReductions", "merge-reductions", "bool", /*default=*/"true",
+           "Run independent reductions over the same loops that read one tensor through the same map (a batch norm's backward sums) as one loop nest, so that they read their inputs once (results bitwise equal)">,
     Option<"planeUpdates", "plane-updates", "bool", /*default=*/"true",
            "Run a chain of elementwise updates of slices of one tensor of at least 1 MiB (a max pooling's gradient: one update per window offset) one plane of its leading dimensions (batch, channels) at a time, so that the plane stays in cache between updates">,
     Option<"blockedWeights", "blocked-weights", "bool", /*default=*/"true",

@@ -380,35 +380,39 @@ static LogicalResult checkSendRecvPairs(ModuleOp module) {
   return success();
 }
 
-/// A transpose that alone reads an all-reduce's result runs before the
-/// all-reduce instead (an elementwise reduction commutes with a
-/// permutation), next to the op that made the input: a convolution's
-/// weight gradient, which the autodiff writes transposed (conv(x^T,
-/// dy^T)^T), then folds the transpose (foldTransposesIntoConvolutions), and
-/// its all-reduced gradient is the plain weights' layout, which blocked
-/// weights can keep (findBlockedWeights).
+/// A permuting copy (permutingCopy) that alone reads an all-reduce's
+/// result runs before the all-reduce instead, as a linalg.transpose (an
+/// elementwise reduction commutes with a permutation), next to the op that
+/// made the input: a weight gradient that the autodiff writes transposed
+/// (a convolution's conv(x^T, dy^T)^T, a linear layer's (x^T dy)^T) then
+/// writes the copy's layout itself (foldTransposesIntoConvolutions and
+/// foldTransposesIntoContractions), and its all-reduced gradient is the
+/// plain weights' layout, which blocked weights can keep
+/// (findBlockedWeights) and the optimizer's update reads in order.
 static void transposeBeforeAllReduces(ModuleOp module) {
-  SmallVector<linalg::TransposeOp> transposes;
-  module.walk([&](linalg::TransposeOp op) { transposes.push_back(op); });
-  for (linalg::TransposeOp transpose : transposes) {
-    auto reduce = transpose.getInput().getDefiningOp<AllReduceOp>();
-    if (!reduce || !reduce->hasOneUse() || !transpose.hasPureTensorSemantics())
+  SmallVector<std::pair<AllReduceOp, Operation *>> copies;
+  module.walk([&](AllReduceOp reduce) {
+    if (reduce->hasOneUse())
+      copies.push_back({reduce, *reduce->getUsers().begin()});
+  });
+  for (auto [reduce, copy] : copies) {
+    std::optional<SmallVector<int64_t>> perm =
+        permutingCopy(copy, reduce.getResult());
+    if (!perm)
       continue;
     // Where the all-reduce was (overlap-comm starts it early).
     OpBuilder b(reduce);
-    auto type = cast<RankedTensorType>(transpose.getInit().getType());
-    Value init = tensor::EmptyOp::create(b, transpose.getLoc(),
-                                         type.getShape(),
+    auto type = cast<RankedTensorType>(copy->getResult(0).getType());
+    Value init = tensor::EmptyOp::create(b, copy->getLoc(), type.getShape(),
                                          type.getElementType());
-    auto moved = linalg::TransposeOp::create(b, transpose.getLoc(),
-                                             reduce.getInput(), init,
-                                             transpose.getPermutation());
+    auto moved = linalg::TransposeOp::create(b, copy->getLoc(),
+                                             reduce.getInput(), init, *perm);
     Value permuted = moved->getResult(0);
     auto reduced = AllReduceOp::create(b, reduce.getLoc(), permuted.getType(),
                                        reduce.getKindAttr(), permuted,
                                        reduce.getGroupAttr());
-    transpose->getResult(0).replaceAllUsesWith(reduced.getResult());
-    transpose.erase();
+    copy->getResult(0).replaceAllUsesWith(reduced.getResult());
+    copy->erase();
     reduce.erase();
   }
 }

@@ -45,6 +45,7 @@
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/IR/SymbolTable.h"
+#include "mlir/Pass/Pass.h"
 #include "mlir/Pass/PassRegistry.h"
 
 #include "llvm/Support/raw_ostream.h"
@@ -292,22 +293,81 @@ static void eraseUnusedTransposes(ModuleOp module) {
   });
 }
 
+namespace {
+/// A result that only a permuting copy reads (permutingCopy: the
+/// autodiff's transposed weight gradients), from an output that starts as
+/// a fill of an empty tensor, which can be made in the copy's layout.
+struct WrittenTransposed {
+  Operation *copy;
+  SmallVector<int64_t> perm;
+  Value fillValue; // what the output starts as
+};
+} // namespace
+
+static std::optional<WrittenTransposed> writtenTransposed(linalg::LinalgOp op) {
+  if (op->getNumResults() != 1 || op.getNumDpsInits() != 1 ||
+      !op->getResult(0).hasOneUse())
+    return std::nullopt;
+  auto fill = op.getDpsInitOperand(0)->get().getDefiningOp<linalg::FillOp>();
+  if (!fill || !fill.getOutputs()[0].getDefiningOp<tensor::EmptyOp>())
+    return std::nullopt;
+  Operation *copy = *op->getResult(0).getUsers().begin();
+  std::optional<SmallVector<int64_t>> perm =
+      permutingCopy(copy, op->getResult(0));
+  if (!perm)
+    return std::nullopt;
+  return WrittenTransposed{copy, std::move(*perm), fill.getInputs()[0]};
+}
+
+/// `generic` writes the copy's layout directly (out^T: element j of the
+/// copy is element perm[j] of the result), into a fill of that layout, and
+/// replaces the copy.
+static void writeTransposed(linalg::GenericOp generic,
+                            const WrittenTransposed &written,
+                            RewriterBase &rewriter) {
+  rewriter.setInsertionPoint(generic);
+  Location loc = generic->getLoc();
+  SmallVector<AffineMap> maps = generic.getIndexingMapsArray();
+  AffineMap &outMap = maps.back();
+  SmallVector<AffineExpr> results;
+  for (int64_t source : written.perm)
+    results.push_back(outMap.getResult(source));
+  outMap =
+      AffineMap::get(outMap.getNumDims(), 0, results, generic.getContext());
+  auto type = cast<RankedTensorType>(written.copy->getResult(0).getType());
+  Value empty = tensor::EmptyOp::create(rewriter, loc, type.getShape(),
+                                        type.getElementType());
+  Value init = linalg::FillOp::create(rewriter, loc, written.fillValue, empty)
+                   .getResult(0);
+  auto replacement = linalg::GenericOp::create(
+      rewriter, loc, TypeRange{type}, generic.getDpsInputs(), ValueRange{init},
+      maps, generic.getIteratorTypesArray());
+  rewriter.inlineRegionBefore(generic.getRegion(), replacement.getRegion(),
+                              replacement.getRegion().end());
+  rewriter.replaceOp(written.copy, replacement.getResults());
+  rewriter.eraseOp(generic);
+}
+
 void foldTransposesIntoContractions(ModuleOp module) {
   SmallVector<linalg::LinalgOp> contractions;
   module.walk([&](linalg::LinalgOp op) {
     if (op.hasPureTensorSemantics() && linalg::isaContractionOpInterface(op) &&
-        llvm::any_of(op.getDpsInputs(), [](Value input) {
-          return asTransposed(input).has_value();
-        }))
+        (llvm::any_of(
+             op.getDpsInputs(),
+             [](Value input) { return asTransposed(input).has_value(); }) ||
+         writtenTransposed(op)))
       contractions.push_back(op);
   });
   IRRewriter rewriter(module.getContext());
   for (linalg::LinalgOp op : contractions) {
+    std::optional<WrittenTransposed> written = writtenTransposed(op);
     rewriter.setInsertionPoint(op);
     FailureOr<linalg::GenericOp> generic = asGeneric(rewriter, op);
     if (failed(generic))
       continue;
     foldInputTransposes(*generic);
+    if (written)
+      writeTransposed(*generic, *written, rewriter);
   }
   eraseUnusedTransposes(module);
 }
@@ -379,16 +439,8 @@ void foldTransposesIntoConvolutions(ModuleOp module) {
     auto readsTranspose = [](OpOperand *input) {
       return asTransposed(input->get()).has_value();
     };
-    // The transpose that is the result's only use, when the output starts
-    // as a fill of an empty tensor (which can be made in its layout).
-    linalg::TransposeOp written;
-    Value result = op->getResult(0);
-    auto fill = op.getDpsInitOperand(0)->get().getDefiningOp<linalg::FillOp>();
-    if (result.hasOneUse() && fill &&
-        fill.getOutputs()[0].getDefiningOp<tensor::EmptyOp>())
-      written = dyn_cast<linalg::TransposeOp>(*result.getUsers().begin());
-    if (written && written.getInput() != result)
-      written = nullptr;
+    // A transposing copy that is the result's only use.
+    std::optional<WrittenTransposed> written = writtenTransposed(op);
     if (!written && llvm::none_of(op.getDpsInputOperands(), readsTranspose))
       continue;
     rewriter.setInsertionPoint(op);
@@ -396,33 +448,8 @@ void foldTransposesIntoConvolutions(ModuleOp module) {
     if (failed(generic))
       continue;
     foldInputTransposes(*generic);
-    if (!written)
-      continue;
-    // out^T: element j of the transposed result is element perm[j] of the
-    // result; write it there directly, into a fill of the new shape.
-    Location loc = generic->getLoc();
-    ArrayRef<int64_t> perm = written.getPermutation();
-    SmallVector<AffineMap> maps = generic->getIndexingMapsArray();
-    AffineMap &outMap = maps.back();
-    SmallVector<AffineExpr> results;
-    for (int64_t source : perm)
-      results.push_back(outMap.getResult(source));
-    outMap = AffineMap::get(outMap.getNumDims(), 0, results,
-                            module.getContext());
-    auto type = cast<RankedTensorType>(written.getResult()[0].getType());
-    Value empty = tensor::EmptyOp::create(rewriter, loc, type.getShape(),
-                                          type.getElementType());
-    Value init = linalg::FillOp::create(rewriter, loc, fill.getInputs()[0],
-                                        empty)
-                     .getResult(0);
-    auto replacement = linalg::GenericOp::create(
-        rewriter, loc, TypeRange{type}, generic->getDpsInputs(),
-        ValueRange{init}, maps, generic->getIteratorTypesArray());
-    rewriter.inlineRegionBefore(generic->getRegion(),
-                                replacement.getRegion(),
-                                replacement.getRegion().end());
-    rewriter.replaceOp(written, replacement.getResults());
-    rewriter.eraseOp(*generic);
+    if (written)
+      writeTransposed(*generic, *written, rewriter);
   }
   eraseUnusedTransposes(module);
 }
@@ -450,6 +477,31 @@ LogicalResult lowerVectorKernels(ModuleOp module) {
       return func.emitError() << error;
   }
   return success();
+}
+
+namespace {
+struct FoldTransposesPass
+    : PassWrapper<FoldTransposesPass, OperationPass<ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(FoldTransposesPass)
+
+  StringRef getArgument() const override { return "soap-fold-transposes"; }
+  StringRef getDescription() const override {
+    return "contractions and 2-D convolutions read the transposes they read, "
+           "and write the permuting copies that alone read their results, "
+           "through permuted maps (steps of --soap-lower-cpu's kernels=blas)";
+  }
+  void getDependentDialects(DialectRegistry &registry) const override {
+    registry.insert<linalg::LinalgDialect, tensor::TensorDialect>();
+  }
+  void runOnOperation() override {
+    foldTransposesIntoContractions(getOperation());
+    foldTransposesIntoConvolutions(getOperation());
+  }
+};
+} // namespace
+
+std::unique_ptr<Pass> createFoldTransposesPass() {
+  return std::make_unique<FoldTransposesPass>();
 }
 
 } // namespace codegen
@@ -562,6 +614,8 @@ LogicalResult lowerModuleForCpu(ModuleOp module,
   codegen::dropZeroAccumulations(module);
   if (options.fuseElementwise && failed(codegen::fuseElementwiseChains(module)))
     return failure();
+  if (options.mergeReductions)
+    codegen::mergeSiblingReductions(module);
   if (options.planeUpdates)
     codegen::runUpdatesByPlanes(module);
   // Hooks first, so that they bracket the loop nests of vectorized ops.

@@ -413,6 +413,8 @@ void registerLoweringPasses() {
     registerPass([] { return codegen::createMergeAccumulationsPass(); });
     registerPass([] { return codegen::createDropZeroAccumulationsPass(); });
     registerPass([] { return codegen::createPlaneUpdatesPass(); });
+    registerPass([] { return codegen::createMergeSiblingReductionsPass(); });
+    registerPass([] { return codegen::createFoldTransposesPass(); });
   });
 }
 

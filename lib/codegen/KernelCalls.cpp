@@ -224,6 +224,58 @@ std::optional<SmallVector<RelayoutRead>> copyRelayout(linalg::GenericOp op) {
   return reads;
 }
 
+std::optional<SmallVector<int64_t>> permutingCopy(Operation *op, Value source) {
+  if (auto transpose = dyn_cast<linalg::TransposeOp>(op)) {
+    if (transpose.getInput() != source || !transpose.hasPureTensorSemantics())
+      return std::nullopt;
+    return llvm::to_vector(transpose.getPermutation());
+  }
+  auto generic = dyn_cast<linalg::GenericOp>(op);
+  if (!generic || !generic.hasPureTensorSemantics() ||
+      generic.getNumDpsInits() != 1 || generic.getNumReductionLoops() != 0)
+    return std::nullopt;
+  Block &body = generic.getRegion().front();
+  OpOperand *init = generic.getDpsInitOperand(0);
+  BlockArgument out = generic.getMatchingBlockArgument(init);
+  // The one input read (source), the others not read at all.
+  OpOperand *read = nullptr;
+  for (OpOperand *input : generic.getDpsInputOperands()) {
+    if (generic.getMatchingBlockArgument(input).use_empty())
+      continue;
+    if (read || input->get() != source)
+      return std::nullopt;
+    read = input;
+  }
+  if (!read)
+    return std::nullopt;
+  BlockArgument in = generic.getMatchingBlockArgument(read);
+  // Yields the input, or adds it to an output that starts as zeros.
+  Value yielded = body.getTerminator()->getOperand(0);
+  if (yielded != in) {
+    auto add = yielded.getDefiningOp<arith::AddFOp>();
+    auto fill = init->get().getDefiningOp<linalg::FillOp>();
+    if (!add || add->getBlock() != &body || body.getOperations().size() != 2 ||
+        !((add.getLhs() == in && add.getRhs() == out) ||
+          (add.getLhs() == out && add.getRhs() == in)) ||
+        !fill || !matchPattern(fill.value(), m_AnyZeroFloat()))
+      return std::nullopt;
+  } else if (body.getOperations().size() != 1) {
+    return std::nullopt;
+  }
+  AffineMap inMap = generic.getMatchingIndexingMap(read),
+            outMap = generic.getMatchingIndexingMap(init);
+  if (!inMap.isPermutation() || !outMap.isPermutation() ||
+      read->get().getType() != source.getType())
+    return std::nullopt;
+  // Dimension j of the result is loop outMap[j], which the input reads as
+  // its dimension perm[j].
+  SmallVector<int64_t> perm;
+  for (unsigned j = 0; j < outMap.getNumResults(); ++j)
+    perm.push_back(*inMap.getResultPosition(
+        getAffineDimExpr(outMap.getDimPosition(j), generic.getContext())));
+  return perm;
+}
+
 namespace {
 
 /// A memref operand as the runtime takes it: a pointer to its first element

@@ -142,9 +142,20 @@ int runUpdatesByPlanes(mlir::Operation *root, int64_t minBytes = 1 << 20);
 /// soap-plane-updates (runUpdatesByPlanes on functions, any size).
 std::unique_ptr<mlir::Pass> createPlaneUpdatesPass();
 
+/// On tensors: independent reductions of one block over the same loops
+/// that read one tensor through the same map (a batch norm's backward
+/// sums) become one generic with all their outputs, which reads each input
+/// once (SiblingReductions.cpp). Returns the merges made.
+int mergeSiblingReductions(mlir::Operation *root);
+/// soap-merge-reductions (mergeSiblingReductions on functions).
+std::unique_ptr<mlir::Pass> createMergeSiblingReductionsPass();
+
 /// kernels=blas: a contraction that reads a linalg.transpose reads the
 /// transpose's input through the permuted map instead (as a linalg.generic),
-/// so BLAS gets the transposition as strides and no copy is made.
+/// so BLAS gets the transposition as strides and no copy is made; one
+/// whose result only a permuting copy reads (permutingCopy: the autodiff's
+/// transposed weight gradient of a linear layer, which the optimizer's
+/// update would read strided) writes the copy's layout directly.
 void foldTransposesIntoContractions(mlir::ModuleOp module);
 
 /// kernels=blas, before fusion: a linalg.generic whose body reads two of
@@ -155,12 +166,14 @@ void foldTransposesIntoContractions(mlir::ModuleOp module);
 /// unread, and read the spread adjoint last) then run as convolutions.
 void normalizeConvolutionOperands(mlir::ModuleOp module);
 /// kernels=blas: a 2-D convolution (conv2dRoles) that reads a
-/// linalg.transpose, or whose result only a linalg.transpose reads, reads
+/// linalg.transpose, or whose result only a permuting copy reads, reads
 /// or writes the transpose's other side through the permuted map (as a
 /// linalg.generic): the runtime's convolution gets the layouts as strides,
 /// and the autodiff's weight gradients (a convolution of transposed
 /// tensors, transposed) copy nothing.
 void foldTransposesIntoConvolutions(mlir::ModuleOp module);
+/// soap-fold-transposes (the two folds above, on a module).
+std::unique_ptr<mlir::Pass> createFoldTransposesPass();
 
 /// kernels=blas, before bufferization: a fill of a fresh tensor that
 /// several ops write into becomes one fill per such use, so bufferization
@@ -183,6 +196,16 @@ struct RelayoutRead {
 /// input; nothing for anything else.
 std::optional<llvm::SmallVector<RelayoutRead>>
 copyRelayout(mlir::linalg::GenericOp op);
+
+/// `op` (on tensors) copies `source` through a permutation: a
+/// linalg.transpose of it, or an all-parallel linalg.generic whose body
+/// yields its one read input, `source`, or adds it to an output that starts
+/// as zeros (the autodiff's first contribution to an adjoint), both read
+/// and written through permutations, other inputs unread. The permutation
+/// as linalg.transpose's (dimension j of the result is dimension perm[j]
+/// of `source`); nothing for anything else.
+std::optional<llvm::SmallVector<int64_t>> permutingCopy(mlir::Operation *op,
+                                                        mlir::Value source);
 
 // replaceKernelsByBlasCalls, blasTakes, conv2dRoles:
 // soap/codegen/BlasKernels.h.

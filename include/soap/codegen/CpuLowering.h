@@ -59,6 +59,9 @@ struct CpuLoweringOptions {
   /// Products that accumulate into one another (a weight's gradient over
   /// its uses) run as one product (AccumulationChains.cpp).
   bool mergeAccumulations = true;
+  /// Independent reductions over the same loops that read one tensor
+  /// share a pass over their inputs (SiblingReductions.cpp).
+  bool mergeReductions = true;
   /// Chains of elementwise updates of slices of one large tensor (a max
   /// pooling's gradient) run one plane of its leading dimensions at a time
   /// (PlaneUpdates.cpp).
