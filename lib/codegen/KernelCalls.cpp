@@ -388,19 +388,32 @@ bool hasUnitStrideMatrices(linalg::LinalgOp op,
   return true;
 }
 
-/// C += A * B over (batch,) m, n, k as one runtime call.
-bool replaceContraction(linalg::LinalgOp op, const std::string &suffix,
-                        const CallTarget &target) {
-  if (op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1)
-    return false;
+} // namespace
+
+std::optional<linalg::ContractionDimensions>
+matmulDimensions(linalg::LinalgOp op) {
+  if (op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1 ||
+      !linalg::isaContractionOpInterface(op))
+    return std::nullopt;
   FailureOr<linalg::ContractionDimensions> dims =
       linalg::inferContractionDims(op);
   if (failed(dims) || dims->batch.size() > 1 || dims->m.size() > 1 ||
       dims->n.size() > 1 || dims->k.size() != 1)
-    return false;
+    return std::nullopt;
   // Every loop must be one of batch, m, n, k.
   if (dims->batch.size() + dims->m.size() + dims->n.size() + 1 !=
       op.getNumLoops())
+    return std::nullopt;
+  return *dims;
+}
+
+namespace {
+
+/// C += A * B over (batch,) m, n, k as one runtime call.
+bool replaceContraction(linalg::LinalgOp op, const std::string &suffix,
+                        const CallTarget &target) {
+  std::optional<linalg::ContractionDimensions> dims = matmulDimensions(op);
+  if (!dims)
     return false;
   SmallVector<int64_t> sizes = op.getStaticLoopRanges();
   // A missing m or n is a dimension of size 1 (loop -1: stride 0).

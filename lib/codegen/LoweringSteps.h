@@ -207,6 +207,12 @@ copyRelayout(mlir::linalg::GenericOp op);
 std::optional<llvm::SmallVector<int64_t>> permutingCopy(mlir::Operation *op,
                                                         mlir::Value source);
 
+/// The (batch,) m, n and k loops of a contraction that the runtime's
+/// matmul calls run (at most one of each, one k, no other loop): what
+/// replaceKernelsByBlasCalls makes a call of; nothing for other ops.
+std::optional<mlir::linalg::ContractionDimensions>
+matmulDimensions(mlir::linalg::LinalgOp op);
+
 // replaceKernelsByBlasCalls, blasTakes, conv2dRoles:
 // soap/codegen/BlasKernels.h.
 

@@ -1,6 +1,7 @@
 //===- CostModel.cpp - time of a task on a device -------------------------===//
 
 #include "soap/cost/CostModel.h"
+#include "soap/graph/Strategy.h"
 #include "soap/machine/Machine.h"
 #include "soap/support/AtomicFile.h"
 
@@ -222,6 +223,31 @@ double CostModel::rooflineTime(double flops, double bytes,
   if (opClass == OpClass::DataMovement)
     memoryTime /= efficiency;
   return type.launchOverhead + std::max(computeTime, memoryTime);
+}
+
+ProfileCoverage profileCoverage(const OpGraph &graph,
+                                const std::vector<ParallelConfig> &configs,
+                                const ProfileDatabase &profile,
+                                const std::string &deviceKind) {
+  ProfileCoverage coverage;
+  for (size_t n = 0; n < graph.nodes.size(); ++n) {
+    const OpNode &node = graph.nodes[n];
+    std::vector<int64_t> shard = node.loopSizes;
+    if (n < configs.size() && !Strategy::isReplicated(configs[n]))
+      shard = configs[n].shardSizes(node.loopSizes);
+    // As forwardTime prices it.
+    if (profile.lookup(ProfileDatabase::key(graph, static_cast<int>(n), shard,
+                                            deviceKind))) {
+      ++coverage.measured;
+      continue;
+    }
+    ShardCost cost = shardCost(node.loopNest(graph.tensors), shard);
+    if (cost.flops == 0 && cost.bytes() == 0)
+      continue;
+    ++coverage.roofline;
+    ++coverage.rooflineByOp[node.opName];
+  }
+  return coverage;
 }
 
 static std::string nodeDtype(const OpGraph &graph, int node) {

@@ -62,6 +62,14 @@ std::string SimReport::toJSON(const Machine &machine) const {
     if (linkBytes[l] > 0)
       links.push_back({{"link", machine.link(l).name}, {"bytes", linkBytes[l]}});
   j["links"] = links;
+  if (coverage) {
+    nlohmann::json byOp = nlohmann::json::object();
+    for (const auto &[op, count] : coverage->rooflineByOp)
+      byOp[op] = count;
+    j["profile_coverage"] = {{"measured_ops", coverage->measured},
+                             {"roofline_ops", coverage->roofline},
+                             {"roofline_by_op", byOp}};
+  }
   return j.dump(1);
 }
 

@@ -66,17 +66,24 @@ func.func @batch_norm_sums(%x: tensor<2x3x4x4xf32>, %dy: tensor<2x3x4x4xf32>,
 }
 
 // What stays apart: a sum that reads the other's result (a dependence),
-// a sum over other loops, and one that reads nothing the first reads
-// through the same map (here the same tensor transposed).
+// a sum over other loops, one that reads nothing the first reads through
+// the same map (here the same tensor transposed), and products that read
+// one operand (contractions run as library calls, one op each).
 // CHECK-LABEL: func.func @apart(
-// CHECK-COUNT-4: linalg.generic
+// CHECK-COUNT-6: linalg.generic
 // CHECK-NOT: linalg.generic
 // CHECK: return
 #swap = affine_map<(d0, d1, d2, d3) -> (d0, d1, d3, d2)>
 #rows = affine_map<(d0, d1, d2, d3) -> (d2)>
 #redRows = ["reduction", "reduction", "parallel", "reduction"]
-func.func @apart(%x: tensor<2x3x4x4xf32>)
-    -> (tensor<3xf32>, tensor<3xf32>, tensor<4xf32>, tensor<3xf32>) {
+#mk = affine_map<(d0, d1, d2) -> (d0, d2)>
+#kn = affine_map<(d0, d1, d2) -> (d2, d1)>
+#mn = affine_map<(d0, d1, d2) -> (d0, d1)>
+#mm = ["parallel", "parallel", "reduction"]
+func.func @apart(%x: tensor<2x3x4x4xf32>, %ma: tensor<4x5xf32>,
+                 %mb: tensor<5x6xf32>, %mc: tensor<5x6xf32>)
+    -> (tensor<3xf32>, tensor<3xf32>, tensor<4xf32>, tensor<3xf32>,
+        tensor<4x6xf32>, tensor<4x6xf32>) {
   %zero = arith.constant 0.0 : f32
   %e = tensor.empty() : tensor<3xf32>
   %z = linalg.fill ins(%zero : f32) outs(%e : tensor<3xf32>) -> tensor<3xf32>
@@ -109,5 +116,21 @@ func.func @apart(%x: tensor<2x3x4x4xf32>)
     %r = arith.mulf %a, %acc : f32
     linalg.yield %r : f32
   } -> tensor<3xf32>
-  return %0, %1, %2, %3 : tensor<3xf32>, tensor<3xf32>, tensor<4xf32>, tensor<3xf32>
+  %e46 = tensor.empty() : tensor<4x6xf32>
+  %z46 = linalg.fill ins(%zero : f32) outs(%e46 : tensor<4x6xf32>) -> tensor<4x6xf32>
+  %4 = linalg.generic {indexing_maps = [#mk, #kn, #mn], iterator_types = #mm}
+      ins(%ma, %mb : tensor<4x5xf32>, tensor<5x6xf32>) outs(%z46 : tensor<4x6xf32>) {
+  ^bb0(%p: f32, %q: f32, %acc: f32):
+    %m = arith.mulf %p, %q : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<4x6xf32>
+  %5 = linalg.generic {indexing_maps = [#mk, #kn, #mn], iterator_types = #mm}
+      ins(%ma, %mc : tensor<4x5xf32>, tensor<5x6xf32>) outs(%z46 : tensor<4x6xf32>) {
+  ^bb0(%p: f32, %q: f32, %acc: f32):
+    %m = arith.mulf %p, %q : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<4x6xf32>
+  return %0, %1, %2, %3, %4, %5 : tensor<3xf32>, tensor<3xf32>, tensor<4xf32>, tensor<3xf32>, tensor<4x6xf32>, tensor<4x6xf32>
 }

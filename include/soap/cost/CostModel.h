@@ -11,6 +11,7 @@
 #define SOAP_COST_COSTMODEL_H
 
 #include "soap/graph/OpGraph.h"
+#include "soap/graph/ParallelConfig.h"
 
 #include <map>
 #include <optional>
@@ -65,6 +66,22 @@ public:
 private:
   std::map<std::string, Entry> entries;
 };
+
+/// How the ops of a strategy are priced: from the profile database (the
+/// shard each op runs is in it) or by the roofline (it is not: an op kind
+/// soap-profile skips, or a shard it was not asked for), as
+/// CostModel::forwardTime prices them. Ops that move no data and compute
+/// nothing (views) are in neither.
+struct ProfileCoverage {
+  int measured = 0;
+  int roofline = 0;
+  /// The ops priced by the roofline, by op name.
+  std::map<std::string, int> rooflineByOp;
+};
+ProfileCoverage profileCoverage(const OpGraph &graph,
+                                const std::vector<ParallelConfig> &configs,
+                                const ProfileDatabase &profile,
+                                const std::string &deviceKind);
 
 /// Optimizers differ in the state they keep per parameter element.
 enum class Optimizer { SGD, Momentum, Adam };

@@ -23,6 +23,7 @@
 
 #include <array>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,9 @@ struct SimReport {
   std::vector<int64_t> linkBytes;        ///< bytes carried per machine link
   int64_t totalCommBytes = 0;            ///< transfers + collective traffic
   int64_t numTasks = 0;
+  /// How the ops were priced, where a profile database was given
+  /// (profileCoverage; set by the caller, not compared).
+  std::optional<ProfileCoverage> coverage;
 
   bool operator==(const SimReport &other) const;
   /// The JSON report of --soap-simulate.
