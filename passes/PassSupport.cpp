@@ -111,6 +111,26 @@ LogicalResult prepareSimulation(ModuleOp module, const std::string &machineName,
   return success();
 }
 
+std::optional<ProfileCoverage>
+reportProfileCoverage(llvm::StringRef tool, const OpGraph &graph,
+                      const std::vector<ParallelConfig> &configs,
+                      const SimulationSetup &setup) {
+  if (!setup.profile)
+    return std::nullopt;
+  ProfileCoverage coverage = profileCoverage(graph, configs, *setup.profile,
+                                             setup.machine->deviceType().name);
+  llvm::errs() << tool << ": profile: " << coverage.measured
+               << " op(s) measured, " << coverage.roofline
+               << " priced by the roofline";
+  const char *separator = ": ";
+  for (const auto &[op, count] : coverage.rooflineByOp) {
+    llvm::errs() << separator << op << " x" << count;
+    separator = ", ";
+  }
+  llvm::errs() << "\n";
+  return coverage;
+}
+
 Operation *findTosaOp(Operation *root) {
   Operation *found = nullptr;
   root->walk([&](Operation *op) {

@@ -96,6 +96,8 @@ struct SoapSearchPass : public soap::impl::SoapSearchBase<SoapSearchPass> {
                  << "/s), "
                  << llvm::format("%.0f", result.acceptanceRate * 100)
                  << "% accepted\n";
+    reportProfileCoverage("soap-search", built->graph, result.best.configs,
+                          setup);
     if (!summaryFile.empty()) {
       std::string error;
       if (!writeTextFile(summaryFile, result.toJSON(), error)) {

@@ -64,20 +64,8 @@ struct SoapSimulatePass
                  << " MB moved, peak memory "
                  << llvm::format("%.2f", peak / 1e6) << " MB/device ("
                  << report.numTasks << " tasks)\n";
-    if (setup.profile) {
-      report.coverage =
-          profileCoverage(built->graph, strategy.configs, *setup.profile,
-                          machine->deviceType().name);
-      llvm::errs() << "soap-simulate: profile: " << report.coverage->measured
-                   << " op(s) measured, " << report.coverage->roofline
-                   << " priced by the roofline";
-      const char *separator = ": ";
-      for (const auto &[op, count] : report.coverage->rooflineByOp) {
-        llvm::errs() << separator << op << " x" << count;
-        separator = ", ";
-      }
-      llvm::errs() << "\n";
-    }
+    report.coverage = reportProfileCoverage("soap-simulate", built->graph,
+                                            strategy.configs, setup);
     for (int64_t bytes : report.devicePeakMemory)
       if (bytes > machine->deviceType().memoryBytes) {
         llvm::errs() << "soap-simulate: warning: a device needs "

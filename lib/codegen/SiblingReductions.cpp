@@ -149,8 +149,9 @@ linalg::GenericOp merge(linalg::GenericOp a, linalg::GenericOp b, Operation *at,
   }
   linalg::YieldOp::create(rewriter, loc, yielded);
 
-  rewriter.replaceOp(a, merged->getResults().take_front(a->getNumResults()));
-  rewriter.replaceOp(b, merged->getResults().drop_front(a->getNumResults()));
+  unsigned numA = a->getNumResults();
+  rewriter.replaceOp(a, merged->getResults().take_front(numA));
+  rewriter.replaceOp(b, merged->getResults().drop_front(numA));
   return merged;
 }
 
