@@ -109,6 +109,13 @@ dnnl::memory::desc anyLayout(const dims &shape) {
                             dnnl::memory::format_tag::any);
 }
 
+/// Whether the environment variable `name` is set to `value` (the
+/// switches that measure one kernel choice against another).
+bool envIs(const char *name, const char *value) {
+  const char *flag = std::getenv(name);
+  return flag && std::string(flag) == value;
+}
+
 /// Whether oneDNN's implementation `impl` is one of its generic kernels
 /// (im2col and sgemm, or the reference loops) rather than one made for the
 /// convolution's kind.
@@ -137,10 +144,7 @@ dnnl::memory::desc channelBlocked(const dims &shape, int64_t block) {
 /// a 70 ms step. SOAP_DNNL_POINTWISE=any leaves the choice to oneDNN (to
 /// measure one against the other).
 bool pointwiseBlocked() {
-  static const bool blocked = [] {
-    const char *flag = std::getenv("SOAP_DNNL_POINTWISE");
-    return !(flag && std::string(flag) == "any");
-  }();
+  static const bool blocked = !envIs("SOAP_DNNL_POINTWISE", "any");
   return blocked;
 }
 
@@ -191,12 +195,12 @@ auto preferringLayout(const dnnl::memory &user, bool blocked, const dims &shape,
   return make(anyLayout(shape));
 }
 
-/// Whether the primitive `conv.impl` wants its memory aligned to 64 bytes,
-/// which the caller's buffers need not be: oneDNN's Winograd kernels
-/// crashed writing a weight gradient into a std::vector's buffer. They
-/// get scratch memory for every argument.
-bool alignedOnly(const Conv &conv) {
-  return conv.impl.find("wino") != std::string::npos;
+/// Whether oneDNN's implementation `impl` wants its memory aligned to 64
+/// bytes, which the caller's buffers need not be: oneDNN's Winograd
+/// kernels crashed writing a weight gradient into a std::vector's buffer.
+/// They get scratch memory for every argument.
+bool alignedOnly(const std::string &impl) {
+  return impl.find("wino") != std::string::npos;
 }
 
 /// Binds the primitive's input `arg` (layout `desc`) to the caller's
@@ -204,7 +208,7 @@ bool alignedOnly(const Conv &conv) {
 /// (or the primitive wants aligned memory).
 void bindInput(Conv &conv, int arg, const dnnl::memory::desc &desc,
                const dnnl::memory &user, dnnl::engine &eng) {
-  if (desc == user.get_desc() && !alignedOnly(conv)) {
+  if (desc == user.get_desc() && !alignedOnly(conv.impl)) {
     conv.args[arg] = user;
     return;
   }
@@ -232,7 +236,7 @@ dnnl::primitive_attr accumulating() {
 void bindOutput(Conv &conv, int arg, const dnnl::memory::desc &desc,
                 bool primitiveAdds, bool accumulate, dnnl::engine &eng) {
   if (desc == conv.userOut.get_desc() && (primitiveAdds || !accumulate) &&
-      !alignedOnly(conv)) {
+      !alignedOnly(conv.impl)) {
     conv.args[arg] = conv.userOut;
     return;
   }
@@ -284,10 +288,7 @@ dims withGroups(int64_t g, int64_t groupEntry, dims perGroup) {
 /// turns it off (to measure one against the other).
 bool winogradWorth(const dims &window, const dims &strides,
                    const dims &dilations, int64_t groups, const dims &out) {
-  static const bool enabled = [] {
-    const char *flag = std::getenv("SOAP_DNNL_WINOGRAD");
-    return !(flag && std::string(flag) == "0");
-  }();
+  static const bool enabled = !envIs("SOAP_DNNL_WINOGRAD", "0");
   return enabled && window == dims{3, 3} && strides == dims{1, 1} &&
          dilations == dims{0, 0} && groups == 1 && out[0] >= 8 && out[1] >= 8;
 }
@@ -399,23 +400,18 @@ buildForward(const Conv2dShape &s, const Conv2dStrides &st,
   }
   auto pd = *chosen;
   // The output accumulates (unless the caller overwrites it): in place
-  // through a sum post-op when oneDNN writes the caller's layout and has
-  // the post-op, else through the reorder that adds.
+  // through a sum post-op when oneDNN writes the caller's layout in the
+  // caller's memory, else through the reorder that adds.
+  bool inPlace = pd.dst_desc() == conv->userOut.get_desc() &&
+                 !alignedOnly(pd.impl_info_str());
+  if (inPlace && s.accumulate)
+    pd = make(pd.weights_desc(), accumulating());
   conv->impl = pd.impl_info_str();
-  bool primitiveAdds = !alignedOnly(*conv);
-  if (primitiveAdds && pd.dst_desc() == conv->userOut.get_desc() &&
-      s.accumulate) {
-    try {
-      pd = make(pd.weights_desc(), accumulating());
-    } catch (const dnnl::error &) {
-      primitiveAdds = false;
-    }
-  }
   bindInput(*conv, DNNL_ARG_SRC, pd.src_desc(), conv->userIn, e.engine);
   bindInput(*conv, DNNL_ARG_WEIGHTS, pd.weights_desc(), conv->userFilter,
             e.engine);
-  bindOutput(*conv, DNNL_ARG_DST, pd.dst_desc(), primitiveAdds, s.accumulate,
-             e.engine);
+  bindOutput(*conv, DNNL_ARG_DST, pd.dst_desc(), /*primitiveAdds=*/true,
+             s.accumulate, e.engine);
   conv->primitive = dnnl::convolution_forward(pd);
   return conv;
 }
@@ -500,10 +496,11 @@ std::unique_ptr<Conv> buildAsWeightGradient(
 /// SOAP_DNNL_VIEW=forward or =weights forces one view (to measure them
 /// against each other).
 bool looksLikeWeightGradient(const Conv2dShape &s) {
-  static const char *forced = std::getenv("SOAP_DNNL_VIEW");
-  if (forced && std::string(forced) == "forward")
+  static const bool forward = envIs("SOAP_DNNL_VIEW", "forward"),
+                    weights = envIs("SOAP_DNNL_VIEW", "weights");
+  if (forward)
     return false;
-  if (forced && std::string(forced) == "weights")
+  if (weights)
     return true;
   return s.oh * s.ow <= 64 && (s.c < s.n || s.kh * s.kw > s.oh * s.ow);
 }
@@ -667,13 +664,14 @@ std::unique_ptr<Conv> buildSpread(const Conv2dShape &s, const Conv2dStrides &st,
   return conv;
 }
 
-/// dnnlLastConvImplementation's answer.
-thread_local std::string lastImplementation;
+/// The convolution run last on this thread (built convolutions live as
+/// long as the process): dnnlLastConvImplementation's answer.
+thread_local const Conv *lastRun = nullptr;
 
 /// Runs a built convolution on the caller's buffers.
 void run(Conv &conv, const float *in, const float *filter, float *out) {
   dnnl::stream &stream = engine().stream;
-  lastImplementation = conv.impl;
+  lastRun = &conv;
   conv.userIn.set_data_handle(const_cast<float *>(in));
   if (conv.unflipped.empty())
     conv.userFilter.set_data_handle(const_cast<float *>(filter));
@@ -724,26 +722,21 @@ std::array<int64_t, 32 + Extra> keyOf(const Conv2dShape &s,
 
 } // namespace
 
-const std::string &dnnlLastConvImplementation() { return lastImplementation; }
+const std::string &dnnlLastConvImplementation() {
+  static const std::string none;
+  return lastRun ? lastRun->impl : none;
+}
 
 bool dnnlEnabled() {
-  static bool enabled = [] {
-    const char *flag = std::getenv("SOAP_DNNL");
-    return !(flag && std::string(flag) == "0");
-  }();
+  static const bool enabled = !envIs("SOAP_DNNL", "0");
   return enabled;
 }
 
 bool dnnlGemmPreferred(bool transA, bool transB, int64_t m, int64_t n,
                        int64_t k) {
-  static const int forced = [] {
-    const char *flag = std::getenv("SOAP_GEMM");
-    if (!flag)
-      return -1;
-    return std::string(flag) == "dnnl"       ? 1
-           : std::string(flag) == "openblas" ? 0
-                                             : -1;
-  }();
+  static const int forced = envIs("SOAP_GEMM", "dnnl")       ? 1
+                            : envIs("SOAP_GEMM", "openblas") ? 0
+                                                             : -1;
   if (forced >= 0)
     return forced == 1;
   // Measured by soap-gemm-bench (bench/GemmBench.cpp), one thread: oneDNN
@@ -810,10 +803,7 @@ bool dnnlConv2dSpread(const Conv2dShape &s, const Conv2dStrides &given,
                       const float *filter, float *out) {
   // SOAP_DNNL_SPREAD=0: the convolution of the whole spread image, as
   // before this path existed (to measure one against the other).
-  static bool enabled = [] {
-    const char *flag = std::getenv("SOAP_DNNL_SPREAD");
-    return !(flag && std::string(flag) == "0");
-  }();
+  static const bool enabled = !envIs("SOAP_DNNL_SPREAD", "0");
   if (!dnnlEnabled() || !enabled)
     return false;
   // A filter the caller reads backwards (negative window strides from its

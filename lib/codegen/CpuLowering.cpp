@@ -148,21 +148,18 @@ static std::optional<Transposed> transposeStep(Value value) {
   auto generic = value.getDefiningOp<linalg::GenericOp>();
   if (!generic || !generic.hasPureTensorSemantics())
     return std::nullopt;
-  // A copy that writes through permuted loops (the output's map not the
-  // identity): dimension j of the result is loop out[j], which the input
-  // reads as its dimension r where in[r] is that loop.
+  // A plain copy that writes through permuted loops (the output's map not
+  // the identity).
   SmallVector<AffineMap> maps = generic.getIndexingMapsArray();
-  if (maps.size() == 2 && !maps[1].isIdentity() && maps[1].isPermutation() &&
-      maps[0].isPermutation() && generic.getNumReductionLoops() == 0) {
-    Block &body = generic.getRegion().front();
-    if (body.getOperations().size() != 1 ||
-        body.getTerminator()->getOperand(0) != body.getArgument(0))
+  if (maps.size() == 2 && generic.getNumDpsInputs() == 1 &&
+      !maps[1].isIdentity()) {
+    Value source = generic.getDpsInputs().front();
+    std::optional<SmallVector<int64_t>> perm;
+    if (generic.getRegion().front().getOperations().size() == 1)
+      perm = codegen::permutingCopy(generic, source);
+    if (!perm)
       return std::nullopt;
-    Transposed transposed{generic.getDpsInputs().front(), {}};
-    for (unsigned j = 0; j < maps[1].getNumResults(); ++j)
-      transposed.perm.push_back(*maps[0].getResultPosition(
-          getAffineDimExpr(maps[1].getDimPosition(j), generic.getContext())));
-    return transposed;
+    return Transposed{source, std::move(*perm)};
   }
   std::optional<SmallVector<codegen::RelayoutRead>> reads =
       codegen::copyRelayout(generic);
@@ -349,18 +346,19 @@ static void writeTransposed(linalg::GenericOp generic,
 }
 
 void foldTransposesIntoContractions(ModuleOp module) {
-  SmallVector<linalg::LinalgOp> contractions;
+  SmallVector<std::pair<linalg::LinalgOp, std::optional<WrittenTransposed>>>
+      contractions;
   module.walk([&](linalg::LinalgOp op) {
-    if (op.hasPureTensorSemantics() && linalg::isaContractionOpInterface(op) &&
-        (llvm::any_of(
-             op.getDpsInputs(),
-             [](Value input) { return asTransposed(input).has_value(); }) ||
-         writtenTransposed(op)))
-      contractions.push_back(op);
+    if (!op.hasPureTensorSemantics() || !linalg::isaContractionOpInterface(op))
+      return;
+    std::optional<WrittenTransposed> written = writtenTransposed(op);
+    if (written || llvm::any_of(op.getDpsInputs(), [](Value input) {
+          return asTransposed(input).has_value();
+        }))
+      contractions.push_back({op, std::move(written)});
   });
   IRRewriter rewriter(module.getContext());
-  for (linalg::LinalgOp op : contractions) {
-    std::optional<WrittenTransposed> written = writtenTransposed(op);
+  for (auto &[op, written] : contractions) {
     rewriter.setInsertionPoint(op);
     FailureOr<linalg::GenericOp> generic = asGeneric(rewriter, op);
     if (failed(generic))
