@@ -1,0 +1,189 @@
+//===- Layout.h - distributed tensor layouts and the reshard planner -*- C++
+//-*-===//
+//
+// A distributed tensor's layout says, for every device, which block of the
+// tensor it holds (nothing, a part, or the whole) and whether the blocks are
+// partial results that still need a combination (partial sums of a split
+// reduction). Splits along several dimensions (2-D grids), replicas, device
+// subsets and any device order are all blocks on devices.
+//
+// planReshard is the one place that decides how a tensor moves from the
+// layouts it is held in to the layout a consumer reads: a list of steps
+// (kind, device groups, dimension, bytes). The partitioner emits exactly
+// those steps and the simulator prices exactly those steps.
+//
+// Plain C++: no MLIR types, so it is unit-tested alone.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SOAP_LAYOUT_LAYOUT_H
+#define SOAP_LAYOUT_LAYOUT_H
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace soap::layout {
+
+/// A box of a tensor: an offset and a size per dimension.
+struct Block {
+  std::vector<int64_t> offsets, sizes;
+
+  static Block whole(const std::vector<int64_t> &shape);
+  int64_t volume() const;
+  bool contains(const Block &inner) const;
+  /// The common part of the two blocks; none when they do not meet.
+  std::optional<Block> intersect(const Block &other) const;
+  bool operator==(const Block &other) const {
+    return offsets == other.offsets && sizes == other.sizes;
+  }
+  bool operator!=(const Block &other) const { return !(*this == other); }
+  std::string str() const;
+};
+
+/// How partial results combine.
+enum class Combine { Sum, Max, Min };
+const char *combineName(Combine combine);
+
+/// What every device holds of one distributed tensor.
+struct Layout {
+  /// Per device (the index is the device): the block it holds, none when it
+  /// holds nothing.
+  std::vector<std::optional<Block>> blocks;
+  /// Set when the blocks hold partial results of this combination: the
+  /// value of a block is the combination of the partials of distinct tasks.
+  std::optional<Combine> partial;
+  /// Per device, when partial: which partial it holds (equal ids are copies
+  /// of one partial, counted once).
+  std::vector<int64_t> tasks;
+
+  int numDevices() const { return static_cast<int>(blocks.size()); }
+  /// The devices that hold something, in increasing order.
+  std::vector<int> holders() const;
+  std::string str() const;
+
+  /// The whole tensor on each of `devices` (of `numDevices`).
+  static Layout whole(const std::vector<int64_t> &shape, int numDevices,
+                      const std::vector<int> &devices);
+  /// `shape` split into `group.size()` equal parts along `dim`: part i on
+  /// device group[i]; nothing elsewhere.
+  static Layout split(const std::vector<int64_t> &shape, int numDevices,
+                      int dim, const std::vector<int> &group);
+};
+
+/// A tensor's global shape and element size.
+struct TensorShape {
+  std::vector<int64_t> shape;
+  int64_t elementBytes = 4;
+  int64_t bytes() const;
+  int64_t bytes(const Block &block) const {
+    return block.volume() * elementBytes;
+  }
+};
+
+/// The kinds of reshard steps.
+enum class StepKind {
+  /// Each device takes its target block out of what it holds.
+  Slice,
+  /// The partials of each group combine; every member ends with the
+  /// combination of its block.
+  AllReduce,
+  /// The partials of the group (whole blocks) combine and the i-th of
+  /// group-size equal parts along `dim` stays on the i-th member.
+  ReduceScatter,
+  /// The members of each group hold the equal parts, in group order, of one
+  /// range along `dim`; each ends with all of them.
+  AllGather,
+  /// The members of the group hold equal parts, in group order, of one
+  /// range along `fromDim`; the i-th member ends with the i-th of equal
+  /// parts along `dim` and all of that range along `fromDim`.
+  AllToAll,
+  /// `root` sends its block to every other member of the group.
+  Broadcast,
+  /// Point-to-point transfers of blocks between devices, each device then
+  /// assembling its target block from what it holds and what it received.
+  SendRecv,
+  /// SendRecv whose devices keep their own block and receive only the
+  /// rims their neighbours hold (a window op split along a spatial
+  /// dimension).
+  HaloExchange,
+  /// The fallback for partial results in an irregular layout: every device
+  /// writes what it is responsible for into a tensor of the combination's
+  /// identity, and an all-reduce over all devices combines the whole
+  /// tensor.
+  AllReduceWhole,
+};
+const char *stepKindName(StepKind kind);
+
+/// One part of a device's target block in a SendRecv or HaloExchange:
+/// `block` (global coordinates) from device `from` to device `to`, out of
+/// the plan's piece `piece` (-1: out of the previous step's result). A part
+/// the device already holds has from == to: a local copy, no traffic.
+struct Transfer {
+  int from = -1, to = -1;
+  int piece = 0;
+  Block block;
+};
+
+/// One step of a reshard.
+struct Step {
+  StepKind kind = StepKind::Slice;
+  /// Collectives: the device groups, each in part order; groups are
+  /// disjoint and run at once.
+  std::vector<std::vector<int>> groups;
+  int dim = -1;     ///< AllGather, ReduceScatter; AllToAll: the new split
+  int fromDim = -1; ///< AllToAll: the split it starts from
+  int root = -1;    ///< Broadcast
+  Combine combine = Combine::Sum;
+  /// SendRecv and HaloExchange: every part of every target block.
+  std::vector<Transfer> transfers;
+  /// AllReduceWhole: the pieces it combines.
+  std::vector<int> pieces;
+  /// Collectives: the bytes of one group's collective as
+  /// Machine::collectiveCost counts them (all-reduce and reduce-scatter:
+  /// each member's input; all-gather: the gathered output; broadcast: the
+  /// root's buffer; all-to-all: each member's send buffer); AllReduceWhole:
+  /// the whole tensor. SendRecv: the bytes of the transfers between
+  /// devices.
+  int64_t bytes = 0;
+  /// What every device holds after this step.
+  Layout result;
+
+  std::string str() const;
+};
+
+/// How a tensor held as `pieces` becomes `target`.
+struct ReshardPlan {
+  /// The piece the first step reads, or holds the target when there is
+  /// no step (-1: several, as the first step's transfers or pieces say).
+  /// Every later step reads the result of the one before.
+  int piece = 0;
+  std::vector<Step> steps;
+
+  /// One line per step.
+  std::string str() const;
+};
+
+/// Plans how `tensor`, held as `pieces` (copies in different layouts; at
+/// least one), reaches `target` (non-partial; devices without a block need
+/// nothing). Every piece must have target.numDevices() devices. Preference:
+/// a piece that already holds the target (no step), a local slice, the
+/// collective that fits (reduce-scatter, grouped all-reduce, all-to-all,
+/// all-gather along one dimension per step, broadcast), point-to-point
+/// transfers of exactly the blocks that are missing, and only for partial
+/// results no regular collective fits, AllReduceWhole.
+ReshardPlan planReshard(const TensorShape &tensor,
+                        const std::vector<Layout> &pieces,
+                        const Layout &target);
+
+/// True when every device with a block in `target` holds exactly that
+/// block in `held`, as a complete (non-partial) value.
+bool covers(const Layout &held, const Layout &target);
+/// True when every device with a block in `target` holds a complete block
+/// that contains it in `held`.
+bool contains(const Layout &held, const Layout &target);
+
+} // namespace soap::layout
+
+#endif // SOAP_LAYOUT_LAYOUT_H

@@ -1,0 +1,689 @@
+//===- Layout.cpp - distributed tensor layouts and the reshard planner ----===//
+
+#include "soap/layout/Layout.h"
+
+#include <algorithm>
+#include <map>
+#include <numeric>
+#include <sstream>
+
+namespace soap::layout {
+
+//===----------------------------------------------------------------------===//
+// Blocks and layouts
+//===----------------------------------------------------------------------===//
+
+Block Block::whole(const std::vector<int64_t> &shape) {
+  return {std::vector<int64_t>(shape.size(), 0), shape};
+}
+
+int64_t Block::volume() const {
+  int64_t v = 1;
+  for (int64_t s : sizes)
+    v *= s;
+  return v;
+}
+
+bool Block::contains(const Block &inner) const {
+  for (size_t d = 0; d < sizes.size(); ++d)
+    if (inner.offsets[d] < offsets[d] ||
+        inner.offsets[d] + inner.sizes[d] > offsets[d] + sizes[d])
+      return false;
+  return true;
+}
+
+std::optional<Block> Block::intersect(const Block &other) const {
+  Block common;
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    int64_t lo = std::max(offsets[d], other.offsets[d]);
+    int64_t hi =
+        std::min(offsets[d] + sizes[d], other.offsets[d] + other.sizes[d]);
+    if (hi <= lo)
+      return std::nullopt;
+    common.offsets.push_back(lo);
+    common.sizes.push_back(hi - lo);
+  }
+  return common;
+}
+
+std::string Block::str() const {
+  std::ostringstream os;
+  os << '[';
+  for (size_t d = 0; d < sizes.size(); ++d)
+    os << (d ? "," : "") << offsets[d] << '+' << sizes[d];
+  os << ']';
+  return os.str();
+}
+
+const char *combineName(Combine combine) {
+  switch (combine) {
+  case Combine::Sum:
+    return "sum";
+  case Combine::Max:
+    return "max";
+  case Combine::Min:
+    return "min";
+  }
+  return "sum";
+}
+
+std::vector<int> Layout::holders() const {
+  std::vector<int> devices;
+  for (int d = 0; d < numDevices(); ++d)
+    if (blocks[d])
+      devices.push_back(d);
+  return devices;
+}
+
+std::string Layout::str() const {
+  std::ostringstream os;
+  if (partial)
+    os << "partial " << combineName(*partial) << ' ';
+  os << '{';
+  bool first = true;
+  for (int d = 0; d < numDevices(); ++d) {
+    if (!blocks[d])
+      continue;
+    os << (first ? "" : " ") << d << ':' << blocks[d]->str();
+    if (partial && d < static_cast<int>(tasks.size()))
+      os << "#" << tasks[d];
+    first = false;
+  }
+  os << '}';
+  return os.str();
+}
+
+Layout Layout::whole(const std::vector<int64_t> &shape, int numDevices,
+                     const std::vector<int> &devices) {
+  Layout layout;
+  layout.blocks.resize(numDevices);
+  for (int d : devices)
+    layout.blocks[d] = Block::whole(shape);
+  return layout;
+}
+
+Layout Layout::split(const std::vector<int64_t> &shape, int numDevices, int dim,
+                     const std::vector<int> &group) {
+  Layout layout;
+  layout.blocks.resize(numDevices);
+  int64_t part = shape[dim] / static_cast<int64_t>(group.size());
+  for (size_t i = 0; i < group.size(); ++i) {
+    Block block = Block::whole(shape);
+    block.offsets[dim] = static_cast<int64_t>(i) * part;
+    block.sizes[dim] = part;
+    layout.blocks[group[i]] = block;
+  }
+  return layout;
+}
+
+int64_t TensorShape::bytes() const {
+  return Block::whole(shape).volume() * elementBytes;
+}
+
+const char *stepKindName(StepKind kind) {
+  switch (kind) {
+  case StepKind::Slice:
+    return "slice";
+  case StepKind::AllReduce:
+    return "all_reduce";
+  case StepKind::ReduceScatter:
+    return "reduce_scatter";
+  case StepKind::AllGather:
+    return "all_gather";
+  case StepKind::AllToAll:
+    return "all_to_all";
+  case StepKind::Broadcast:
+    return "broadcast";
+  case StepKind::SendRecv:
+    return "send_recv";
+  case StepKind::HaloExchange:
+    return "halo_exchange";
+  case StepKind::AllReduceWhole:
+    return "all_reduce_whole";
+  }
+  return "?";
+}
+
+std::string Step::str() const {
+  std::ostringstream os;
+  os << stepKindName(kind);
+  if (kind == StepKind::AllReduce || kind == StepKind::ReduceScatter ||
+      kind == StepKind::AllReduceWhole)
+    os << ' ' << combineName(combine);
+  if (dim >= 0)
+    os << " dim " << dim;
+  if (fromDim >= 0)
+    os << " from dim " << fromDim;
+  if (root >= 0)
+    os << " root " << root;
+  for (const std::vector<int> &group : groups) {
+    os << " [";
+    for (size_t i = 0; i < group.size(); ++i)
+      os << (i ? "," : "") << group[i];
+    os << ']';
+  }
+  for (const Transfer &t : transfers)
+    os << ' ' << t.from << "->" << t.to << ' ' << t.block.str();
+  os << " bytes " << bytes;
+  return os.str();
+}
+
+std::string ReshardPlan::str() const {
+  std::string text;
+  for (const Step &step : steps)
+    text += step.str() + "\n";
+  return text;
+}
+
+bool covers(const Layout &held, const Layout &target) {
+  if (held.partial)
+    return false;
+  for (int d = 0; d < target.numDevices(); ++d)
+    if (target.blocks[d] &&
+        (!held.blocks[d] || *held.blocks[d] != *target.blocks[d]))
+      return false;
+  return true;
+}
+
+bool contains(const Layout &held, const Layout &target) {
+  if (held.partial)
+    return false;
+  for (int d = 0; d < target.numDevices(); ++d)
+    if (target.blocks[d] &&
+        (!held.blocks[d] || !held.blocks[d]->contains(*target.blocks[d])))
+      return false;
+  return true;
+}
+
+//===----------------------------------------------------------------------===//
+// Recognizing regular layouts
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Groups of devices that each hold equal, contiguous parts of one range
+/// along `dim` (alike along the other dimensions), every group with the
+/// same number of parts and every part the same size; copies of a part go
+/// to different groups. Each group is in the order of its parts.
+std::optional<std::vector<std::vector<int>>> partsAlong(const Layout &layout,
+                                                        int dim) {
+  // Blocks alike but for `dim` share a key.
+  std::map<std::vector<int64_t>, std::vector<int>> byRest;
+  for (int d : layout.holders()) {
+    const Block &b = *layout.blocks[d];
+    std::vector<int64_t> key;
+    for (size_t k = 0; k < b.sizes.size(); ++k)
+      if (static_cast<int>(k) != dim) {
+        key.push_back(b.offsets[k]);
+        key.push_back(b.sizes[k]);
+      }
+    byRest[key].push_back(d);
+  }
+  if (byRest.empty())
+    return std::nullopt;
+  std::vector<std::vector<int>> groups;
+  std::optional<size_t> parts;
+  std::optional<int64_t> partSize;
+  for (auto &[key, devices] : byRest) {
+    // Devices by their offset along `dim`.
+    std::map<int64_t, std::vector<int>> byOffset;
+    for (int d : devices) {
+      const Block &b = *layout.blocks[d];
+      if (partSize && b.sizes[dim] != *partSize)
+        return std::nullopt;
+      partSize = b.sizes[dim];
+      byOffset[b.offsets[dim]].push_back(d);
+    }
+    if (parts && byOffset.size() != *parts)
+      return std::nullopt;
+    parts = byOffset.size();
+    if (*parts < 2)
+      return std::nullopt;
+    size_t copies = byOffset.begin()->second.size();
+    int64_t expected = byOffset.begin()->first;
+    for (auto &[offset, holders] : byOffset) {
+      if (offset != expected || holders.size() != copies)
+        return std::nullopt;
+      expected += *partSize;
+    }
+    for (size_t c = 0; c < copies; ++c) {
+      std::vector<int> group;
+      for (auto &[offset, holders] : byOffset)
+        group.push_back(holders[c]);
+      groups.push_back(std::move(group));
+    }
+  }
+  return groups;
+}
+
+/// `layout` with every block of each group extended to the group's range
+/// along `dim`.
+Layout gathered(const Layout &layout, int dim,
+                const std::vector<std::vector<int>> &groups) {
+  Layout result = layout;
+  for (const std::vector<int> &group : groups) {
+    const Block &first = *layout.blocks[group.front()];
+    int64_t size = first.sizes[dim] * static_cast<int64_t>(group.size());
+    for (int d : group) {
+      result.blocks[d]->offsets[dim] = first.offsets[dim];
+      result.blocks[d]->sizes[dim] = size;
+    }
+  }
+  return result;
+}
+
+/// The devices of `target` that need something they do not hold
+/// completely in `held`.
+std::vector<int> needing(const Layout &held, const Layout &target) {
+  std::vector<int> devices;
+  for (int d = 0; d < target.numDevices(); ++d)
+    if (target.blocks[d] && (held.partial || !held.blocks[d] ||
+                             !held.blocks[d]->contains(*target.blocks[d])))
+      devices.push_back(d);
+  return devices;
+}
+
+/// Groups of the devices of a partial layout with identical blocks, each
+/// group's partials distinct; every block the same size. None when blocks
+/// overlap without being equal or copies of one partial share a block.
+std::optional<std::vector<std::vector<int>>>
+partialGroups(const Layout &layout) {
+  std::vector<std::vector<int>> groups;
+  std::vector<Block> blocks;
+  for (int d : layout.holders()) {
+    const Block &b = *layout.blocks[d];
+    auto it = std::find(blocks.begin(), blocks.end(), b);
+    if (it == blocks.end()) {
+      for (const Block &other : blocks)
+        if (b.intersect(other))
+          return std::nullopt;
+      if (!blocks.empty() && blocks.front().sizes != b.sizes)
+        return std::nullopt;
+      blocks.push_back(b);
+      groups.push_back({d});
+      continue;
+    }
+    std::vector<int> &group = groups[it - blocks.begin()];
+    for (int other : group)
+      if (layout.tasks[other] == layout.tasks[d])
+        return std::nullopt;
+    group.push_back(d);
+  }
+  return groups;
+}
+
+class Planner {
+public:
+  Planner(const TensorShape &tensor, const std::vector<Layout> &pieces,
+          const Layout &target)
+      : tensor(tensor), pieces(pieces), target(target) {}
+
+  ReshardPlan run();
+
+private:
+  /// Appends the step that combines partials, or that re-splits them
+  /// straight into the target.
+  void combine(Layout &current);
+  bool tryAllToAll(const Layout &current);
+  bool tryAllGather(Layout &current);
+  bool tryBroadcast(Layout &current);
+  /// Point-to-point transfers of what each reader misses, from the pieces
+  /// `sourcePieces` (none: from the last step's result `current`).
+  bool trySendRecv(const Layout &current, const std::vector<int> &sourcePieces);
+  void allReduceWhole();
+
+  void push(Step step) { plan.steps.push_back(std::move(step)); }
+
+  const TensorShape &tensor;
+  const std::vector<Layout> &pieces;
+  const Layout &target;
+  ReshardPlan plan;
+};
+
+void Planner::combine(Layout &current) {
+  // Whole partial blocks on the target's devices, one distinct partial
+  // each, re-split along one dimension: reduce_scatter.
+  auto groups = partialGroups(current);
+  std::vector<int> holders = current.holders();
+  std::vector<int> readers = target.holders();
+  if (groups && groups->size() == 1 && holders == readers &&
+      holders.size() > 1) {
+    const Block &held = *current.blocks[holders.front()];
+    Layout only;
+    only.blocks.resize(target.numDevices());
+    for (int d : readers)
+      only.blocks[d] = target.blocks[d];
+    for (int dim = 0; dim < static_cast<int>(held.sizes.size()); ++dim) {
+      auto parts = partsAlong(only, dim);
+      if (!parts || parts->size() != 1 ||
+          gathered(only, dim, *parts).blocks[readers.front()] != held)
+        continue;
+      Step step;
+      step.kind = StepKind::ReduceScatter;
+      step.groups = *parts;
+      step.dim = dim;
+      step.combine = *current.partial;
+      step.bytes = tensor.bytes(held);
+      step.result = only;
+      current = only;
+      push(std::move(step));
+      return;
+    }
+  }
+  if (groups) {
+    Step step;
+    step.kind = StepKind::AllReduce;
+    step.combine = *current.partial;
+    for (std::vector<int> &group : *groups)
+      if (group.size() > 1)
+        step.groups.push_back(std::move(group));
+    step.bytes = tensor.bytes(*current.blocks[holders.front()]);
+    current.partial.reset();
+    current.tasks.clear();
+    step.result = current;
+    if (!step.groups.empty())
+      push(std::move(step));
+    return;
+  }
+  allReduceWhole();
+  current = plan.steps.back().result;
+}
+
+bool Planner::tryAllToAll(const Layout &current) {
+  std::vector<int> holders = current.holders();
+  if (holders != target.holders() || holders.size() < 2)
+    return false;
+  int rank = static_cast<int>(tensor.shape.size());
+  for (int from = 0; from < rank; ++from) {
+    auto held = partsAlong(current, from);
+    if (!held || held->size() != 1)
+      continue;
+    for (int to = 0; to < rank; ++to) {
+      if (to == from)
+        continue;
+      auto wanted = partsAlong(target, to);
+      if (!wanted || *wanted != *held)
+        continue;
+      // Each member ends with its part along `to` of the gathered range
+      // along `from`.
+      Layout result = gathered(current, from, *held);
+      const std::vector<int> &group = held->front();
+      const Block &whole = *result.blocks[group.front()];
+      int64_t part = whole.sizes[to] / static_cast<int64_t>(group.size());
+      if (part * static_cast<int64_t>(group.size()) != whole.sizes[to])
+        continue;
+      for (size_t i = 0; i < group.size(); ++i) {
+        Block &b = *result.blocks[group[i]];
+        b.offsets[to] = whole.offsets[to] + static_cast<int64_t>(i) * part;
+        b.sizes[to] = part;
+      }
+      if (!covers(result, target))
+        continue;
+      Step step;
+      step.kind = StepKind::AllToAll;
+      step.groups = *held;
+      step.dim = to;
+      step.fromDim = from;
+      step.bytes = tensor.bytes(*current.blocks[group.front()]);
+      step.result = result;
+      push(std::move(step));
+      return true;
+    }
+  }
+  return false;
+}
+
+bool Planner::tryAllGather(Layout &current) {
+  std::vector<int> readers = needing(current, target);
+  int rank = static_cast<int>(tensor.shape.size());
+  for (int dim = 0; dim < rank; ++dim) {
+    auto groups = partsAlong(current, dim);
+    if (!groups)
+      continue;
+    // Worth it only when every member reads all of its group's range along
+    // `dim` (else only the missing parts move, point to point).
+    bool everyoneReads = true;
+    for (const std::vector<int> &group : *groups) {
+      const Block &first = *current.blocks[group.front()];
+      int64_t lo = first.offsets[dim];
+      int64_t hi = lo + first.sizes[dim] * static_cast<int64_t>(group.size());
+      for (int d : group) {
+        const std::optional<Block> &want = target.blocks[d];
+        everyoneReads &= want.has_value() && want->offsets[dim] <= lo &&
+                         want->offsets[dim] + want->sizes[dim] >= hi;
+      }
+    }
+    if (!everyoneReads || readers.empty())
+      continue;
+    Step step;
+    step.kind = StepKind::AllGather;
+    step.dim = dim;
+    step.groups = *groups;
+    step.result = gathered(current, dim, *groups);
+    step.bytes = tensor.bytes(*step.result.blocks[groups->front().front()]);
+    current = step.result;
+    push(std::move(step));
+    return true;
+  }
+  return false;
+}
+
+bool Planner::tryBroadcast(Layout &current) {
+  // One device holds a block that contains every block the others need,
+  // and at least two read it: a broadcast of that block.
+  std::vector<int> readers = needing(current, target);
+  if (readers.size() < 2)
+    return false;
+  std::vector<int> holders = current.holders();
+  for (int root : holders) {
+    const Block &block = *current.blocks[root];
+    bool fits = true;
+    for (int d : readers)
+      fits &= block.contains(*target.blocks[d]) &&
+              target.blocks[d]->volume() == block.volume();
+    if (!fits)
+      continue;
+    // Copies of the block elsewhere send in parallel instead.
+    int copies = 0;
+    for (int d : holders)
+      copies += *current.blocks[d] == block;
+    if (copies >= static_cast<int>(readers.size()))
+      return false;
+    Step step;
+    step.kind = StepKind::Broadcast;
+    step.root = root;
+    std::vector<int> group = readers;
+    group.push_back(root);
+    std::sort(group.begin(), group.end());
+    group.erase(std::unique(group.begin(), group.end()), group.end());
+    step.groups = {group};
+    step.bytes = tensor.bytes(block);
+    for (int d : group)
+      current.blocks[d] = block;
+    step.result = current;
+    push(std::move(step));
+    return true;
+  }
+  return false;
+}
+
+bool Planner::trySendRecv(const Layout &current,
+                          const std::vector<int> &sourcePieces) {
+  bool fromPieces = !sourcePieces.empty();
+  std::vector<const Layout *> sources;
+  for (int p : sourcePieces)
+    sources.push_back(&pieces[p]);
+  if (!fromPieces)
+    sources.push_back(&current);
+  // The distinct blocks held, each with its holders (piece, device); they
+  // must not overlap unless equal, so that a part comes from one of them.
+  struct Source {
+    Block block;
+    std::vector<std::pair<int, int>> holders;
+  };
+  std::vector<Source> distinct;
+  for (size_t i = 0; i < sources.size(); ++i) {
+    if (sources[i]->partial)
+      continue;
+    int p = fromPieces ? sourcePieces[i] : -1;
+    for (int d : sources[i]->holders()) {
+      const Block &b = *sources[i]->blocks[d];
+      auto it = std::find_if(distinct.begin(), distinct.end(),
+                             [&](const Source &s) { return s.block == b; });
+      if (it == distinct.end()) {
+        distinct.push_back({b, {}});
+        it = distinct.end() - 1;
+      }
+      it->holders.emplace_back(p, d);
+    }
+  }
+  for (size_t i = 0; i < distinct.size(); ++i)
+    for (size_t j = i + 1; j < distinct.size(); ++j)
+      if (distinct[i].block.intersect(distinct[j].block))
+        return false;
+
+  Step step;
+  step.kind = StepKind::HaloExchange;
+  std::vector<int64_t> sent(target.numDevices(), 0);
+  for (int u : target.holders()) {
+    const Block &want = *target.blocks[u];
+    int64_t found = 0;
+    bool keepsOwn = false, receives = false;
+    for (const Source &source : distinct) {
+      std::optional<Block> part = want.intersect(source.block);
+      if (!part)
+        continue;
+      found += part->volume();
+      auto local = std::find_if(source.holders.begin(), source.holders.end(),
+                                [&](auto &h) { return h.second == u; });
+      std::pair<int, int> from;
+      if (local != source.holders.end()) {
+        keepsOwn |= want.contains(source.block);
+        from = *local;
+      } else {
+        // The holder that has sent least so far, then the nearest.
+        auto key = [&](const std::pair<int, int> &h) {
+          return std::make_pair(sent[h.second], std::abs(h.second - u));
+        };
+        from = source.holders.front();
+        for (const auto &h : source.holders)
+          if (key(h) < key(from))
+            from = h;
+        sent[from.second] += part->volume();
+        step.bytes += tensor.bytes(*part);
+        receives = true;
+      }
+      step.transfers.push_back({from.second, u, from.first, *part});
+    }
+    if (found != want.volume())
+      return false;
+    if (receives && !keepsOwn)
+      step.kind = StepKind::SendRecv;
+  }
+  step.result = target;
+  if (fromPieces)
+    plan.piece = -1;
+  push(std::move(step));
+  return true;
+}
+
+void Planner::allReduceWhole() {
+  Step step;
+  step.kind = StepKind::AllReduceWhole;
+  bool anyPartial = false;
+  for (const Layout &piece : pieces)
+    anyPartial |= piece.partial.has_value();
+  for (size_t p = 0; p < pieces.size(); ++p)
+    if (!anyPartial || pieces[p].partial) {
+      step.pieces.push_back(static_cast<int>(p));
+      if (pieces[p].partial)
+        step.combine = *pieces[p].partial;
+    }
+  std::vector<int> all(target.numDevices());
+  std::iota(all.begin(), all.end(), 0);
+  step.groups = {all};
+  step.bytes = tensor.bytes();
+  step.result = Layout::whole(tensor.shape, target.numDevices(), all);
+  plan.piece = -1;
+  push(std::move(step));
+}
+
+ReshardPlan Planner::run() {
+  for (size_t p = 0; p < pieces.size(); ++p)
+    if (covers(pieces[p], target)) {
+      plan.piece = static_cast<int>(p);
+      return plan;
+    }
+  auto slice = [&]() {
+    Step step;
+    step.kind = StepKind::Slice;
+    step.result = target;
+    push(std::move(step));
+  };
+  for (size_t p = 0; p < pieces.size(); ++p)
+    if (contains(pieces[p], target)) {
+      plan.piece = static_cast<int>(p);
+      slice();
+      return plan;
+    }
+  // Start from the first piece (the producer's); several partial pieces
+  // (an op that runs several tasks per device) combine as a whole.
+  int partialPieces = 0;
+  for (const Layout &piece : pieces)
+    partialPieces += piece.partial.has_value();
+  plan.piece = 0;
+  Layout current = pieces.front();
+  if (partialPieces > 1) {
+    allReduceWhole();
+    current = plan.steps.back().result;
+  } else if (partialPieces == 1) {
+    auto it = std::find_if(pieces.begin(), pieces.end(),
+                           [](const Layout &l) { return l.partial; });
+    plan.piece = static_cast<int>(it - pieces.begin());
+    current = *it;
+    combine(current);
+  }
+  // Collectives, one dimension at a time, while they fit.
+  for (int round = 0; round < 8; ++round) {
+    if (covers(current, target))
+      return plan;
+    if (contains(current, target)) {
+      slice();
+      return plan;
+    }
+    if (round == 0 && plan.steps.empty() && tryAllToAll(current))
+      return plan;
+    if (tryAllGather(current) || tryBroadcast(current))
+      continue;
+    break;
+  }
+  // What is still missing moves point to point: from what the steps left,
+  // or, when no step ran, from all pieces together (the parts of an op
+  // that runs several tasks per device), else from one piece.
+  if (!plan.steps.empty()) {
+    if (trySendRecv(current, {}))
+      return plan;
+  } else {
+    std::vector<int> all(pieces.size());
+    std::iota(all.begin(), all.end(), 0);
+    if (trySendRecv(current, all))
+      return plan;
+    for (int p = 0; p < static_cast<int>(pieces.size()); ++p)
+      if (trySendRecv(current, {p}))
+        return plan;
+  }
+  allReduceWhole();
+  if (!covers(plan.steps.back().result, target))
+    slice();
+  return plan;
+}
+
+} // namespace
+
+ReshardPlan planReshard(const TensorShape &tensor,
+                        const std::vector<Layout> &pieces,
+                        const Layout &target) {
+  return Planner(tensor, pieces, target).run();
+}
+
+} // namespace soap::layout

@@ -1,0 +1,469 @@
+//===- LayoutTest.cpp - the reshard planner -------------------------------===//
+//
+// Hand-computed plans for the regular cases (each collective, grids, device
+// subsets and orders, halos), and a randomized check that every plan
+// delivers the right values: an interpreter moves the values of a tensor
+// as the steps say and compares what each device ends with.
+//
+//===----------------------------------------------------------------------===//
+
+#include "soap/layout/Layout.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <numeric>
+#include <random>
+
+using namespace soap::layout;
+
+namespace {
+
+Block block(std::vector<int64_t> offsets, std::vector<int64_t> sizes) {
+  return {std::move(offsets), std::move(sizes)};
+}
+
+Layout partialWhole(const std::vector<int64_t> &shape, int n) {
+  std::vector<int> all(n);
+  std::iota(all.begin(), all.end(), 0);
+  Layout l = Layout::whole(shape, n, all);
+  l.partial = Combine::Sum;
+  l.tasks.assign(all.begin(), all.end());
+  return l;
+}
+
+std::vector<StepKind> kinds(const ReshardPlan &plan) {
+  std::vector<StepKind> k;
+  for (const Step &s : plan.steps)
+    k.push_back(s.kind);
+  return k;
+}
+
+TensorShape f32(std::vector<int64_t> shape) { return {std::move(shape), 4}; }
+
+} // namespace
+
+TEST(Layout, HeldLayoutNeedsNothingOrASlice) {
+  TensorShape t = f32({8, 4});
+  Layout whole = Layout::whole(t.shape, 2, {0, 1});
+  EXPECT_TRUE(planReshard(t, {whole}, whole).steps.empty());
+  ReshardPlan plan =
+      planReshard(t, {whole}, Layout::split(t.shape, 2, 0, {0, 1}));
+  EXPECT_EQ(kinds(plan), std::vector<StepKind>{StepKind::Slice});
+  EXPECT_EQ(plan.piece, 0);
+}
+
+TEST(Layout, SplitToWholeIsAnAllGatherInDeviceOrder) {
+  TensorShape t = f32({8, 4});
+  ReshardPlan plan =
+      planReshard(t, {Layout::split(t.shape, 4, 0, {2, 0, 3, 1})},
+                  Layout::whole(t.shape, 4, {0, 1, 2, 3}));
+  ASSERT_EQ(kinds(plan), std::vector<StepKind>{StepKind::AllGather});
+  EXPECT_EQ(plan.steps[0].dim, 0);
+  EXPECT_EQ(plan.steps[0].groups,
+            (std::vector<std::vector<int>>{{2, 0, 3, 1}}));
+  EXPECT_EQ(plan.steps[0].bytes, 8 * 4 * 4); // the gathered output
+}
+
+TEST(Layout, PartialSumsAllReduceOrReduceScatter) {
+  TensorShape t = f32({8, 4});
+  Layout partial = partialWhole(t.shape, 4);
+  ReshardPlan toWhole =
+      planReshard(t, {partial}, Layout::whole(t.shape, 4, {0, 1, 2, 3}));
+  ASSERT_EQ(kinds(toWhole), std::vector<StepKind>{StepKind::AllReduce});
+  EXPECT_EQ(toWhole.steps[0].groups,
+            (std::vector<std::vector<int>>{{0, 1, 2, 3}}));
+  EXPECT_EQ(toWhole.steps[0].bytes, 128);
+
+  ReshardPlan toSplit =
+      planReshard(t, {partial}, Layout::split(t.shape, 4, 1, {3, 2, 1, 0}));
+  ASSERT_EQ(kinds(toSplit), std::vector<StepKind>{StepKind::ReduceScatter});
+  EXPECT_EQ(toSplit.steps[0].dim, 1);
+  EXPECT_EQ(toSplit.steps[0].groups,
+            (std::vector<std::vector<int>>{{3, 2, 1, 0}}));
+  EXPECT_EQ(toSplit.steps[0].bytes, 128); // each member's input
+}
+
+TEST(Layout, PartialRowsAllReduceInTwoGroups) {
+  // A 2x2 grid: rows split over {0,1} | {2,3}, the reduction over the
+  // other coordinate.
+  TensorShape t = f32({8, 4});
+  Layout partial;
+  partial.blocks = {block({0, 0}, {4, 4}), block({0, 0}, {4, 4}),
+                    block({4, 0}, {4, 4}), block({4, 0}, {4, 4})};
+  partial.partial = Combine::Sum;
+  partial.tasks = {0, 1, 2, 3};
+  Layout complete = partial;
+  complete.partial.reset();
+  complete.tasks.clear();
+  ReshardPlan plan = planReshard(t, {partial}, complete);
+  ASSERT_EQ(kinds(plan), std::vector<StepKind>{StepKind::AllReduce});
+  EXPECT_EQ(plan.steps[0].groups,
+            (std::vector<std::vector<int>>{{0, 1}, {2, 3}}));
+  EXPECT_EQ(plan.steps[0].bytes, 64);
+}
+
+TEST(Layout, ResplitIsAnAllToAll) {
+  TensorShape t = f32({8, 8});
+  ReshardPlan plan = planReshard(t, {Layout::split(t.shape, 2, 0, {1, 0})},
+                                 Layout::split(t.shape, 2, 1, {1, 0}));
+  ASSERT_EQ(kinds(plan), std::vector<StepKind>{StepKind::AllToAll});
+  EXPECT_EQ(plan.steps[0].dim, 1);
+  EXPECT_EQ(plan.steps[0].fromDim, 0);
+  EXPECT_EQ(plan.steps[0].bytes, 128); // each member's send buffer
+}
+
+TEST(Layout, GridGathersOneDimensionAtATime) {
+  TensorShape t = f32({8, 8});
+  Layout grid; // device 2i + j holds rows i, columns j
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 2; ++j)
+      grid.blocks.push_back(block({4 * i, 4 * j}, {4, 4}));
+  ReshardPlan plan =
+      planReshard(t, {grid}, Layout::whole(t.shape, 4, {0, 1, 2, 3}));
+  ASSERT_EQ(kinds(plan),
+            (std::vector<StepKind>{StepKind::AllGather, StepKind::AllGather}));
+  EXPECT_EQ(plan.steps[0].dim, 0);
+  EXPECT_EQ(plan.steps[0].groups,
+            (std::vector<std::vector<int>>{{0, 2}, {1, 3}}));
+  EXPECT_EQ(plan.steps[0].bytes, 8 * 4 * 4);
+  EXPECT_EQ(plan.steps[1].groups,
+            (std::vector<std::vector<int>>{{0, 1}, {2, 3}}));
+  EXPECT_EQ(plan.steps[1].bytes, 8 * 8 * 4);
+}
+
+TEST(Layout, DisjointDeviceSetsSendOnlyWhatIsRead) {
+  TensorShape t = f32({8, 4});
+  ReshardPlan plan = planReshard(t, {Layout::split(t.shape, 4, 0, {0, 1})},
+                                 Layout::whole(t.shape, 4, {2, 3}));
+  ASSERT_EQ(kinds(plan), std::vector<StepKind>{StepKind::SendRecv});
+  EXPECT_EQ(plan.steps[0].bytes, 2 * t.bytes()); // no whole copies
+  std::map<int, int> sentBy;
+  for (const Transfer &tr : plan.steps[0].transfers) {
+    EXPECT_NE(tr.from, tr.to);
+    ++sentBy[tr.from];
+  }
+  EXPECT_EQ(sentBy, (std::map<int, int>{{0, 2}, {1, 2}}));
+}
+
+TEST(Layout, OneHolderBroadcasts) {
+  TensorShape t = f32({8, 4});
+  ReshardPlan plan = planReshard(t, {Layout::whole(t.shape, 4, {1})},
+                                 Layout::whole(t.shape, 4, {0, 1, 2, 3}));
+  ASSERT_EQ(kinds(plan), std::vector<StepKind>{StepKind::Broadcast});
+  EXPECT_EQ(plan.steps[0].root, 1);
+  EXPECT_EQ(plan.steps[0].groups,
+            (std::vector<std::vector<int>>{{0, 1, 2, 3}}));
+}
+
+TEST(Layout, RowSplitWindowExchangesHalos) {
+  // A 3x3 convolution's input split along its rows on 2 devices: each
+  // reads one row of its neighbour's part.
+  TensorShape t = f32({1, 2, 10, 6});
+  Layout held = Layout::split(t.shape, 2, 2, {0, 1});
+  Layout read;
+  read.blocks = {block({0, 0, 0, 0}, {1, 2, 6, 6}),
+                 block({0, 0, 4, 0}, {1, 2, 6, 6})};
+  ReshardPlan plan = planReshard(t, {held}, read);
+  ASSERT_EQ(kinds(plan), std::vector<StepKind>{StepKind::HaloExchange});
+  EXPECT_EQ(plan.steps[0].bytes, 2 * (2 * 6) * 4); // one row each way
+  int moved = 0;
+  for (const Transfer &tr : plan.steps[0].transfers)
+    if (tr.from != tr.to) {
+      ++moved;
+      EXPECT_EQ(tr.block.sizes[2], 1);
+    }
+  EXPECT_EQ(moved, 2);
+}
+
+TEST(Layout, IrregularPartialsFallBackToAWholeAllReduce) {
+  TensorShape t = f32({8, 4});
+  Layout partial;
+  partial.blocks = {block({0, 0}, {6, 4}), block({2, 0}, {6, 4})};
+  partial.partial = Combine::Sum;
+  partial.tasks = {0, 1};
+  ReshardPlan plan =
+      planReshard(t, {partial}, Layout::whole(t.shape, 2, {0, 1}));
+  ASSERT_EQ(kinds(plan), std::vector<StepKind>{StepKind::AllReduceWhole});
+  EXPECT_EQ(plan.steps[0].pieces, std::vector<int>{0});
+}
+
+TEST(Layout, PrefersAPieceThatHoldsTheTarget) {
+  TensorShape t = f32({8, 4});
+  Layout split = Layout::split(t.shape, 2, 0, {0, 1});
+  Layout whole = Layout::whole(t.shape, 2, {0, 1});
+  ReshardPlan plan =
+      planReshard(t, {split, whole}, Layout::split(t.shape, 2, 1, {0, 1}));
+  EXPECT_EQ(kinds(plan), std::vector<StepKind>{StepKind::Slice});
+  EXPECT_EQ(plan.piece, 1);
+}
+
+//===----------------------------------------------------------------------===//
+// Every plan delivers the right values
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// The values a device holds: global flat index -> value.
+using Values = std::map<int64_t, double>;
+
+struct Interpreter {
+  const TensorShape &tensor;
+  std::vector<int64_t> strides;
+
+  explicit Interpreter(const TensorShape &t) : tensor(t) {
+    strides.assign(t.shape.size(), 1);
+    for (int d = static_cast<int>(t.shape.size()) - 2; d >= 0; --d)
+      strides[d] = strides[d + 1] * t.shape[d + 1];
+  }
+
+  template <typename F> void forEach(const Block &b, F f) const {
+    std::vector<int64_t> i(b.offsets);
+    if (b.volume() == 0)
+      return;
+    while (true) {
+      int64_t flat = 0;
+      for (size_t d = 0; d < i.size(); ++d)
+        flat += i[d] * strides[d];
+      f(flat);
+      int d = static_cast<int>(i.size()) - 1;
+      for (; d >= 0; --d) {
+        if (++i[d] < b.offsets[d] + b.sizes[d])
+          break;
+        i[d] = b.offsets[d];
+      }
+      if (d < 0)
+        return;
+    }
+  }
+
+  static double truth(int64_t flat) { return 0.5 + static_cast<double>(flat); }
+
+  /// Per device the values of `layout` (partials: the task's share).
+  std::vector<Values> fill(const Layout &layout, int partials) const {
+    std::vector<Values> data(layout.numDevices());
+    for (int d : layout.holders())
+      forEach(*layout.blocks[d], [&](int64_t flat) {
+        double v = truth(flat);
+        if (layout.partial)
+          v = v * (layout.tasks[d] + 1) / (partials * (partials + 1) / 2.0);
+        data[d][flat] = v;
+      });
+    return data;
+  }
+
+  /// Reads `b` out of `from`; fails the test when a value is missing.
+  Values read(const Values &from, const Block &b) const {
+    Values out;
+    forEach(b, [&](int64_t flat) {
+      auto it = from.find(flat);
+      if (it == from.end()) {
+        ADD_FAILURE() << "value " << flat << " is not there";
+        return;
+      }
+      out[flat] = it->second;
+    });
+    return out;
+  }
+
+  /// Runs `plan` on the pieces' data; returns what each device ends with.
+  std::vector<Values> run(const ReshardPlan &plan,
+                          const std::vector<Layout> &pieces,
+                          const std::vector<std::vector<Values>> &data) const {
+    int n = pieces.front().numDevices();
+    std::vector<Values> current =
+        plan.piece >= 0 ? data[plan.piece] : std::vector<Values>(n);
+    Layout layout = plan.piece >= 0 ? pieces[plan.piece] : Layout();
+    for (const Step &step : plan.steps) {
+      std::vector<Values> next(n);
+      for (int d : step.result.holders()) {
+        const Block &b = *step.result.blocks[d];
+        switch (step.kind) {
+        case StepKind::Slice:
+          next[d] = read(current[d], b);
+          break;
+        case StepKind::AllReduce:
+        case StepKind::ReduceScatter: {
+          const std::vector<int> *group = nullptr;
+          for (const auto &g : step.groups)
+            if (std::find(g.begin(), g.end(), d) != g.end())
+              group = &g;
+          if (!group) { // a block with one partial: already complete
+            next[d] = read(current[d], b);
+            break;
+          }
+          for (int m : *group) {
+            Values part = read(current[m], b);
+            for (auto &[flat, v] : part)
+              next[d][flat] += v;
+          }
+          break;
+        }
+        case StepKind::AllGather:
+        case StepKind::AllToAll:
+        case StepKind::Broadcast: {
+          const std::vector<int> *group = nullptr;
+          for (const auto &g : step.groups)
+            if (std::find(g.begin(), g.end(), d) != g.end())
+              group = &g;
+          if (!group) {
+            next[d] = read(current[d], b);
+            break;
+          }
+          Values pool;
+          for (int m : *group)
+            if (step.kind != StepKind::Broadcast || m == step.root)
+              pool.insert(current[m].begin(), current[m].end());
+          next[d] = read(pool, b);
+          break;
+        }
+        case StepKind::SendRecv:
+        case StepKind::HaloExchange:
+          for (const Transfer &t : step.transfers) {
+            if (t.to != d)
+              continue;
+            const Values &from =
+                t.piece >= 0 ? data[t.piece][t.from] : current[t.from];
+            Values part = read(from, t.block);
+            next[d].insert(part.begin(), part.end());
+          }
+          next[d] = read(next[d], b);
+          break;
+        case StepKind::AllReduceWhole: {
+          Values whole;
+          for (int p : step.pieces) {
+            std::map<int64_t, bool> seenTask;
+            std::map<std::pair<int64_t, int64_t>, bool> seen;
+            for (int m : pieces[p].holders())
+              for (auto &[flat, v] : data[p][m]) {
+                int64_t task = pieces[p].partial ? pieces[p].tasks[m] : -1;
+                if (seen[{task, flat}])
+                  continue;
+                seen[{task, flat}] = true;
+                whole[flat] = pieces[p].partial ? whole[flat] + v : v;
+              }
+          }
+          next[d] = read(whole, b);
+          break;
+        }
+        }
+      }
+      current = std::move(next);
+      layout = step.result;
+    }
+    return current;
+  }
+};
+
+/// A random layout of `shape` on `n` devices: a grid of equal parts over
+/// some dimensions, on a random ordered subset of the devices, possibly
+/// copied, possibly partial.
+Layout randomLayout(const std::vector<int64_t> &shape, int n, std::mt19937 &rng,
+                    bool allowPartial, int &partials) {
+  std::vector<int64_t> degrees(shape.size(), 1);
+  int64_t tasks = 1;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    std::vector<int64_t> options;
+    for (int64_t k = 1; k <= shape[d]; ++k)
+      if (shape[d] % k == 0 && tasks * k <= n)
+        options.push_back(k);
+    degrees[d] = options[rng() % options.size()];
+    tasks *= degrees[d];
+  }
+  int64_t maxCopies = n / tasks;
+  int64_t copies = 1 + rng() % maxCopies;
+  std::vector<int> devices(n);
+  std::iota(devices.begin(), devices.end(), 0);
+  std::shuffle(devices.begin(), devices.end(), rng);
+  Layout layout;
+  layout.blocks.resize(n);
+  bool partial = allowPartial && copies > 1 && rng() % 2;
+  if (partial) {
+    layout.partial = Combine::Sum;
+    layout.tasks.assign(n, -1);
+    partials = static_cast<int>(copies);
+  }
+  for (int64_t c = 0; c < copies; ++c)
+    for (int64_t t = 0; t < tasks; ++t) {
+      Block b;
+      int64_t rest = t;
+      for (int d = static_cast<int>(shape.size()) - 1; d >= 0; --d) {
+        int64_t coordinate = rest % degrees[d];
+        rest /= degrees[d];
+        int64_t size = shape[d] / degrees[d];
+        b.offsets.insert(b.offsets.begin(), coordinate * size);
+        b.sizes.insert(b.sizes.begin(), size);
+      }
+      int device = devices[c * tasks + t];
+      layout.blocks[device] = b;
+      if (partial)
+        layout.tasks[device] = c;
+    }
+  return layout;
+}
+
+} // namespace
+
+TEST(Layout, RandomPlansDeliverTheRightValues) {
+  std::mt19937 rng(7);
+  std::map<StepKind, int> seen;
+  for (int trial = 0; trial < 2000; ++trial) {
+    std::vector<int64_t> shape;
+    int rank = 1 + rng() % 3;
+    for (int d = 0; d < rank; ++d)
+      shape.push_back(std::vector<int64_t>{2, 4, 6, 8}[rng() % 4]);
+    int n = std::vector<int>{2, 3, 4, 6, 8}[rng() % 5];
+    TensorShape t{shape, 4};
+    int partials = 1;
+    std::vector<Layout> pieces = {randomLayout(shape, n, rng, true, partials)};
+    if (!pieces[0].partial && rng() % 4 == 0) {
+      int unused = 1;
+      pieces.push_back(randomLayout(shape, n, rng, false, unused));
+    }
+    int unused = 1;
+    Layout target = randomLayout(shape, n, rng, false, unused);
+    // Window reads: every block one element wider along one dimension.
+    if (rng() % 4 == 0) {
+      int dim = rng() % rank;
+      for (auto &b : target.blocks)
+        if (b) {
+          int64_t lo = std::max<int64_t>(0, b->offsets[dim] - 1);
+          int64_t hi =
+              std::min(shape[dim], b->offsets[dim] + b->sizes[dim] + 1);
+          b->offsets[dim] = lo;
+          b->sizes[dim] = hi - lo;
+        }
+    }
+    // Every piece must hold the whole tensor between its devices.
+    ReshardPlan plan = planReshard(t, pieces, target);
+    Interpreter interpreter(t);
+    std::vector<std::vector<Values>> data;
+    for (const Layout &piece : pieces)
+      data.push_back(interpreter.fill(piece, partials));
+    std::vector<Values> result = interpreter.run(plan, pieces, data);
+    SCOPED_TRACE("trial " + std::to_string(trial) + ": " + pieces[0].str() +
+                 " -> " + target.str() + "\n" + plan.str());
+    for (int d : target.holders()) {
+      Values want;
+      interpreter.forEach(*target.blocks[d], [&](int64_t flat) {
+        want[flat] = Interpreter::truth(flat);
+      });
+      ASSERT_EQ(result[d].size(), want.size()) << "device " << d;
+      for (auto &[flat, v] : want)
+        ASSERT_NEAR(result[d][flat], v, 1e-9) << "device " << d;
+    }
+    for (const Step &s : plan.steps) {
+      ++seen[s.kind];
+      // Complete values never need a whole copy.
+      if (!pieces[0].partial) {
+        EXPECT_NE(s.kind, StepKind::AllReduceWhole);
+      }
+    }
+  }
+  // The random cases reach every kind of step.
+  for (StepKind k :
+       {StepKind::Slice, StepKind::AllReduce, StepKind::ReduceScatter,
+        StepKind::AllGather, StepKind::AllToAll, StepKind::Broadcast,
+        StepKind::SendRecv, StepKind::HaloExchange})
+    EXPECT_GT(seen[k], 0) << stepKindName(k);
+}
