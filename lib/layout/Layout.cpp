@@ -63,6 +63,8 @@ const char *combineName(Combine combine) {
     return "max";
   case Combine::Min:
     return "min";
+  case Combine::Mean:
+    return "mean";
   }
   return "sum";
 }
@@ -310,6 +312,26 @@ partialGroups(const Layout &layout) {
     group.push_back(d);
   }
   return groups;
+}
+
+/// True when the distinct blocks of a complete layout tile the whole
+/// tensor (copies aside).
+bool holdsEverything(const Layout &layout, const TensorShape &tensor) {
+  if (layout.partial)
+    return false;
+  std::vector<Block> distinct;
+  int64_t volume = 0;
+  for (int d : layout.holders()) {
+    const Block &b = *layout.blocks[d];
+    if (std::find(distinct.begin(), distinct.end(), b) != distinct.end())
+      continue;
+    for (const Block &other : distinct)
+      if (b.intersect(other))
+        return false;
+    distinct.push_back(b);
+    volume += b.volume();
+  }
+  return volume == Block::whole(tensor.shape).volume();
 }
 
 class Planner {
@@ -643,19 +665,22 @@ ReshardPlan Planner::run() {
     current = *it;
     combine(current);
   }
-  // Collectives, one dimension at a time, while they fit.
-  for (int round = 0; round < 8; ++round) {
-    if (covers(current, target))
-      return plan;
-    if (contains(current, target)) {
-      slice();
-      return plan;
+  // Collectives, one dimension at a time, while they fit (when the one
+  // piece holds all of the tensor).
+  if (holdsEverything(current, tensor)) {
+    for (int round = 0; round < 8; ++round) {
+      if (covers(current, target))
+        return plan;
+      if (contains(current, target)) {
+        slice();
+        return plan;
+      }
+      if (round == 0 && plan.steps.empty() && tryAllToAll(current))
+        return plan;
+      if (tryAllGather(current) || tryBroadcast(current))
+        continue;
+      break;
     }
-    if (round == 0 && plan.steps.empty() && tryAllToAll(current))
-      return plan;
-    if (tryAllGather(current) || tryBroadcast(current))
-      continue;
-    break;
   }
   // What is still missing moves point to point: from what the steps left,
   // or, when no step ran, from all pieces together (the parts of an op
@@ -672,6 +697,7 @@ ReshardPlan Planner::run() {
       if (trySendRecv(current, {p}))
         return plan;
   }
+  plan.steps.clear();
   allReduceWhole();
   if (!covers(plan.steps.back().result, target))
     slice();

@@ -42,8 +42,8 @@ struct Block {
   std::string str() const;
 };
 
-/// How partial results combine.
-enum class Combine { Sum, Max, Min };
+/// How partial results combine (in the order of soap::ReductionKind).
+enum class Combine { Sum, Max, Min, Mean };
 const char *combineName(Combine combine);
 
 /// What every device holds of one distributed tensor.

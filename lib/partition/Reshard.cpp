@@ -1,0 +1,575 @@
+//===- Reshard.cpp - distributed values move as lib/layout plans ----------===//
+//
+// Before an op, each operand is brought to the boxes the op's tasks read:
+// the value's pieces and the target become lib/layout layouts, the reshard
+// planner chooses the steps (nothing, a local slice, all_reduce,
+// reduce_scatter, all_gather, all_to_all, broadcast, point-to-point
+// transfers of the missing parts such as halos, or a whole all_reduce for
+// irregular partial sums), and this file emits exactly those steps.
+//
+//===----------------------------------------------------------------------===//
+
+#include "SpmdPartitioner.h"
+
+#include "RankTables.h"
+#include "Reductions.h"
+
+#include "soap/layout/Layout.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+
+using namespace mlir;
+using namespace soap;
+using namespace soap::partition;
+
+/// The one piece the value has besides re-split copies (the piece its
+/// producer wrote, or a whole copy made from several).
+const Piece *soap::partition::onlyProducedPiece(const DistValue &value) {
+  const Piece *only = nullptr;
+  for (const Piece &piece : value.pieces) {
+    if (piece.derived)
+      continue;
+    if (only)
+      return nullptr;
+    only = &piece;
+  }
+  return only;
+}
+
+Box soap::partition::wholeBox(RankedTensorType type) {
+  return Box{SmallVector<int64_t>(type.getRank(), 0),
+             SmallVector<int64_t>(type.getShape())};
+}
+
+//===----------------------------------------------------------------------===//
+// Per-device constants
+//===----------------------------------------------------------------------===//
+
+Value SpmdPartitioner::perDevice(ArrayRef<int64_t> values, Location loc) {
+  return valueOfRank(b, loc, rank, values);
+}
+
+Value SpmdPartitioner::deviceIn(ArrayRef<bool> flags, Location loc) {
+  return flagOfRank(b, loc, rank, flags);
+}
+
+//===----------------------------------------------------------------------===//
+// Distributed values
+//===----------------------------------------------------------------------===//
+
+bool soap::partition::covers(const Piece &piece, const DeviceBoxes &target) {
+  if (piece.partial)
+    return false;
+  for (auto [have, want] : llvm::zip(piece.boxes, target))
+    if (want && (!have || !(*have == *want)))
+      return false;
+  return true;
+}
+
+Value SpmdPartitioner::rebuildSplat(Operation *splat, RankedTensorType type,
+                                    Location loc) {
+  if (isa<tensor::EmptyOp>(splat))
+    return tensor::EmptyOp::create(b, loc, type.getShape(),
+                                   type.getElementType());
+  if (auto fill = dyn_cast<linalg::FillOp>(splat)) {
+    Value empty =
+        tensor::EmptyOp::create(b, loc, type.getShape(), type.getElementType());
+    return linalg::FillOp::create(
+               b, loc, ValueRange{plain.lookupOrDefault(fill.getInputs()[0])},
+               ValueRange{empty})
+        .getResult(0);
+  }
+  auto constant = cast<arith::ConstantOp>(splat);
+  auto dense = cast<SplatElementsAttr>(constant.getValue());
+  return arith::ConstantOp::create(
+      b, loc, SplatElementsAttr::get(type, dense.getSplatValue<Attribute>()));
+}
+
+/// Each device's offset of its `target` box within what it holds (`held`;
+/// null: the whole tensor), one per dimension: constants where every
+/// device agrees, else rank tables.
+SmallVector<OpFoldResult> SpmdPartitioner::offsetsOf(const DeviceBoxes &target,
+                                                     const DeviceBoxes *held,
+                                                     int64_t rank,
+                                                     Location loc) {
+  SmallVector<OpFoldResult> offsets;
+  for (int64_t dim = 0; dim < rank; ++dim) {
+    SmallVector<int64_t> perDim;
+    for (auto [device, box] : llvm::enumerate(target))
+      perDim.push_back(box ? box->offsets[dim] -
+                                 (held ? (*held)[device]->offsets[dim] : 0)
+                           : 0);
+    if (llvm::all_equal(perDim))
+      offsets.push_back(b.getIndexAttr(perDim.front()));
+    else
+      offsets.push_back(perDevice(perDim, loc));
+  }
+  return offsets;
+}
+
+Value SpmdPartitioner::slice(Value source, const DeviceBoxes &target,
+                             const DeviceBoxes *held, Location loc) {
+  auto type = cast<RankedTensorType>(source.getType());
+  const Box *any = nullptr;
+  for (const std::optional<Box> &box : target)
+    if (box)
+      any = &*box;
+  if (any->sizes == SmallVector<int64_t>(type.getShape()))
+    return source;
+  SmallVector<OpFoldResult> offsets =
+      offsetsOf(target, held, type.getRank(), loc);
+  SmallVector<OpFoldResult> sizes, strides(type.getRank(), b.getIndexAttr(1));
+  for (int64_t size : any->sizes)
+    sizes.push_back(b.getIndexAttr(size));
+  auto sliceType = RankedTensorType::get(any->sizes, type.getElementType());
+  return tensor::ExtractSliceOp::create(b, loc, sliceType, source, offsets,
+                                        sizes, strides);
+}
+
+/// Every device adds its part of the pieces `pieceIds` into a tensor of the
+/// combination's identity; an all_reduce over all devices adds them up.
+/// A box held by several devices (copies) is counted once.
+Value SpmdPartitioner::universalGather(DistValue &value, ArrayRef<int> pieceIds,
+                                       RankedTensorType type, Location loc) {
+  std::optional<ReductionKind> partial = value.pieces[pieceIds.front()].partial;
+  ReductionKind kind = partial.value_or(ReductionKind::sum);
+  Value whole = identityFilled(b, loc, type, kind);
+  SmallVector<Box> seenBoxes;
+  for (int id : pieceIds) {
+    const Piece &piece = value.pieces[id];
+    SmallVector<bool> contributes(numDevices, false);
+    DenseSet<int64_t> seenTasks;
+    for (int64_t device = 0; device < numDevices; ++device) {
+      const std::optional<Box> &box = piece.boxes[device];
+      if (!box)
+        continue;
+      if (piece.partial) {
+        contributes[device] = seenTasks.insert(piece.tasks[device]).second;
+      } else if (!llvm::is_contained(seenBoxes, *box)) {
+        seenBoxes.push_back(*box);
+        contributes[device] = true;
+      }
+    }
+    if (llvm::none_of(contributes, [](bool c) { return c; }))
+      continue;
+    DeviceBoxes where;
+    for (int64_t device = 0; device < numDevices; ++device)
+      where.push_back(contributes[device] ? piece.boxes[device]
+                                          : std::optional<Box>());
+    auto localType = cast<RankedTensorType>(piece.local.getType());
+    Value contribution = piece.local;
+    if (piece.partial) {
+      Value current = slice(whole, where, nullptr, loc);
+      // current (+) piece, elementwise.
+      AffineMap identity = b.getMultiDimIdentityMap(localType.getRank());
+      Value init = tensor::EmptyOp::create(b, loc, localType.getShape(),
+                                           localType.getElementType());
+      contribution =
+          linalg::GenericOp::create(
+              b, loc, TypeRange{localType}, ValueRange{current, piece.local},
+              ValueRange{init},
+              ArrayRef<AffineMap>{identity, identity, identity},
+              SmallVector<utils::IteratorType>(localType.getRank(),
+                                               utils::IteratorType::parallel),
+              [&](OpBuilder &nb, Location l, ValueRange args) {
+                Value r;
+                bool isFloat = isa<FloatType>(args[0].getType());
+                switch (kind) {
+                case ReductionKind::max:
+                  r = isFloat
+                          ? arith::MaximumFOp::create(nb, l, args[0], args[1])
+                                .getResult()
+                          : arith::MaxSIOp::create(nb, l, args[0], args[1])
+                                .getResult();
+                  break;
+                case ReductionKind::min:
+                  r = isFloat
+                          ? arith::MinimumFOp::create(nb, l, args[0], args[1])
+                                .getResult()
+                          : arith::MinSIOp::create(nb, l, args[0], args[1])
+                                .getResult();
+                  break;
+                default:
+                  r = isFloat ? arith::AddFOp::create(nb, l, args[0], args[1])
+                                    .getResult()
+                              : arith::AddIOp::create(nb, l, args[0], args[1])
+                                    .getResult();
+                }
+                linalg::YieldOp::create(nb, l, r);
+              })
+              .getResult(0);
+    }
+    SmallVector<OpFoldResult> offsets =
+        offsetsOf(where, nullptr, type.getRank(), loc);
+    SmallVector<OpFoldResult> sizes, strides(type.getRank(), b.getIndexAttr(1));
+    for (int64_t size : localType.getShape())
+      sizes.push_back(b.getIndexAttr(size));
+    Value updated = tensor::InsertSliceOp::create(b, loc, contribution, whole,
+                                                  offsets, sizes, strides);
+    if (llvm::all_of(contributes, [](bool c) { return c; }))
+      whole = updated;
+    else
+      whole = arith::SelectOp::create(b, loc, deviceIn(contributes, loc),
+                                      updated, whole);
+  }
+  return AllReduceOp::create(b, loc, type,
+                             ReductionKindAttr::get(b.getContext(), kind),
+                             whole, b.getDenseI64ArrayAttr(allDevices()));
+}
+
+/// The local value of `init` when it holds partial results of `kind` in
+/// exactly the `boxes` the op's tasks write, one distinct partial on each
+/// of those devices and none elsewhere: each device then adds its own
+/// partial into its task's, and the sum over the devices stays right (a
+/// weight's gradient accumulated over an RNN's time steps needs no
+/// all_reduce per step). Null otherwise.
+Value SpmdPartitioner::accumulatingInit(Value init, const DeviceBoxes &boxes,
+                                        ReductionKind kind) {
+  auto found = dist.find(init);
+  if (found == dist.end() || found->second.splat || found->second.transpose ||
+      found->second.pieces.empty())
+    return nullptr;
+  const Piece &piece = found->second.pieces.front();
+  if (piece.partial != kind)
+    return nullptr;
+  DenseSet<int64_t> tasks;
+  for (int64_t device = 0; device < numDevices; ++device) {
+    const std::optional<Box> &have = piece.boxes[device];
+    const std::optional<Box> &want = boxes[device];
+    if (have.has_value() != want.has_value() || (have && !(*have == *want)))
+      return nullptr;
+    if (have && !tasks.insert(piece.tasks[device]).second)
+      return nullptr;
+  }
+  return piece.local;
+}
+
+Value SpmdPartitioner::materialize(Value original, const DeviceBoxes &target,
+                                   Location loc) {
+  auto type = cast<RankedTensorType>(original.getType());
+  DistValue &value = dist[original];
+  const Box *any = nullptr;
+  for (const std::optional<Box> &box : target)
+    if (box)
+      any = &*box;
+  RankedTensorType localType =
+      any ? RankedTensorType::get(any->sizes, type.getElementType()) : type;
+  if (value.splat)
+    return rebuildSplat(value.splat, localType, loc);
+  if (linalg::TransposeOp transpose = value.transpose) {
+    // Result dimension i is input dimension perm[i].
+    ArrayRef<int64_t> perm = transpose.getPermutation();
+    DeviceBoxes inputBoxes(numDevices);
+    for (auto [device, box] : llvm::enumerate(target)) {
+      if (!box)
+        continue;
+      Box in{SmallVector<int64_t>(perm.size()),
+             SmallVector<int64_t>(perm.size())};
+      for (auto [i, p] : llvm::enumerate(perm)) {
+        in.offsets[p] = box->offsets[i];
+        in.sizes[p] = box->sizes[i];
+      }
+      inputBoxes[device] = std::move(in);
+    }
+    Value input = materialize(transpose.getInput(), inputBoxes, loc);
+    Value init = tensor::EmptyOp::create(b, loc, localType.getShape(),
+                                         localType.getElementType());
+    return linalg::TransposeOp::create(b, loc, input, init, perm)
+        .getResult()[0];
+  }
+  if (!any) // no device reads it
+    return tensor::EmptyOp::create(b, loc, type.getShape(),
+                                   type.getElementType());
+  return reshard(original, target, loc);
+}
+
+//===----------------------------------------------------------------------===//
+// Reshards as lib/layout plans them
+//===----------------------------------------------------------------------===//
+
+static layout::Layout layoutOfBoxes(const DeviceBoxes &boxes) {
+  layout::Layout result;
+  for (const std::optional<Box> &box : boxes) {
+    if (!box) {
+      result.blocks.emplace_back();
+      continue;
+    }
+    result.blocks.push_back(layout::Block{
+        std::vector<int64_t>(box->offsets.begin(), box->offsets.end()),
+        std::vector<int64_t>(box->sizes.begin(), box->sizes.end())});
+  }
+  return result;
+}
+
+static layout::Layout layoutOfPiece(const Piece &piece) {
+  layout::Layout result = layoutOfBoxes(piece.boxes);
+  if (piece.partial) {
+    result.partial = static_cast<layout::Combine>(*piece.partial);
+    result.tasks.assign(piece.tasks.begin(), piece.tasks.end());
+  }
+  return result;
+}
+
+static DeviceBoxes boxesOfLayout(const layout::Layout &layout) {
+  DeviceBoxes boxes;
+  for (const std::optional<layout::Block> &block : layout.blocks) {
+    if (!block) {
+      boxes.emplace_back();
+      continue;
+    }
+    boxes.push_back(
+        Box{SmallVector<int64_t>(block->offsets.begin(), block->offsets.end()),
+            SmallVector<int64_t>(block->sizes.begin(), block->sizes.end())});
+  }
+  return boxes;
+}
+
+/// The local type of a value in `layout`: its blocks' shape (equal on
+/// every device that holds one).
+static FailureOr<RankedTensorType> localTypeOf(const layout::Layout &layout,
+                                               RankedTensorType type) {
+  std::optional<std::vector<int64_t>> sizes;
+  for (const std::optional<layout::Block> &block : layout.blocks) {
+    if (!block)
+      continue;
+    if (sizes && *sizes != block->sizes)
+      return failure();
+    sizes = block->sizes;
+  }
+  if (!sizes)
+    return type;
+  return RankedTensorType::get(*sizes, type.getElementType());
+}
+
+SmallVector<OpFoldResult>
+SpmdPartitioner::offsetsPerDevice(ArrayRef<SmallVector<int64_t>> offsets,
+                                  Location loc) {
+  SmallVector<OpFoldResult> result;
+  for (size_t dim = 0; dim < offsets.front().size(); ++dim) {
+    SmallVector<int64_t> perDim;
+    for (const SmallVector<int64_t> &device : offsets)
+      perDim.push_back(device[dim]);
+    if (llvm::all_equal(perDim))
+      result.push_back(b.getIndexAttr(perDim.front()));
+    else
+      result.push_back(perDevice(perDim, loc));
+  }
+  return result;
+}
+
+Value SpmdPartitioner::onlyOn(ArrayRef<int64_t> group,
+                              const layout::Layout &result, Value inGroup,
+                              Value otherwise, Location loc) {
+  SmallVector<bool> flags(numDevices, false);
+  for (int64_t d : group)
+    flags[d] = true;
+  bool everyHolder = true;
+  for (int d : result.holders())
+    everyHolder &= flags[d];
+  if (everyHolder || !otherwise)
+    return inGroup;
+  return arith::SelectOp::create(b, loc, deviceIn(flags, loc), inGroup,
+                                 otherwise);
+}
+
+Value SpmdPartitioner::emitTransfers(DistValue &value, const layout::Step &step,
+                                     Value current, const DeviceBoxes &held,
+                                     RankedTensorType localType, Location loc) {
+  DeviceBoxes target = boxesOfLayout(step.result);
+  // Rounds of parts of one shape out of one source, each device sending and
+  // receiving at most one part per round.
+  struct Round {
+    int piece;
+    bool local;
+    std::vector<int64_t> sizes;
+    SmallVector<const layout::Transfer *> parts;
+    SmallVector<bool> sends, receives;
+  };
+  SmallVector<Round> rounds;
+  for (const layout::Transfer &t : step.transfers) {
+    bool local = t.from == t.to;
+    Round *round = nullptr;
+    for (Round &r : rounds)
+      if (r.piece == t.piece && r.local == local && r.sizes == t.block.sizes &&
+          !r.sends[t.from] && !r.receives[t.to]) {
+        round = &r;
+        break;
+      }
+    if (!round) {
+      rounds.push_back(Round{t.piece,
+                             local,
+                             t.block.sizes,
+                             {},
+                             SmallVector<bool>(numDevices, false),
+                             SmallVector<bool>(numDevices, false)});
+      round = &rounds.back();
+    }
+    round->parts.push_back(&t);
+    round->sends[t.from] = true;
+    round->receives[t.to] = true;
+  }
+  Value assembled = tensor::EmptyOp::create(b, loc, localType.getShape(),
+                                            localType.getElementType());
+  int64_t rank = localType.getRank();
+  for (const Round &round : rounds) {
+    Value source = round.piece >= 0 ? value.pieces[round.piece].local : current;
+    const DeviceBoxes &sourceBoxes =
+        round.piece >= 0 ? value.pieces[round.piece].boxes : held;
+    SmallVector<SmallVector<int64_t>> from(numDevices,
+                                           SmallVector<int64_t>(rank, 0)),
+        into(numDevices, SmallVector<int64_t>(rank, 0));
+    SmallVector<int64_t> senders, receivers;
+    for (const layout::Transfer *t : round.parts) {
+      for (int64_t d = 0; d < rank; ++d) {
+        from[t->from][d] =
+            t->block.offsets[d] - sourceBoxes[t->from]->offsets[d];
+        into[t->to][d] = t->block.offsets[d] - target[t->to]->offsets[d];
+      }
+      senders.push_back(t->from);
+      receivers.push_back(t->to);
+    }
+    SmallVector<OpFoldResult> sizes, strides(rank, b.getIndexAttr(1));
+    for (int64_t size : round.sizes)
+      sizes.push_back(b.getIndexAttr(size));
+    auto partType =
+        RankedTensorType::get(round.sizes, localType.getElementType());
+    bool wholeSource =
+        cast<RankedTensorType>(source.getType()) == partType &&
+        llvm::all_of(from, [](ArrayRef<int64_t> o) {
+          return llvm::all_of(o, [](int64_t x) { return x == 0; });
+        });
+    Value part = wholeSource ? source
+                             : tensor::ExtractSliceOp::create(
+                                   b, loc, partType, source,
+                                   offsetsPerDevice(from, loc), sizes, strides)
+                                   .getResult();
+    if (!round.local) {
+      int64_t tag = nextTag;
+      nextTag = nextTag % 30000 + 1;
+      SendOp::create(b, loc, part, b.getDenseI64ArrayAttr(senders),
+                     b.getDenseI64ArrayAttr(receivers), tag);
+      part = RecvOp::create(b, loc, partType, b.getDenseI64ArrayAttr(senders),
+                            b.getDenseI64ArrayAttr(receivers), tag);
+    }
+    Value updated = tensor::InsertSliceOp::create(
+        b, loc, part, assembled, offsetsPerDevice(into, loc), sizes, strides);
+    assembled = onlyOn(receivers, step.result, updated, assembled, loc);
+  }
+  return assembled;
+}
+
+FailureOr<Value>
+SpmdPartitioner::emitStep(DistValue &value, const layout::Step &step,
+                          Value current, const DeviceBoxes &held,
+                          RankedTensorType type, Location loc) {
+  FailureOr<RankedTensorType> localType = localTypeOf(step.result, type);
+  if (failed(localType))
+    return failure();
+  auto kindAttr = [&] {
+    return ReductionKindAttr::get(b.getContext(),
+                                  static_cast<ReductionKind>(step.combine));
+  };
+  auto group = [&](const std::vector<int> &devices) {
+    return b.getDenseI64ArrayAttr(
+        SmallVector<int64_t>(devices.begin(), devices.end()));
+  };
+  switch (step.kind) {
+  case layout::StepKind::Slice:
+    return slice(current, boxesOfLayout(step.result), &held, loc);
+  case layout::StepKind::AllReduce: {
+    Value result = current;
+    for (const std::vector<int> &g : step.groups)
+      result = onlyOn(group(g).asArrayRef(), step.result,
+                      AllReduceOp::create(b, loc, current.getType(), kindAttr(),
+                                          current, group(g)),
+                      result, loc);
+    return result;
+  }
+  case layout::StepKind::ReduceScatter:
+    return Value(ReduceScatterOp::create(b, loc, *localType, kindAttr(),
+                                         current, b.getI64IntegerAttr(step.dim),
+                                         group(step.groups.front())));
+  case layout::StepKind::AllGather: {
+    Value result;
+    for (const std::vector<int> &g : step.groups)
+      result =
+          onlyOn(group(g).asArrayRef(), step.result,
+                 AllGatherOp::create(b, loc, *localType, current,
+                                     b.getI64IntegerAttr(step.dim), group(g)),
+                 result, loc);
+    return result;
+  }
+  case layout::StepKind::AllToAll:
+    return Value(AllToAllOp::create(
+        b, loc, *localType, current, b.getI64IntegerAttr(step.dim),
+        b.getI64IntegerAttr(step.fromDim), group(step.groups.front())));
+  case layout::StepKind::Broadcast: {
+    const std::vector<int> &g = step.groups.front();
+    return onlyOn(group(g).asArrayRef(), step.result,
+                  BroadcastOp::create(b, loc, current.getType(), current,
+                                      b.getI64IntegerAttr(step.root), group(g)),
+                  current, loc);
+  }
+  case layout::StepKind::SendRecv:
+  case layout::StepKind::HaloExchange:
+    return emitTransfers(value, step, current, held, *localType, loc);
+  case layout::StepKind::AllReduceWhole:
+    return universalGather(value, step.pieces, type, loc);
+  }
+  return failure();
+}
+
+Value SpmdPartitioner::reshard(Value original, const DeviceBoxes &target,
+                               Location loc) {
+  auto type = cast<RankedTensorType>(original.getType());
+  DistValue &value = dist[original];
+  layout::TensorShape tensor{
+      std::vector<int64_t>(type.getShape().begin(), type.getShape().end()),
+      static_cast<int64_t>(llvm::divideCeil(type.getElementTypeBitWidth(), 8))};
+  std::vector<layout::Layout> pieces;
+  for (const Piece &piece : value.pieces)
+    pieces.push_back(layoutOfPiece(piece));
+  layout::ReshardPlan plan =
+      layout::planReshard(tensor, pieces, layoutOfBoxes(target));
+  if (plan.steps.empty())
+    return value.pieces[plan.piece].local;
+
+  Value current = plan.piece >= 0 ? value.pieces[plan.piece].local : Value();
+  DeviceBoxes held =
+      plan.piece >= 0 ? value.pieces[plan.piece].boxes : DeviceBoxes();
+  Value moved;
+  DeviceBoxes movedBoxes;
+  for (const layout::Step &step : plan.steps) {
+    FailureOr<Value> next = emitStep(value, step, current, held, type, loc);
+    if (failed(next)) {
+      // Steps always leave equal blocks on the devices that hold one; a
+      // plan that does not is a planner error, and a whole copy is still
+      // right.
+      function.emitWarning()
+          << "soap-partition: reshard step '" << layout::stepKindName(step.kind)
+          << "' left unequal blocks; using a whole copy";
+      SmallVector<int> all;
+      for (size_t i = 0; i < value.pieces.size(); ++i)
+        all.push_back(static_cast<int>(i));
+      Value whole = universalGather(value, all, type, loc);
+      return slice(whole, target, nullptr, loc);
+    }
+    current = *next;
+    held = boxesOfLayout(step.result);
+    if (step.kind != layout::StepKind::Slice) {
+      moved = current;
+      movedBoxes = held;
+    }
+  }
+  // What the communication made is kept for the value's other readers; a
+  // whole copy everywhere is a piece of its own, other layouts are re-split
+  // copies (invisible to the choice of plans).
+  if (moved) {
+    bool wholeEverywhere = llvm::all_of(
+        movedBoxes, [&](auto &box) { return box && *box == wholeBox(type); });
+    value.pieces.push_back(Piece{moved, movedBoxes,
+                                 SmallVector<int64_t>(numDevices, 0),
+                                 std::nullopt, !wholeEverywhere});
+  }
+  return current;
+}

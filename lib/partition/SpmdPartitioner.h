@@ -1,0 +1,231 @@
+//===- SpmdPartitioner.h - the SPMD partitioner's state -------*- C++ -*-===//
+//
+// Private to lib/partition: the partitioner of Spmd.cpp and its distributed
+// values. Spmd.cpp rewrites ops (plans, per-op rewrites, the driver);
+// Reshard.cpp moves values between the layouts ops read, as lib/layout's
+// reshard planner says.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SOAP_LIB_PARTITION_SPMDPARTITIONER_H
+#define SOAP_LIB_PARTITION_SPMDPARTITIONER_H
+
+#include "soap/Dialect/Gather.h"
+#include "soap/Dialect/SoapDialect.h"
+#include "soap/layout/Layout.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/MapVector.h"
+
+#include <numeric>
+#include <optional>
+
+namespace soap::partition {
+
+using namespace mlir;
+
+/// A block of a tensor: an offset and a size per dimension.
+struct Box {
+  SmallVector<int64_t> offsets, sizes;
+  bool operator==(const Box &other) const {
+    return offsets == other.offsets && sizes == other.sizes;
+  }
+};
+
+/// Per device: the box it holds or reads (none: nothing).
+using DeviceBoxes = SmallVector<std::optional<Box>>;
+
+/// One local SSA value of a distributed tensor (the same type on every
+/// rank) and what it holds on each device.
+struct Piece {
+  Value local;
+  DeviceBoxes boxes;
+  /// The task each device computed (-1: none); tells copies of one partial
+  /// result apart from different partial results.
+  SmallVector<int64_t> tasks;
+  std::optional<ReductionKind> partial;
+  /// A re-split copy of the value (an all_to_all or a reduce_scatter of
+  /// the piece its producer wrote): kept so that every consumer that reads
+  /// this layout reuses it, but never combined with the producer's pieces
+  /// and invisible to the choice of plans (layoutOf).
+  bool derived = false;
+};
+
+/// A tensor of the global program in the partitioned one.
+struct DistValue {
+  SmallVector<Piece> pieces;
+  /// A tensor.empty, a fill of one, or a splat constant: rebuilt at
+  /// whatever shape a consumer needs instead of moved.
+  Operation *splat = nullptr;
+  /// A linalg.transpose without a config: each consumer transposes the
+  /// part of the input it reads, so that a transposed weight is never
+  /// copied whole and the CPU lowering can fold the transpose into a
+  /// contraction.
+  linalg::TransposeOp transpose;
+};
+
+/// The one piece the value has besides re-split copies (the piece its
+/// producer wrote, or a whole copy made from several).
+const Piece *onlyProducedPiece(const DistValue &value);
+
+/// How an op runs: degrees per loop, and for each slot the task of every
+/// device (-1: the device skips the slot).
+struct Plan {
+  SmallVector<int64_t> degrees;
+  SmallVector<SmallVector<int64_t>> slots;
+};
+
+/// The loops of a linalg op as the partitioner sees them.
+struct LinalgLoops {
+  SmallVector<int64_t> sizes;
+  SmallVector<utils::IteratorType> iterators;
+  SmallVector<AffineMap> maps; // one per operand
+  /// A gather's table and lookup loops (after the op's own loops in
+  /// `sizes` and `iterators`, soap/Dialect/Gather.h).
+  std::optional<GatherLookup> gather;
+};
+
+/// The box of the whole tensor.
+Box wholeBox(RankedTensorType type);
+
+/// True when every device that needs a box holds exactly that box in
+/// `piece`, complete (not partial sums).
+bool covers(const Piece &piece, const DeviceBoxes &target);
+
+class SpmdPartitioner {
+public:
+  SpmdPartitioner(func::FuncOp function, int64_t numDevices)
+      : function(function), numDevices(numDevices), b(function.getContext()) {}
+
+  LogicalResult run();
+
+private:
+  // Plans.
+  std::optional<LinalgLoops> loopNestOf(linalg::LinalgOp op);
+  FailureOr<Plan> planFromConfig(linalg::LinalgOp op, const LinalgLoops &nest,
+                                 ConfigAttr config, std::string &why);
+  std::optional<Plan> planFromOperands(linalg::LinalgOp op,
+                                       const LinalgLoops &nest);
+  Plan replicatedPlan(unsigned numLoops) const;
+  std::optional<std::string>
+  checkPlan(linalg::LinalgOp op, const LinalgLoops &nest, const Plan &plan);
+
+  // Rewriting.
+  LogicalResult partitionLinalg(linalg::LinalgOp op, const LinalgLoops &nest,
+                                const Plan &plan);
+  /// The part of `gather`'s table each device's task reads (`boxes`).
+  LocalTable localTable(const GatherLookup &gather, const DeviceBoxes &boxes,
+                        Location loc);
+  /// Every tensor `op` reads (operands, values its regions capture) as a
+  /// local value holding `targetOf(value, type)` on each device; `moved` is
+  /// set when one was not there already.
+  FailureOr<IRMapping>
+  localReads(Operation *op,
+             function_ref<DeviceBoxes(Value, RankedTensorType)> targetOf,
+             bool &moved);
+  LogicalResult runReplicated(Operation *op);
+  LogicalResult partitionScatterAdd(scf::ForOp loop);
+  void recordSplat(Operation *op);
+  LogicalResult partitionReshape(Operation *op);
+  LogicalResult partitionPassThrough(Operation *op);
+  LogicalResult partitionConcat(tensor::ConcatOp op);
+  /// Returns every value whole, except the sharded results, which stay in
+  /// their boxes; records the layouts (returnLayouts).
+  void partitionReturn(func::ReturnOp op);
+
+  // Distributed values.
+  Value materialize(Value original, const DeviceBoxes &target, Location loc);
+  /// Where the parts of `original` are when it has one layout: its piece,
+  /// or for a lazy transpose its input's piece with permuted boxes (and no
+  /// local value). None for splats and values in several pieces.
+  std::optional<Piece> layoutOf(Value original);
+  /// Gives a lazy transpose (DistValue::transpose) pieces of its own: each
+  /// device transposes its parts of the input, so that ops which pass
+  /// split dimensions through (reshapes, slices, concatenations) need no
+  /// copy of the whole input. Contractions still read the lazy form.
+  /// The new ops go before `user`, the first op that needs the pieces.
+  /// (layoutOf gives the layout alone, without new ops.)
+  void realizeTranspose(Value original, Operation *user);
+  Value rebuildSplat(Operation *splat, RankedTensorType type, Location loc);
+  Value accumulatingInit(Value init, const DeviceBoxes &boxes,
+                         ReductionKind kind);
+  /// Brings `original` to `target` by the steps lib/layout plans.
+  Value reshard(Value original, const DeviceBoxes &target, Location loc);
+  /// Emits one planned step on `current` (holding `held`), or fails when
+  /// its result would not have one local type.
+  FailureOr<Value> emitStep(DistValue &value, const layout::Step &step,
+                            Value current, const DeviceBoxes &held,
+                            RankedTensorType type, Location loc);
+  /// A SendRecv or HaloExchange step: rounds of one part shape in which
+  /// each device sends and receives at most one part, assembled into the
+  /// target blocks.
+  Value emitTransfers(DistValue &value, const layout::Step &step, Value current,
+                      const DeviceBoxes &held, RankedTensorType localType,
+                      Location loc);
+  /// `inGroup` on the devices of `group`, `otherwise` elsewhere (where
+  /// `result` has a block outside the group).
+  Value onlyOn(ArrayRef<int64_t> group, const layout::Layout &result,
+               Value inGroup, Value otherwise, Location loc);
+  /// Per dimension, the offsets of each device (constants where all agree,
+  /// else rank tables).
+  SmallVector<OpFoldResult>
+  offsetsPerDevice(ArrayRef<SmallVector<int64_t>> offsets, Location loc);
+  Value universalGather(DistValue &value, ArrayRef<int> pieceIds,
+                        RankedTensorType type, Location loc);
+  SmallVector<OpFoldResult> offsetsOf(const DeviceBoxes &target,
+                                      const DeviceBoxes *held, int64_t rank,
+                                      Location loc);
+  /// `source` (holding `held` on each device; null: the whole tensor)
+  /// sliced to the `target` box of each device.
+  Value slice(Value source, const DeviceBoxes &target, const DeviceBoxes *held,
+              Location loc);
+
+  // Per-device constants.
+  Value perDevice(ArrayRef<int64_t> values, Location loc);
+  Value deviceIn(ArrayRef<bool> flags, Location loc);
+  SmallVector<int64_t> allDevices() const {
+    SmallVector<int64_t> all(numDevices);
+    std::iota(all.begin(), all.end(), 0);
+    return all;
+  }
+  DeviceBoxes everywhere(RankedTensorType type) const {
+    return DeviceBoxes(numDevices, wholeBox(type));
+  }
+
+  func::FuncOp function;
+  int64_t numDevices;
+  OpBuilder b;
+  Value rank;
+  llvm::DenseMap<Value, DistValue> dist;
+  /// The tag of the next point-to-point round (MPI tags stay small).
+  int64_t nextTag = 1;
+
+public:
+  /// Training state kept sharded across steps: arguments that arrive as
+  /// local shards (by argument index) and results returned as local shards
+  /// (by result index), with the box each device holds.
+  llvm::DenseMap<unsigned, DeviceBoxes> shardedArgs, shardedResults;
+  /// Set by run(): where each returned value was before it was made whole
+  /// (none where it had no single layout).
+  SmallVector<std::optional<Piece>> returnLayouts;
+  /// Warnings about configs not followed and ops run whole; off for a
+  /// probing run.
+  bool warn = true;
+
+private:
+  IRMapping plain; // values that are not tensors
+  /// Ops that ran whole on every device although an operand was split or
+  /// a config asked for something else, by op name.
+  llvm::MapVector<StringRef, unsigned> replicatedOps;
+  unsigned configsNotFollowed = 0;
+  std::string firstNotFollowed;
+};
+
+} // namespace soap::partition
+
+#endif // SOAP_LIB_PARTITION_SPMDPARTITIONER_H
