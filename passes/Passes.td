@@ -101,8 +101,11 @@ def SoapSimulate : Pass<"soap-simulate", "mlir::ModuleOp"> {
     machines/ folder such as `p100-4x4`), using the first `devices=` devices.
     Prints a short summary on stderr and writes, when asked, a JSON report
     (`step_time_ms`, `total_comm_bytes`, `devices[i].peak_memory_bytes`,
-    `devices[i].busy_ms`, bytes per link) and a Chrome trace of the
-    predicted timeline. The IR is unchanged.
+    `devices[i].busy_ms`, bytes per link), a Chrome trace of the predicted
+    timeline, and the step's communication (`communication=`: every
+    collective and transfer with its devices and bytes, the steps
+    lib/layout plans for each reshard, as `--soap-partition` emits them).
+    The IR is unchanged.
 
     ```
     soap-opt model.mlir --soap-apply-strategy="strategy=owt devices=16" \
@@ -122,6 +125,11 @@ def SoapSimulate : Pass<"soap-simulate", "mlir::ModuleOp"> {
            "Profile database from soap-profile (measured op times)">,
     Option<"training", "training", "bool", /*default=*/"true",
            "Simulate a training step (false: forward only)">,
+    Option<"communicationFile", "communication", "std::string",
+           /*default=*/"\"\"",
+           "Write the step's communication here (JSON: kind, devices and "
+           "bytes of every collective and transfer), to compare with what "
+           "--soap-partition emits">,
     Option<"optimizer", "optimizer", "std::string", /*default=*/"\"sgd\"",
            "Optimizer whose state and update cost to model: sgd, momentum, adam">,
     Option<"funcName", "func", "std::string", /*default=*/"\"\"",
@@ -612,11 +620,15 @@ def SoapPartition : Pass<"soap-partition", "mlir::ModuleOp"> {
       concatenations pass split dimensions through; a transpose is done by
       each consumer on the part it reads; anything else runs whole on
       every device;
-    - communication comes from comparing the boxes a producer left on each
-      device with those a consumer reads (halos included): nothing, a local
-      slice, `soap.all_reduce` of partial sums, `soap.all_gather`,
-      `soap.reduce_scatter`, `soap.all_to_all`, `soap.broadcast`, or in
-      general an all_reduce of identity-padded parts;
+    - communication is what lib/layout's reshard planner chooses between
+      the boxes a producer left on each device and those a consumer reads
+      (halos included), the same steps `--soap-simulate` prices: nothing, a
+      local slice, `soap.all_reduce` or `soap.reduce_scatter` of partial
+      sums, `soap.all_gather` (over each group of devices that hold the
+      parts of one range), `soap.all_to_all`, `soap.broadcast`,
+      `soap.send`/`soap.recv` of only the missing parts (halos, other
+      device sets), and for irregular partial sums an all_reduce of
+      identity-padded parts;
     - arguments and results keep their global shapes and are whole on
       every rank.
 

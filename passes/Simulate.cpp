@@ -85,7 +85,26 @@ struct SoapSimulatePass
       module.emitError() << error;
       return signalPassFailure();
     }
+    if (!communicationFile.empty() &&
+        !writeTextFile(communicationFile,
+                       communicationJSON(simulator.communication()), error)) {
+      module.emitError() << error;
+      return signalPassFailure();
+    }
     markAllAnalysesPreserved();
+  }
+
+  /// {"steps": [{"kind": ..., "group": [...], "bytes": ...}, ...]}
+  static std::string communicationJSON(const std::vector<CommStep> &steps) {
+    std::string text = "{\"steps\": [";
+    for (size_t i = 0; i < steps.size(); ++i) {
+      text += i ? ",\n  " : "\n  ";
+      text += "{\"kind\": \"" + steps[i].kind + "\", \"group\": [";
+      for (size_t d = 0; d < steps[i].group.size(); ++d)
+        text += (d ? ", " : "") + std::to_string(steps[i].group[d]);
+      text += "], \"bytes\": " + std::to_string(steps[i].bytes) + "}";
+    }
+    return text + "\n]}\n";
   }
 };
 } // namespace

@@ -32,6 +32,14 @@ bool Block::contains(const Block &inner) const {
   return true;
 }
 
+bool Block::overlaps(const Block &other) const {
+  for (size_t d = 0; d < sizes.size(); ++d)
+    if (std::max(offsets[d], other.offsets[d]) >=
+        std::min(offsets[d] + sizes[d], other.offsets[d] + other.sizes[d]))
+      return false;
+  return true;
+}
+
 std::optional<Block> Block::intersect(const Block &other) const {
   Block common;
   for (size_t d = 0; d < sizes.size(); ++d) {
@@ -297,7 +305,7 @@ partialGroups(const Layout &layout) {
     auto it = std::find(blocks.begin(), blocks.end(), b);
     if (it == blocks.end()) {
       for (const Block &other : blocks)
-        if (b.intersect(other))
+        if (b.overlaps(other))
           return std::nullopt;
       if (!blocks.empty() && blocks.front().sizes != b.sizes)
         return std::nullopt;
@@ -326,7 +334,7 @@ bool holdsEverything(const Layout &layout, const TensorShape &tensor) {
     if (std::find(distinct.begin(), distinct.end(), b) != distinct.end())
       continue;
     for (const Block &other : distinct)
-      if (b.intersect(other))
+      if (b.overlaps(other))
         return false;
     distinct.push_back(b);
     volume += b.volume();
@@ -337,8 +345,9 @@ bool holdsEverything(const Layout &layout, const TensorShape &tensor) {
 class Planner {
 public:
   Planner(const TensorShape &tensor, const std::vector<Layout> &pieces,
-          const Layout &target)
-      : tensor(tensor), pieces(pieces), target(target) {}
+          const Layout &target, bool zerosElsewhere)
+      : tensor(tensor), pieces(pieces), target(target),
+        zerosElsewhere(zerosElsewhere) {}
 
   ReshardPlan run();
 
@@ -359,6 +368,7 @@ private:
   const TensorShape &tensor;
   const std::vector<Layout> &pieces;
   const Layout &target;
+  bool zerosElsewhere;
   ReshardPlan plan;
 };
 
@@ -561,7 +571,7 @@ bool Planner::trySendRecv(const Layout &current,
   }
   for (size_t i = 0; i < distinct.size(); ++i)
     for (size_t j = i + 1; j < distinct.size(); ++j)
-      if (distinct[i].block.intersect(distinct[j].block))
+      if (distinct[i].block.overlaps(distinct[j].block))
         return false;
 
   Step step;
@@ -597,7 +607,7 @@ bool Planner::trySendRecv(const Layout &current,
       }
       step.transfers.push_back({from.second, u, from.first, *part});
     }
-    if (found != want.volume())
+    if (found != want.volume() && !zerosElsewhere)
       return false;
     if (receives && !keepsOwn)
       step.kind = StepKind::SendRecv;
@@ -707,9 +717,9 @@ ReshardPlan Planner::run() {
 } // namespace
 
 ReshardPlan planReshard(const TensorShape &tensor,
-                        const std::vector<Layout> &pieces,
-                        const Layout &target) {
-  return Planner(tensor, pieces, target).run();
+                        const std::vector<Layout> &pieces, const Layout &target,
+                        bool zerosElsewhere) {
+  return Planner(tensor, pieces, target, zerosElsewhere).run();
 }
 
 } // namespace soap::layout

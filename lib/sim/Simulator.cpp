@@ -1,14 +1,16 @@
 //===- Simulator.cpp - the execution simulator ----------------------------===//
 
 #include "soap/sim/Simulator.h"
+#include "soap/layout/Layout.h"
 #include "soap/machine/Machine.h"
 
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cassert>
-#include <cstring>
 #include <cmath>
+#include <cstring>
+#include <functional>
 #include <initializer_list>
 #include <iterator>
 #include <limits>
@@ -34,6 +36,8 @@ const char *taskKindName(TaskKind kind) {
     return "all-reduce";
   case TaskKind::Update:
     return "update";
+  case TaskKind::Collective:
+    return "collective";
   }
   return "task";
 }
@@ -200,7 +204,9 @@ struct Simulator::Task {
   int group = -1;
   TaskInts resources; ///< devices, then numDevices + link id
   TaskInts preds;
-  int groupSize = 0; ///< all-reduce
+  int groupSize = 0; ///< all-reduce, collective
+  TaskInts members;  ///< all-reduce, collective: the devices, in group order
+  CollectiveKind collective = CollectiveKind::AllReduce; ///< collective
 };
 
 /// The tasks of one op and kind (an op's forward shards, its backward
@@ -264,7 +270,9 @@ struct Simulator::EdgeTasks {
   /// producer task in the backward pass, in one list each: consumer task
   /// u's are fwdDeps[fwdStart[u] .. fwdStart[u + 1]).
   std::vector<int> fwdStart, fwdDeps, bwdStart, bwdDeps;
-  int transferGroup = -1, gradGroup = -1;
+  /// The edge's communication: one group per reshard step (a step's
+  /// tasks wait for the step before).
+  std::vector<int> groups;
 };
 
 /// Sorts (task, dependency) pairs by task, stably, into `start` (numTasks + 1
@@ -366,6 +374,20 @@ struct Simulator::UndoLog {
   std::vector<std::pair<int, double>> groupTimes;
 };
 
+/// The blocks one access of a placement touches, as layouts: one per slot
+/// (the k-th task of every device), and each (slot, device)'s task.
+/// `gradients`: the blocks hold the tasks' partial gradients of the tensor
+/// (partial sums where two tasks touch the same elements).
+struct Simulator::SlotLayouts {
+  std::vector<layout::Layout> pieces;
+  std::vector<std::vector<int>> task; ///< [slot][device] -> task, or -1
+};
+
+/// Reshard plans by their arguments (Simulator::planFor).
+struct Simulator::PlanCache {
+  std::unordered_map<std::string, layout::ReshardPlan> plans;
+  std::string key;
+};
 
 struct Simulator::Placement {
   bool replicated = false;
@@ -379,6 +401,8 @@ struct Simulator::Placement {
   std::vector<size_t> accessAt, accessRank;
   size_t stride = 0;
   double forward = 0, backward = 0;
+  /// slotLayouts per access, built when first asked for: [gradients][access].
+  mutable std::vector<std::unique_ptr<SlotLayouts>> layouts[2];
 
   BoxRef box(size_t task, size_t access) const {
     return {ranges.data() + task * stride + accessAt[access],
@@ -476,6 +500,7 @@ Simulator::Simulator(const OpGraph &graph, const CostModel &cost,
   overlapsCommunication = machine.deviceType().overlapsCommunication;
   undoLog = std::make_unique<UndoLog>();
   accounts = std::make_unique<Accounts>();
+  plans = std::make_unique<PlanCache>();
   parameterGroups.assign(graph.tensors.size(), {-1, -1});
   parameterReaders.resize(graph.tensors.size());
   parametersReadBy.resize(n);
@@ -598,6 +623,25 @@ void Simulator::sealGroup(int id) {
   }
 }
 
+/// Bytes each member of a collective of `n` sends, `bytes` as
+/// Machine::collectiveCost counts them.
+static int64_t collectiveBytesPerDevice(CollectiveKind kind, int64_t bytes,
+                                        int n) {
+  switch (kind) {
+  case CollectiveKind::AllReduce:
+    return Machine::allReduceBytesPerDevice(bytes, n);
+  case CollectiveKind::AllGather:
+    return Machine::allGatherBytesPerDevice(bytes, n);
+  case CollectiveKind::ReduceScatter:
+    return Machine::reduceScatterBytesPerDevice(bytes, n);
+  case CollectiveKind::AllToAll:
+    return Machine::allToAllBytesPerDevice(bytes, n);
+  case CollectiveKind::Broadcast:
+    return n > 0 ? bytes * (n - 1) / n : 0; // the root's buffer, to n - 1
+  }
+  return 0;
+}
+
 static int64_t femtoseconds(double seconds) {
   return std::llround(seconds * 1e15);
 }
@@ -622,6 +666,15 @@ void Simulator::accountTask(const Task &t, int sign) {
     if (t.kind == TaskKind::Transfer)
       acc.memory[t.dst] += sign * t.bytes;
     break;
+  case TaskKind::Collective: {
+    int64_t perDevice =
+        collectiveBytesPerDevice(t.collective, t.bytes, t.groupSize);
+    acc.commBytes += sign * perDevice * t.groupSize;
+    for (int res : t.resources)
+      if (res >= numDevices)
+        acc.linkBytes[res - numDevices] += sign * perDevice;
+    break;
+  }
   case TaskKind::AllReduce: {
     int64_t perDevice = Machine::allReduceBytesPerDevice(t.bytes, t.groupSize);
     acc.commBytes += sign * perDevice * t.groupSize;
@@ -737,6 +790,7 @@ void Simulator::buildNode(int node) {
           task.key = {6, node, -1, static_cast<int32_t>(a), region, 0};
           task.bytes = boxVolume(box) * tensor.elementBytes;
           task.groupSize = devices.size();
+          task.members.append(devices.begin(), devices.end());
           if (devices.size() > 1) {
             task.duration = machine.allReduceTime(task.bytes, devices);
             for (LinkId link : machine.collectiveLinks(devices))
@@ -835,6 +889,7 @@ void Simulator::buildParameter(int tensorId) {
       task.key = {4, tensorId, -1, region, 0, 0};
       task.bytes = bytes;
       task.groupSize = devices.size();
+      task.members.append(devices.begin(), devices.end());
       task.duration = machine.allReduceTime(bytes, devices);
       for (LinkId link : machine.collectiveLinks(devices))
         task.resources.push_back(numDevices + link);
@@ -908,6 +963,261 @@ int Simulator::addTransfer(TaskKind kind, const TaskKey &key, int64_t bytes,
   return id;
 }
 
+const Simulator::SlotLayouts &Simulator::slotLayouts(const Placement &p,
+                                                     size_t access,
+                                                     bool gradients) const {
+  std::vector<std::unique_ptr<SlotLayouts>> &cache = p.layouts[gradients];
+  if (cache.size() <= access)
+    cache.resize(access + 1);
+  if (!cache[access])
+    cache[access] =
+        std::make_unique<SlotLayouts>(buildSlotLayouts(p, access, gradients));
+  return *cache[access];
+}
+
+Simulator::SlotLayouts Simulator::buildSlotLayouts(const Placement &p,
+                                                   size_t access,
+                                                   bool gradients) const {
+  int numDevices = machine.numDevices();
+  SlotLayouts result;
+  std::vector<int> slotOf(numDevices, 0);
+  for (size_t t = 0; t < p.devices.size(); ++t) {
+    int device = p.devices[t];
+    size_t slot = slotOf[device]++;
+    if (slot == result.pieces.size()) {
+      result.pieces.emplace_back();
+      result.pieces.back().blocks.resize(numDevices);
+      result.task.emplace_back(numDevices, -1);
+    }
+    BoxRef box = p.box(t, access);
+    layout::Block block;
+    block.offsets.reserve(box.rank);
+    block.sizes.reserve(box.rank);
+    for (size_t d = 0; d < box.rank; ++d) {
+      block.offsets.push_back(box.first[d].first);
+      block.sizes.push_back(box.first[d].second - box.first[d].first + 1);
+    }
+    result.pieces[slot].blocks[device] = std::move(block);
+    result.task[slot][device] = static_cast<int>(t);
+  }
+  // A replicated op's tasks compute the same gradient (copies, not partial
+  // sums).
+  if (!gradients || p.replicated)
+    return result;
+  // Gradients of elements read by several tasks add up.
+  bool shared = false;
+  for (size_t t = 0; t < p.devices.size() && !shared; ++t)
+    for (size_t u = t + 1; u < p.devices.size() && !shared; ++u)
+      shared = overlapVolume(p.box(t, access), p.box(u, access)) > 0;
+  if (!shared)
+    return result;
+  for (size_t slot = 0; slot < result.pieces.size(); ++slot) {
+    layout::Layout &piece = result.pieces[slot];
+    piece.partial = layout::Combine::Sum;
+    piece.tasks.assign(numDevices, -1);
+    for (int d = 0; d < numDevices; ++d)
+      piece.tasks[d] = result.task[slot][d];
+  }
+  return result;
+}
+
+int Simulator::addCollective(CollectiveKind kind, const TaskKey &key,
+                             int64_t bytes, const std::vector<int> &group,
+                             const std::vector<int> &preds) {
+  int numDevices = machine.numDevices();
+  int id = newTask();
+  Task &t = tasks[id];
+  t.kind = TaskKind::Collective;
+  t.collective = kind;
+  t.key = key;
+  t.bytes = bytes;
+  t.groupSize = static_cast<int>(group.size());
+  t.members.append(group.begin(), group.end());
+  t.duration = machine.collectiveCost(kind, bytes, group).time;
+  for (LinkId link : machine.collectiveLinks(group))
+    t.resources.push_back(numDevices + link);
+  occupyDevices(t, group.data(), group.data() + group.size());
+  t.preds.append(preds.begin(), preds.end());
+  return id;
+}
+
+const layout::ReshardPlan &
+Simulator::planFor(const layout::TensorShape &shape,
+                   const std::vector<layout::Layout> &pieces,
+                   const layout::Layout &target, bool zerosElsewhere) {
+  // The same layouts recur across layers and proposals: plan each once.
+  std::string &key = plans->key;
+  key.clear();
+  auto add = [&](int64_t v) {
+    key.append(reinterpret_cast<const char *>(&v), sizeof v);
+  };
+  auto addLayout = [&](const layout::Layout &l) {
+    add(l.partial ? 1 + static_cast<int>(*l.partial) : 0);
+    for (size_t d = 0; d < l.blocks.size(); ++d) {
+      if (!l.blocks[d]) {
+        add(-1);
+        continue;
+      }
+      for (size_t i = 0; i < l.blocks[d]->sizes.size(); ++i) {
+        add(l.blocks[d]->offsets[i]);
+        add(l.blocks[d]->sizes[i]);
+      }
+      if (l.partial)
+        add(l.tasks[d]);
+      add(-2);
+    }
+  };
+  add(shape.elementBytes);
+  add(zerosElsewhere);
+  for (int64_t size : shape.shape)
+    add(size);
+  add(-3);
+  for (const layout::Layout &piece : pieces)
+    addLayout(piece);
+  add(-4);
+  addLayout(target);
+  auto it = plans->plans.find(key);
+  if (it != plans->plans.end())
+    return it->second;
+  if (plans->plans.size() > 100000)
+    plans->plans.clear();
+  return plans->plans
+      .emplace(key, layout::planReshard(shape, pieces, target, zerosElsewhere))
+      .first->second;
+}
+
+static std::optional<CollectiveKind> collectiveOf(layout::StepKind kind) {
+  switch (kind) {
+  case layout::StepKind::AllReduce:
+  case layout::StepKind::AllReduceWhole:
+    return CollectiveKind::AllReduce;
+  case layout::StepKind::ReduceScatter:
+    return CollectiveKind::ReduceScatter;
+  case layout::StepKind::AllGather:
+    return CollectiveKind::AllGather;
+  case layout::StepKind::AllToAll:
+    return CollectiveKind::AllToAll;
+  case layout::StepKind::Broadcast:
+    return CollectiveKind::Broadcast;
+  default:
+    return std::nullopt;
+  }
+}
+
+std::vector<std::vector<int>>
+Simulator::addPlanTasks(const layout::ReshardPlan &plan, bool forward,
+                        const TaskKey &base, const SourceTask &sourceOf,
+                        int64_t elementBytes,
+                        std::vector<std::vector<int>> &groups) {
+  int numDevices = machine.numDevices();
+  // What each device's data waits for, as the steps go.
+  std::vector<std::vector<int>> ready(numDevices);
+  auto fromPiece = [&](int piece, int device) {
+    int id = sourceOf(piece, device);
+    return id >= 0 ? std::vector<int>{id} : std::vector<int>{};
+  };
+  if (plan.piece >= 0)
+    for (int d = 0; d < numDevices; ++d)
+      ready[d] = fromPiece(plan.piece, d);
+  TaskKind transferKind = forward ? TaskKind::Transfer : TaskKind::GradTransfer;
+  for (size_t s = 0; s < plan.steps.size(); ++s) {
+    const layout::Step &step = plan.steps[s];
+    TaskKey key = base;
+    key[0] += 8 * static_cast<int32_t>(1 + groups.size());
+    std::vector<int> ids;
+    if (std::optional<CollectiveKind> kind = collectiveOf(step.kind)) {
+      for (size_t g = 0; g < step.groups.size(); ++g) {
+        const std::vector<int> &group = step.groups[g];
+        std::vector<int> preds;
+        if (step.kind == layout::StepKind::AllReduceWhole) {
+          for (int piece : step.pieces)
+            for (int d = 0; d < numDevices; ++d)
+              for (int id : fromPiece(piece, d))
+                preds.push_back(id);
+        } else {
+          for (int d : group)
+            preds.insert(preds.end(), ready[d].begin(), ready[d].end());
+        }
+        key[4] = static_cast<int32_t>(g);
+        int id = addCollective(*kind, key, step.bytes, group, preds);
+        ids.push_back(id);
+        for (int d : group)
+          ready[d] = {id};
+      }
+    } else if (step.kind == layout::StepKind::SendRecv ||
+               step.kind == layout::StepKind::HaloExchange) {
+      std::vector<std::vector<int>> received(numDevices);
+      for (size_t i = 0; i < step.transfers.size(); ++i) {
+        const layout::Transfer &t = step.transfers[i];
+        std::vector<int> source =
+            t.piece >= 0 ? fromPiece(t.piece, t.from) : ready[t.from];
+        if (t.from == t.to) {
+          received[t.to].insert(received[t.to].end(), source.begin(),
+                                source.end());
+          continue;
+        }
+        key[4] = t.from;
+        key[5] = t.to;
+        int id = addTransfer(transferKind, key, t.block.volume() * elementBytes,
+                             t.from, t.to, source.empty() ? -1 : source[0]);
+        Task &task = tasks[id];
+        if (source.empty())
+          task.preds.clear();
+        else
+          task.preds.append(source.begin() + 1, source.end());
+        ids.push_back(id);
+        received[t.to].push_back(id);
+      }
+      for (int d = 0; d < numDevices; ++d)
+        if (step.result.blocks[d])
+          ready[d] = std::move(received[d]);
+    }
+    if (!ids.empty())
+      groups.push_back(std::move(ids));
+  }
+  return ready;
+}
+
+static bool sameBox(BoxRef a, BoxRef b) {
+  return a.rank == b.rank && std::equal(a.first, a.first + a.rank, b.first);
+}
+
+/// Whether an edge's data stays where it is: every consumer task reads
+/// exactly a block its device produced (the producer task's index in
+/// `producerOf[u]`: planReshard gives no step), and, for the gradient,
+/// no two consumer tasks read the same elements (no partial sums) and
+/// every producer task's block is exactly one consumer task's on its device
+/// (`consumerOf[s]`).
+bool Simulator::sameBlocksOnSameDevices(const Placement &pp, size_t pa,
+                                        const Placement &cp, size_t ca,
+                                        bool backward,
+                                        std::vector<int> &producerOf,
+                                        std::vector<int> &consumerOf) {
+  auto local = [](const Placement &from, size_t fa, const Placement &to,
+                  size_t ta, size_t t) {
+    for (size_t s = 0; s < from.devices.size(); ++s)
+      if (from.devices[s] == to.devices[t] &&
+          sameBox(from.box(s, fa), to.box(t, ta)))
+        return static_cast<int>(s);
+    return -1;
+  };
+  producerOf.assign(cp.devices.size(), -1);
+  for (size_t u = 0; u < cp.devices.size(); ++u)
+    if ((producerOf[u] = local(pp, pa, cp, ca, u)) < 0)
+      return false;
+  if (!backward)
+    return true;
+  for (size_t u = 0; u < cp.devices.size(); ++u)
+    for (size_t v = u + 1; v < cp.devices.size(); ++v)
+      if (overlapVolume(cp.box(u, ca), cp.box(v, ca)) > 0)
+        return false;
+  consumerOf.assign(pp.devices.size(), -1);
+  for (size_t s = 0; s < pp.devices.size(); ++s)
+    if ((consumerOf[s] = local(cp, ca, pp, pa, s)) < 0)
+      return false;
+  return true;
+}
+
 void Simulator::buildEdge(int edgeId) {
   auto [producer, consumer] = edgeEnds[edgeId];
   const OpNode &pn = graph.nodes[producer];
@@ -916,10 +1226,12 @@ void Simulator::buildEdge(int edgeId) {
   const Placement &cp = placement(consumer);
   EdgeTasks &edge = edges[edgeId];
   edge = EdgeTasks();
-  std::vector<int> transfers, gradients;
+  std::vector<std::vector<int>> groupsOfEdge;
+  std::vector<int> producerOf, consumerOf;
   fwdPairs.clear();
   bwdPairs.clear();
   bool backward = options.training && pn.needsBackward && cn.needsBackward;
+  int numDevices = machine.numDevices();
   for (size_t ca = 0; ca < cn.accesses.size(); ++ca) {
     const NodeAccess &access = cn.accesses[ca];
     const GraphTensor &tensor = graph.tensors[access.tensor];
@@ -934,153 +1246,83 @@ void Simulator::buildEdge(int edgeId) {
       ++pa;
     if (pa == pn.accesses.size())
       continue;
-    size_t firstTransfer = transfers.size(), firstGradient = gradients.size();
-    for (size_t u = 0; u < cp.devices.size(); ++u) {
-      BoxRef need = cp.box(u, ca);
-      std::vector<std::pair<size_t, int64_t>> sources;
-      for (size_t s = 0; s < pp.devices.size(); ++s) {
-        int64_t volume = overlapVolume(need, pp.box(s, pa));
-        if (volume > 0)
-          sources.emplace_back(s, volume);
-      }
-      std::vector<int> viaReduction(sources.size(), -1);
-      if (pp.splitsReduction && !sources.empty()) {
-        // Read each completed region once, after its all-reduce, from the
-        // consumer's device when it took part.
-        const auto &reducedBy = nodeTasks[producer].reducedBy[pa];
-        std::vector<std::pair<size_t, int64_t>> chosen;
-        std::vector<int> chosenReduction;
-        for (auto [s, volume] : sources) {
-          int reduction = reducedBy[s];
-          auto seen = std::find(chosenReduction.begin(), chosenReduction.end(),
-                                reduction);
-          if (reduction >= 0 && seen != chosenReduction.end()) {
-            size_t i = seen - chosenReduction.begin();
-            if (pp.devices[s] == cp.devices[u])
-              chosen[i] = {s, volume};
-            continue;
-          }
-          chosen.emplace_back(s, volume);
-          chosenReduction.push_back(reduction);
-        }
-        sources = chosen;
-        viaReduction = chosenReduction;
-      }
-      if (pp.replicated && !sources.empty()) {
-        // Every replica holds the data: read the local one if there is one.
-        auto local = std::find_if(sources.begin(), sources.end(), [&](auto &s) {
-          return pp.devices[s.first] == cp.devices[u];
-        });
-        sources = {local != sources.end() ? *local : sources.front()};
-      }
-      for (size_t i = 0; i < sources.size(); ++i) {
-        auto [s, volume] = sources[i];
-        int src = pp.devices[s], dst = cp.devices[u];
-        int fwdSource = viaReduction[i] >= 0 ? viaReduction[i]
-                                             : nodeTasks[producer].fwd[s];
-        if (src == dst) {
-          fwdPairs.emplace_back(u, fwdSource);
-          if (backward)
-            bwdPairs.emplace_back(s, nodeTasks[consumer].bwd[u]);
-          continue;
-        }
-        int64_t bytes = volume * tensor.elementBytes;
-        int id = addTransfer(TaskKind::Transfer,
-                             {2, consumer, producer, static_cast<int32_t>(u),
-                              static_cast<int32_t>(s),
-                              static_cast<int32_t>(ca)},
-                             bytes, src, dst, fwdSource);
-        transfers.push_back(id);
-        fwdPairs.emplace_back(u, id);
-        if (!backward)
-          continue;
-        int gid = addTransfer(TaskKind::GradTransfer,
-                              {3, producer, consumer, static_cast<int32_t>(s),
-                               static_cast<int32_t>(u),
-                               static_cast<int32_t>(ca)},
-                              bytes, dst, src, nodeTasks[consumer].bwd[u]);
-        gradients.push_back(gid);
-        bwdPairs.emplace_back(s, gid);
-      }
+    const NodeTasks &made = nodeTasks[producer];
+    auto producedBy = [&](int s) {
+      if (pp.splitsReduction && made.reducedBy[pa][s] >= 0)
+        return made.reducedBy[pa][s];
+      return made.fwd[s];
+    };
+    if (sameBlocksOnSameDevices(pp, pa, cp, ca, backward, producerOf,
+                                consumerOf)) {
+      for (size_t u = 0; u < producerOf.size(); ++u)
+        fwdPairs.emplace_back(u, producedBy(producerOf[u]));
+      if (backward)
+        for (size_t s = 0; s < consumerOf.size(); ++s)
+          bwdPairs.emplace_back(s, nodeTasks[consumer].bwd[consumerOf[s]]);
+      continue;
     }
-    if (machine.spec().collectives.measured)
-      priceAsCollective(pp, pa, cp, ca, tensor, transfers, firstTransfer,
-                        gradients, firstGradient);
+    // The reshards lib/layout plans, as the partitioner emits them: the
+    // consumer's blocks of each slot from the producer's blocks (complete
+    // once a split reduction's all-reduce ran) ...
+    layout::TensorShape shape{tensor.shape, tensor.elementBytes};
+    const SlotLayouts &produced = slotLayouts(pp, pa, /*gradients=*/false);
+    const SlotLayouts &read = slotLayouts(cp, ca, /*gradients=*/false);
+    auto producedIn = [&](int piece, int device) {
+      int s = produced.task[piece][device];
+      return s < 0 ? -1 : producedBy(s);
+    };
+    for (size_t k = 0; k < read.pieces.size(); ++k) {
+      const layout::ReshardPlan &plan =
+          planFor(shape, produced.pieces, read.pieces[k],
+                  /*zerosElsewhere=*/false);
+      TaskKey base{2,
+                   consumer,
+                   producer,
+                   static_cast<int32_t>(ca),
+                   static_cast<int32_t>(k),
+                   0};
+      std::vector<std::vector<int>> ready =
+          addPlanTasks(plan, /*forward=*/true, base, producedIn,
+                       tensor.elementBytes, groupsOfEdge);
+      for (int d = 0; d < numDevices; ++d)
+        if (int u = read.task[k][d]; u >= 0)
+          for (int id : ready[d])
+            fwdPairs.emplace_back(u, id);
+    }
+    if (!backward)
+      continue;
+    // ... and the gradient from the consumer's blocks (partial sums where
+    // its tasks read the same elements; zeros where it reads nothing) back
+    // to the producer's.
+    const SlotLayouts &gradients = slotLayouts(cp, ca, /*gradients=*/true);
+    const NodeTasks &read_ = nodeTasks[consumer];
+    auto gradientBy = [&](int piece, int device) {
+      int u = gradients.task[piece][device];
+      return u < 0 ? -1 : read_.bwd[u];
+    };
+    for (size_t k = 0; k < produced.pieces.size(); ++k) {
+      const layout::ReshardPlan &plan =
+          planFor(shape, gradients.pieces, produced.pieces[k],
+                  /*zerosElsewhere=*/true);
+      TaskKey base{3,
+                   producer,
+                   consumer,
+                   static_cast<int32_t>(ca),
+                   static_cast<int32_t>(k),
+                   0};
+      std::vector<std::vector<int>> ready =
+          addPlanTasks(plan, /*forward=*/false, base, gradientBy,
+                       tensor.elementBytes, groupsOfEdge);
+      for (int d = 0; d < numDevices; ++d)
+        if (int s = produced.task[k][d]; s >= 0)
+          for (int id : ready[d])
+            bwdPairs.emplace_back(s, id);
+    }
   }
   groupByTask(fwdPairs, cp.devices.size(), edge.fwdStart, edge.fwdDeps);
   groupByTask(bwdPairs, pp.devices.size(), edge.bwdStart, edge.bwdDeps);
-  edge.transferGroup = addGroup(std::move(transfers));
-  edge.gradGroup = addGroup(std::move(gradients));
-}
-
-/// The collective the partitioner emits for a reshard that moves data
-/// between devices: a broadcast when one device holds all of it, an
-/// all-gather when every reader needs all of it, else an all-to-all; in
-/// the backward pass, the gradients go back by a broadcast, a
-/// reduce-scatter and an all-to-all. `bytes` as Machine::collectiveCost
-/// counts them.
-void Simulator::priceAsCollective(const Placement &pp, size_t pa,
-                                  const Placement &cp, size_t ca,
-                                  const GraphTensor &tensor,
-                                  const std::vector<int> &transfers,
-                                  size_t firstTransfer,
-                                  const std::vector<int> &gradients,
-                                  size_t firstGradient) {
-  if (firstTransfer == transfers.size())
-    return;
-  std::vector<int> group(pp.devices);
-  group.insert(group.end(), cp.devices.begin(), cp.devices.end());
-  std::sort(group.begin(), group.end());
-  group.erase(std::unique(group.begin(), group.end()), group.end());
-  if (machine.nodeOf(group.front()) != machine.nodeOf(group.back()))
-    return;
-  const int64_t whole = tensor.numElements();
-  int source = tasks[transfers[firstTransfer]].src;
-  bool oneSource =
-      std::all_of(transfers.begin() + firstTransfer, transfers.end(),
-                  [&](int id) { return tasks[id].src == source; });
-  bool sourceWhole = false, everyoneWhole = true;
-  int64_t largestRead = 0, largestWrite = 0;
-  for (size_t s = 0; s < pp.devices.size(); ++s) {
-    int64_t volume = boxVolume(pp.box(s, pa));
-    sourceWhole |= pp.devices[s] == source && volume == whole;
-    largestWrite = std::max(largestWrite, volume);
-  }
-  for (size_t u = 0; u < cp.devices.size(); ++u) {
-    int64_t volume = boxVolume(cp.box(u, ca));
-    everyoneWhole &= volume == whole;
-    largestRead = std::max(largestRead, volume);
-  }
-  CollectiveKind fwdKind = CollectiveKind::AllToAll,
-                 bwdKind = CollectiveKind::AllToAll;
-  int64_t fwdBytes = largestWrite * tensor.elementBytes,
-          bwdBytes = largestRead * tensor.elementBytes;
-  if (oneSource && sourceWhole) {
-    fwdKind = bwdKind = CollectiveKind::Broadcast;
-    fwdBytes = bwdBytes = tensor.bytes();
-  } else if (everyoneWhole) {
-    fwdKind = CollectiveKind::AllGather;
-    bwdKind = CollectiveKind::ReduceScatter;
-    fwdBytes = bwdBytes = tensor.bytes();
-  }
-  // The collective's measured time, shared among its transfers by bytes:
-  // they take turns on the node's one bus, so they add up to it.
-  auto price = [&](const std::vector<int> &ids, size_t first,
-                   CollectiveKind kind, int64_t bytes) {
-    std::optional<double> time =
-        machine.measuredCollectiveTime(kind, bytes, group.size());
-    if (!time || first == ids.size())
-      return;
-    int64_t moved = 0;
-    for (size_t i = first; i < ids.size(); ++i)
-      moved += tasks[ids[i]].bytes;
-    for (size_t i = first; i < ids.size(); ++i)
-      tasks[ids[i]].duration =
-          moved > 0 ? *time * double(tasks[ids[i]].bytes) / double(moved)
-                    : *time / double(ids.size() - first);
-  };
-  price(transfers, firstTransfer, fwdKind, fwdBytes);
-  price(gradients, firstGradient, bwdKind, bwdBytes);
+  for (std::vector<int> &ids : groupsOfEdge)
+    edge.groups.push_back(addGroup(std::move(ids)));
 }
 
 void Simulator::appendEdgeDeps(const std::vector<int> &ids,
@@ -1144,8 +1386,8 @@ void Simulator::removeNode(int node, std::vector<int> &removed) {
 }
 
 void Simulator::removeEdge(int edge, std::vector<int> &removed) {
-  removeGroup(edges[edge].transferGroup, removed);
-  removeGroup(edges[edge].gradGroup, removed);
+  for (int g : edges[edge].groups)
+    removeGroup(g, removed);
   edges[edge] = EdgeTasks();
 }
 
@@ -1421,8 +1663,8 @@ SimReport Simulator::simulateDelta(
     touch(parameterGroups[t][1]);
   }
   for (int e : edgeIds) {
-    touch(edges[e].transferGroup);
-    touch(edges[e].gradGroup);
+    for (int g : edges[e].groups)
+      touch(g);
   }
   for (int c : relinkForward)
     touch(nodeTasks[c].fwdGroup);
@@ -1443,10 +1685,11 @@ SimReport Simulator::simulateDelta(
   for (int node : nodes)
     log.nodes.push_back({node, current.configs[node], nullptr,
                          std::move(nodeTasks[node])});
-  // Moved: removeNode() and removeEdge() below need only the group ids,
-  // which a move leaves in place.
+  // Node tasks are moved: removeNode() below needs only their group ids,
+  // which a move leaves in place. Edges are copied: their groups are a
+  // list, which a move would empty before removeEdge() takes them out.
   for (int e : edgeIds)
-    log.edges.emplace_back(e, std::move(edges[e]));
+    log.edges.emplace_back(e, edges[e]);
   for (int t : params)
     log.parameterGroups.emplace_back(t, parameterGroups[t]);
   for (int c : relinkForward) {
@@ -1612,6 +1855,43 @@ bool Simulator::undo() {
   return true;
 }
 
+std::vector<CommStep> Simulator::communication() const {
+  std::vector<CommStep> steps;
+  for (const Group &g : groups) {
+    if (!g.alive)
+      continue;
+    for (int id : g.tasks) {
+      const Task &t = tasks[id];
+      switch (t.kind) {
+      case TaskKind::Transfer:
+      case TaskKind::GradTransfer:
+        steps.push_back({"send", {t.src, t.dst}, t.bytes});
+        break;
+      case TaskKind::AllReduce:
+        if (t.groupSize > 1) {
+          steps.push_back({"all_reduce",
+                           std::vector<int>(t.members.begin(), t.members.end()),
+                           t.bytes});
+        }
+        break;
+      case TaskKind::Collective:
+        steps.push_back({collectiveName(t.collective),
+                         std::vector<int>(t.members.begin(), t.members.end()),
+                         t.bytes});
+        break;
+      default:
+        break;
+      }
+    }
+  }
+  std::sort(steps.begin(), steps.end(),
+            [](const CommStep &a, const CommStep &b) {
+              return std::tie(a.kind, a.group, a.bytes) <
+                     std::tie(b.kind, b.group, b.bytes);
+            });
+  return steps;
+}
+
 std::string Simulator::chromeTrace() const {
   nlohmann::json events = nlohmann::json::array();
   int numDevices = machine.numDevices();
@@ -1628,7 +1908,9 @@ std::string Simulator::chromeTrace() const {
   for (int g : order)
     for (int id : groups[g].tasks) {
       const Task &t = tasks[id];
-      std::string name = taskKindName(t.kind);
+      std::string name = t.kind == TaskKind::Collective
+                             ? collectiveName(t.collective)
+                             : taskKindName(t.kind);
       int node = t.key[1];
       bool ofParameter = t.key[0] == 4 || t.key[0] == 5;
       if (ofParameter)

@@ -188,6 +188,22 @@ TEST(Layout, IrregularPartialsFallBackToAWholeAllReduce) {
   EXPECT_EQ(plan.steps[0].pieces, std::vector<int>{0});
 }
 
+TEST(Layout, GradientsOfPartsNeedOnlyThoseParts) {
+  // A reader split along the batch took columns 8..16 of each device's
+  // rows: the gradient it returns is zero elsewhere, so nothing moves.
+  TensorShape t = f32({4, 32});
+  Layout rows = Layout::split(t.shape, 2, 0, {0, 1});
+  Layout read;
+  read.blocks = {block({0, 8}, {2, 8}), block({2, 8}, {2, 8})};
+  ReshardPlan plan = planReshard(t, {read}, rows, /*zerosElsewhere=*/true);
+  for (const Step &step : plan.steps)
+    EXPECT_EQ(step.bytes, 0) << step.str();
+  // Without zeros the values outside the columns are missing: only a
+  // whole all-reduce can make them up.
+  EXPECT_EQ(kinds(planReshard(t, {read}, rows)),
+            (std::vector<StepKind>{StepKind::AllReduceWhole, StepKind::Slice}));
+}
+
 TEST(Layout, PrefersAPieceThatHoldsTheTarget) {
   TensorShape t = f32({8, 4});
   Layout split = Layout::split(t.shape, 2, 0, {0, 1});

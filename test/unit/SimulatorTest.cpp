@@ -156,16 +156,17 @@ TEST(Simulator, MeasuredCollectivesPriceReshards) {
   s.numDevices = 2;
   Simulator sim(g, cost, SimOptions{/*training=*/false});
   double half = 1e-6 + 32e-9, whole = 1e-6 + 64e-9;
-  // A split over both devices, B on device 1 reads all of t: the
-  // partitioner gathers t (an all-gather of 32 bytes), 5 us as measured
-  // instead of the link's 1 us + 16 ns.
-  s.configs = {ParallelConfig{{2}, {0, 1}}, onDevice(1)};
+  // A split over both devices, B replicated reads all of t on both: the
+  // partitioner gathers t (lib/layout plans an all-gather of 32 bytes), 5 us
+  // as measured instead of the link's 1 us + 16 ns.
+  s.configs = {ParallelConfig{{2}, {0, 1}}, ParallelConfig{}};
   SimReport gathered = sim.simulate(s);
   EXPECT_DOUBLE_EQ(gathered.stepTime, half + 5e-6 + whole);
-  EXPECT_EQ(gathered.totalCommBytes, 16);
-  // A whole on device 0: a broadcast of t from there.
-  s.configs = {onDevice(0), onDevice(1)};
-  EXPECT_DOUBLE_EQ(sim.simulate(s).stepTime, whole + 7e-6 + whole);
+  EXPECT_EQ(gathered.totalCommBytes, 32); // 16 bytes to each device
+  // A whole on device 0: only device 1 lacks t, which it receives point to
+  // point (the link's 1 us + 32 ns), as the partitioner sends it.
+  s.configs = {onDevice(0), ParallelConfig{}};
+  EXPECT_DOUBLE_EQ(sim.simulate(s).stepTime, whole + 1e-6 + 32e-9 + whole);
   // The same through a delta simulation.
   EXPECT_DOUBLE_EQ(sim.simulateDelta(0, ParallelConfig{{2}, {0, 1}}).stepTime,
                    gathered.stepTime);

@@ -33,6 +33,8 @@ struct Block {
   static Block whole(const std::vector<int64_t> &shape);
   int64_t volume() const;
   bool contains(const Block &inner) const;
+  /// Whether the two blocks share an element.
+  bool overlaps(const Block &other) const;
   /// The common part of the two blocks; none when they do not meet.
   std::optional<Block> intersect(const Block &other) const;
   bool operator==(const Block &other) const {
@@ -173,9 +175,13 @@ struct ReshardPlan {
 /// all-gather along one dimension per step, broadcast), point-to-point
 /// transfers of exactly the blocks that are missing, and only for partial
 /// results no regular collective fits, AllReduceWhole.
+///
+/// With `zerosElsewhere`, elements that no piece holds are zeros that need
+/// no transfer (a gradient: a reader that reads part of a tensor
+/// contributes nothing to the rest).
 ReshardPlan planReshard(const TensorShape &tensor,
-                        const std::vector<Layout> &pieces,
-                        const Layout &target);
+                        const std::vector<Layout> &pieces, const Layout &target,
+                        bool zerosElsewhere = false);
 
 /// True when every device with a block in `target` holds exactly that
 /// block in `held`, as a complete (non-partial) value.

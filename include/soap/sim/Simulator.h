@@ -22,19 +22,37 @@
 #include "soap/graph/Strategy.h"
 
 #include <array>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace soap {
 
 class Machine;
+enum class CollectiveKind;
+namespace layout {
+struct Layout;
+struct ReshardPlan;
+struct TensorShape;
+} // namespace layout
 
 struct SimOptions {
   /// Simulate a training step (backward, gradient sync, updates); otherwise
   /// the forward pass only.
   bool training = true;
+};
+
+/// One communication of a simulated step: a collective over `group`
+/// ("all_reduce", "all_gather", "reduce_scatter", "all_to_all",
+/// "broadcast"; `bytes` as Machine::collectiveCost counts them) or a
+/// point-to-point transfer ("send", group = {from, to}).
+struct CommStep {
+  std::string kind;
+  std::vector<int> group;
+  int64_t bytes = 0;
 };
 
 /// What a simulation predicts.
@@ -60,7 +78,9 @@ enum class TaskKind : uint8_t {
   Transfer,
   GradTransfer,
   AllReduce,
-  Update
+  Update,
+  /// A collective of a reshard (lib/layout's all_gather, all_to_all, ...).
+  Collective
 };
 const char *taskKindName(TaskKind kind);
 
@@ -93,6 +113,9 @@ public:
   /// Chrome trace JSON of the last schedule: one event per task, one
   /// process per device and per link.
   std::string chromeTrace() const;
+  /// The communication of the last simulation, in a fixed order: what the
+  /// partitioned program must emit for the same strategy.
+  std::vector<CommStep> communication() const;
 
 private:
   struct Task;
@@ -116,16 +139,36 @@ private:
   /// A point-to-point transfer task over the route from src to dst.
   int addTransfer(TaskKind kind, const std::array<int32_t, 6> &key,
                   int64_t bytes, int src, int dst, int pred);
-  /// On a machine with measured collective times (one node's MPI ranks),
-  /// sets the durations of one access's transfers (transfers[firstTransfer
-  /// ..]) and of their gradients (gradients[firstGradient ..]) from the
-  /// collective libsoaprt runs for them.
-  void priceAsCollective(const Placement &pp, size_t pa, const Placement &cp,
-                         size_t ca, const GraphTensor &tensor,
-                         const std::vector<int> &transfers,
-                         size_t firstTransfer,
-                         const std::vector<int> &gradients,
-                         size_t firstGradient);
+  /// A collective task over `group` priced by Machine::collectiveCost.
+  int addCollective(CollectiveKind kind, const std::array<int32_t, 6> &key,
+                    int64_t bytes, const std::vector<int> &group,
+                    const std::vector<int> &preds);
+  static bool sameBlocksOnSameDevices(const Placement &pp, size_t pa,
+                                      const Placement &cp, size_t ca,
+                                      bool backward,
+                                      std::vector<int> &producerOf,
+                                      std::vector<int> &consumerOf);
+  /// layout::planReshard, remembered by its arguments.
+  const layout::ReshardPlan &planFor(const layout::TensorShape &shape,
+                                     const std::vector<layout::Layout> &pieces,
+                                     const layout::Layout &target,
+                                     bool zerosElsewhere);
+  struct SlotLayouts;
+  /// The layouts of one access of a placement, one per slot; with
+  /// `gradients`, of the tasks' gradients of it (kept with the placement).
+  const SlotLayouts &slotLayouts(const Placement &p, size_t access,
+                                 bool gradients) const;
+  SlotLayouts buildSlotLayouts(const Placement &p, size_t access,
+                               bool gradients) const;
+  /// The task that makes piece `piece`'s block on `device` (-1: none).
+  using SourceTask = std::function<int(int piece, int device)>;
+  /// Adds the tasks of `plan`'s steps (transfers, or gradient transfers
+  /// when not `forward`, and collectives), one group per step appended to
+  /// `groups`; returns, per device, the tasks its result waits for.
+  std::vector<std::vector<int>>
+  addPlanTasks(const layout::ReshardPlan &plan, bool forward,
+               const std::array<int32_t, 6> &base, const SourceTask &sourceOf,
+               int64_t elementBytes, std::vector<std::vector<int>> &groups);
   void linkForward(int node);
   void linkBackward(int node);
   /// Appends to the preds of each task `ids[i]` its dependencies from one
@@ -203,6 +246,8 @@ private:
   // Scratch space of buildEdge(): (consumer task, dependency) and
   // (producer task, dependency) pairs.
   std::vector<std::pair<int, int>> fwdPairs, bwdPairs;
+  struct PlanCache;
+  std::unique_ptr<PlanCache> plans;
   /// Per source device, once used: the path to every device.
   std::vector<std::vector<TransferPath>> paths;
   bool overlapsCommunication = false;
