@@ -330,6 +330,75 @@ LocalTable SpmdPartitioner::localTable(const GatherLookup &gather,
   return table;
 }
 
+/// The leaves of a tree of arith.addf in `body` that ends in `value`.
+static bool addedLeaves(Value value, Block &body,
+                        SmallVectorImpl<Value> &leaves) {
+  auto add = value.getDefiningOp<arith::AddFOp>();
+  if (!add || add->getBlock() != &body) {
+    leaves.push_back(value);
+    return true;
+  }
+  return addedLeaves(add.getLhs(), body, leaves) &&
+         addedLeaves(add.getRhs(), body, leaves);
+}
+
+LogicalResult SpmdPartitioner::partitionPartialSum(linalg::LinalgOp op) {
+  auto generic = dyn_cast<linalg::GenericOp>(op.getOperation());
+  if (!generic || op->getNumResults() != 1 || op.getNumDpsInputs() < 2 ||
+      op.getNumParallelLoops() != op.getNumLoops() ||
+      !llvm::all_of(op.getIndexingMapsArray(),
+                    [](AffineMap map) { return map.isIdentity(); }) ||
+      op.payloadUsesValueFromOperand(op.getDpsInitOperand(0)))
+    return failure();
+  // The body yields the sum of its inputs, each once.
+  Block &body = generic.getRegion().front();
+  SmallVector<Value> leaves;
+  Value yielded = cast<linalg::YieldOp>(body.getTerminator()).getOperand(0);
+  if (!addedLeaves(yielded, body, leaves) ||
+      static_cast<int64_t>(leaves.size()) != op.getNumDpsInputs() ||
+      static_cast<int64_t>(body.getOperations().size()) !=
+          static_cast<int64_t>(leaves.size()))
+    return failure(); // the adds and the yield, nothing else
+  llvm::SmallDenseSet<Value> seen;
+  for (Value leaf : leaves) {
+    auto arg = dyn_cast<BlockArgument>(leaf);
+    if (!arg || arg.getOwner() != &body ||
+        arg.getArgNumber() >= op.getNumDpsInputs() || !seen.insert(leaf).second)
+      return failure();
+  }
+  // Every input holds partial sums in one layout.
+  const Piece *first = nullptr;
+  for (Value input : op.getDpsInputs()) {
+    auto found = dist.find(input);
+    if (found == dist.end() || found->second.splat || found->second.transpose)
+      return failure();
+    const Piece *piece = onlyProducedPiece(found->second);
+    if (!piece || piece->partial != ReductionKind::sum ||
+        (first &&
+         (piece->boxes != first->boxes || piece->tasks != first->tasks ||
+          piece->local.getType() != first->local.getType())))
+      return failure();
+    first = piece;
+  }
+  // Each device adds its partials: the sum stays a partial sum, completed
+  // once where a reader needs it.
+  b.setInsertionPoint(op);
+  auto localType = cast<RankedTensorType>(first->local.getType());
+  IRMapping mapping = plain;
+  for (Value input : op.getDpsInputs())
+    mapping.map(input, onlyProducedPiece(dist[input])->local);
+  Value init = op.getDpsInits()[0];
+  mapping.map(init,
+              tensor::EmptyOp::create(b, op.getLoc(), localType.getShape(),
+                                      localType.getElementType()));
+  Operation *local = b.clone(*op, mapping);
+  local->getResult(0).setType(localType);
+  Piece sum{local->getResult(0), first->boxes, first->tasks,
+            ReductionKind::sum};
+  dist[op->getResult(0)].pieces.push_back(std::move(sum));
+  return success();
+}
+
 LogicalResult SpmdPartitioner::partitionLinalg(linalg::LinalgOp op,
                                                const LinalgLoops &nest,
                                                const Plan &plan) {
@@ -1156,6 +1225,8 @@ LogicalResult SpmdPartitioner::run() {
                   "'" + op->getName().getStringRef().str() + "': " + why;
           }
         } else {
+          if (succeeded(partitionPartialSum(linalgOp)))
+            continue;
           plan = planFromOperands(linalgOp, *nest);
         }
         if (!plan)

@@ -128,6 +128,10 @@ private:
   localReads(Operation *op,
              function_ref<DeviceBoxes(Value, RankedTensorType)> targetOf,
              bool &moved);
+  /// An elementwise sum of partial sums in one layout (an RNN bias
+  /// gradient summed over the time steps) stays a partial sum: each device
+  /// adds its own. Fails, changing nothing, for any other op.
+  LogicalResult partitionPartialSum(linalg::LinalgOp op);
   LogicalResult runReplicated(Operation *op);
   LogicalResult partitionScatterAdd(scf::ForOp loop);
   void recordSplat(Operation *op);
