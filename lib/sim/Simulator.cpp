@@ -387,6 +387,16 @@ struct Simulator::SlotLayouts {
 struct Simulator::PlanCache {
   std::unordered_map<std::string, layout::ReshardPlan> plans;
   std::string key;
+  /// What earlier readers' reshards made of a producer's output (the
+  /// partitioner keeps it as a piece of the value for later readers): per
+  /// producer node and access, each layout and, per device, the tasks that
+  /// made it there. Rebuilt with the producer's outgoing edges, in the
+  /// order of their consumers.
+  struct Copy {
+    layout::Layout layout;
+    std::vector<std::vector<int>> madeBy;
+  };
+  std::vector<std::map<size_t, std::vector<Copy>>> copies;
 };
 
 struct Simulator::Placement {
@@ -1113,8 +1123,7 @@ Simulator::addPlanTasks(const layout::ReshardPlan &plan, bool forward,
   // What each device's data waits for, as the steps go.
   std::vector<std::vector<int>> ready(numDevices);
   auto fromPiece = [&](int piece, int device) {
-    int id = sourceOf(piece, device);
-    return id >= 0 ? std::vector<int>{id} : std::vector<int>{};
+    return sourceOf(piece, device);
   };
   if (plan.piece >= 0)
     for (int d = 0; d < numDevices; ++d)
@@ -1267,14 +1276,20 @@ void Simulator::buildEdge(int edgeId) {
     layout::TensorShape shape{tensor.shape, tensor.elementBytes};
     const SlotLayouts &produced = slotLayouts(pp, pa, /*gradients=*/false);
     const SlotLayouts &read = slotLayouts(cp, ca, /*gradients=*/false);
-    auto producedIn = [&](int piece, int device) {
+    std::vector<PlanCache::Copy> &copies = plans->copies[producer][pa];
+    auto producedIn = [&](int piece, int device) -> std::vector<int> {
+      size_t own = produced.pieces.size();
+      if (static_cast<size_t>(piece) >= own)
+        return copies[piece - own].madeBy[device];
       int s = produced.task[piece][device];
-      return s < 0 ? -1 : producedBy(s);
+      return s < 0 ? std::vector<int>{} : std::vector<int>{producedBy(s)};
     };
     for (size_t k = 0; k < read.pieces.size(); ++k) {
+      std::vector<layout::Layout> pieces = produced.pieces;
+      for (const PlanCache::Copy &copy : copies)
+        pieces.push_back(copy.layout);
       const layout::ReshardPlan &plan =
-          planFor(shape, produced.pieces, read.pieces[k],
-                  /*zerosElsewhere=*/false);
+          planFor(shape, pieces, read.pieces[k], /*zerosElsewhere=*/false);
       TaskKey base{2,
                    consumer,
                    producer,
@@ -1284,6 +1299,12 @@ void Simulator::buildEdge(int edgeId) {
       std::vector<std::vector<int>> ready =
           addPlanTasks(plan, /*forward=*/true, base, producedIn,
                        tensor.elementBytes, groupsOfEdge);
+      // What the steps made stays for the next readers.
+      for (auto step = plan.steps.rbegin(); step != plan.steps.rend(); ++step)
+        if (step->kind != layout::StepKind::Slice) {
+          copies.push_back({step->result, ready});
+          break;
+        }
       for (int d = 0; d < numDevices; ++d)
         if (int u = read.task[k][d]; u >= 0)
           for (int id : ready[d])
@@ -1296,9 +1317,9 @@ void Simulator::buildEdge(int edgeId) {
     // to the producer's.
     const SlotLayouts &gradients = slotLayouts(cp, ca, /*gradients=*/true);
     const NodeTasks &read_ = nodeTasks[consumer];
-    auto gradientBy = [&](int piece, int device) {
+    auto gradientBy = [&](int piece, int device) -> std::vector<int> {
       int u = gradients.task[piece][device];
-      return u < 0 ? -1 : read_.bwd[u];
+      return u < 0 ? std::vector<int>{} : std::vector<int>{read_.bwd[u]};
     };
     for (size_t k = 0; k < produced.pieces.size(); ++k) {
       const layout::ReshardPlan &plan =
@@ -1366,6 +1387,7 @@ void Simulator::buildAll() {
   for (size_t t = 0; t < graph.tensors.size(); ++t)
     if (!parameterReaders[t].empty())
       buildParameter(t);
+  plans->copies.assign(n, {});
   for (size_t e = 0; e < edgeEnds.size(); ++e)
     buildEdge(e);
   for (size_t i = 0; i < n; ++i) {
@@ -1638,6 +1660,12 @@ SimReport Simulator::simulateDelta(
     for (int p : producersOf[node]) {
       if (!nodes.count(p))
         relinkBackward.insert(p);
+      // A reader's reshard leaves copies that the producer's later readers
+      // read from: all of the producer's outgoing edges are rebuilt.
+      edgeIds.insert(consumerEdges[p].begin(), consumerEdges[p].end());
+      for (int c : consumersOf[p])
+        if (!nodes.count(c))
+          relinkForward.insert(c);
     }
     for (int c : consumersOf[node]) {
       if (!nodes.count(c))
@@ -1741,6 +1769,8 @@ SimReport Simulator::simulateDelta(
     buildNode(node);
   for (int t : params)
     buildParameter(t);
+  for (int e : edgeIds)
+    plans->copies[edgeEnds[e].first].clear();
   for (int e : edgeIds)
     buildEdge(e);
   log.addedGroups.assign(changedGroups.begin() + firstNew,

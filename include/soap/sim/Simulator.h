@@ -160,8 +160,9 @@ private:
                                  bool gradients) const;
   SlotLayouts buildSlotLayouts(const Placement &p, size_t access,
                                bool gradients) const;
-  /// The task that makes piece `piece`'s block on `device` (-1: none).
-  using SourceTask = std::function<int(int piece, int device)>;
+  /// The tasks that make piece `piece`'s block on `device` (none: it is
+  /// not there).
+  using SourceTask = std::function<std::vector<int>(int piece, int device)>;
   /// Adds the tasks of `plan`'s steps (transfers, or gradient transfers
   /// when not `forward`, and collectives), one group per step appended to
   /// `groups`; returns, per device, the tasks its result waits for.
