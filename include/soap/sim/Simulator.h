@@ -1,9 +1,10 @@
 //===- Simulator.h - the execution simulator --------------------*- C++ -*-===//
 //
 // From an OpGraph, a Strategy and a Machine, builds the task graph (forward
-// and backward tasks per shard, a transfer for every producer/consumer shard
-// overlap on different devices, gradient all-reduces for parameters read on
-// several devices, optimizer updates) and schedules it op by op: the tasks
+// and backward tasks per shard, the collectives and transfers of each
+// producer/consumer edge as lib/layout's reshard planner plans them for the
+// partitioner, gradient all-reduces for parameters read on several
+// devices, optimizer updates) and schedules it op by op: the tasks
 // of one op and kind form a group, groups are taken in order of (ready time,
 // key), each task starts when it is ready and its resources (device, links)
 // are free, and each resource serves tasks in the order they were taken.

@@ -1,0 +1,427 @@
+//===- Reshards.cpp - the communication of the simulator's edges ---------===//
+//
+// Each producer/consumer edge moves its tensor as lib/layout's reshard
+// planner says, exactly as the partitioner emits it: the steps become
+// collective tasks and point-to-point transfers, in the forward pass and,
+// for the gradient, in the backward pass.
+//
+//===----------------------------------------------------------------------===//
+
+#include "SimulatorTasks.h"
+
+#include <functional>
+#include <optional>
+#include <tuple>
+
+namespace soap {
+const Simulator::SlotLayouts &Simulator::slotLayouts(const Placement &p,
+                                                     size_t access,
+                                                     bool gradients) const {
+  std::vector<std::unique_ptr<SlotLayouts>> &cache = p.layouts[gradients];
+  if (cache.size() <= access)
+    cache.resize(access + 1);
+  if (!cache[access])
+    cache[access] =
+        std::make_unique<SlotLayouts>(buildSlotLayouts(p, access, gradients));
+  return *cache[access];
+}
+
+Simulator::SlotLayouts Simulator::buildSlotLayouts(const Placement &p,
+                                                   size_t access,
+                                                   bool gradients) const {
+  int numDevices = machine.numDevices();
+  SlotLayouts result;
+  std::vector<int> slotOf(numDevices, 0);
+  for (size_t t = 0; t < p.devices.size(); ++t) {
+    int device = p.devices[t];
+    size_t slot = slotOf[device]++;
+    if (slot == result.pieces.size()) {
+      result.pieces.emplace_back();
+      result.pieces.back().blocks.resize(numDevices);
+      result.task.emplace_back(numDevices, -1);
+    }
+    BoxRef box = p.box(t, access);
+    layout::Block block;
+    block.offsets.reserve(box.rank);
+    block.sizes.reserve(box.rank);
+    for (size_t d = 0; d < box.rank; ++d) {
+      block.offsets.push_back(box.first[d].first);
+      block.sizes.push_back(box.first[d].second - box.first[d].first + 1);
+    }
+    result.pieces[slot].blocks[device] = std::move(block);
+    result.task[slot][device] = static_cast<int>(t);
+  }
+  // A replicated op's tasks compute the same gradient (copies, not partial
+  // sums).
+  if (!gradients || p.replicated)
+    return result;
+  // Gradients of elements read by several tasks add up.
+  bool shared = false;
+  for (size_t t = 0; t < p.devices.size() && !shared; ++t)
+    for (size_t u = t + 1; u < p.devices.size() && !shared; ++u)
+      shared = overlapVolume(p.box(t, access), p.box(u, access)) > 0;
+  if (!shared)
+    return result;
+  for (size_t slot = 0; slot < result.pieces.size(); ++slot) {
+    layout::Layout &piece = result.pieces[slot];
+    piece.partial = layout::Combine::Sum;
+    piece.tasks.assign(numDevices, -1);
+    for (int d = 0; d < numDevices; ++d)
+      piece.tasks[d] = result.task[slot][d];
+  }
+  return result;
+}
+
+int Simulator::addCollective(CollectiveKind kind, const TaskKey &key,
+                             int64_t bytes, const std::vector<int> &group,
+                             const std::vector<int> &preds) {
+  int numDevices = machine.numDevices();
+  int id = newTask();
+  Task &t = tasks[id];
+  t.kind = TaskKind::Collective;
+  t.collective = kind;
+  t.key = key;
+  t.bytes = bytes;
+  t.groupSize = static_cast<int>(group.size());
+  t.members.append(group.begin(), group.end());
+  t.duration = machine.collectiveCost(kind, bytes, group).time;
+  for (LinkId link : machine.collectiveLinks(group))
+    t.resources.push_back(numDevices + link);
+  occupyDevices(t, group.data(), group.data() + group.size());
+  t.preds.append(preds.begin(), preds.end());
+  return id;
+}
+
+const layout::ReshardPlan &
+Simulator::planFor(const layout::TensorShape &shape,
+                   const std::vector<layout::Layout> &pieces,
+                   const layout::Layout &target, bool zerosElsewhere) {
+  // The same layouts recur across layers and proposals: plan each once.
+  std::string &key = plans->key;
+  key.clear();
+  auto add = [&](int64_t v) {
+    key.append(reinterpret_cast<const char *>(&v), sizeof v);
+  };
+  auto addLayout = [&](const layout::Layout &l) {
+    add(l.partial ? 1 + static_cast<int>(*l.partial) : 0);
+    for (size_t d = 0; d < l.blocks.size(); ++d) {
+      if (!l.blocks[d]) {
+        add(-1);
+        continue;
+      }
+      for (size_t i = 0; i < l.blocks[d]->sizes.size(); ++i) {
+        add(l.blocks[d]->offsets[i]);
+        add(l.blocks[d]->sizes[i]);
+      }
+      if (l.partial)
+        add(l.tasks[d]);
+      add(-2);
+    }
+  };
+  add(shape.elementBytes);
+  add(zerosElsewhere);
+  for (int64_t size : shape.shape)
+    add(size);
+  add(-3);
+  for (const layout::Layout &piece : pieces)
+    addLayout(piece);
+  add(-4);
+  addLayout(target);
+  auto it = plans->plans.find(key);
+  if (it != plans->plans.end())
+    return it->second;
+  if (plans->plans.size() > 100000)
+    plans->plans.clear();
+  return plans->plans
+      .emplace(key, layout::planReshard(shape, pieces, target, zerosElsewhere))
+      .first->second;
+}
+
+static std::optional<CollectiveKind> collectiveOf(layout::StepKind kind) {
+  switch (kind) {
+  case layout::StepKind::AllReduce:
+  case layout::StepKind::AllReduceWhole:
+    return CollectiveKind::AllReduce;
+  case layout::StepKind::ReduceScatter:
+    return CollectiveKind::ReduceScatter;
+  case layout::StepKind::AllGather:
+    return CollectiveKind::AllGather;
+  case layout::StepKind::AllToAll:
+    return CollectiveKind::AllToAll;
+  case layout::StepKind::Broadcast:
+    return CollectiveKind::Broadcast;
+  default:
+    return std::nullopt;
+  }
+}
+
+std::vector<std::vector<int>>
+Simulator::addPlanTasks(const layout::ReshardPlan &plan, bool forward,
+                        const TaskKey &base, const SourceTask &sourceOf,
+                        int64_t elementBytes,
+                        std::vector<std::vector<int>> &groups) {
+  int numDevices = machine.numDevices();
+  // What each device's data waits for, as the steps go.
+  std::vector<std::vector<int>> ready(numDevices);
+  auto fromPiece = [&](int piece, int device) {
+    return sourceOf(piece, device);
+  };
+  if (plan.piece >= 0)
+    for (int d = 0; d < numDevices; ++d)
+      ready[d] = fromPiece(plan.piece, d);
+  TaskKind transferKind = forward ? TaskKind::Transfer : TaskKind::GradTransfer;
+  for (size_t s = 0; s < plan.steps.size(); ++s) {
+    const layout::Step &step = plan.steps[s];
+    TaskKey key = base;
+    key[0] += 8 * static_cast<int32_t>(1 + groups.size());
+    std::vector<int> ids;
+    if (std::optional<CollectiveKind> kind = collectiveOf(step.kind)) {
+      for (size_t g = 0; g < step.groups.size(); ++g) {
+        const std::vector<int> &group = step.groups[g];
+        std::vector<int> preds;
+        if (step.kind == layout::StepKind::AllReduceWhole) {
+          for (int piece : step.pieces)
+            for (int d = 0; d < numDevices; ++d)
+              for (int id : fromPiece(piece, d))
+                preds.push_back(id);
+        } else {
+          for (int d : group)
+            preds.insert(preds.end(), ready[d].begin(), ready[d].end());
+        }
+        key[4] = static_cast<int32_t>(g);
+        int id = addCollective(*kind, key, step.bytes, group, preds);
+        ids.push_back(id);
+        for (int d : group)
+          ready[d] = {id};
+      }
+    } else if (step.kind == layout::StepKind::SendRecv ||
+               step.kind == layout::StepKind::HaloExchange) {
+      std::vector<std::vector<int>> received(numDevices);
+      for (size_t i = 0; i < step.transfers.size(); ++i) {
+        const layout::Transfer &t = step.transfers[i];
+        std::vector<int> source =
+            t.piece >= 0 ? fromPiece(t.piece, t.from) : ready[t.from];
+        if (t.from == t.to) {
+          received[t.to].insert(received[t.to].end(), source.begin(),
+                                source.end());
+          continue;
+        }
+        key[4] = t.from;
+        key[5] = t.to;
+        int id = addTransfer(transferKind, key, t.block.volume() * elementBytes,
+                             t.from, t.to, source.empty() ? -1 : source[0]);
+        Task &task = tasks[id];
+        if (source.empty())
+          task.preds.clear();
+        else
+          task.preds.append(source.begin() + 1, source.end());
+        ids.push_back(id);
+        received[t.to].push_back(id);
+      }
+      for (int d = 0; d < numDevices; ++d)
+        if (step.result.blocks[d])
+          ready[d] = std::move(received[d]);
+    }
+    if (!ids.empty())
+      groups.push_back(std::move(ids));
+  }
+  return ready;
+}
+
+static bool sameBox(BoxRef a, BoxRef b) {
+  return a.rank == b.rank && std::equal(a.first, a.first + a.rank, b.first);
+}
+
+/// Whether an edge's data stays where it is: every consumer task reads
+/// exactly a block its device produced (the producer task's index in
+/// `producerOf[u]`: planReshard gives no step), and, for the gradient,
+/// no two consumer tasks read the same elements (no partial sums) and
+/// every producer task's block is exactly one consumer task's on its device
+/// (`consumerOf[s]`).
+bool Simulator::sameBlocksOnSameDevices(const Placement &pp, size_t pa,
+                                        const Placement &cp, size_t ca,
+                                        bool backward,
+                                        std::vector<int> &producerOf,
+                                        std::vector<int> &consumerOf) {
+  auto local = [](const Placement &from, size_t fa, const Placement &to,
+                  size_t ta, size_t t) {
+    for (size_t s = 0; s < from.devices.size(); ++s)
+      if (from.devices[s] == to.devices[t] &&
+          sameBox(from.box(s, fa), to.box(t, ta)))
+        return static_cast<int>(s);
+    return -1;
+  };
+  producerOf.assign(cp.devices.size(), -1);
+  for (size_t u = 0; u < cp.devices.size(); ++u)
+    if ((producerOf[u] = local(pp, pa, cp, ca, u)) < 0)
+      return false;
+  if (!backward)
+    return true;
+  for (size_t u = 0; u < cp.devices.size(); ++u)
+    for (size_t v = u + 1; v < cp.devices.size(); ++v)
+      if (overlapVolume(cp.box(u, ca), cp.box(v, ca)) > 0)
+        return false;
+  consumerOf.assign(pp.devices.size(), -1);
+  for (size_t s = 0; s < pp.devices.size(); ++s)
+    if ((consumerOf[s] = local(cp, ca, pp, pa, s)) < 0)
+      return false;
+  return true;
+}
+
+void Simulator::buildEdge(int edgeId) {
+  auto [producer, consumer] = edgeEnds[edgeId];
+  const OpNode &pn = graph.nodes[producer];
+  const OpNode &cn = graph.nodes[consumer];
+  const Placement &pp = placement(producer);
+  const Placement &cp = placement(consumer);
+  EdgeTasks &edge = edges[edgeId];
+  edge = EdgeTasks();
+  std::vector<std::vector<int>> groupsOfEdge;
+  std::vector<int> producerOf, consumerOf;
+  fwdPairs.clear();
+  bwdPairs.clear();
+  bool backward = options.training && pn.needsBackward && cn.needsBackward;
+  int numDevices = machine.numDevices();
+  for (size_t ca = 0; ca < cn.accesses.size(); ++ca) {
+    const NodeAccess &access = cn.accesses[ca];
+    const GraphTensor &tensor = graph.tensors[access.tensor];
+    if (tensor.producer != producer || access.role == AccessRole::Write ||
+        (access.role == AccessRole::Unread && access.isDestination))
+      continue;
+    // The producer's access that defines the tensor.
+    size_t pa = 0;
+    while (pa < pn.accesses.size() &&
+           !(pn.accesses[pa].tensor == access.tensor &&
+             pn.accesses[pa].role != AccessRole::Read))
+      ++pa;
+    if (pa == pn.accesses.size())
+      continue;
+    const NodeTasks &made = nodeTasks[producer];
+    auto producedBy = [&](int s) {
+      if (pp.splitsReduction && made.reducedBy[pa][s] >= 0)
+        return made.reducedBy[pa][s];
+      return made.fwd[s];
+    };
+    if (sameBlocksOnSameDevices(pp, pa, cp, ca, backward, producerOf,
+                                consumerOf)) {
+      for (size_t u = 0; u < producerOf.size(); ++u)
+        fwdPairs.emplace_back(u, producedBy(producerOf[u]));
+      if (backward)
+        for (size_t s = 0; s < consumerOf.size(); ++s)
+          bwdPairs.emplace_back(s, nodeTasks[consumer].bwd[consumerOf[s]]);
+      continue;
+    }
+    // The reshards lib/layout plans, as the partitioner emits them: the
+    // consumer's blocks of each slot from the producer's blocks (complete
+    // once a split reduction's all-reduce ran) ...
+    layout::TensorShape shape{tensor.shape, tensor.elementBytes};
+    const SlotLayouts &produced = slotLayouts(pp, pa, /*gradients=*/false);
+    const SlotLayouts &read = slotLayouts(cp, ca, /*gradients=*/false);
+    std::vector<PlanCache::Copy> &copies = plans->copies[producer][pa];
+    auto producedIn = [&](int piece, int device) -> std::vector<int> {
+      size_t own = produced.pieces.size();
+      if (static_cast<size_t>(piece) >= own)
+        return copies[piece - own].madeBy[device];
+      int s = produced.task[piece][device];
+      return s < 0 ? std::vector<int>{} : std::vector<int>{producedBy(s)};
+    };
+    for (size_t k = 0; k < read.pieces.size(); ++k) {
+      std::vector<layout::Layout> pieces = produced.pieces;
+      for (const PlanCache::Copy &copy : copies)
+        pieces.push_back(copy.layout);
+      const layout::ReshardPlan &plan =
+          planFor(shape, pieces, read.pieces[k], /*zerosElsewhere=*/false);
+      TaskKey base{2,
+                   consumer,
+                   producer,
+                   static_cast<int32_t>(ca),
+                   static_cast<int32_t>(k),
+                   0};
+      std::vector<std::vector<int>> ready =
+          addPlanTasks(plan, /*forward=*/true, base, producedIn,
+                       tensor.elementBytes, groupsOfEdge);
+      // What the steps made stays for the next readers.
+      for (auto step = plan.steps.rbegin(); step != plan.steps.rend(); ++step)
+        if (step->kind != layout::StepKind::Slice) {
+          copies.push_back({step->result, ready});
+          break;
+        }
+      for (int d = 0; d < numDevices; ++d)
+        if (int u = read.task[k][d]; u >= 0)
+          for (int id : ready[d])
+            fwdPairs.emplace_back(u, id);
+    }
+    if (!backward)
+      continue;
+    // ... and the gradient from the consumer's blocks (partial sums where
+    // its tasks read the same elements; zeros where it reads nothing) back
+    // to the producer's.
+    const SlotLayouts &gradients = slotLayouts(cp, ca, /*gradients=*/true);
+    const NodeTasks &read_ = nodeTasks[consumer];
+    auto gradientBy = [&](int piece, int device) -> std::vector<int> {
+      int u = gradients.task[piece][device];
+      return u < 0 ? std::vector<int>{} : std::vector<int>{read_.bwd[u]};
+    };
+    for (size_t k = 0; k < produced.pieces.size(); ++k) {
+      const layout::ReshardPlan &plan =
+          planFor(shape, gradients.pieces, produced.pieces[k],
+                  /*zerosElsewhere=*/true);
+      TaskKey base{3,
+                   producer,
+                   consumer,
+                   static_cast<int32_t>(ca),
+                   static_cast<int32_t>(k),
+                   0};
+      std::vector<std::vector<int>> ready =
+          addPlanTasks(plan, /*forward=*/false, base, gradientBy,
+                       tensor.elementBytes, groupsOfEdge);
+      for (int d = 0; d < numDevices; ++d)
+        if (int s = produced.task[k][d]; s >= 0)
+          for (int id : ready[d])
+            bwdPairs.emplace_back(s, id);
+    }
+  }
+  groupByTask(fwdPairs, cp.devices.size(), edge.fwdStart, edge.fwdDeps);
+  groupByTask(bwdPairs, pp.devices.size(), edge.bwdStart, edge.bwdDeps);
+  for (std::vector<int> &ids : groupsOfEdge)
+    edge.groups.push_back(addGroup(std::move(ids)));
+}
+
+std::vector<CommStep> Simulator::communication() const {
+  std::vector<CommStep> steps;
+  for (const Group &g : groups) {
+    if (!g.alive)
+      continue;
+    for (int id : g.tasks) {
+      const Task &t = tasks[id];
+      switch (t.kind) {
+      case TaskKind::Transfer:
+      case TaskKind::GradTransfer:
+        steps.push_back({"send", {t.src, t.dst}, t.bytes});
+        break;
+      case TaskKind::AllReduce:
+        if (t.groupSize > 1) {
+          steps.push_back({"all_reduce",
+                           std::vector<int>(t.members.begin(), t.members.end()),
+                           t.bytes});
+        }
+        break;
+      case TaskKind::Collective:
+        steps.push_back({collectiveName(t.collective),
+                         std::vector<int>(t.members.begin(), t.members.end()),
+                         t.bytes});
+        break;
+      default:
+        break;
+      }
+    }
+  }
+  std::sort(steps.begin(), steps.end(),
+            [](const CommStep &a, const CommStep &b) {
+              return std::tie(a.kind, a.group, a.bytes) <
+                     std::tie(b.kind, b.group, b.bytes);
+            });
+  return steps;
+}
+
+} // namespace soap

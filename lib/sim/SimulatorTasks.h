@@ -1,0 +1,315 @@
+//===- SimulatorTasks.h - the simulator's task graph -----------*- C++ -*-===//
+//
+// Private to lib/sim: the tasks, groups and placements that Simulator.cpp
+// (construction, scheduling, delta simulation, report) and Reshards.cpp
+// (the communication of each edge, as lib/layout plans it) share.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SOAP_LIB_SIM_SIMULATORTASKS_H
+#define SOAP_LIB_SIM_SIMULATORTASKS_H
+
+#include "soap/layout/Layout.h"
+#include "soap/machine/Machine.h"
+#include "soap/sim/Simulator.h"
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <initializer_list>
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace soap {
+/// Orders tasks with equal ready times, independently of their ids, so that
+/// a delta rebuild and a full rebuild schedule identically.
+using TaskKey = std::array<int32_t, 6>; // kind, node, peer, index, sub, aux
+
+/// The key packed into one integer (20 bits per field) for fast ordering.
+using TaskRank = unsigned __int128;
+inline TaskRank rankOf(const TaskKey &key) {
+  TaskRank rank = 0;
+  for (int32_t field : key)
+    rank = (rank << 20) | static_cast<uint32_t>(field + 1);
+  return rank;
+}
+
+/// A task's list of ints (resources, predecessors): up to kInline of them
+/// in place, on the heap beyond. Most tasks have one device, or a route of
+/// one or two links (plus two devices), and one predecessor: the hundreds
+/// of thousands of tasks a delta simulation builds and takes out would
+/// otherwise cost two allocations and two frees each.
+class TaskInts {
+public:
+  static constexpr uint32_t kInline = 4;
+  TaskInts() = default;
+  TaskInts(std::initializer_list<int> values) {
+    append(values.begin(), values.end());
+  }
+  TaskInts(const TaskInts &other) { append(other.begin(), other.end()); }
+  TaskInts(TaskInts &&other) noexcept { take(other); }
+  TaskInts &operator=(const TaskInts &other) {
+    if (this != &other) {
+      clear();
+      append(other.begin(), other.end());
+    }
+    return *this;
+  }
+  TaskInts &operator=(TaskInts &&other) noexcept {
+    if (this != &other) {
+      release();
+      take(other);
+    }
+    return *this;
+  }
+  TaskInts &operator=(std::initializer_list<int> values) {
+    clear();
+    append(values.begin(), values.end());
+    return *this;
+  }
+  ~TaskInts() { release(); }
+
+  int *begin() { return data(); }
+  int *end() { return data() + size_; }
+  const int *begin() const { return data(); }
+  const int *end() const { return data() + size_; }
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  int front() const { return data()[0]; }
+  void clear() { size_ = 0; }
+  void push_back(int value) {
+    reserve(size_ + 1);
+    data()[size_++] = value;
+  }
+  void assign(size_t count, int value) {
+    clear();
+    reserve(count);
+    std::fill(data(), data() + count, value);
+    size_ = count;
+  }
+  /// Appends [first, last).
+  template <typename It> void append(It first, It last) {
+    reserve(size_ + static_cast<uint32_t>(std::distance(first, last)));
+    int *out = data() + size_;
+    for (; first != last; ++first, ++size_)
+      *out++ = *first;
+  }
+
+private:
+  int *data() { return capacity_ > kInline ? heap_ : inline_; }
+  const int *data() const { return capacity_ > kInline ? heap_ : inline_; }
+  void reserve(uint32_t wanted) {
+    if (wanted <= capacity_)
+      return;
+    uint32_t capacity = std::max(wanted, 2 * capacity_);
+    int *grown = new int[capacity];
+    std::copy(data(), data() + size_, grown);
+    release();
+    heap_ = grown;
+    capacity_ = capacity;
+  }
+  void release() {
+    if (capacity_ > kInline)
+      delete[] heap_;
+    capacity_ = kInline;
+  }
+  void take(TaskInts &other) {
+    size_ = other.size_;
+    capacity_ = other.capacity_;
+    if (capacity_ > kInline)
+      heap_ = other.heap_;
+    else
+      std::copy(other.inline_, other.inline_ + size_, inline_);
+    other.size_ = 0;
+    other.capacity_ = kInline;
+  }
+
+  union {
+    int inline_[kInline];
+    int *heap_;
+  };
+  uint32_t size_ = 0, capacity_ = kInline;
+};
+
+struct Simulator::Task {
+  TaskKind kind = TaskKind::Forward;
+  bool alive = false;
+  TaskKey key{};
+  double duration = 0;
+  int64_t bytes = 0;
+  int device = -1; ///< compute tasks and updates
+  int src = -1, dst = -1;
+  int group = -1;
+  TaskInts resources; ///< devices, then numDevices + link id
+  TaskInts preds;
+  int groupSize = 0; ///< all-reduce, collective
+  TaskInts members;  ///< all-reduce, collective: the devices, in group order
+  CollectiveKind collective = CollectiveKind::AllReduce; ///< collective
+};
+
+/// The tasks of one op and kind (an op's forward shards, its backward
+/// shards, its partial-sum all-reduces; the transfers or gradient transfers
+/// of one producer/consumer edge; a parameter's all-reduces or updates).
+/// The scheduler takes whole groups, so it keeps per group, in flat arrays,
+/// what it reads for each of the group's tasks.
+struct Simulator::Group {
+  bool alive = false;
+  TaskRank rank = 0;
+  std::vector<int> tasks;
+  std::vector<int> predGroups; ///< distinct groups this one waits for
+  /// What schedule() reads, in one block (it walks thousands of groups per
+  /// call: one block is one cache miss, not six). First, per task: the
+  /// number of its predecessors, then their ids; from `workAt` on, per
+  /// task: its id, its duration (two words), the number of its resources,
+  /// then the resources.
+  std::vector<int32_t> view;
+  int workAt = 0;
+  int readyAt = 0; ///< where schedule() put its tasks' ready times
+};
+
+/// max by value: std::max returns a reference, which makes compilers keep
+/// a running maximum in memory instead of a register.
+inline double later(double a, double b) { return a < b ? b : a; }
+
+/// The latest of `s` and the free times of resources [first, last).
+inline double latestFree(const double *free, const int32_t *first,
+                                const int32_t *last, double s) {
+  if (last - first == 1) // most tasks: one device or one link
+    return later(s, free[*first]);
+  double a = s, b = 0;
+  for (; last - first >= 2; first += 2) {
+    a = later(a, free[first[0]]);
+    b = later(b, free[first[1]]);
+  }
+  if (first != last)
+    a = later(a, free[*first]);
+  return later(a, b);
+}
+
+inline double loadTime(const int32_t *at) {
+  double t;
+  std::memcpy(&t, at, sizeof(t));
+  return t;
+}
+inline void storeTime(int32_t *at, double t) { std::memcpy(at, &t, sizeof(t)); }
+
+struct Simulator::NodeTasks {
+  std::vector<int> fwd, bwd, sync;
+  int fwdGroup = -1, bwdGroup = -1, syncGroup = -1;
+  /// [access][task]: the all-reduce that completes the partial sums the
+  /// task writes through that access, or -1.
+  std::vector<std::vector<int>> reducedBy;
+};
+
+struct Simulator::EdgeTasks {
+  /// What each consumer task waits for in the forward pass, and each
+  /// producer task in the backward pass, in one list each: consumer task
+  /// u's are fwdDeps[fwdStart[u] .. fwdStart[u + 1]).
+  std::vector<int> fwdStart, fwdDeps, bwdStart, bwdDeps;
+  /// The edge's communication: one group per reshard step (a step's
+  /// tasks wait for the step before).
+  std::vector<int> groups;
+};
+
+/// Sorts (task, dependency) pairs by task, stably, into `start` (numTasks + 1
+/// offsets) and `list`.
+inline void groupByTask(const std::vector<std::pair<int, int>> &pairs,
+                        size_t numTasks, std::vector<int> &start,
+                        std::vector<int> &list) {
+  start.assign(numTasks + 1, 0);
+  for (const auto &pair : pairs)
+    ++start[pair.first + 1];
+  for (size_t t = 0; t < numTasks; ++t)
+    start[t + 1] += start[t];
+  list.resize(pairs.size());
+  // Fill with start[t] as task t's cursor, which ends at task t + 1's
+  // start; then shift the offsets back.
+  for (const auto &[task, dep] : pairs)
+    list[start[task]++] = dep;
+  for (size_t t = numTasks; t > 0; --t)
+    start[t] = start[t - 1];
+  start[0] = 0;
+}
+
+using Range = std::pair<int64_t, int64_t>; // inclusive
+using Box = std::vector<Range>;
+
+/// A box kept in a Placement's flat storage.
+struct BoxRef {
+  const Range *first = nullptr;
+  size_t rank = 0;
+  Box toBox() const { return Box(first, first + rank); }
+};
+
+inline int64_t overlapVolume(BoxRef a, BoxRef b) {
+  int64_t volume = 1;
+  for (size_t d = 0; d < a.rank; ++d) {
+    int64_t lo = std::max(a.first[d].first, b.first[d].first);
+    int64_t hi = std::min(a.first[d].second, b.first[d].second);
+    if (hi < lo)
+      return 0;
+    volume *= hi - lo + 1;
+  }
+  return volume;
+}
+
+inline int64_t boxVolume(BoxRef box) { return overlapVolume(box, box); }
+inline int64_t boxVolume(const Box &box) {
+  return boxVolume(BoxRef{box.data(), box.size()});
+}
+
+/// The blocks one access of a placement touches, as layouts: one per slot
+/// (the k-th task of every device), and each (slot, device)'s task.
+/// `gradients`: the blocks hold the tasks' partial gradients of the tensor
+/// (partial sums where two tasks touch the same elements).
+struct Simulator::SlotLayouts {
+  std::vector<layout::Layout> pieces;
+  std::vector<std::vector<int>> task; ///< [slot][device] -> task, or -1
+};
+
+/// Reshard plans by their arguments (Simulator::planFor).
+struct Simulator::PlanCache {
+  std::unordered_map<std::string, layout::ReshardPlan> plans;
+  std::string key;
+  /// What earlier readers' reshards made of a producer's output (the
+  /// partitioner keeps it as a piece of the value for later readers): per
+  /// producer node and access, each layout and, per device, the tasks that
+  /// made it there. Rebuilt with the producer's outgoing edges, in the
+  /// order of their consumers.
+  struct Copy {
+    layout::Layout layout;
+    std::vector<std::vector<int>> madeBy;
+  };
+  std::vector<std::map<size_t, std::vector<Copy>>> copies;
+};
+
+struct Simulator::Placement {
+  bool replicated = false;
+  bool splitsReduction = false;
+  std::vector<int> devices;   ///< per task
+  std::vector<int64_t> shard; ///< loop extents of every task
+  /// The region of each access of each task, in one array: task t's
+  /// region of access a has rank accessRank[a] and starts at
+  /// t * stride + accessAt[a].
+  std::vector<Range> ranges;
+  std::vector<size_t> accessAt, accessRank;
+  size_t stride = 0;
+  double forward = 0, backward = 0;
+  /// slotLayouts per access, built when first asked for: [gradients][access].
+  mutable std::vector<std::unique_ptr<SlotLayouts>> layouts[2];
+
+  BoxRef box(size_t task, size_t access) const {
+    return {ranges.data() + task * stride + accessAt[access],
+            accessRank[access]};
+  }
+};
+
+} // namespace soap
+
+#endif // SOAP_LIB_SIM_SIMULATORTASKS_H
