@@ -92,19 +92,14 @@ SmallVector<OpFoldResult> SpmdPartitioner::offsetsOf(const DeviceBoxes &target,
                                                      const DeviceBoxes *held,
                                                      int64_t rank,
                                                      Location loc) {
-  SmallVector<OpFoldResult> offsets;
-  for (int64_t dim = 0; dim < rank; ++dim) {
-    SmallVector<int64_t> perDim;
-    for (auto [device, box] : llvm::enumerate(target))
-      perDim.push_back(box ? box->offsets[dim] -
-                                 (held ? (*held)[device]->offsets[dim] : 0)
-                           : 0);
-    if (llvm::all_equal(perDim))
-      offsets.push_back(b.getIndexAttr(perDim.front()));
-    else
-      offsets.push_back(perDevice(perDim, loc));
-  }
-  return offsets;
+  SmallVector<SmallVector<int64_t>> offsets(numDevices,
+                                            SmallVector<int64_t>(rank, 0));
+  for (auto [device, box] : llvm::enumerate(target))
+    if (box)
+      for (int64_t dim = 0; dim < rank; ++dim)
+        offsets[device][dim] =
+            box->offsets[dim] - (held ? (*held)[device]->offsets[dim] : 0);
+  return offsetsPerDevice(offsets, loc);
 }
 
 Value SpmdPartitioner::slice(Value source, const DeviceBoxes &target,

@@ -163,12 +163,9 @@ Simulator::addPlanTasks(const layout::ReshardPlan &plan, bool forward,
   int numDevices = machine.numDevices();
   // What each device's data waits for, as the steps go.
   std::vector<std::vector<int>> ready(numDevices);
-  auto fromPiece = [&](int piece, int device) {
-    return sourceOf(piece, device);
-  };
   if (plan.piece >= 0)
     for (int d = 0; d < numDevices; ++d)
-      ready[d] = fromPiece(plan.piece, d);
+      ready[d] = sourceOf(plan.piece, d);
   TaskKind transferKind = forward ? TaskKind::Transfer : TaskKind::GradTransfer;
   for (size_t s = 0; s < plan.steps.size(); ++s) {
     const layout::Step &step = plan.steps[s];
@@ -182,7 +179,7 @@ Simulator::addPlanTasks(const layout::ReshardPlan &plan, bool forward,
         if (step.kind == layout::StepKind::AllReduceWhole) {
           for (int piece : step.pieces)
             for (int d = 0; d < numDevices; ++d)
-              for (int id : fromPiece(piece, d))
+              for (int id : sourceOf(piece, d))
                 preds.push_back(id);
         } else {
           for (int d : group)
@@ -200,7 +197,7 @@ Simulator::addPlanTasks(const layout::ReshardPlan &plan, bool forward,
       for (size_t i = 0; i < step.transfers.size(); ++i) {
         const layout::Transfer &t = step.transfers[i];
         std::vector<int> source =
-            t.piece >= 0 ? fromPiece(t.piece, t.from) : ready[t.from];
+            t.piece >= 0 ? sourceOf(t.piece, t.from) : ready[t.from];
         if (t.from == t.to) {
           received[t.to].insert(received[t.to].end(), source.begin(),
                                 source.end());
@@ -209,12 +206,7 @@ Simulator::addPlanTasks(const layout::ReshardPlan &plan, bool forward,
         key[4] = t.from;
         key[5] = t.to;
         int id = addTransfer(transferKind, key, t.block.volume() * elementBytes,
-                             t.from, t.to, source.empty() ? -1 : source[0]);
-        Task &task = tasks[id];
-        if (source.empty())
-          task.preds.clear();
-        else
-          task.preds.append(source.begin() + 1, source.end());
+                             t.from, t.to, source);
         ids.push_back(id);
         received[t.to].push_back(id);
       }
@@ -325,12 +317,18 @@ void Simulator::buildEdge(int edgeId) {
       int s = produced.task[piece][device];
       return s < 0 ? std::vector<int>{} : std::vector<int>{producedBy(s)};
     };
+    std::vector<layout::Layout> withCopies;
     for (size_t k = 0; k < read.pieces.size(); ++k) {
-      std::vector<layout::Layout> pieces = produced.pieces;
-      for (const PlanCache::Copy &copy : copies)
-        pieces.push_back(copy.layout);
+      // The producer's pieces, then the copies earlier readers made (a
+      // vector is built only when there are copies).
+      if (!copies.empty()) {
+        withCopies = produced.pieces;
+        for (const PlanCache::Copy &copy : copies)
+          withCopies.push_back(copy.layout);
+      }
       const layout::ReshardPlan &plan =
-          planFor(shape, pieces, read.pieces[k], /*zerosElsewhere=*/false);
+          planFor(shape, copies.empty() ? produced.pieces : withCopies,
+                  read.pieces[k], /*zerosElsewhere=*/false);
       TaskKey base{2,
                    consumer,
                    producer,

@@ -669,7 +669,7 @@ const Simulator::TransferPath &Simulator::path(int src, int dst) {
 }
 
 int Simulator::addTransfer(TaskKind kind, const TaskKey &key, int64_t bytes,
-                           int src, int dst, int pred) {
+                           int src, int dst, const std::vector<int> &preds) {
   int numDevices = machine.numDevices();
   int id = newTask();
   Task &t = tasks[id];
@@ -684,7 +684,7 @@ int Simulator::addTransfer(TaskKind kind, const TaskKey &key, int64_t bytes,
   int ends[2] = {src, dst};
   occupyDevices(t, ends, ends + 2);
   t.duration = route.cost.time(bytes);
-  t.preds = {pred};
+  t.preds.append(preds.begin(), preds.end());
   return id;
 }
 

@@ -137,9 +137,11 @@ private:
   void occupyDevices(Task &task, const int *first, const int *last);
   /// The route from src to dst and its cost, computed once per source.
   const TransferPath &path(int src, int dst);
-  /// A point-to-point transfer task over the route from src to dst.
+  /// A point-to-point transfer task over the route from src to dst that
+  /// waits for `preds`.
   int addTransfer(TaskKind kind, const std::array<int32_t, 6> &key,
-                  int64_t bytes, int src, int dst, int pred);
+                  int64_t bytes, int src, int dst,
+                  const std::vector<int> &preds);
   /// A collective task over `group` priced by Machine::collectiveCost.
   int addCollective(CollectiveKind kind, const std::array<int32_t, 6> &key,
                     int64_t bytes, const std::vector<int> &group,
