@@ -45,6 +45,7 @@ struct SoapSimulatePass
     options.training = training;
     Simulator simulator(built->graph, cost, options);
     SimReport report = simulator.simulate(strategy);
+    report.memoryTimeline = simulator.memoryTimeline();
 
     int64_t peak = 0;
     for (int64_t bytes : report.devicePeakMemory)

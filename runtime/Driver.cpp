@@ -20,11 +20,12 @@
 
 #include "Checkpoint.h"
 #include "Comm.h"
-#include "soap/support/AtomicFile.h"
 #include "GpuHooks.h"
+#include "Memory.h"
 #include "Model.h"
 #include "Trace.h"
 #include "soap/Runtime/Runtime.h"
+#include "soap/support/AtomicFile.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -650,6 +651,9 @@ int main(int argc, char **argv) {
   if (run.gpu)
     run.startDevice();
 
+  // peak_tensor_mb is the steps' high-water mark: the state, and what the
+  // steps allocate (not the whole tensors initialization draws shards of).
+  restartTensorPeak();
   Watchdog watchdog(options.timeout);
   // Warm-up steps run on the current state and discard their results.
   for (long i = 0; i < options.warmup; ++i) {
@@ -711,10 +715,14 @@ int main(int argc, char **argv) {
   struct rusage usage {};
   getrusage(RUSAGE_SELF, &usage);
   double peakMb = commMaxOverRanks(usage.ru_maxrss / 1024.0);
+  // The most bytes any rank's tensors held at once during the steps (host
+  // buffers: the driver's state and what the step allocates; a GPU step's
+  // buffers are device memory, not counted here).
+  double tensorMb = commMaxOverRanks(peakTensorBytes() / (1024.0 * 1024.0));
   if (rank0)
     std::printf("summary steps=%ld mean_ms=%.3f median_ms=%.3f "
-                "final_loss=%.9g peak_rss_mb=%.1f\n",
-                options.steps, mean, median(times), loss, peakMb);
+                "final_loss=%.9g peak_rss_mb=%.1f peak_tensor_mb=%.2f\n",
+                options.steps, mean, median(times), loss, peakMb, tensorMb);
   std::fflush(stdout);
 
   // Every rank takes part (sharded state is gathered); rank 0 writes.

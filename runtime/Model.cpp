@@ -3,6 +3,7 @@
 #include "Model.h"
 
 #include "BlockedLayout.h"
+#include "Memory.h"
 
 #include <nlohmann/json.hpp>
 
@@ -243,7 +244,10 @@ void insertShard(const TensorSpec &spec, int rank, const void *part,
   });
 }
 
-void Buffer::Free::operator()(void *p) const { std::free(p); }
+void Buffer::Free::operator()(void *p) const {
+  noteTensorBytes(-heapBlockBytes(p));
+  std::free(p);
+}
 
 Buffer::Buffer(size_t size) : bytes(size) {
   size_t rounded = (std::max<size_t>(size, 1) + 63) / 64 * 64;
@@ -252,6 +256,7 @@ Buffer::Buffer(size_t size) : bytes(size) {
     std::fprintf(stderr, "error: cannot allocate %zu bytes\n", size);
     std::exit(1);
   }
+  noteTensorBytes(heapBlockBytes(storage.get()));
   std::memset(storage.get(), 0, rounded);
 }
 

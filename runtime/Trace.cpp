@@ -32,6 +32,11 @@ double nowUs() {
 
 void setOpTracing(bool enabled) { opTracing = enabled; }
 
+void traceTensorMemory(int64_t bytes) {
+  if (opTracing && traceEvents().size() < kMaxEvents)
+    traceEvents().push_back({"tensor memory", "memory", nowUs(), 0, -1, bytes});
+}
+
 std::vector<TraceEvent> &traceEvents() {
   static std::vector<TraceEvent> events;
   return events;
@@ -61,6 +66,15 @@ bool writeChromeTrace(const std::string &path,
                     {"tid", 2},
                     {"args", {{"name", "communication"}}}});
   for (const TraceEvent &event : traceEvents()) {
+    if (event.category == "memory") {
+      events.push_back({{"name", event.name},
+                        {"cat", event.category},
+                        {"ph", "C"},
+                        {"ts", event.startUs},
+                        {"pid", 0},
+                        {"args", {{"MB", event.bytes / (1024.0 * 1024.0)}}}});
+      continue;
+    }
     bool isOp = event.category == "op";
     bool isComm = event.category == "comm";
     bool isCopy = event.category == "copy";

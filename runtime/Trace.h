@@ -19,10 +19,11 @@ namespace soaprt {
 /// One complete event ("ph": "X"); times in microseconds since the start.
 struct TraceEvent {
   std::string name;
-  std::string category; // "step", "op", "comm" or "copy"
+  std::string category; // "step", "op", "comm", "copy" or "memory"
   double startUs = 0, durationUs = 0;
   int64_t id = -1;   // the op's index in soap_model_info's "ops", or the step
-  int64_t bytes = 0; // "comm": the bytes this rank contributes; "copy"
+  int64_t bytes = 0; // "comm": the bytes this rank contributes; "copy";
+                     // "memory": the bytes tensors hold from then on
 };
 
 /// Records an event for the lifetime of the object, while kernel tracing is
@@ -48,6 +49,10 @@ double nowUs();
 
 /// Turns the recording of kernel events by soaprt_op_begin/end on or off.
 void setOpTracing(bool enabled);
+
+/// While kernels are traced: records that the tensors now hold `bytes` (a
+/// "memory" counter event, drawn as a graph under the kernels).
+void traceTensorMemory(int64_t bytes);
 
 /// Events recorded so far; kernel events name their op by id only.
 std::vector<TraceEvent> &traceEvents();

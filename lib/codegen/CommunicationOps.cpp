@@ -3,7 +3,8 @@
 // Two steps around one-shot bufferization:
 //
 //   before: soap.on_devices becomes an scf.if on the rank (results are
-//   empty tensors elsewhere); soap.rank becomes soaprt_rank(); every
+//   shared read-only stand-ins elsewhere, or empty tensors on the GPU);
+//   soap.rank becomes soaprt_rank(); every
 //   communication op on tensors becomes
 //       %in  = bufferization.to_buffer %x read_only   (a dense buffer)
 //       %out = memref.alloc()                          (a new buffer)
@@ -94,9 +95,42 @@ int64_t product(ArrayRef<int64_t> sizes) {
   return p;
 }
 
+/// A read-only stand-in for a tensor of `type` that this rank does not
+/// compute: a view of one uninitialized global per type, which every
+/// guard's results of that type share. Nothing is allocated for it; an op
+/// outside the guards that writes into it (an insert_slice) gets a copy
+/// from bufferization, as for any read-only tensor. Its values are never
+/// used: ops that read it run on every rank, and only the ranks of the
+/// guard keep what they make of it.
+Value sharedAbsentTensor(OpBuilder &b, Location loc, RankedTensorType type,
+                         ModuleOp module) {
+  auto memrefType = MemRefType::get(type.getShape(), type.getElementType());
+  std::string name;
+  llvm::raw_string_ostream os(name);
+  os << "soap_absent_";
+  for (int64_t size : type.getShape())
+    os << size << "x";
+  os << type.getElementType();
+  auto global = module.lookupSymbol<memref::GlobalOp>(name);
+  if (!global) {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(module.getBody());
+    global = memref::GlobalOp::create(
+        b, loc, name, b.getStringAttr("private"), memrefType, b.getUnitAttr(),
+        /*constant=*/false, /*alignment=*/b.getI64IntegerAttr(64));
+  }
+  Value buffer = memref::GetGlobalOp::create(b, loc, memrefType, name);
+  return bufferization::ToTensorOp::create(b, loc, type, buffer,
+                                           /*restrict=*/true,
+                                           /*writable=*/false);
+}
+
 /// soap.on_devices [d...] { body } -> scf.if (rank == d0 || ...) { body }
-/// else { empty tensors / poison }.
-LogicalResult lowerOnDevices(OnDevicesOp op, ModuleOp module) {
+/// else { stand-ins / poison }: on the CPU (`hostBuffers`) a tensor result
+/// is a shared read-only stand-in there (sharedAbsentTensor), so a rank
+/// allocates only what it computes; on the GPU an empty tensor.
+LogicalResult lowerOnDevices(OnDevicesOp op, ModuleOp module,
+                             bool hostBuffers) {
   OpBuilder b(op);
   Location loc = op.getLoc();
   for (Type type : op.getResultTypes())
@@ -132,8 +166,10 @@ LogicalResult lowerOnDevices(OnDevicesOp op, ModuleOp module) {
   SmallVector<Value> undefined;
   for (Type type : op.getResultTypes()) {
     if (auto tensor = dyn_cast<RankedTensorType>(type))
-      undefined.push_back(tensor::EmptyOp::create(
-          b, loc, tensor.getShape(), tensor.getElementType()));
+      undefined.push_back(
+          hostBuffers ? sharedAbsentTensor(b, loc, tensor, module)
+                      : tensor::EmptyOp::create(b, loc, tensor.getShape(),
+                                                tensor.getElementType()));
     else
       undefined.push_back(ub::PoisonOp::create(b, loc, type));
   }
@@ -417,7 +453,7 @@ static void transposeBeforeAllReduces(ModuleOp module) {
   }
 }
 
-LogicalResult lowerCommunicationOps(ModuleOp module) {
+LogicalResult lowerCommunicationOps(ModuleOp module, bool hostBuffers) {
   if (failed(checkSendRecvPairs(module)))
     return failure();
   transposeBeforeAllReduces(module);
@@ -425,7 +461,7 @@ LogicalResult lowerCommunicationOps(ModuleOp module) {
   SmallVector<OnDevicesOp> guards;
   module.walk([&](OnDevicesOp op) { guards.push_back(op); });
   for (OnDevicesOp op : guards)
-    if (failed(lowerOnDevices(op, module)))
+    if (failed(lowerOnDevices(op, module, hostBuffers)))
       return failure();
 
   SmallVector<RankOp> ranks;

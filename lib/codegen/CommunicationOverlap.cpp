@@ -111,16 +111,18 @@ llvm::DenseSet<Value> derivedValues(ArrayRef<Value> roots) {
       continue;
     for (OpOperand &use : value.getUses()) {
       Operation *user = use.getOwner();
-      if (isMemoryEffectFree(user) && user->getNumRegions() == 0) {
-        for (Value result : user->getResults())
-          worklist.push_back(result);
-      } else if (isa<scf::YieldOp>(user)) {
+      // A yield first: it is pure too, but what it yields lives on as its
+      // parent's result (a guard's).
+      if (isa<scf::YieldOp>(user)) {
         Operation *parent = user->getParentOp();
         unsigned index = use.getOperandNumber();
         if (index < parent->getNumResults())
           worklist.push_back(parent->getResult(index));
         if (auto loop = dyn_cast<scf::ForOp>(parent))
           worklist.push_back(loop.getRegionIterArgs()[index]);
+      } else if (isMemoryEffectFree(user) && user->getNumRegions() == 0) {
+        for (Value result : user->getResults())
+          worklist.push_back(result);
       }
     }
   }

@@ -93,7 +93,8 @@ const char *kToLLVMPipeline =
     "convert-linalg-to-loops, canonicalize, cse), "
     "expand-strided-metadata, lower-affine, soap-scf-to-cf, "
     "func.func(canonicalize, cse), "
-    "convert-vector-to-llvm, finalize-memref-to-llvm, "
+    "convert-vector-to-llvm, "
+    "finalize-memref-to-llvm{use-generic-functions=true}, "
     "convert-math-to-llvm, convert-math-to-libm, convert-arith-to-llvm, "
     "convert-ub-to-llvm, convert-index-to-llvm, "
     "convert-func-to-llvm{use-bare-ptr-memref-call-conv=true}, "
@@ -584,7 +585,7 @@ LogicalResult codegen::prepareEntry(ModuleOp module, StringRef entryName,
 
   // SPMD programs: guards, the rank and communication (on tensors, so that
   // bufferization gives every result a buffer of its own).
-  return codegen::lowerCommunicationOps(module);
+  return codegen::lowerCommunicationOps(module, description.target != "gpu");
 }
 
 LogicalResult lowerModuleForCpu(ModuleOp module,
@@ -616,6 +617,7 @@ LogicalResult lowerModuleForCpu(ModuleOp module,
     codegen::mergeSiblingReductions(module);
   if (options.planeUpdates)
     codegen::runUpdatesByPlanes(module);
+  codegen::writeIntoDyingInputs(module);
   // Hooks first, so that they bracket the loop nests of vectorized ops.
   if (options.traceOps)
     codegen::insertTraceHooks(module, description.ops);

@@ -32,7 +32,8 @@
 // of any other op that takes it. An allocation starts a class of its own.
 // Buffers of unknown origin (the function's arguments, results of calls and
 // of ops that take no memref) all share one external class, which is never
-// split and never freed early.
+// split and never freed early. A global yielded by a region is not joined
+// with the region's result: nothing frees a global.
 //
 //===----------------------------------------------------------------------===//
 
@@ -105,6 +106,14 @@ private:
     join(value, external);
   }
 
+  /// A global's buffer (a guard's stand-in on the ranks outside it, a
+  /// constant): nothing frees it, so a region that yields it in one branch
+  /// and a new buffer in another need not put the two in one class (which
+  /// would make the new buffer external, never freed early).
+  static bool isGlobal(Value value) {
+    return value.getDefiningOp<memref::GetGlobalOp>() != nullptr;
+  }
+
   void visit(Operation *op) {
     // Arguments of a function are the caller's; those of other regions
     // (loops) are their parent's operands, results and yields.
@@ -142,7 +151,7 @@ private:
               continue;
             if (terminator->getNumOperands() == op->getNumResults()) {
               Value yielded = terminator->getOperand(result.getResultNumber());
-              if (isBuffer(yielded))
+              if (isBuffer(yielded) && !isGlobal(yielded))
                 join(result, yielded);
               continue;
             }
@@ -255,9 +264,28 @@ bool onlyDeallocates(Operation *op) {
               .wasInterrupted();
 }
 
+/// A memref.extract_strided_metadata whose results only one deallocation
+/// of its block uses: bufferization-lower-deallocations takes the base
+/// buffer of a buffer whose ownership is known at run time (a region's
+/// result: a guard's) right before freeing it. It moves with that
+/// deallocation.
+Operation *deallocationOfHelper(Operation *op) {
+  if (!isa<memref::ExtractStridedMetadataOp>(op))
+    return nullptr;
+  Operation *deallocation = nullptr;
+  for (Operation *user : op->getUsers()) {
+    Operation *top = op->getBlock()->findAncestorOpInBlock(*user);
+    if (!top || !onlyDeallocates(top) || (deallocation && top != deallocation))
+      return nullptr;
+    deallocation = top;
+  }
+  return deallocation;
+}
+
 /// Moves the deallocations of `block` (and of the blocks nested in it) up
 /// to right after the last op of their block before them that touches
-/// their buffers' classes or defines one of their operands.
+/// their buffers' classes or defines one of their operands; the base
+/// buffers they free (deallocationOfHelper) move with them.
 void moveDeallocationsUp(Block &block, AliasClasses &classes) {
   // One forward scan: each op's position, the last op so far touching each
   // class, and where each deallocation goes (moving one later does not
@@ -265,9 +293,14 @@ void moveDeallocationsUp(Block &block, AliasClasses &classes) {
   llvm::DenseMap<Operation *, unsigned> position;
   llvm::DenseMap<Value, Operation *> lastTouch;
   SmallVector<std::pair<Operation *, Operation *>> moves;
+  llvm::DenseMap<Operation *, SmallVector<Operation *>> helpers;
   unsigned index = 0;
   for (Operation &op : block) {
     position[&op] = index++;
+    if (Operation *deallocation = deallocationOfHelper(&op)) {
+      helpers[deallocation].push_back(&op);
+      continue;
+    }
     if (!onlyDeallocates(&op)) {
       op.walk([&](Operation *nested) {
         for (Value operand : nested->getOperands())
@@ -288,8 +321,8 @@ void moveDeallocationsUp(Block &block, AliasClasses &classes) {
         after = candidate;
     };
     bool external = false;
-    op.walk([&](Operation *nested) {
-      for (Value operand : nested->getOperands()) {
+    auto constrain = [&](Operation *user) {
+      for (Value operand : user->getOperands()) {
         if (isBuffer(operand)) {
           external |= classes.isExternal(operand);
           later(lastTouch.lookup(classes.leader(operand)));
@@ -300,10 +333,16 @@ void moveDeallocationsUp(Block &block, AliasClasses &classes) {
           def = operand.getParentBlock()->getParentOp();
         if (def && def->getBlock() != &block)
           def = block.findAncestorOpInBlock(*def);
-        if (def && def != &op && position.count(def))
+        if (def && def != &op && position.count(def) &&
+            deallocationOfHelper(def) != &op)
           later(def);
       }
-    });
+    };
+    op.walk(constrain);
+    auto found = helpers.find(&op);
+    if (found != helpers.end())
+      for (Operation *helper : found->second)
+        constrain(helper);
     if (!external && op.getPrevNode() != after)
       moves.push_back({&op, after});
   }
@@ -312,6 +351,10 @@ void moveDeallocationsUp(Block &block, AliasClasses &classes) {
       deallocation->moveAfter(after);
     else
       deallocation->moveBefore(&block, block.begin());
+    auto found = helpers.find(deallocation);
+    if (found != helpers.end())
+      for (Operation *helper : found->second)
+        helper->moveBefore(deallocation);
   }
 }
 

@@ -114,6 +114,11 @@ int markInPlaceResults(mlir::func::FuncOp entry,
 /// that copies an input unchanged is that input (ZeroAccumulations.cpp).
 /// Returns the rewrites made.
 int dropZeroAccumulations(mlir::Operation *root);
+/// On tensors: an elementwise generic that writes into an empty tensor
+/// writes into an input of its result's type and map instead, where that
+/// input is a linalg op's result it alone reads, so that bufferization
+/// reuses the input's buffer (ZeroAccumulations.cpp). Returns how many.
+int writeIntoDyingInputs(mlir::Operation *root);
 /// soap-drop-zero-accumulations (dropZeroAccumulations on functions).
 std::unique_ptr<mlir::Pass> createDropZeroAccumulationsPass();
 
@@ -265,7 +270,10 @@ std::unique_ptr<mlir::Pass> createMergeGuardsPass();
 /// soap.rank a call of soaprt_rank, and every communication op a call of a
 /// placeholder on buffers (a new buffer for its result). Fails with an
 /// error on an op the runtime cannot run (element type, dynamic shape).
-mlir::LogicalResult lowerCommunicationOps(mlir::ModuleOp module);
+/// `hostBuffers` (the CPU): a guard's results are, on the other ranks,
+/// views of shared read-only globals instead of new buffers.
+mlir::LogicalResult lowerCommunicationOps(mlir::ModuleOp module,
+                                          bool hostBuffers);
 /// The bytes an element of `type` takes in memory: i1 takes a whole byte,
 /// as LLVM stores it.
 int64_t elementBytes(mlir::ShapedType type);

@@ -245,6 +245,8 @@ std::string OpGraph::toJSON() const {
                  {"indices", indices}};
       if (a.isDestination)
         ja["destination"] = true;
+      if (a.role == AccessRole::Read && !a.savedForBackward)
+        ja["saved_for_backward"] = false;
       accesses.push_back(ja);
     }
     json e = {{"op", n.opName},
@@ -363,7 +365,9 @@ std::optional<OpGraph> OpGraph::fromJSON(const std::string &text,
       std::string role;
       if (!r.get(ja, "tensor", apath, access.tensor) ||
           !r.get(ja, "role", apath, role) ||
-          !r.get(ja, "destination", apath, access.isDestination, false))
+          !r.get(ja, "destination", apath, access.isDestination, false) ||
+          !r.get(ja, "saved_for_backward", apath, access.savedForBackward,
+                 false))
         return std::nullopt;
       if (role == "read")
         access.role = AccessRole::Read;

@@ -5,6 +5,7 @@
 #include "soap/Dialect/PartitionableInterface.h"
 #include "soap/Dialect/SoapDialect.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
@@ -62,6 +63,49 @@ static OpClass classify(Operation *op, double flopsPerIteration,
   if (llvm::is_contained(iterators, utils::IteratorType::reduction))
     return OpClass::Reduction;
   return OpClass::Elementwise;
+}
+
+/// Whether `op`'s result is an affine function of its inputs (a sum of
+/// inputs times values that depend on none), so that its gradient needs
+/// none of their values: a body of adds, subtractions, negations, float
+/// casts and products or quotients by input-independent values; named ops
+/// that only move data. Contractions and convolutions are not (their
+/// gradients read the other operand), nor is anything else (a ReLU's
+/// select, a gather's index cast).
+static bool isAffineInInputs(Operation *op) {
+  auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
+  if (!linalgOp || linalg::isaContractionOpInterface(linalgOp) ||
+      linalg::isaConvolutionOpInterface(linalgOp))
+    return false;
+  if (op->getNumRegions() != 1 || op->getRegion(0).empty())
+    return false;
+  Block &body = op->getRegion(0).front();
+  llvm::SmallPtrSet<Value, 8> dependent;
+  for (BlockArgument arg : body.getArguments())
+    dependent.insert(arg);
+  for (Operation &inner : body) {
+    auto depends = [&](Value v) { return dependent.contains(v); };
+    bool any = llvm::any_of(inner.getOperands(), depends);
+    if (isa<linalg::YieldOp>(inner))
+      continue;
+    if (!any)
+      continue;
+    if (isa<arith::AddFOp, arith::SubFOp, arith::NegFOp, arith::ExtFOp,
+            arith::TruncFOp>(inner)) {
+      // affine in what it takes
+    } else if (isa<arith::MulFOp>(inner)) {
+      if (depends(inner.getOperand(0)) && depends(inner.getOperand(1)))
+        return false;
+    } else if (isa<arith::DivFOp>(inner)) {
+      if (depends(inner.getOperand(1)))
+        return false;
+    } else {
+      return false;
+    }
+    for (Value r : inner.getResults())
+      dependent.insert(r);
+  }
+  return true;
 }
 
 namespace {
@@ -209,10 +253,12 @@ private:
         node.lookupLoops.push_back(lookup);
       node.opClass = classify(op, node.flopsPerIteration,
                               partitionable.getLoopIteratorTypes());
+      bool affine = isAffineInInputs(op);
       for (const OperandAccess &access : partitionable.getOperandAccesses()) {
         NodeAccess a;
         a.role = access.role;
         a.isDestination = access.isDestination;
+        a.savedForBackward = !affine;
         for (AffineExpr e : access.map.getResults())
           a.indices.push_back(toIndexExpr(e));
         if (access.value.getDefiningOp() == op)

@@ -58,11 +58,25 @@ std::string SimReport::toJSON(const Machine &machine) const {
   j["total_comm_bytes"] = totalCommBytes;
   j["num_tasks"] = numTasks;
   nlohmann::json devices = nlohmann::json::array();
-  for (size_t d = 0; d < deviceBusy.size(); ++d)
-    devices.push_back({{"device", d},
-                       {"busy_ms", deviceBusy[d] * 1e3},
-                       {"peak_memory_bytes", devicePeakMemory[d]}});
+  for (size_t d = 0; d < deviceBusy.size(); ++d) {
+    nlohmann::json device = {{"device", d},
+                             {"busy_ms", deviceBusy[d] * 1e3},
+                             {"peak_memory_bytes", devicePeakMemory[d]}};
+    // Where the peak is: the first point that holds it.
+    for (const MemoryPoint &point : memoryTimeline)
+      if (d < point.bytes.size() && point.bytes[d] == devicePeakMemory[d]) {
+        device["peak_memory_at"] = point.what;
+        break;
+      }
+    devices.push_back(device);
+  }
   j["devices"] = devices;
+  if (!memoryTimeline.empty()) {
+    nlohmann::json timeline = nlohmann::json::array();
+    for (const MemoryPoint &point : memoryTimeline)
+      timeline.push_back({{"at", point.what}, {"bytes", point.bytes}});
+    j["memory_timeline"] = timeline;
+  }
   nlohmann::json links = nlohmann::json::array();
   for (size_t l = 0; l < linkBytes.size(); ++l)
     if (linkBytes[l] > 0)
@@ -83,41 +97,6 @@ std::string SimReport::toJSON(const Machine &machine) const {
 // Internal structures
 //===----------------------------------------------------------------------===//
 
-/// The report's totals, kept up to date as tasks come and go. Everything is
-/// an integer (busy time in femtoseconds), so totals do not depend on the
-/// order tasks were added in: a delta simulation reports exactly what a
-/// full one does.
-struct Simulator::Accounts {
-  std::vector<int64_t> busyFs, memory, linkBytes;
-  int64_t commBytes = 0, numTasks = 0;
-  /// Regions of parameters and inputs resident on a device, with the
-  /// number of tasks there that read them: (tensor, device, region).
-  struct Key {
-    int tensor, device;
-    Box box;
-    bool operator==(const Key &o) const {
-      return tensor == o.tensor && device == o.device && box == o.box;
-    }
-  };
-  struct Hash {
-    size_t operator()(const Key &k) const {
-      size_t h = std::hash<int64_t>()((int64_t(k.tensor) << 20) ^ k.device);
-      for (auto [lo, hi] : k.box)
-        h = h * 1000003u ^ std::hash<int64_t>()(lo * 7919 + hi);
-      return h;
-    }
-  };
-  std::unordered_map<Key, int, Hash> resident;
-
-  void reset(int numDevices, size_t numLinks) {
-    busyFs.assign(numDevices, 0);
-    memory.assign(numDevices, 0);
-    linkBytes.assign(numLinks, 0);
-    commBytes = numTasks = 0;
-    resident.clear();
-  }
-};
-
 /// What simulateDelta changed, to put it back.
 struct Simulator::UndoLog {
   struct NodeEntry {
@@ -136,8 +115,7 @@ struct Simulator::UndoLog {
   std::vector<int> relinkedGroups, addedGroups;
   size_t taskCount = 0, groupCount = 0;
   std::vector<int> freeIds, freeGroupIds;
-  /// The report's totals before the change (but for the resident regions,
-  /// which undo() takes out and puts back op by op).
+  /// The report's totals before the change.
   std::vector<int64_t> busyFs, memory, linkBytes;
   int64_t commBytes = 0, numTasks = 0;
   // The schedule after the kept prefix, as it was: the groups taken, and
@@ -387,9 +365,6 @@ void Simulator::accountTask(const Task &t, int sign) {
     for (int res : t.resources)
       if (res >= numDevices)
         acc.linkBytes[res - numDevices] += sign * t.bytes;
-    // Received activations stay for the backward pass.
-    if (t.kind == TaskKind::Transfer)
-      acc.memory[t.dst] += sign * t.bytes;
     break;
   case TaskKind::Collective: {
     int64_t perDevice =
@@ -545,43 +520,6 @@ void Simulator::buildNode(int node) {
   group.fwdGroup = addGroup(group.fwd);
   group.syncGroup = addGroup(group.sync);
   group.bwdGroup = addGroup(group.bwd);
-  accountNodeMemory(node, p, 1);
-}
-
-void Simulator::accountNodeMemory(int node, const Placement &p, int sign) {
-  // Parameters (with their gradients and optimizer state when training)
-  // and inputs a device reads, each region once however many of its tasks
-  // read it; every forward output (kept for the backward pass).
-  const OpNode &n = graph.nodes[node];
-  Accounts &acc = *accounts;
-  int64_t parameterCopies =
-      options.training ? 2 + optimizerStateCopies(cost.optimizer()) : 1;
-  for (size_t t = 0; t < p.devices.size(); ++t)
-    for (size_t a = 0; a < n.accesses.size(); ++a) {
-      const NodeAccess &access = n.accesses[a];
-      const GraphTensor &tensor = graph.tensors[access.tensor];
-      int device = p.devices[t];
-      int64_t bytes = boxVolume(p.box(t, a)) * tensor.elementBytes;
-      if (tensor.producer < 0) {
-        if (access.role != AccessRole::Read)
-          continue;
-        int64_t copies = tensor.isParameter ? parameterCopies : 1;
-        Accounts::Key key{access.tensor, device, p.box(t, a).toBox()};
-        if (sign > 0) {
-          if (acc.resident[key]++ == 0)
-            acc.memory[device] += bytes * copies;
-        } else {
-          auto it = acc.resident.find(key);
-          assert(it != acc.resident.end());
-          if (--it->second == 0) {
-            acc.memory[device] -= bytes * copies;
-            acc.resident.erase(it);
-          }
-        }
-      } else if (tensor.producer == node && access.role == AccessRole::Write) {
-        acc.memory[device] += sign * bytes;
-      }
-    }
 }
 
 void Simulator::buildParameter(int tensorId) {
@@ -745,7 +683,6 @@ void Simulator::removeNode(int node, std::vector<int> &removed) {
   removeGroup(group.fwdGroup, removed);
   removeGroup(group.syncGroup, removed);
   removeGroup(group.bwdGroup, removed);
-  accountNodeMemory(node, *placements[node], -1);
   group = NodeTasks();
 }
 
@@ -973,6 +910,7 @@ SimReport Simulator::simulate(const Strategy &strategy) {
   checkpointFree.assign(numResources, 0);
   checkpointEnd.assign(1, 0);
   schedule(0, false);
+  accountMemory(nullptr);
   return report();
 }
 
@@ -1146,6 +1084,7 @@ SimReport Simulator::simulateDelta(
       std::lower_bound(orderReady.begin(), orderReady.end(), resume) -
       orderReady.begin();
   schedule(prefix, true);
+  accountMemory(nullptr);
   return report();
 }
 
@@ -1154,10 +1093,6 @@ bool Simulator::undo() {
   if (!log.valid)
     return false;
   log.valid = false;
-  // The regions the changed ops made resident go (the totals come back
-  // from the log at the end).
-  for (auto &entry : log.nodes)
-    accountNodeMemory(entry.node, *placements[entry.node], -1);
   // Ids freed before the change and reused by it are free again; tasks
   // appended by it go; removed tasks come back as they were.
   for (int id : log.freeIds)
@@ -1191,7 +1126,6 @@ bool Simulator::undo() {
     nodeTasks[entry.node] = std::move(entry.tasks);
     placements[entry.node] = std::move(entry.placement);
     current.configs[entry.node] = entry.config;
-    accountNodeMemory(entry.node, *placements[entry.node], 1);
   }
   Accounts &acc = *accounts;
   acc.busyFs = log.busyFs;

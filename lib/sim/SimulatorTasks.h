@@ -137,6 +137,23 @@ private:
   uint32_t size_ = 0, capacity_ = kInline;
 };
 
+/// The report's totals, kept up to date as tasks come and go (memory:
+/// summed again after each simulation, lib/sim/Memory.cpp). Everything is
+/// an integer (busy time in femtoseconds), so totals do not depend on the
+/// order tasks were added in: a delta simulation reports exactly what a
+/// full one does.
+struct Simulator::Accounts {
+  std::vector<int64_t> busyFs, memory, linkBytes;
+  int64_t commBytes = 0, numTasks = 0;
+
+  void reset(int numDevices, size_t numLinks) {
+    busyFs.assign(numDevices, 0);
+    memory.assign(numDevices, 0);
+    linkBytes.assign(numLinks, 0);
+    commBytes = numTasks = 0;
+  }
+};
+
 struct Simulator::Task {
   TaskKind kind = TaskKind::Forward;
   bool alive = false;

@@ -73,3 +73,40 @@ func.func @nested(%c: i1) {
   }
   return
 }
+
+// -----
+
+// A guard's result freed under its ownership condition, through the base
+// buffer bufferization-lower-deallocations extracts right before: the
+// extraction moves up with the deallocation. The guard yields a shared
+// global elsewhere (a rank outside it), which does not make its buffer one
+// of unknown origin.
+// CHECK-LABEL: func.func @guard_result
+// CHECK: %[[G:.*]]:2 = scf.if
+// CHECK: call @use(%[[G]]#0)
+// CHECK-NEXT: %[[BASE:.*]], %{{.*}}, %{{.*}}, %{{.*}} = memref.extract_strided_metadata %[[G]]#0
+// CHECK-NEXT: scf.if %[[G]]#1 {
+// CHECK-NEXT: memref.dealloc %[[BASE]]
+// CHECK: call @other()
+// CHECK-NEXT: return
+memref.global "private" @soap_absent_4xf32 : memref<4xf32> = uninitialized
+func.func private @use(memref<4xf32>)
+func.func private @other()
+func.func @guard_result(%c: i1) {
+  %g:2 = scf.if %c -> (memref<4xf32>, i1) {
+    %fresh = memref.alloc() : memref<4xf32>
+    %true = arith.constant true
+    scf.yield %fresh, %true : memref<4xf32>, i1
+  } else {
+    %absent = memref.get_global @soap_absent_4xf32 : memref<4xf32>
+    %false = arith.constant false
+    scf.yield %absent, %false : memref<4xf32>, i1
+  }
+  func.call @use(%g#0) : (memref<4xf32>) -> ()
+  func.call @other() : () -> ()
+  %base, %offset, %size, %stride = memref.extract_strided_metadata %g#0 : memref<4xf32> -> memref<f32>, index, index, index
+  scf.if %g#1 {
+    memref.dealloc %base : memref<f32>
+  }
+  return
+}

@@ -379,6 +379,11 @@ CompiledKernel::create(ModuleOp module, const std::string &function,
           llvm::orc::ExecutorAddr::fromPtr(reinterpret_cast<void *>(address)),
           llvm::JITSymbolFlags::Exported};
     };
+    // The lowering's buffers (finalize-memref-to-llvm's generic functions)
+    // on the host, as CPU executables allocate them.
+    add("_mlir_memref_to_llvm_alloc", &soaprt_host_alloc);
+    add("_mlir_memref_to_llvm_aligned_alloc", &soaprt_host_aligned_alloc);
+    add("_mlir_memref_to_llvm_free", &soaprt_host_free);
     add("soaprt_matmul_f32", &soaprt_matmul_f32);
     add("soaprt_matmul_f64", &soaprt_matmul_f64);
     add("soaprt_batch_matmul_f32", &soaprt_batch_matmul_f32);

@@ -358,6 +358,16 @@ void mgpuMemset32(void *dst, unsigned value, size_t count, void *stream);
 void mgpuMemset16(void *dst, unsigned short value, size_t count,
                   void *stream);
 
+/*--- Buffers ---------------------------------------------------------------*
+ * `--soap-lower-cpu` allocates every buffer through finalize-memref-to-llvm's
+ * generic functions (_mlir_memref_to_llvm_alloc, _aligned_alloc, _free),
+ * which libsoaprt defines weakly as these host versions (libsoaprt_gpu's
+ * device-memory versions win in GPU executables). They count the bytes the
+ * step's tensors hold: the driver reports the high-water mark per rank.    */
+void *soaprt_host_alloc(uint64_t bytes);
+void *soaprt_host_aligned_alloc(uint64_t alignment, uint64_t bytes);
+void soaprt_host_free(void *p);
+
 /*--- What the generated module defines ---------------------------------------*/
 
 /** Runs one training step. `buffers` holds one pointer per argument of the

@@ -40,6 +40,11 @@ struct NodeAccess {
   std::vector<IndexExpr> indices;
   AccessRole role = AccessRole::Read;
   bool isDestination = false; ///< an output the op accumulates into
+  /// A read whose value the op's backward work reads again (an input of a
+  /// contraction or of a non-affine body: a ReLU's, a product's), so that
+  /// training keeps it until then; reads that only affine bodies make (a
+  /// bias add, a sum, a copy) are not kept for them.
+  bool savedForBackward = true;
 };
 
 /// Broad class of an op, for per-class device efficiency.

@@ -56,17 +56,28 @@ struct CommStep {
   int64_t bytes = 0;
 };
 
+/// What each device holds at one point of the step, in the partitioned
+/// program's order (lib/sim/Memory.cpp): an op's forward work, its backward
+/// work, or the optimizer's updates.
+struct MemoryPoint {
+  std::string what;           ///< "forward linalg.matmul (model.mlir:12:8)"
+  std::vector<int64_t> bytes; ///< per device
+};
+
 /// What a simulation predicts.
 struct SimReport {
   double stepTime = 0;                   ///< seconds
   std::vector<double> deviceBusy;        ///< seconds of compute per device
-  std::vector<int64_t> devicePeakMemory; ///< bytes per device
+  std::vector<int64_t> devicePeakMemory; ///< bytes per device (liveness)
   std::vector<int64_t> linkBytes;        ///< bytes carried per machine link
   int64_t totalCommBytes = 0;            ///< transfers + collective traffic
   int64_t numTasks = 0;
   /// How the ops were priced, where a profile database was given
   /// (profileCoverage; set by the caller, not compared).
   std::optional<ProfileCoverage> coverage;
+  /// Memory at every point of the step (Simulator::memoryTimeline; set by
+  /// the caller, not compared).
+  std::vector<MemoryPoint> memoryTimeline;
 
   bool operator==(const SimReport &other) const;
   /// The JSON report of --soap-simulate.
@@ -117,6 +128,9 @@ public:
   /// The communication of the last simulation, in a fixed order: what the
   /// partitioned program must emit for the same strategy.
   std::vector<CommStep> communication() const;
+  /// What each device holds at each point of the last simulated step (its
+  /// peaks are the report's devicePeakMemory).
+  std::vector<MemoryPoint> memoryTimeline();
 
 private:
   struct Task;
@@ -194,7 +208,9 @@ private:
   /// Adds (sign 1) or takes out (-1) a task's or an op's share of the
   /// report's totals (busy time, traffic, memory).
   void accountTask(const Task &task, int sign);
-  void accountNodeMemory(int node, const Placement &p, int sign);
+  /// Sets the report's peak memory per device from the buffers' lifetimes
+  /// in program order (lib/sim/Memory.cpp), and `timeline` when given.
+  void accountMemory(std::vector<MemoryPoint> *timeline);
   /// When a group is ready in the current schedule; each of its tasks'
   /// ready times is appended to `taskReady` when given.
   double readyTimeOf(const Group &group,
@@ -226,6 +242,9 @@ private:
   std::vector<std::unique_ptr<Placement>> placements;
   std::unique_ptr<UndoLog> undoLog;
   std::unique_ptr<Accounts> accounts;
+  /// accountMemory's difference arrays and per-tensor readers.
+  std::vector<int64_t> memoryScratch;
+  std::vector<int> memoryReaders[6];
   /// Per parameter tensor: the groups of its gradient all-reduces and of
   /// its updates, and the (node, access) pairs that read it; per node, the
   /// parameters it reads.
