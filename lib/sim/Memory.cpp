@@ -40,92 +40,73 @@
 #include "soap/cost/CostModel.h"
 
 #include <algorithm>
+#include <iterator>
 
 namespace soap {
 
-void Simulator::accountMemory(std::vector<MemoryPoint> *timeline) {
-  int numNodes = static_cast<int>(graph.nodes.size());
-  int numDevices = machine.numDevices();
-  // Points: forward of op i is i, its backward 2N - 1 - i, the updates 2N.
-  int numPoints = 2 * numNodes + 1;
-  auto forwardAt = [](int node) { return node; };
-  auto backwardAt = [&](int node) { return 2 * numNodes - 1 - node; };
-  int updatesAt = 2 * numNodes;
-  size_t stride = static_cast<size_t>(numPoints) + 1;
-  std::vector<int64_t> &diff = memoryScratch;
-  diff.assign(stride * numDevices, 0);
-  auto hold = [&](int device, int from, int to, int64_t bytes) {
-    diff[device * stride + from] += bytes;
-    diff[device * stride + to + 1] -= bytes;
-  };
-  bool training = options.training;
-  auto hasBackward = [&](int node) {
-    return training && graph.nodes[node].needsBackward;
-  };
+static bool isViewOp(const OpNode &node) {
+  static const char *const kViews[] = {
+      "tensor.expand_shape", "tensor.collapse_shape", "tensor.extract_slice",
+      "tensor.cast", "tensor.reshape"};
+  return std::find(std::begin(kViews), std::end(kViews), node.opName) !=
+         std::end(kViews);
+}
 
-  // Arguments: per tensor and device, the bounding box of what it reads,
-  // and the last reader with backward work (for parameter gradients).
-  struct Held {
-    int device;
-    Box box;
-    int lastReader;
-  };
-  std::vector<std::vector<Held>> args(graph.tensors.size());
-  // Views (reshapes, slices) have no buffer of their own in the program:
-  // they stand for the tensor they view, whose readers theirs are.
+Simulator::MemoryPlan &Simulator::memoryPlan() {
+  if (memoryPlanCache)
+    return *memoryPlanCache;
+  memoryPlanCache = std::make_unique<MemoryPlan>();
+  MemoryPlan &plan = *memoryPlanCache;
+  int numNodes = static_cast<int>(graph.nodes.size());
   size_t numTensors = graph.tensors.size();
-  std::vector<int> &root = memoryReaders[0];
-  root.resize(numTensors);
+  auto hasBackward = [&](int node) {
+    return options.training && graph.nodes[node].needsBackward;
+  };
+  // A view's operand and result (whatever their roles: a reshape reads
+  // and writes nothing) are one buffer.
+  std::vector<int> root(numTensors);
   for (size_t t = 0; t < numTensors; ++t)
     root[t] = static_cast<int>(t);
-  auto viewed = [&](const OpNode &node) -> std::pair<int, int> {
-    static const char *const kViews[] = {
-        "tensor.expand_shape", "tensor.collapse_shape", "tensor.extract_slice",
-        "tensor.cast", "tensor.reshape"};
-    if (std::find(std::begin(kViews), std::end(kViews), node.opName) ==
-        std::end(kViews))
-      return {-1, -1};
-    // Its operand and its result (whatever their roles: a reshape reads
-    // and writes nothing).
+  plan.isView.assign(numNodes, 0);
+  for (int n = 0; n < numNodes; ++n) {
+    const OpNode &node = graph.nodes[n];
+    if (!isViewOp(node))
+      continue;
     int in = -1, out = -1;
     for (const NodeAccess &access : node.accesses) {
-      bool result = graph.tensors[access.tensor].producer ==
-                    static_cast<int>(&node - graph.nodes.data());
+      bool result = graph.tensors[access.tensor].producer == n;
       if (result && out < 0)
         out = access.tensor;
       else if (!result && in < 0)
         in = access.tensor;
     }
-    return {in, out};
-  };
-  for (int n = 0; n < numNodes; ++n)
-    if (auto [in, out] = viewed(graph.nodes[n]); in >= 0 && out >= 0)
-      root[out] = root[in];
-  // Per buffer (a root tensor an op produces): its last reader, how many
-  // reads it has, whether its only reader may take the buffer over (an
-  // accumulation into it, or an elementwise op that writes a tensor of its
-  // size in its place: writeIntoDyingInputs), the first reader with
-  // backward work that keeps it for that work, and the last reader with
-  // backward work (where its gradient starts).
-  std::vector<int> &lastRead = memoryReaders[1], &firstSaved = memoryReaders[2],
-                   &lastBackward = memoryReaders[3], &reads = memoryReaders[4],
-                   &takenOver = memoryReaders[5];
-  for (std::vector<int> *v : {&lastRead, &firstSaved, &lastBackward})
+    if (in < 0 || out < 0)
+      continue;
+    plan.isView[n] = 1;
+    root[out] = root[in];
+  }
+  // Each buffer's readers (views' readers included): the last; whether
+  // its only reader may take it over (an accumulation into it, or an
+  // elementwise op that writes a tensor of its size in its place:
+  // writeIntoDyingInputs); the first with backward work that reads it
+  // again; the last with backward work (where its gradient starts).
+  for (std::vector<int> *v :
+       {&plan.lastRead, &plan.firstSaved, &plan.lastBackward})
     v->assign(numTensors, -1);
-  reads.assign(numTensors, 0);
-  takenOver.assign(numTensors, 0);
+  std::vector<int> reads(numTensors, 0);
+  plan.takenOver.assign(numTensors, 0);
   for (int c = 0; c < numNodes; ++c) {
     const OpNode &node = graph.nodes[c];
-    if (viewed(node).first >= 0)
+    if (plan.isView[c])
       continue;
     for (const NodeAccess &access : node.accesses) {
       int t = root[access.tensor];
       if (access.role != AccessRole::Read || graph.tensors[t].producer < 0 ||
           graph.tensors[t].producer == c)
         continue;
-      lastRead[t] = std::max(lastRead[t], c);
+      plan.lastRead[t] = std::max(plan.lastRead[t], c);
       ++reads[t];
-      takenOver[t] =
+      plan.takenOver[t] =
           access.isDestination ||
           (node.opClass == OpClass::Elementwise && !access.savedForBackward &&
            std::any_of(node.accesses.begin(), node.accesses.end(),
@@ -136,15 +117,66 @@ void Simulator::accountMemory(std::vector<MemoryPoint> *timeline) {
                        }));
       if (!hasBackward(c))
         continue;
-      lastBackward[t] = std::max(lastBackward[t], c);
-      if (access.savedForBackward && (firstSaved[t] < 0 || c < firstSaved[t]))
-        firstSaved[t] = c;
+      plan.lastBackward[t] = std::max(plan.lastBackward[t], c);
+      if (access.savedForBackward &&
+          (plan.firstSaved[t] < 0 || c < plan.firstSaved[t]))
+        plan.firstSaved[t] = c;
     }
   }
+  for (size_t t = 0; t < numTensors; ++t)
+    if (reads[t] != 1)
+      plan.takenOver[t] = 0;
+  // Arguments some op reads.
+  plan.argSlot.assign(numTensors, -1);
+  for (const OpNode &node : graph.nodes)
+    for (const NodeAccess &access : node.accesses) {
+      int t = access.tensor;
+      if (graph.tensors[t].producer >= 0 || access.role != AccessRole::Read ||
+          plan.argSlot[t] >= 0)
+        continue;
+      plan.argSlot[t] = static_cast<int>(plan.argTensor.size());
+      plan.argTensor.push_back(t);
+      plan.argRangeAt.push_back(plan.argRanges);
+      plan.argRanges += graph.tensors[t].shape.size();
+    }
+  return plan;
+}
+
+void Simulator::accountMemory(std::vector<MemoryPoint> *timeline) {
+  MemoryPlan &plan = memoryPlan();
+  int numNodes = static_cast<int>(graph.nodes.size());
+  int numDevices = machine.numDevices();
+  // Points: forward of op i is i, its backward 2N - 1 - i, the updates 2N.
+  int numPoints = 2 * numNodes + 1;
+  auto forwardAt = [](int node) { return node; };
+  auto backwardAt = [&](int node) { return 2 * numNodes - 1 - node; };
+  int updatesAt = 2 * numNodes;
+  size_t stride = static_cast<size_t>(numPoints) + 1;
+  // From what transfers brought (kept up to date as they come and go).
+  std::vector<int64_t> &diff = memoryScratch;
+  diff = accounts->received;
+  auto hold = [&](int device, int from, int to, int64_t bytes) {
+    diff[device * stride + from] += bytes;
+    diff[device * stride + to + 1] -= bytes;
+  };
+  bool training = options.training;
+  auto hasBackward = [&](int node) {
+    return training && graph.nodes[node].needsBackward;
+  };
+
+  size_t numSlots = plan.argTensor.size();
+  plan.box.resize(plan.argRanges * numDevices);
+  plan.reads.assign(numSlots * numDevices, 0);
+  plan.lastReader.assign(numSlots * numDevices, -1);
+  plan.gradient.assign(numSlots * numDevices, 0);
+  auto boxAt = [&](int slot, int device) {
+    size_t rank = graph.tensors[plan.argTensor[slot]].shape.size();
+    return plan.box.data() + plan.argRangeAt[slot] * numDevices + device * rank;
+  };
+
   for (int n = 0; n < numNodes; ++n) {
     const OpNode &node = graph.nodes[n];
     const Placement &p = placement(n);
-    bool isView = viewed(node).first >= 0;
     for (size_t t = 0; t < p.devices.size(); ++t)
       for (size_t a = 0; a < node.accesses.size(); ++a) {
         const NodeAccess &access = node.accesses[a];
@@ -152,44 +184,38 @@ void Simulator::accountMemory(std::vector<MemoryPoint> *timeline) {
         int device = p.devices[t];
         BoxRef box = p.box(t, a);
         if (tensor.producer < 0) {
-          if (access.role != AccessRole::Read)
+          int slot = plan.argSlot[access.tensor];
+          if (access.role != AccessRole::Read || slot < 0)
             continue;
-          std::vector<Held> &held = args[access.tensor];
-          auto it = std::find_if(held.begin(), held.end(), [&](const Held &h) {
-            return h.device == device;
-          });
-          if (it == held.end()) {
-            held.push_back({device, box.toBox(), -1});
-            it = held.end() - 1;
-          } else {
-            for (size_t d = 0; d < box.rank; ++d) {
-              it->box[d].first = std::min(it->box[d].first, box.first[d].first);
-              it->box[d].second =
-                  std::max(it->box[d].second, box.first[d].second);
-            }
-          }
+          size_t k = static_cast<size_t>(slot) * numDevices + device;
+          Range *held = boxAt(slot, device);
+          for (size_t d = 0; d < box.rank; ++d)
+            held[d] = plan.reads[k]
+                          ? Range{std::min(held[d].first, box.first[d].first),
+                                  std::max(held[d].second, box.first[d].second)}
+                          : box.first[d];
+          plan.reads[k] = 1;
           if (hasBackward(n))
-            it->lastReader = std::max(it->lastReader, n);
+            plan.lastReader[k] = std::max(plan.lastReader[k], n);
           continue;
         }
-        if (tensor.producer != n || isView ||
+        if (tensor.producer != n || plan.isView[n] ||
             (access.role != AccessRole::Write &&
              access.role != AccessRole::Unread))
           continue;
         int id = access.tensor;
         int end = numPoints - 1; // nothing reads it: a result
-        if (firstSaved[id] >= 0)
-          end = backwardAt(firstSaved[id]);
-        else if (lastRead[id] >= 0)
-          end = std::max(forwardAt(n),
-                         forwardAt(lastRead[id]) -
-                             (reads[id] == 1 && takenOver[id] ? 1 : 0));
+        if (plan.firstSaved[id] >= 0)
+          end = backwardAt(plan.firstSaved[id]);
+        else if (plan.lastRead[id] >= 0)
+          end = std::max(forwardAt(n), forwardAt(plan.lastRead[id]) -
+                                           (plan.takenOver[id] ? 1 : 0));
         int64_t bytes = boxVolume(box) * tensor.elementBytes;
         hold(device, forwardAt(n), end, bytes);
         if (hasBackward(n))
           hold(device,
-               lastBackward[id] >= 0 ? backwardAt(lastBackward[id])
-                                     : backwardAt(n),
+               plan.lastBackward[id] >= 0 ? backwardAt(plan.lastBackward[id])
+                                          : backwardAt(n),
                backwardAt(n), bytes);
       }
   }
@@ -201,78 +227,59 @@ void Simulator::accountMemory(std::vector<MemoryPoint> *timeline) {
   // read it.
   int64_t stateCopies =
       training ? 2 * optimizerStateCopies(cost.optimizer()) : 0;
-  // Per device, the synchronized gradients in update order (arguments').
-  std::vector<std::vector<int64_t>> gradients(numDevices);
-  for (size_t id = 0; id < args.size(); ++id) {
-    const std::vector<Held> &held = args[id];
-    if (held.empty())
-      continue;
-    const GraphTensor &tensor = graph.tensors[id];
-    bool split = static_cast<int>(held.size()) == numDevices;
+  for (size_t slot = 0; slot < numSlots; ++slot) {
+    const GraphTensor &tensor = graph.tensors[plan.argTensor[slot]];
+    size_t rank = tensor.shape.size();
+    const char *reads = plan.reads.data() + slot * numDevices;
+    const int *lastReaders = plan.lastReader.data() + slot * numDevices;
+    bool split =
+        std::all_of(reads, reads + numDevices, [](char r) { return r != 0; });
     bool differ = false;
-    for (const Held &h : held) {
-      for (size_t d = 0; d < h.box.size() && split; ++d) {
-        const Range &r = h.box[d], &f = held.front().box[d];
-        split &= r.second - r.first == f.second - f.first;
-        differ |= r.first != f.first;
+    const Range *first = boxAt(slot, 0);
+    for (int d = 1; d < numDevices && split; ++d) {
+      const Range *other = boxAt(slot, d);
+      for (size_t i = 0; i < rank; ++i) {
+        split &= other[i].second - other[i].first ==
+                 first[i].second - first[i].first;
+        differ |= other[i].first != first[i].first;
       }
     }
     split &= differ;
-    int lastReader = -1;
-    for (const Held &h : held)
-      lastReader = std::max(lastReader, h.lastReader);
-    bool updated = training && tensor.isParameter && lastReader >= 0;
+    bool updated = training && tensor.isParameter &&
+                   std::any_of(lastReaders, lastReaders + numDevices,
+                               [](int r) { return r >= 0; });
     int64_t copies = updated ? 2 + stateCopies : 1;
     for (int d = 0; d < numDevices; ++d) {
-      auto it = std::find_if(held.begin(), held.end(),
-                             [&](const Held &h) { return h.device == d; });
+      BoxRef mine{boxAt(slot, d), rank};
       int64_t bytes =
-          split ? boxVolume(it->box) * tensor.elementBytes : tensor.bytes();
+          split ? boxVolume(mine) * tensor.elementBytes : tensor.bytes();
       hold(d, 0, numPoints - 1, bytes * copies);
-      if (!updated || it == held.end() || it->lastReader < 0)
+      if (!updated || lastReaders[d] < 0)
         continue;
       // Devices that read overlapping regions all-reduce the gradient at
       // the updates; elsewhere the update takes it in place.
-      bool synchronized =
-          std::any_of(held.begin(), held.end(), [&](const Held &other) {
-            return other.device != d &&
-                   overlapVolume(BoxRef{it->box.data(), it->box.size()},
-                                 BoxRef{other.box.data(), other.box.size()}) >
-                       0;
-          });
+      bool synchronized = false;
+      for (int o = 0; o < numDevices && !synchronized; ++o)
+        synchronized = o != d && reads[o] &&
+                       overlapVolume(mine, BoxRef{boxAt(slot, o), rank}) > 0;
       if (!synchronized)
         continue;
-      int64_t gradient = boxVolume(it->box) * tensor.elementBytes;
-      hold(d, backwardAt(it->lastReader), updatesAt - 1, gradient);
-      gradients[d].push_back(gradient);
+      int64_t gradient = boxVolume(mine) * tensor.elementBytes;
+      hold(d, backwardAt(lastReaders[d]), updatesAt - 1, gradient);
+      plan.gradient[slot * numDevices + d] = gradient;
     }
   }
-  // At the updates, each all-reduce's result joins the gradients not yet
-  // reduced (each is freed once its update ran).
+  // At the updates, the all-reduces run one by one in argument order: each
+  // result joins the gradients not yet reduced (each is freed once its
+  // update ran).
   for (int d = 0; d < numDevices; ++d) {
     int64_t remaining = 0, peak = 0;
-    for (auto g = gradients[d].rbegin(); g != gradients[d].rend(); ++g) {
-      remaining += *g;
-      peak = std::max(peak, remaining + *g);
+    for (size_t slot = numSlots; slot-- > 0;) {
+      int64_t g = plan.gradient[slot * numDevices + d];
+      remaining += g;
+      peak = std::max(peak, remaining + g);
     }
     hold(d, updatesAt, updatesAt, peak);
-  }
-
-  // Data received for a reader, and gradients received for a producer.
-  for (size_t e = 0; e < edges.size(); ++e) {
-    auto [producer, consumer] = edgeEnds[e];
-    for (int g : edges[e].groups)
-      for (int id : groups[g].tasks) {
-        const Task &task = tasks[id];
-        if (task.kind == TaskKind::Transfer)
-          hold(task.dst, forwardAt(consumer),
-               hasBackward(consumer) ? backwardAt(consumer)
-                                     : forwardAt(consumer),
-               task.bytes);
-        else if (task.kind == TaskKind::GradTransfer)
-          hold(task.dst, backwardAt(consumer), backwardAt(producer),
-               task.bytes);
-      }
   }
 
   // Running sums: the peak per device, and the timeline when asked for.
@@ -302,6 +309,28 @@ void Simulator::accountMemory(std::vector<MemoryPoint> *timeline) {
     }
     acc.memory[d] = peak;
   }
+}
+
+void Simulator::accountReceived(const Task &task, int sign) {
+  // Keys (Reshards.cpp): a forward transfer's names its consumer, then its
+  // producer; a gradient's its producer, then its consumer.
+  int numNodes = static_cast<int>(graph.nodes.size());
+  size_t stride = 2 * static_cast<size_t>(numNodes) + 2;
+  auto backwardAt = [&](int node) { return 2 * numNodes - 1 - node; };
+  int from, to;
+  if (task.kind == TaskKind::Transfer) {
+    int consumer = task.key[1];
+    from = consumer;
+    to = options.training && graph.nodes[consumer].needsBackward
+             ? backwardAt(consumer)
+             : consumer;
+  } else {
+    from = backwardAt(task.key[2]);
+    to = backwardAt(task.key[1]);
+  }
+  std::vector<int64_t> &received = accounts->received;
+  received[task.dst * stride + from] += sign * task.bytes;
+  received[task.dst * stride + to + 1] -= sign * task.bytes;
 }
 
 std::vector<MemoryPoint> Simulator::memoryTimeline() {

@@ -116,7 +116,7 @@ struct Simulator::UndoLog {
   size_t taskCount = 0, groupCount = 0;
   std::vector<int> freeIds, freeGroupIds;
   /// The report's totals before the change.
-  std::vector<int64_t> busyFs, memory, linkBytes;
+  std::vector<int64_t> busyFs, memory, linkBytes, received;
   int64_t commBytes = 0, numTasks = 0;
   // The schedule after the kept prefix, as it was: the groups taken, and
   // the checkpoints after the one it resumed from.
@@ -365,6 +365,7 @@ void Simulator::accountTask(const Task &t, int sign) {
     for (int res : t.resources)
       if (res >= numDevices)
         acc.linkBytes[res - numDevices] += sign * t.bytes;
+    accountReceived(t, sign);
     break;
   case TaskKind::Collective: {
     int64_t perDevice =
@@ -660,7 +661,8 @@ void Simulator::buildAll() {
   changedGroup.clear();
   changedGroups.clear();
   edges.assign(edgeEnds.size(), EdgeTasks());
-  accounts->reset(machine.numDevices(), machine.links().size());
+  accounts->reset(machine.numDevices(), machine.links().size(),
+                  2 * graph.nodes.size() + 2);
   size_t n = graph.nodes.size();
   for (size_t i = 0; i < n; ++i)
     buildNode(i);
@@ -1017,6 +1019,7 @@ SimReport Simulator::simulateDelta(
   const Accounts &acc = *accounts;
   log.busyFs = acc.busyFs;
   log.memory = acc.memory;
+  log.received = acc.received;
   log.linkBytes = acc.linkBytes;
   log.commBytes = acc.commBytes;
   log.numTasks = acc.numTasks;
@@ -1130,6 +1133,7 @@ bool Simulator::undo() {
   Accounts &acc = *accounts;
   acc.busyFs = log.busyFs;
   acc.memory = log.memory;
+  acc.received.swap(log.received);
   acc.linkBytes = log.linkBytes;
   acc.commBytes = log.commBytes;
   acc.numTasks = log.numTasks;

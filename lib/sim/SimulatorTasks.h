@@ -145,11 +145,15 @@ private:
 struct Simulator::Accounts {
   std::vector<int64_t> busyFs, memory, linkBytes;
   int64_t commBytes = 0, numTasks = 0;
+  /// Data received by transfers, as differences over the memory timeline's
+  /// points (lib/sim/Memory.cpp): numDevices rows of `stride`.
+  std::vector<int64_t> received;
 
-  void reset(int numDevices, size_t numLinks) {
+  void reset(int numDevices, size_t numLinks, size_t stride) {
     busyFs.assign(numDevices, 0);
     memory.assign(numDevices, 0);
     linkBytes.assign(numLinks, 0);
+    received.assign(stride * numDevices, 0);
     commBytes = numTasks = 0;
   }
 };
@@ -280,6 +284,28 @@ inline int64_t boxVolume(BoxRef box) { return overlapVolume(box, box); }
 inline int64_t boxVolume(const Box &box) {
   return boxVolume(BoxRef{box.data(), box.size()});
 }
+
+/// What accountMemory needs of the graph alone, computed once: which ops
+/// are views, the buffer each tensor is (views stand for what they view),
+/// each buffer's readers, and the arguments' slots in the flat arrays a
+/// simulation fills.
+struct Simulator::MemoryPlan {
+  std::vector<char> isView;                            ///< per node
+  std::vector<int> lastRead, firstSaved, lastBackward; ///< per buffer
+  std::vector<char> takenOver;                         ///< per buffer
+  /// Per tensor: its slot among the arguments some op reads, or -1; per
+  /// slot, the tensor and where its ranges start (times the device count).
+  std::vector<int> argSlot, argTensor;
+  std::vector<size_t> argRangeAt;
+  size_t argRanges = 0;
+  // A simulation's scratch: per (slot, device) the bounding box of what the
+  // device reads, whether it reads any, its last reader with backward work
+  // and its gradient's bytes when synchronized.
+  std::vector<Range> box;
+  std::vector<char> reads;
+  std::vector<int> lastReader;
+  std::vector<int64_t> gradient;
+};
 
 /// The blocks one access of a placement touches, as layouts: one per slot
 /// (the k-th task of every device), and each (slot, device)'s task.

@@ -211,6 +211,9 @@ private:
   /// Sets the report's peak memory per device from the buffers' lifetimes
   /// in program order (lib/sim/Memory.cpp), and `timeline` when given.
   void accountMemory(std::vector<MemoryPoint> *timeline);
+  /// Adds (sign 1) or takes out (-1) what a transfer's destination holds
+  /// over the memory timeline (Accounts::received).
+  void accountReceived(const Task &task, int sign);
   /// When a group is ready in the current schedule; each of its tasks'
   /// ready times is appended to `taskReady` when given.
   double readyTimeOf(const Group &group,
@@ -242,9 +245,12 @@ private:
   std::vector<std::unique_ptr<Placement>> placements;
   std::unique_ptr<UndoLog> undoLog;
   std::unique_ptr<Accounts> accounts;
-  /// accountMemory's difference arrays and per-tensor readers.
+  /// accountMemory's difference arrays, and what it needs of the graph
+  /// alone (built on first use).
+  struct MemoryPlan;
+  MemoryPlan &memoryPlan();
   std::vector<int64_t> memoryScratch;
-  std::vector<int> memoryReaders[6];
+  std::unique_ptr<MemoryPlan> memoryPlanCache;
   /// Per parameter tensor: the groups of its gradient all-reduces and of
   /// its updates, and the (node, access) pairs that read it; per node, the
   /// parameters it reads.
