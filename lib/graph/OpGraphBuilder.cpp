@@ -258,7 +258,8 @@ private:
         NodeAccess a;
         a.role = access.role;
         a.isDestination = access.isDestination;
-        a.savedForBackward = !affine;
+        // The value an op accumulates into is overwritten, never read again.
+        a.savedForBackward = !affine && !access.isDestination;
         for (AffineExpr e : access.map.getResults())
           a.indices.push_back(toIndexExpr(e));
         if (access.value.getDefiningOp() == op)

@@ -93,7 +93,7 @@ Simulator::MemoryPlan &Simulator::memoryPlan() {
   for (std::vector<int> *v :
        {&plan.lastRead, &plan.firstSaved, &plan.lastBackward})
     v->assign(numTensors, -1);
-  std::vector<int> reads(numTensors, 0);
+  std::vector<int> reads(numTensors, 0), accumulations(numTensors, 0);
   plan.takenOver.assign(numTensors, 0);
   for (int c = 0; c < numNodes; ++c) {
     const OpNode &node = graph.nodes[c];
@@ -106,6 +106,7 @@ Simulator::MemoryPlan &Simulator::memoryPlan() {
         continue;
       plan.lastRead[t] = std::max(plan.lastRead[t], c);
       ++reads[t];
+      accumulations[t] += access.isDestination;
       plan.takenOver[t] =
           access.isDestination ||
           (node.opClass == OpClass::Elementwise && !access.savedForBackward &&
@@ -118,21 +119,31 @@ Simulator::MemoryPlan &Simulator::memoryPlan() {
       if (!hasBackward(c))
         continue;
       plan.lastBackward[t] = std::max(plan.lastBackward[t], c);
-      if (access.savedForBackward &&
+      if (access.savedForBackward && !access.isDestination &&
           (plan.firstSaved[t] < 0 || c < plan.firstSaved[t]))
         plan.firstSaved[t] = c;
     }
   }
-  for (size_t t = 0; t < numTensors; ++t)
-    if (reads[t] != 1)
+  // A buffer that several ops accumulate into is theirs, one copy each
+  // (the CPU lowering's unshareInits fills one per reader): it holds
+  // nothing past its own point.
+  for (size_t t = 0; t < numTensors; ++t) {
+    if (reads[t] > 1 && accumulations[t] == reads[t])
+      plan.lastRead[t] = graph.tensors[t].producer + 1;
+    if (reads[t] != 1 && !(reads[t] > 1 && accumulations[t] == reads[t]))
       plan.takenOver[t] = 0;
-  // Arguments some op reads.
+    else if (reads[t] > 1)
+      plan.takenOver[t] = 1;
+  }
+  // Arguments some op reads or views (empty tensors and constants are
+  // no arguments).
   plan.argSlot.assign(numTensors, -1);
   for (const OpNode &node : graph.nodes)
     for (const NodeAccess &access : node.accesses) {
       int t = access.tensor;
-      if (graph.tensors[t].producer >= 0 || access.role != AccessRole::Read ||
-          plan.argSlot[t] >= 0)
+      const GraphTensor &tensor = graph.tensors[t];
+      if (tensor.producer >= 0 || !(tensor.isParameter || tensor.isInput) ||
+          access.role == AccessRole::Write || plan.argSlot[t] >= 0)
         continue;
       plan.argSlot[t] = static_cast<int>(plan.argTensor.size());
       plan.argTensor.push_back(t);
@@ -184,8 +195,9 @@ void Simulator::accountMemory(std::vector<MemoryPoint> *timeline) {
         int device = p.devices[t];
         BoxRef box = p.box(t, a);
         if (tensor.producer < 0) {
+          // An argument (a view of it reads nothing, but holds it too).
           int slot = plan.argSlot[access.tensor];
-          if (access.role != AccessRole::Read || slot < 0)
+          if (access.role == AccessRole::Write || slot < 0)
             continue;
           size_t k = static_cast<size_t>(slot) * numDevices + device;
           Range *held = boxAt(slot, device);
