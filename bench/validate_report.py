@@ -118,6 +118,7 @@ for m, d, strategy, key in runs:
     report = json.load(open("%s.profile.report.json" % base))
     sim_mb = max(dv["peak_memory_bytes"] for dv in report["devices"]) / 2**20
     at = max(report["devices"], key=lambda dv: dv["peak_memory_bytes"]).get("peak_memory_at", "")
+    at = re.sub(r"\(\S*/([^/)]+)\)", r"(\1)", at)  # the file name, not the work folder
     rss = re.search(r"peak_rss_mb=([0-9.]+)", run)
     tensors = re.search(r"peak_tensor_mb=([0-9.]+)", run)
     rows.append(dict(model=m, d=d, strategy=strategy, meas=meas, sims=sims, err=err,
