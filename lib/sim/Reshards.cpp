@@ -14,21 +14,31 @@
 #include <tuple>
 
 namespace soap {
-const Simulator::SlotLayouts &Simulator::slotLayouts(const Placement &p,
-                                                     size_t access,
-                                                     bool gradients) const {
-  std::vector<std::unique_ptr<SlotLayouts>> &cache = p.layouts[gradients];
+const Simulator::SlotLayouts &
+Simulator::slotLayouts(const Placement &p, size_t access, SlotKind kind) const {
+  std::vector<std::unique_ptr<SlotLayouts>> &cache =
+      p.layouts[static_cast<int>(kind)];
   if (cache.size() <= access)
     cache.resize(access + 1);
   if (!cache[access])
     cache[access] =
-        std::make_unique<SlotLayouts>(buildSlotLayouts(p, access, gradients));
+        std::make_unique<SlotLayouts>(buildSlotLayouts(p, access, kind));
   return *cache[access];
+}
+
+bool Simulator::hasReaders(int node, size_t access) const {
+  int tensor = graph.nodes[node].accesses[access].tensor;
+  for (int c : consumersOf[node])
+    for (const NodeAccess &a : graph.nodes[c].accesses)
+      if (a.tensor == tensor && a.role != AccessRole::Write &&
+          !(a.role == AccessRole::Unread && a.isDestination))
+        return true;
+  return false;
 }
 
 Simulator::SlotLayouts Simulator::buildSlotLayouts(const Placement &p,
                                                    size_t access,
-                                                   bool gradients) const {
+                                                   SlotKind kind) const {
   int numDevices = machine.numDevices();
   SlotLayouts result;
   std::vector<int> slotOf(numDevices, 0);
@@ -53,9 +63,11 @@ Simulator::SlotLayouts Simulator::buildSlotLayouts(const Placement &p,
   }
   // A replicated op's tasks compute the same gradient (copies, not partial
   // sums).
-  if (!gradients || p.replicated)
+  if (kind == SlotKind::Blocks || p.replicated ||
+      (kind == SlotKind::Produced && !p.partialOutputs))
     return result;
-  // Gradients of elements read by several tasks add up.
+  // Gradients of elements read by several tasks add up, as do the outputs
+  // of a split reduction's tasks.
   bool shared = false;
   for (size_t t = 0; t < p.devices.size() && !shared; ++t)
     for (size_t u = t + 1; u < p.devices.size() && !shared; ++u)
@@ -294,8 +306,13 @@ void Simulator::buildEdge(int edgeId) {
         return made.reducedBy[pa][s];
       return made.fwd[s];
     };
-    if (sameBlocksOnSameDevices(pp, pa, cp, ca, backward, producerOf,
-                                consumerOf)) {
+    // What the producer's tasks write: partial sums that this reader's
+    // reshard combines, or blocks (complete once a split reduction's
+    // all-reduce ran).
+    const SlotLayouts &produced = slotLayouts(pp, pa, SlotKind::Produced);
+    bool partial = !produced.pieces.empty() && produced.pieces[0].partial;
+    if (!partial && sameBlocksOnSameDevices(pp, pa, cp, ca, backward,
+                                            producerOf, consumerOf)) {
       for (size_t u = 0; u < producerOf.size(); ++u)
         fwdPairs.emplace_back(u, producedBy(producerOf[u]));
       if (backward)
@@ -307,8 +324,7 @@ void Simulator::buildEdge(int edgeId) {
     // consumer's blocks of each slot from the producer's blocks (complete
     // once a split reduction's all-reduce ran) ...
     layout::TensorShape shape{tensor.shape, tensor.elementBytes};
-    const SlotLayouts &produced = slotLayouts(pp, pa, /*gradients=*/false);
-    const SlotLayouts &read = slotLayouts(cp, ca, /*gradients=*/false);
+    const SlotLayouts &read = slotLayouts(cp, ca, SlotKind::Blocks);
     std::vector<PlanCache::Copy> &copies = plans->copies[producer][pa];
     auto producedIn = [&](int piece, int device) -> std::vector<int> {
       size_t own = produced.pieces.size();
@@ -354,15 +370,17 @@ void Simulator::buildEdge(int edgeId) {
     // ... and the gradient from the consumer's blocks (partial sums where
     // its tasks read the same elements; zeros where it reads nothing) back
     // to the producer's.
-    const SlotLayouts &gradients = slotLayouts(cp, ca, /*gradients=*/true);
+    const SlotLayouts &gradients = slotLayouts(cp, ca, SlotKind::Gradients);
+    // ... to the blocks each producer task needs the gradient of.
+    const SlotLayouts &blocks = slotLayouts(pp, pa, SlotKind::Blocks);
     const NodeTasks &read_ = nodeTasks[consumer];
     auto gradientBy = [&](int piece, int device) -> std::vector<int> {
       int u = gradients.task[piece][device];
       return u < 0 ? std::vector<int>{} : std::vector<int>{read_.bwd[u]};
     };
-    for (size_t k = 0; k < produced.pieces.size(); ++k) {
+    for (size_t k = 0; k < blocks.pieces.size(); ++k) {
       const layout::ReshardPlan &plan =
-          planFor(shape, gradients.pieces, produced.pieces[k],
+          planFor(shape, gradients.pieces, blocks.pieces[k],
                   /*zerosElsewhere=*/true);
       TaskKey base{3,
                    producer,
@@ -374,7 +392,7 @@ void Simulator::buildEdge(int edgeId) {
           addPlanTasks(plan, /*forward=*/false, base, gradientBy,
                        tensor.elementBytes, groupsOfEdge);
       for (int d = 0; d < numDevices; ++d)
-        if (int s = produced.task[k][d]; s >= 0)
+        if (int s = blocks.task[k][d]; s >= 0)
           for (int id : ready[d])
             bwdPairs.emplace_back(s, id);
     }

@@ -422,6 +422,11 @@ const Simulator::Placement &Simulator::placement(int node) {
     for (size_t l = 0; l < numLoops; ++l)
       if (n.loopKinds[l] == DimKind::Reduction && config.degrees[l] > 1)
         p->splitsReduction = true;
+    std::vector<int64_t> devices(config.devices.begin(), config.devices.end());
+    std::sort(devices.begin(), devices.end());
+    p->partialOutputs =
+        p->splitsReduction &&
+        std::adjacent_find(devices.begin(), devices.end()) == devices.end();
     p->ranges.reserve(config.numTasks() * p->stride);
     for (int64_t t = 0; t < config.numTasks(); ++t) {
       p->devices.push_back(static_cast<int>(config.devices[t]));
@@ -471,7 +476,9 @@ void Simulator::buildNode(int node) {
     for (size_t a = 0; a < n.accesses.size(); ++a) {
       const NodeAccess &access = n.accesses[a];
       const GraphTensor &tensor = graph.tensors[access.tensor];
-      if (access.role != AccessRole::Write)
+      // Partial sums that ops read are combined by their reshards.
+      if (access.role != AccessRole::Write ||
+          (p.partialOutputs && hasReaders(node, a)))
         continue;
       std::map<Box, std::vector<size_t>> regions;
       for (size_t t = 0; t < p.devices.size(); ++t)

@@ -344,8 +344,13 @@ struct Simulator::Placement {
   std::vector<size_t> accessAt, accessRank;
   size_t stride = 0;
   double forward = 0, backward = 0;
-  /// slotLayouts per access, built when first asked for: [gradients][access].
-  mutable std::vector<std::unique_ptr<SlotLayouts>> layouts[2];
+  /// A split reduction whose tasks are on distinct devices: outputs that
+  /// ops read stay partial sums, which each reader's reshard combines (a
+  /// reduce_scatter or all-reduce, as the partitioner emits at the
+  /// reader); outputs nothing reads are all-reduced after the op.
+  bool partialOutputs = false;
+  /// slotLayouts per access, built when first asked for: [kind][access].
+  mutable std::vector<std::unique_ptr<SlotLayouts>> layouts[3];
 
   BoxRef box(size_t task, size_t access) const {
     return {ranges.data() + task * stride + accessAt[access],

@@ -171,12 +171,19 @@ private:
                                      const layout::Layout &target,
                                      bool zerosElsewhere);
   struct SlotLayouts;
-  /// The layouts of one access of a placement, one per slot; with
-  /// `gradients`, of the tasks' gradients of it (kept with the placement).
+  /// What slotLayouts describe of an access: each task's block of it, its
+  /// gradient of it (partial sums where tasks read the same elements), or
+  /// what the tasks write (partial sums where a split reduction leaves
+  /// them for the readers to combine: Placement::partialOutputs).
+  enum class SlotKind { Blocks, Gradients, Produced };
+  /// The layouts of one access of a placement, one per slot (kept with the
+  /// placement).
   const SlotLayouts &slotLayouts(const Placement &p, size_t access,
-                                 bool gradients) const;
+                                 SlotKind kind) const;
   SlotLayouts buildSlotLayouts(const Placement &p, size_t access,
-                               bool gradients) const;
+                               SlotKind kind) const;
+  /// Whether an op reads the tensor `node` writes through access `access`.
+  bool hasReaders(int node, size_t access) const;
   /// The tasks that make piece `piece`'s block on `device` (none: it is
   /// not there).
   using SourceTask = std::function<std::vector<int>(int piece, int device)>;
