@@ -3,7 +3,7 @@
 // Two steps around one-shot bufferization:
 //
 //   before: soap.on_devices becomes an scf.if on the rank (results are
-//   shared read-only stand-ins elsewhere, or empty tensors on the GPU);
+//   views of uninitialized globals elsewhere, or empty tensors on the GPU);
 //   soap.rank becomes soaprt_rank(); every
 //   communication op on tensors becomes
 //       %in  = bufferization.to_buffer %x read_only   (a dense buffer)
@@ -95,42 +95,37 @@ int64_t product(ArrayRef<int64_t> sizes) {
   return p;
 }
 
-/// A read-only stand-in for a tensor of `type` that this rank does not
-/// compute: a view of one uninitialized global per type, which every
-/// guard's results of that type share. Nothing is allocated for it; an op
-/// outside the guards that writes into it (an insert_slice) gets a copy
-/// from bufferization, as for any read-only tensor. Its values are never
-/// used: ops that read it run on every rank, and only the ranks of the
-/// guard keep what they make of it.
-Value sharedAbsentTensor(OpBuilder &b, Location loc, RankedTensorType type,
-                         ModuleOp module) {
+/// A stand-in for a tensor of `type` that this rank does not compute: a
+/// view of an uninitialized global of its own (the `number`-th), so nothing
+/// is allocated for it and no page of it is touched unless an op outside
+/// the guard writes into it. Its values are never used: ops that read it
+/// run on every rank, and only the ranks of the guard keep what they make
+/// of it. Writable, as the empty tensor it replaces, so that ops that
+/// accumulate into a guard's result (a weight gradient summed over time
+/// steps, one guard per step) update it in place instead of copying it.
+Value absentTensor(OpBuilder &b, Location loc, RankedTensorType type,
+                   ModuleOp module, unsigned number) {
   auto memrefType = MemRefType::get(type.getShape(), type.getElementType());
-  std::string name;
-  llvm::raw_string_ostream os(name);
-  os << "soap_absent_";
-  for (int64_t size : type.getShape())
-    os << size << "x";
-  os << type.getElementType();
-  auto global = module.lookupSymbol<memref::GlobalOp>(name);
-  if (!global) {
+  std::string name = "soap_absent_" + std::to_string(number);
+  {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(module.getBody());
-    global = memref::GlobalOp::create(
-        b, loc, name, b.getStringAttr("private"), memrefType, b.getUnitAttr(),
-        /*constant=*/false, /*alignment=*/b.getI64IntegerAttr(64));
+    memref::GlobalOp::create(b, loc, name, b.getStringAttr("private"),
+                             memrefType, b.getUnitAttr(), /*constant=*/false,
+                             /*alignment=*/b.getI64IntegerAttr(64));
   }
   Value buffer = memref::GetGlobalOp::create(b, loc, memrefType, name);
   return bufferization::ToTensorOp::create(b, loc, type, buffer,
                                            /*restrict=*/true,
-                                           /*writable=*/false);
+                                           /*writable=*/true);
 }
 
 /// soap.on_devices [d...] { body } -> scf.if (rank == d0 || ...) { body }
 /// else { stand-ins / poison }: on the CPU (`hostBuffers`) a tensor result
-/// is a shared read-only stand-in there (sharedAbsentTensor), so a rank
+/// is a global's view there (absentTensor), so a rank
 /// allocates only what it computes; on the GPU an empty tensor.
-LogicalResult lowerOnDevices(OnDevicesOp op, ModuleOp module,
-                             bool hostBuffers) {
+LogicalResult lowerOnDevices(OnDevicesOp op, ModuleOp module, bool hostBuffers,
+                             unsigned &absentCount) {
   OpBuilder b(op);
   Location loc = op.getLoc();
   for (Type type : op.getResultTypes())
@@ -167,7 +162,7 @@ LogicalResult lowerOnDevices(OnDevicesOp op, ModuleOp module,
   for (Type type : op.getResultTypes()) {
     if (auto tensor = dyn_cast<RankedTensorType>(type))
       undefined.push_back(
-          hostBuffers ? sharedAbsentTensor(b, loc, tensor, module)
+          hostBuffers ? absentTensor(b, loc, tensor, module, absentCount++)
                       : tensor::EmptyOp::create(b, loc, tensor.getShape(),
                                                 tensor.getElementType()));
     else
@@ -460,8 +455,9 @@ LogicalResult lowerCommunicationOps(ModuleOp module, bool hostBuffers) {
   mergeGuards(module);
   SmallVector<OnDevicesOp> guards;
   module.walk([&](OnDevicesOp op) { guards.push_back(op); });
+  unsigned absentCount = 0;
   for (OnDevicesOp op : guards)
-    if (failed(lowerOnDevices(op, module, hostBuffers)))
+    if (failed(lowerOnDevices(op, module, hostBuffers, absentCount)))
       return failure();
 
   SmallVector<RankOp> ranks;

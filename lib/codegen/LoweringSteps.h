@@ -271,7 +271,7 @@ std::unique_ptr<mlir::Pass> createMergeGuardsPass();
 /// placeholder on buffers (a new buffer for its result). Fails with an
 /// error on an op the runtime cannot run (element type, dynamic shape).
 /// `hostBuffers` (the CPU): a guard's results are, on the other ranks,
-/// views of shared read-only globals instead of new buffers.
+/// views of uninitialized globals (one per result) instead of new buffers.
 mlir::LogicalResult lowerCommunicationOps(mlir::ModuleOp module,
                                           bool hostBuffers);
 /// The bytes an element of `type` takes in memory: i1 takes a whole byte,

@@ -89,7 +89,7 @@ func.func @nested(%c: i1) {
 // CHECK-NEXT: memref.dealloc %[[BASE]]
 // CHECK: call @other()
 // CHECK-NEXT: return
-memref.global "private" @soap_absent_4xf32 : memref<4xf32> = uninitialized
+memref.global "private" @soap_absent_0 : memref<4xf32> = uninitialized
 func.func private @use(memref<4xf32>)
 func.func private @other()
 func.func @guard_result(%c: i1) {
@@ -98,7 +98,7 @@ func.func @guard_result(%c: i1) {
     %true = arith.constant true
     scf.yield %fresh, %true : memref<4xf32>, i1
   } else {
-    %absent = memref.get_global @soap_absent_4xf32 : memref<4xf32>
+    %absent = memref.get_global @soap_absent_0 : memref<4xf32>
     %false = arith.constant false
     scf.yield %absent, %false : memref<4xf32>, i1
   }
