@@ -128,12 +128,11 @@ Simulator::MemoryPlan &Simulator::memoryPlan() {
   // (the CPU lowering's unshareInits fills one per reader): it holds
   // nothing past its own point.
   for (size_t t = 0; t < numTensors; ++t) {
-    if (reads[t] > 1 && accumulations[t] == reads[t])
-      plan.lastRead[t] = graph.tensors[t].producer + 1;
-    if (reads[t] != 1 && !(reads[t] > 1 && accumulations[t] == reads[t]))
-      plan.takenOver[t] = 0;
-    else if (reads[t] > 1)
-      plan.takenOver[t] = 1;
+    bool perReader = reads[t] > 1 && accumulations[t] == reads[t];
+    if (perReader)
+      plan.lastRead[t] = graph.tensors[t].producer + 1; // taken over at once
+    if (reads[t] != 1)
+      plan.takenOver[t] = perReader;
   }
   // Arguments some op reads or views (empty tensors and constants are
   // no arguments).
@@ -162,7 +161,7 @@ void Simulator::accountMemory(std::vector<MemoryPoint> *timeline) {
   auto forwardAt = [](int node) { return node; };
   auto backwardAt = [&](int node) { return 2 * numNodes - 1 - node; };
   int updatesAt = 2 * numNodes;
-  size_t stride = static_cast<size_t>(numPoints) + 1;
+  size_t stride = memoryStride();
   // From what transfers brought (kept up to date as they come and go).
   std::vector<int64_t> &diff = memoryScratch;
   diff = accounts->received;
@@ -327,7 +326,7 @@ void Simulator::accountReceived(const Task &task, int sign) {
   // Keys (Reshards.cpp): a forward transfer's names its consumer, then its
   // producer; a gradient's its producer, then its consumer.
   int numNodes = static_cast<int>(graph.nodes.size());
-  size_t stride = 2 * static_cast<size_t>(numNodes) + 2;
+  size_t stride = memoryStride();
   auto backwardAt = [&](int node) { return 2 * numNodes - 1 - node; };
   int from, to;
   if (task.kind == TaskKind::Transfer) {

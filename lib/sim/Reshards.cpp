@@ -321,8 +321,8 @@ void Simulator::buildEdge(int edgeId) {
       continue;
     }
     // The reshards lib/layout plans, as the partitioner emits them: the
-    // consumer's blocks of each slot from the producer's blocks (complete
-    // once a split reduction's all-reduce ran) ...
+    // consumer's blocks of each slot from what the producer's tasks wrote
+    // (`produced` above) ...
     layout::TensorShape shape{tensor.shape, tensor.elementBytes};
     const SlotLayouts &read = slotLayouts(cp, ca, SlotKind::Blocks);
     std::vector<PlanCache::Copy> &copies = plans->copies[producer][pa];

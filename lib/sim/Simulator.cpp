@@ -422,11 +422,12 @@ const Simulator::Placement &Simulator::placement(int node) {
     for (size_t l = 0; l < numLoops; ++l)
       if (n.loopKinds[l] == DimKind::Reduction && config.degrees[l] > 1)
         p->splitsReduction = true;
-    std::vector<int64_t> devices(config.devices.begin(), config.devices.end());
-    std::sort(devices.begin(), devices.end());
-    p->partialOutputs =
-        p->splitsReduction &&
-        std::adjacent_find(devices.begin(), devices.end()) == devices.end();
+    if (p->splitsReduction) {
+      std::vector<int64_t> devices = config.devices;
+      std::sort(devices.begin(), devices.end());
+      p->partialOutputs =
+          std::adjacent_find(devices.begin(), devices.end()) == devices.end();
+    }
     p->ranges.reserve(config.numTasks() * p->stride);
     for (int64_t t = 0; t < config.numTasks(); ++t) {
       p->devices.push_back(static_cast<int>(config.devices[t]));
@@ -668,8 +669,7 @@ void Simulator::buildAll() {
   changedGroup.clear();
   changedGroups.clear();
   edges.assign(edgeEnds.size(), EdgeTasks());
-  accounts->reset(machine.numDevices(), machine.links().size(),
-                  2 * graph.nodes.size() + 2);
+  accounts->reset(machine.numDevices(), machine.links().size(), memoryStride());
   size_t n = graph.nodes.size();
   for (size_t i = 0; i < n; ++i)
     buildNode(i);

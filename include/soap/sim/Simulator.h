@@ -221,6 +221,10 @@ private:
   /// Adds (sign 1) or takes out (-1) what a transfer's destination holds
   /// over the memory timeline (Accounts::received).
   void accountReceived(const Task &task, int sign);
+  /// A device's row in the memory timeline's difference arrays: one entry
+  /// per point (an op's forward and backward work, the updates) and one
+  /// past the last.
+  size_t memoryStride() const { return 2 * graph.nodes.size() + 2; }
   /// When a group is ready in the current schedule; each of its tasks'
   /// ready times is appended to `taskReady` when given.
   double readyTimeOf(const Group &group,
