@@ -10,6 +10,7 @@
 
 #include "soap/Dialect/Gather.h"
 #include "soap/Dialect/PartitionableInterface.h"
+#include "soap/Dialect/SpmdRewriter.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Interfaces/CastInterfaces.h"
@@ -38,6 +39,10 @@ template <typename OpTy>
 struct LinalgPartitionableModel
     : public PartitionableOpInterface::ExternalModel<
           LinalgPartitionableModel<OpTy>, OpTy> {
+  LogicalResult partition(Operation *op, SpmdRewriter &rewriter) const {
+    return rewriter.partitionLoops(op);
+  }
+
   SmallVector<int64_t> getLoopSizes(Operation *op) const {
     SmallVector<int64_t> sizes =
         cast<linalg::LinalgOp>(op).getStaticLoopRanges();

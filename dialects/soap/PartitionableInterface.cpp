@@ -1,6 +1,7 @@
 //===- PartitionableInterface.cpp - ops SOAP can partition ----------------===//
 
 #include "soap/Dialect/PartitionableInterface.h"
+#include "soap/Dialect/SpmdRewriter.h"
 
 #include "mlir/IR/AffineExprVisitor.h"
 #include "mlir/IR/BuiltinTypes.h"
@@ -9,6 +10,8 @@ using namespace mlir;
 using namespace soap;
 
 #include "soap/Dialect/SoapInterfaces.cpp.inc"
+
+SpmdRewriter::~SpmdRewriter() = default;
 
 IndexExpr soap::toIndexExpr(AffineExpr expr) {
   IndexExpr result;

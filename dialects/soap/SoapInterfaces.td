@@ -63,6 +63,18 @@ def Soap_PartitionableOpInterface : OpInterface<"PartitionableOpInterface"> {
       "std::optional<std::string>", "getUnsupportedReason", (ins), [{}], [{
         return std::nullopt;
       }]>,
+    InterfaceMethod<[{
+        Rewrites the op into the partitioned program (soap-partition) with
+        one of the rewrites `rewriter` offers (soap/Dialect/SpmdRewriter.h),
+        as upstream's ShardingInterface::partition does for the shard
+        dialect. Fails, changing nothing, when the op has no partitioned
+        form here; the partitioner then runs it whole on every device, its
+        operands gathered first. The default has none.
+      }],
+      "::mlir::LogicalResult", "partition",
+      (ins "::soap::SpmdRewriter &":$rewriter), [{}], [{
+        return ::mlir::failure();
+      }]>,
   ];
 }
 

@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "soap/Dialect/PartitionableInterface.h"
+#include "soap/Dialect/SpmdRewriter.h"
 
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/AffineExpr.h"
@@ -102,6 +103,9 @@ dynamicReshapeReason(ArrayRef<int64_t> expandedShape,
 
 struct ExpandShapeModel
     : TensorModelBase<ExpandShapeModel, tensor::ExpandShapeOp> {
+  LogicalResult partition(Operation *op, SpmdRewriter &rewriter) const {
+    return rewriter.partitionReshape(op);
+  }
   SmallVector<int64_t> getLoopSizes(Operation *op) const {
     return shapeOf(op->getResult(0));
   }
@@ -128,6 +132,9 @@ struct ExpandShapeModel
 
 struct CollapseShapeModel
     : TensorModelBase<CollapseShapeModel, tensor::CollapseShapeOp> {
+  LogicalResult partition(Operation *op, SpmdRewriter &rewriter) const {
+    return rewriter.partitionReshape(op);
+  }
   SmallVector<int64_t> getLoopSizes(Operation *op) const {
     return shapeOf(op->getOperand(0));
   }
@@ -182,6 +189,9 @@ dynamicStrideReason(OffsetSizeAndStrideOpInterface slice) {
 
 struct ExtractSliceModel
     : TensorModelBase<ExtractSliceModel, tensor::ExtractSliceOp> {
+  LogicalResult partition(Operation *op, SpmdRewriter &rewriter) const {
+    return rewriter.partitionPassThrough(op);
+  }
   SmallVector<int64_t> getLoopSizes(Operation *op) const {
     return shapeOf(op->getResult(0));
   }
@@ -203,6 +213,9 @@ struct ExtractSliceModel
 
 struct InsertSliceModel
     : TensorModelBase<InsertSliceModel, tensor::InsertSliceOp> {
+  LogicalResult partition(Operation *op, SpmdRewriter &rewriter) const {
+    return rewriter.partitionPassThrough(op);
+  }
   SmallVector<int64_t> getLoopSizes(Operation *op) const {
     return shapeOf(op->getOperand(0));
   }
@@ -225,6 +238,9 @@ struct InsertSliceModel
 };
 
 struct PadModel : TensorModelBase<PadModel, tensor::PadOp> {
+  LogicalResult partition(Operation *op, SpmdRewriter &rewriter) const {
+    return rewriter.partitionPassThrough(op);
+  }
   SmallVector<int64_t> getLoopSizes(Operation *op) const {
     return shapeOf(op->getResult(0));
   }
@@ -245,6 +261,9 @@ struct PadModel : TensorModelBase<PadModel, tensor::PadOp> {
 };
 
 struct ConcatModel : TensorModelBase<ConcatModel, tensor::ConcatOp> {
+  LogicalResult partition(Operation *op, SpmdRewriter &rewriter) const {
+    return rewriter.partitionConcat(op);
+  }
   SmallVector<int64_t> getLoopSizes(Operation *op) const {
     return shapeOf(op->getResult(0));
   }

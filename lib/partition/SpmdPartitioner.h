@@ -1,9 +1,13 @@
 //===- SpmdPartitioner.h - the SPMD partitioner's state -------*- C++ -*-===//
 //
-// Private to lib/partition: the partitioner of Spmd.cpp and its distributed
-// values. Spmd.cpp rewrites ops (plans, per-op rewrites, the driver);
-// Reshard.cpp moves values between the layouts ops read, as lib/layout's
-// reshard planner says.
+// Private to lib/partition: the SPMD partitioner and its distributed values.
+// Spmd.cpp is the driver: it walks the step and hands each op to its
+// PartitionableOpInterface::partition, which picks one of the rewrites the
+// partitioner offers (soap/Dialect/SpmdRewriter.h): SpmdLoops.cpp (linalg
+// ops by their plans, SpmdPlans.cpp; scatter-adds) or SpmdViews.cpp
+// (reshapes, slices, pads, concatenations, lazy transposes). Ops with no
+// partitioned form run whole everywhere. Reshard.cpp moves values between
+// the layouts ops read, as lib/layout's reshard planner says.
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,6 +16,7 @@
 
 #include "soap/Dialect/Gather.h"
 #include "soap/Dialect/SoapDialect.h"
+#include "soap/Dialect/SpmdRewriter.h"
 #include "soap/layout/Layout.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -93,16 +98,33 @@ struct LinalgLoops {
 /// The box of the whole tensor.
 Box wholeBox(RankedTensorType type);
 
+/// The task grid coordinates of `task` (row-major, last loop fastest).
+SmallVector<int64_t> coordinatesOf(ArrayRef<int64_t> degrees, int64_t task);
+
+/// The box of an operand that a task reads through `map`: the local
+/// tensor's index i is the global index i + offset, so that the op keeps
+/// its maps on local loops that start at 0. None when the task's loops do
+/// not read one box (a split loop read backwards, a non-affine index).
+std::optional<Box> accessBox(AffineMap map, ArrayRef<int64_t> loopSizes,
+                             ArrayRef<int64_t> degrees, int64_t task,
+                             ArrayRef<int64_t> shape);
+
 /// True when every device that needs a box holds exactly that box in
 /// `piece`, complete (not partial sums).
 bool covers(const Piece &piece, const DeviceBoxes &target);
 
-class SpmdPartitioner {
+class SpmdPartitioner : public SpmdRewriter {
 public:
   SpmdPartitioner(func::FuncOp function, int64_t numDevices)
       : function(function), numDevices(numDevices), b(function.getContext()) {}
 
   LogicalResult run();
+
+  // The rewrites ops choose from (PartitionableOpInterface::partition).
+  LogicalResult partitionLoops(Operation *op) override;
+  LogicalResult partitionReshape(Operation *op) override;
+  LogicalResult partitionPassThrough(Operation *op) override;
+  LogicalResult partitionConcat(Operation *op) override;
 
 private:
   // Plans.
@@ -116,8 +138,8 @@ private:
   checkPlan(linalg::LinalgOp op, const LinalgLoops &nest, const Plan &plan);
 
   // Rewriting.
-  LogicalResult partitionLinalg(linalg::LinalgOp op, const LinalgLoops &nest,
-                                const Plan &plan);
+  void partitionLinalg(linalg::LinalgOp op, const LinalgLoops &nest,
+                       const Plan &plan);
   /// The part of `gather`'s table each device's task reads (`boxes`).
   LocalTable localTable(const GatherLookup &gather, const DeviceBoxes &boxes,
                         Location loc);
@@ -134,10 +156,6 @@ private:
   LogicalResult partitionPartialSum(linalg::LinalgOp op);
   LogicalResult runReplicated(Operation *op);
   LogicalResult partitionScatterAdd(scf::ForOp loop);
-  void recordSplat(Operation *op);
-  LogicalResult partitionReshape(Operation *op);
-  LogicalResult partitionPassThrough(Operation *op);
-  LogicalResult partitionConcat(tensor::ConcatOp op);
   /// Returns every value whole, except the sharded results, which stay in
   /// their boxes; records the layouts (returnLayouts).
   void partitionReturn(func::ReturnOp op);

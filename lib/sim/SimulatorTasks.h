@@ -1,8 +1,10 @@
 //===- SimulatorTasks.h - the simulator's task graph -----------*- C++ -*-===//
 //
-// Private to lib/sim: the tasks, groups and placements that Simulator.cpp
-// (construction, scheduling, delta simulation, report) and Reshards.cpp
-// (the communication of each edge, as lib/layout plans it) share.
+// Private to lib/sim: the tasks, groups and placements that the simulator's
+// files share: Simulator.cpp (building the task graph), Reshards.cpp (the
+// communication of each edge, as lib/layout plans it), SimSchedule.cpp
+// (scheduling), SimDelta.cpp (full and delta simulation, undo), Memory.cpp
+// (memory from liveness) and SimReport.cpp (report and trace).
 //
 //===----------------------------------------------------------------------===//
 
@@ -356,6 +358,39 @@ struct Simulator::Placement {
     return {ranges.data() + task * stride + accessAt[access],
             accessRank[access]};
   }
+};
+
+/// What simulateDelta changed, to put it back.
+struct Simulator::UndoLog {
+  struct NodeEntry {
+    int node;
+    ParallelConfig config;
+    std::unique_ptr<Placement> placement;
+    NodeTasks tasks;
+  };
+  bool valid = false;
+  std::vector<NodeEntry> nodes;
+  std::vector<std::pair<int, EdgeTasks>> edges;
+  std::vector<std::pair<int, std::array<int, 2>>> parameterGroups;
+  std::vector<std::pair<int, TaskInts>> preds;
+  std::vector<std::pair<int, Task>> removed;
+  std::vector<std::pair<int, Group>> removedGroups;
+  std::vector<int> relinkedGroups, addedGroups;
+  size_t taskCount = 0, groupCount = 0;
+  std::vector<int> freeIds, freeGroupIds;
+  /// The report's totals before the change.
+  std::vector<int64_t> busyFs, memory, linkBytes, received;
+  int64_t commBytes = 0, numTasks = 0;
+  // The schedule after the kept prefix, as it was: the groups taken, and
+  // the checkpoints after the one it resumed from.
+  size_t prefix = 0;
+  std::vector<int> order;
+  std::vector<double> orderReady, checkpointFree, checkpointEnd;
+  size_t checkpointsKept = 0;
+  double scheduleEnd = 0;
+  std::vector<int> taskIds;
+  std::vector<double> taskEnds; ///< the end of each of taskIds
+  std::vector<std::pair<int, double>> groupTimes;
 };
 
 } // namespace soap

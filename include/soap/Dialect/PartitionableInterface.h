@@ -26,6 +26,8 @@ struct OperandAccess {
   bool isDestination = false;
 };
 
+class SpmdRewriter; // soap/Dialect/SpmdRewriter.h
+
 namespace detail {
 /// Shard cost from the op's loop nest (the interface's default).
 ShardCost defaultShardCost(mlir::Operation *op,

@@ -27,9 +27,12 @@ mlir::LogicalResult partitionBatch(mlir::func::FuncOp function,
                                    int64_t devices);
 
 /// Partitions `function` over `devices` ranks as the #soap.config of its
-/// ops say (docs/partition.md): every op runs as the local ops of its
-/// tasks, linalg ops without a config follow the layout of their most
-/// split operand, other ops run whole on every device, and communication
+/// ops say (docs/partition.md): every op goes to its
+/// PartitionableOpInterface::partition, which picks one of the rewrites of
+/// soap/Dialect/SpmdRewriter.h (linalg ops run as the local ops of their
+/// tasks, those without a config following the layout of their most split
+/// operand); ops without a partitioned form run whole on every device, and
+/// communication
 /// is derived from the layouts producers give and consumers read. The
 /// arguments and results keep their global shapes and are whole on every
 /// rank. Emits warnings for configs it cannot follow (those ops run whole)

@@ -1,0 +1,270 @@
+//===- SpmdPlans.cpp - how a linalg op runs: its plan --------------------===//
+//
+// A plan gives a linalg op's degree per loop and, for each slot, the task
+// every device runs: from its #soap.config (checked against what its
+// operands allow), or for an op without one from its most split operand's
+// layout, or whole everywhere.
+//
+//===----------------------------------------------------------------------===//
+
+#include "SpmdPartitioner.h"
+
+#include "Reductions.h"
+
+#include "soap/Dialect/PartitionableInterface.h"
+
+using namespace mlir;
+using namespace soap;
+using namespace soap::partition;
+
+SmallVector<int64_t> soap::partition::coordinatesOf(ArrayRef<int64_t> degrees,
+                                                    int64_t task) {
+  SmallVector<int64_t> coords(degrees.size());
+  for (int64_t l = static_cast<int64_t>(degrees.size()) - 1; l >= 0; --l) {
+    coords[l] = task % degrees[l];
+    task /= degrees[l];
+  }
+  return coords;
+}
+
+std::optional<Box> soap::partition::accessBox(AffineMap map,
+                                              ArrayRef<int64_t> loopSizes,
+                                              ArrayRef<int64_t> degrees,
+                                              int64_t task,
+                                              ArrayRef<int64_t> shape) {
+  SmallVector<int64_t> coords = coordinatesOf(degrees, task);
+  Box box;
+  for (auto [dim, expr] : llvm::enumerate(map.getResults())) {
+    IndexExpr linear = toIndexExpr(expr);
+    if (!linear.isLinear)
+      return std::nullopt;
+    int64_t offset = 0, extent = linear.constant + 1;
+    for (auto [l, c] : linear.terms) {
+      int64_t local = loopSizes[l] / degrees[l];
+      int64_t lo = coords[l] * local;
+      if (c < 0 && degrees[l] > 1)
+        return std::nullopt; // a split loop read backwards
+      offset += c * lo;
+      if (c > 0)
+        extent += c * (local - 1);
+    }
+    if (offset < 0 || offset + extent > shape[dim])
+      return std::nullopt;
+    box.offsets.push_back(offset);
+    box.sizes.push_back(extent);
+  }
+  return box;
+}
+
+//===----------------------------------------------------------------------===//
+// Plans
+//===----------------------------------------------------------------------===//
+
+std::optional<LinalgLoops> SpmdPartitioner::loopNestOf(linalg::LinalgOp op) {
+  if (!op.hasPureTensorSemantics())
+    return std::nullopt;
+  LinalgLoops nest;
+  nest.sizes = op.getStaticLoopRanges();
+  if (llvm::any_of(nest.sizes, ShapedType::isDynamic))
+    return std::nullopt;
+  for (Value operand : op->getOperands())
+    if (auto type = dyn_cast<RankedTensorType>(operand.getType());
+        type && !type.hasStaticShape())
+      return std::nullopt;
+  nest.iterators = op.getIteratorTypesArray();
+  nest.maps = op.getIndexingMapsArray();
+  if ((nest.gather = matchGather(op))) {
+    nest.sizes.append(nest.gather->lookupSizes);
+    nest.iterators.append(nest.gather->lookupSizes.size(),
+                          utils::IteratorType::reduction);
+  }
+  return nest;
+}
+
+Plan SpmdPartitioner::replicatedPlan(unsigned numLoops) const {
+  return Plan{SmallVector<int64_t>(numLoops, 1),
+              {SmallVector<int64_t>(numDevices, 0)}};
+}
+
+/// Slots from a device per task: a device's k-th task runs in slot k.
+static Plan planForTasks(ArrayRef<int64_t> degrees, ArrayRef<int64_t> devices,
+                         int64_t numDevices) {
+  Plan plan;
+  plan.degrees.assign(degrees.begin(), degrees.end());
+  SmallVector<int64_t> used(numDevices, 0);
+  for (auto [task, device] : llvm::enumerate(devices)) {
+    int64_t slot = used[device]++;
+    if (static_cast<int64_t>(plan.slots.size()) <= slot)
+      plan.slots.emplace_back(numDevices, -1);
+    plan.slots[slot][device] = task;
+  }
+  return plan;
+}
+
+FailureOr<Plan> SpmdPartitioner::planFromConfig(linalg::LinalgOp op,
+                                                const LinalgLoops &nest,
+                                                ConfigAttr config,
+                                                std::string &why) {
+  ArrayRef<int64_t> degrees = config.getDegrees();
+  ArrayRef<int64_t> devices = config.getDevices();
+  if (degrees.size() != nest.sizes.size()) {
+    why = "it has " + std::to_string(nest.sizes.size()) + " loops, not " +
+          std::to_string(degrees.size());
+    return failure();
+  }
+  for (auto [l, degree] : llvm::enumerate(degrees))
+    if (degree < 1 || nest.sizes[l] % degree != 0) {
+      why = "degree " + std::to_string(degree) + " does not divide loop " +
+            std::to_string(l) + " of size " + std::to_string(nest.sizes[l]);
+      return failure();
+    }
+  for (int64_t device : devices)
+    if (device < 0 || device >= numDevices) {
+      why = "device " + std::to_string(device) + " is not in [0, " +
+            std::to_string(numDevices) + ")";
+      return failure();
+    }
+  if (static_cast<int64_t>(devices.size()) != config.getNumTasks()) {
+    why = "it has " + std::to_string(devices.size()) + " devices for " +
+          std::to_string(config.getNumTasks()) + " tasks";
+    return failure();
+  }
+  return planForTasks(degrees, devices, numDevices);
+}
+
+std::optional<std::string> SpmdPartitioner::checkPlan(linalg::LinalgOp op,
+                                                      const LinalgLoops &nest,
+                                                      const Plan &plan) {
+  int64_t numTasks = 1;
+  for (int64_t degree : plan.degrees)
+    numTasks *= degree;
+  for (OpOperand &operand : op->getOpOperands()) {
+    auto type = dyn_cast<RankedTensorType>(operand.get().getType());
+    if (!type)
+      continue;
+    AffineMap map = nest.maps[operand.getOperandNumber()];
+    for (int64_t task = 0; task < numTasks; ++task)
+      if (!accessBox(map, nest.sizes, plan.degrees, task, type.getShape()))
+        return "operand " + std::to_string(operand.getOperandNumber()) +
+               " is read through a map that a split loop cannot follow";
+  }
+  if (nest.gather)
+    for (int64_t task = 0; task < numTasks; ++task)
+      if (!accessBox(nest.gather->tableMap(), nest.sizes, plan.degrees, task,
+                     nest.gather->tableType().getShape()))
+        return std::string("the table it looks up is read past its end");
+  bool reductionSplit = false;
+  for (auto [l, degree] : llvm::enumerate(plan.degrees)) {
+    if (degree == 1)
+      continue;
+    if (nest.iterators[l] == utils::IteratorType::reduction) {
+      reductionSplit = true;
+      continue;
+    }
+    for (OpOperand &init : op.getDpsInitsMutable())
+      if (!op.getMatchingIndexingMap(&init).isFunctionOfDim(l))
+        return "parallel loop " + std::to_string(l) +
+               " is split but does not index output " +
+               std::to_string(init.getOperandNumber() - op.getNumDpsInputs());
+  }
+  // A gather's tasks along its lookup loops yield zero where their row is
+  // elsewhere: partial sums.
+  if (reductionSplit && !nest.gather && !combinerOf(op))
+    return std::string("a reduction loop is split but the op's partial "
+                       "results cannot be combined (not a sum, max or min "
+                       "of one output)");
+  return std::nullopt;
+}
+
+std::optional<Plan> SpmdPartitioner::planFromOperands(linalg::LinalgOp op,
+                                                      const LinalgLoops &nest) {
+  struct Candidate {
+    Plan plan;
+    int64_t tasks;
+    int64_t elements; ///< of the operand that would not move
+    int64_t holders;
+  };
+  SmallVector<Candidate> candidates;
+  for (OpOperand &operand : op->getOpOperands()) {
+    auto type = dyn_cast<RankedTensorType>(operand.get().getType());
+    if (!type ||
+        (op.isDpsInit(&operand) && !op.payloadUsesValueFromOperand(&operand)))
+      continue;
+    std::optional<Piece> layout = layoutOf(operand.get());
+    if (!layout || layout->partial)
+      continue;
+    const Piece piece = std::move(*layout);
+    // A value every device holds whole (a parameter) can be read anywhere:
+    // it does not decide where the op runs. The op runs where its other
+    // operands are (a backward op on the device of its forward op), or
+    // everywhere when they are all replicated (the fallback plan).
+    if (covers(piece, everywhere(type)))
+      continue;
+    AffineMap map = nest.maps[operand.getOperandNumber()];
+    const Box *any = nullptr;
+    int64_t holders = 0;
+    for (const std::optional<Box> &box : piece.boxes)
+      if (box) {
+        any = &*box;
+        ++holders;
+      }
+    if (!any)
+      continue;
+    SmallVector<int64_t> degrees(nest.sizes.size(), 1);
+    SmallVector<int64_t> loopOfDim(type.getRank(), -1);
+    bool usable = true;
+    for (int64_t dim = 0; dim < type.getRank() && usable; ++dim) {
+      int64_t size = any->sizes[dim];
+      if (size == type.getDimSize(dim))
+        continue;
+      auto expr = dyn_cast<AffineDimExpr>(map.getResult(dim));
+      if (!expr || type.getDimSize(dim) % size != 0 ||
+          degrees[expr.getPosition()] != 1) {
+        usable = false;
+        break;
+      }
+      degrees[expr.getPosition()] = type.getDimSize(dim) / size;
+      loopOfDim[dim] = expr.getPosition();
+    }
+    if (!usable)
+      continue;
+    Plan plan;
+    plan.degrees = degrees;
+    plan.slots.emplace_back(numDevices, -1);
+    int64_t numTasks = 1;
+    for (int64_t degree : degrees)
+      numTasks *= degree;
+    SmallVector<bool> covered(numTasks, false);
+    for (auto [device, box] : llvm::enumerate(piece.boxes)) {
+      if (!box)
+        continue;
+      SmallVector<int64_t> coords(degrees.size(), 0);
+      for (int64_t dim = 0; dim < type.getRank(); ++dim)
+        if (loopOfDim[dim] >= 0)
+          coords[loopOfDim[dim]] = box->offsets[dim] / box->sizes[dim];
+      int64_t task = 0;
+      for (auto [l, c] : llvm::enumerate(coords))
+        task = task * degrees[l] + c;
+      plan.slots[0][device] = task;
+      covered[task] = true;
+    }
+    if (!llvm::all_of(covered, [](bool c) { return c; }))
+      continue;
+    candidates.push_back(
+        {std::move(plan), numTasks, type.getNumElements(), holders});
+  }
+  // The most parallel plan; among equals, the one that leaves the largest
+  // operand where it is (an accumulated weight gradient rather than the
+  // activations it adds), then the one on fewest devices.
+  llvm::stable_sort(candidates, [](const Candidate &x, const Candidate &y) {
+    if (x.tasks != y.tasks)
+      return x.tasks > y.tasks;
+    if (x.elements != y.elements)
+      return x.elements > y.elements;
+    return x.holders < y.holders;
+  });
+  for (Candidate &candidate : candidates)
+    if (!checkPlan(op, nest, candidate.plan))
+      return std::move(candidate.plan);
+  return std::nullopt;
+}

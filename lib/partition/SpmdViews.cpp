@@ -1,0 +1,389 @@
+//===- SpmdViews.cpp - reshapes, slices, pads, concats, transposes -------===//
+//
+// The per-op rewrites of ops that move data without loops of their own:
+// each device reshapes, slices, pads or concatenates its own part when
+// the op leaves the split dimensions alone, and a transpose without a
+// config stays lazy (each reader transposes the part it reads) until an
+// op that passes split dimensions through needs pieces of its own.
+//
+//===----------------------------------------------------------------------===//
+
+#include "SpmdPartitioner.h"
+
+using namespace mlir;
+using namespace soap;
+using namespace soap::partition;
+
+/// The boxes of a transpose's result given its input's: result dimension i
+/// is input dimension perm[i].
+static DeviceBoxes transposedBoxes(const DeviceBoxes &input,
+                                   ArrayRef<int64_t> perm) {
+  DeviceBoxes boxes(input.size());
+  for (auto [device, box] : llvm::enumerate(input)) {
+    if (!box)
+      continue;
+    Box out{SmallVector<int64_t>(perm.size()),
+            SmallVector<int64_t>(perm.size())};
+    for (auto [i, p] : llvm::enumerate(perm)) {
+      out.offsets[i] = box->offsets[p];
+      out.sizes[i] = box->sizes[p];
+    }
+    boxes[device] = std::move(out);
+  }
+  return boxes;
+}
+
+std::optional<Piece> SpmdPartitioner::layoutOf(Value original) {
+  auto found = dist.find(original);
+  if (found == dist.end() || found->second.splat)
+    return std::nullopt;
+  const DistValue &value = found->second;
+  if (const Piece *only = onlyProducedPiece(value))
+    return *only;
+  linalg::TransposeOp transpose = value.transpose;
+  if (!transpose || !value.pieces.empty())
+    return std::nullopt;
+  std::optional<Piece> input = layoutOf(transpose.getInput());
+  if (!input)
+    return std::nullopt;
+  ArrayRef<int64_t> perm = transpose.getPermutation();
+  return Piece{Value(), transposedBoxes(input->boxes, perm), input->tasks,
+               input->partial};
+}
+
+void SpmdPartitioner::realizeTranspose(Value original, Operation *user) {
+  auto found = dist.find(original);
+  if (found == dist.end() || !found->second.transpose ||
+      !found->second.pieces.empty())
+    return;
+  linalg::TransposeOp transpose = found->second.transpose;
+  Value input = transpose.getInput();
+  realizeTranspose(input, user);
+  auto in = dist.find(input);
+  if (in == dist.end() || in->second.splat)
+    return;
+  ArrayRef<int64_t> perm = transpose.getPermutation();
+  auto elementType =
+      cast<RankedTensorType>(original.getType()).getElementType();
+  SmallVector<Piece> pieces;
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(user);
+  for (const Piece &piece : in->second.pieces) {
+    DeviceBoxes boxes = transposedBoxes(piece.boxes, perm);
+    auto localInput = cast<RankedTensorType>(piece.local.getType());
+    SmallVector<int64_t> shape;
+    for (int64_t p : perm)
+      shape.push_back(localInput.getDimSize(p));
+    Value init =
+        tensor::EmptyOp::create(b, transpose.getLoc(), shape, elementType);
+    Value local = linalg::TransposeOp::create(b, transpose.getLoc(),
+                                              piece.local, init, perm)
+                      .getResult()[0];
+    pieces.push_back(
+        Piece{local, std::move(boxes), piece.tasks, piece.partial});
+  }
+  dist[original].pieces = std::move(pieces);
+}
+
+/// collapse_shape/expand_shape of a value split only along the outermost
+/// dimension of each group: the local values reshape the same way, and
+/// partial sums stay partial sums.
+LogicalResult SpmdPartitioner::partitionReshape(Operation *op) {
+  if (!isa<tensor::CollapseShapeOp, tensor::ExpandShapeOp>(op))
+    return failure();
+  Value source = op->getOperand(0);
+  realizeTranspose(source, op);
+  auto sourceType = cast<RankedTensorType>(source.getType());
+  auto resultType = cast<RankedTensorType>(op->getResult(0).getType());
+  auto found = dist.find(source);
+  if (found == dist.end() || found->second.splat ||
+      !onlyProducedPiece(found->second))
+    return failure();
+  const Piece piece = *onlyProducedPiece(found->second); // dist may grow
+  bool collapse = isa<tensor::CollapseShapeOp>(op);
+  SmallVector<ReassociationIndices> groups =
+      collapse ? cast<tensor::CollapseShapeOp>(op).getReassociationIndices()
+               : cast<tensor::ExpandShapeOp>(op).getReassociationIndices();
+  // The wide side has one dimension per group member, the narrow side one
+  // per group.
+  RankedTensorType wide = collapse ? sourceType : resultType;
+  DeviceBoxes boxes(numDevices);
+  std::optional<SmallVector<int64_t>> localShape;
+  for (auto [device, box] : llvm::enumerate(piece.boxes)) {
+    if (!box)
+      continue;
+    Box out;
+    for (auto [g, group] : llvm::enumerate(groups)) {
+      int64_t inner = 1;
+      for (int64_t dim : llvm::drop_begin(group))
+        inner *= wide.getDimSize(dim);
+      if (collapse) {
+        for (int64_t dim : llvm::drop_begin(group))
+          if (box->sizes[dim] != wide.getDimSize(dim))
+            return failure();
+        out.offsets.push_back(box->offsets[group.front()] * inner);
+        out.sizes.push_back(box->sizes[group.front()] * inner);
+      } else {
+        int64_t offset = box->offsets[g], size = box->sizes[g];
+        if (offset % inner != 0 || size % inner != 0)
+          return failure();
+        out.offsets.push_back(offset / inner);
+        out.sizes.push_back(size / inner);
+        for (int64_t dim : llvm::drop_begin(group)) {
+          out.offsets.push_back(0);
+          out.sizes.push_back(wide.getDimSize(dim));
+        }
+      }
+    }
+    if (localShape && *localShape != out.sizes)
+      return failure();
+    localShape = out.sizes;
+    boxes[device] = std::move(out);
+  }
+  if (!localShape)
+    return failure();
+  b.setInsertionPoint(op);
+  auto localType =
+      RankedTensorType::get(*localShape, resultType.getElementType());
+  Value local;
+  if (collapse)
+    local = tensor::CollapseShapeOp::create(b, op->getLoc(), localType,
+                                            piece.local, groups);
+  else
+    local = tensor::ExpandShapeOp::create(b, op->getLoc(), localType,
+                                          piece.local, groups);
+  dist[op->getResult(0)].pieces.push_back(
+      Piece{local, std::move(boxes), piece.tasks, piece.partial});
+  return success();
+}
+
+/// tensor.pad, extract_slice and insert_slice of a value split only along
+/// dimensions the op leaves alone (no padding; the slice covers the whole
+/// dimension at stride 1; rank-reducing slices drop only whole dimensions):
+/// each device pads or slices its own part.
+LogicalResult SpmdPartitioner::partitionPassThrough(Operation *op) {
+  if (!isa<tensor::PadOp, tensor::ExtractSliceOp, tensor::InsertSliceOp>(op))
+    return failure();
+  Value source = op->getOperand(0);
+  auto sourceType = dyn_cast<RankedTensorType>(source.getType());
+  auto resultType = dyn_cast<RankedTensorType>(op->getResult(0).getType());
+  if (!sourceType || !resultType || !resultType.hasStaticShape() ||
+      !sourceType.hasStaticShape())
+    return failure();
+  int64_t sourceRank = sourceType.getRank();
+  // For each source dimension: the result dimension it becomes (-1:
+  // dropped) and whether the op leaves it alone.
+  SmallVector<int64_t> resultDim(sourceRank, -1);
+  SmallVector<bool> identity(sourceRank, false);
+  auto alone = [](int64_t offset, int64_t size, int64_t stride, int64_t full) {
+    return offset == 0 && size == full && stride == 1;
+  };
+  if (auto pad = dyn_cast<tensor::PadOp>(op)) {
+    for (int64_t d = 0; d < sourceRank; ++d) {
+      resultDim[d] = d;
+      identity[d] = pad.getStaticLow()[d] == 0 && pad.getStaticHigh()[d] == 0;
+    }
+  } else if (auto extract = dyn_cast<tensor::ExtractSliceOp>(op)) {
+    llvm::SmallBitVector dropped = extract.getDroppedDims();
+    int64_t next = 0;
+    for (int64_t d = 0; d < sourceRank; ++d) {
+      if (dropped.test(d))
+        continue;
+      resultDim[d] = next++;
+      identity[d] =
+          alone(extract.getStaticOffsets()[d], extract.getStaticSizes()[d],
+                extract.getStaticStrides()[d], sourceType.getDimSize(d));
+    }
+  } else if (auto insert = dyn_cast<tensor::InsertSliceOp>(op)) {
+    // Source dimension i is the i-th destination dimension of size other
+    // than a dropped unit.
+    llvm::SmallBitVector dropped = insert.getDroppedDims();
+    int64_t d = 0;
+    for (int64_t j = 0; j < resultType.getRank(); ++j) {
+      if (dropped.test(j))
+        continue;
+      if (d >= sourceRank)
+        return failure();
+      resultDim[d] = j;
+      identity[d] =
+          alone(insert.getStaticOffsets()[j], insert.getStaticSizes()[j],
+                insert.getStaticStrides()[j], resultType.getDimSize(j));
+      ++d;
+    }
+  } else {
+    return failure();
+  }
+  realizeTranspose(source, op);
+  auto found = dist.find(source);
+  if (found == dist.end() || found->second.splat ||
+      !onlyProducedPiece(found->second) ||
+      onlyProducedPiece(found->second)->partial)
+    return failure();
+  const Piece piece = *onlyProducedPiece(found->second); // dist may grow
+  DeviceBoxes boxes(numDevices);
+  SmallVector<int64_t> localShape, localSourceShape;
+  bool split = false;
+  for (auto [device, box] : llvm::enumerate(piece.boxes)) {
+    if (!box)
+      continue;
+    Box out = wholeBox(resultType);
+    for (int64_t d = 0; d < sourceRank; ++d) {
+      bool whole =
+          box->offsets[d] == 0 && box->sizes[d] == sourceType.getDimSize(d);
+      if (!whole && !identity[d])
+        return failure();
+      if (identity[d] && resultDim[d] >= 0) {
+        out.offsets[resultDim[d]] = box->offsets[d];
+        out.sizes[resultDim[d]] = box->sizes[d];
+        split |= !whole;
+      }
+    }
+    localShape = out.sizes;
+    localSourceShape = box->sizes;
+    boxes[device] = std::move(out);
+  }
+  // Nothing to gain when every device holds the whole source: run it
+  // whole. A source held by some devices only stays there (the others skip
+  // the op).
+  bool subset = llvm::any_of(
+      piece.boxes, [](const std::optional<Box> &box) { return !box; });
+  if ((!split && !subset) || localShape.empty())
+    return failure();
+  Location loc = op->getLoc();
+  b.setInsertionPoint(op);
+  auto localType =
+      RankedTensorType::get(localShape, resultType.getElementType());
+  auto asAttrs = [&](ArrayRef<int64_t> values) {
+    return llvm::to_vector(llvm::map_range(
+        values, [&](int64_t v) -> OpFoldResult { return b.getIndexAttr(v); }));
+  };
+  // Communication first: a guard below must not hold a collective.
+  Value dest;
+  if (auto insert = dyn_cast<tensor::InsertSliceOp>(op))
+    dest = materialize(insert.getDest(), boxes, loc);
+  // Devices without a part skip the op.
+  OnDevicesOp guard;
+  OpBuilder::InsertionGuard insertion(b);
+  if (subset) {
+    SmallVector<int64_t> holders;
+    for (auto [device, box] : llvm::enumerate(boxes))
+      if (box)
+        holders.push_back(device);
+    guard = OnDevicesOp::create(b, loc, TypeRange{localType},
+                                b.getDenseI64ArrayAttr(holders));
+    b.setInsertionPointToStart(&guard.getBody().emplaceBlock());
+  }
+  Operation *local;
+  if (auto insert = dyn_cast<tensor::InsertSliceOp>(op)) {
+    SmallVector<int64_t> sizes(insert.getStaticSizes());
+    for (int64_t d = 0; d < sourceRank; ++d)
+      if (identity[d])
+        sizes[resultDim[d]] = localSourceShape[d];
+    local = tensor::InsertSliceOp::create(
+        b, loc, piece.local, dest, asAttrs(insert.getStaticOffsets()),
+        asAttrs(sizes), asAttrs(insert.getStaticStrides()));
+  } else if (auto extract = dyn_cast<tensor::ExtractSliceOp>(op)) {
+    SmallVector<int64_t> sizes(extract.getStaticSizes());
+    for (int64_t d = 0; d < sourceRank; ++d)
+      if (identity[d])
+        sizes[d] = localSourceShape[d];
+    local = tensor::ExtractSliceOp::create(
+        b, loc, localType, piece.local, asAttrs(extract.getStaticOffsets()),
+        asAttrs(sizes), asAttrs(extract.getStaticStrides()));
+  } else {
+    IRMapping mapping = plain;
+    mapping.map(source, piece.local);
+    local = b.clone(*op, mapping);
+    local->getResult(0).setType(localType);
+    local->removeAttr(SoapDialect::getConfigAttrName());
+  }
+  Value result = local->getResult(0);
+  if (guard) {
+    YieldOp::create(b, loc, result);
+    result = guard.getResult(0);
+  }
+  dist[op->getResult(0)].pieces.push_back(
+      Piece{result, std::move(boxes), piece.tasks, std::nullopt});
+  return success();
+}
+
+/// tensor.concat of values split alike along the other dimensions (an
+/// LSTM cell's [input, state]): each device concatenates its parts.
+LogicalResult SpmdPartitioner::partitionConcat(Operation *concatOp) {
+  auto op = dyn_cast<tensor::ConcatOp>(concatOp);
+  if (!op)
+    return failure();
+  auto resultType = cast<RankedTensorType>(op.getType());
+  int64_t dim = op.getDim();
+  // The layout comes from the inputs that are not splats (zeros, an
+  // initial state): they must agree; splats are rebuilt to match.
+  std::optional<Piece> first;
+  for (Value input : op.getInputs())
+    realizeTranspose(input, op);
+  for (Value input : op.getInputs()) {
+    auto type = cast<RankedTensorType>(input.getType());
+    auto found = dist.find(input);
+    if (found == dist.end())
+      return failure();
+    if (found->second.splat)
+      continue;
+    const Piece *only = onlyProducedPiece(found->second);
+    if (!only || only->partial)
+      return failure();
+    const Piece &piece = *only;
+    for (auto [device, box] : llvm::enumerate(piece.boxes)) {
+      if (box &&
+          (box->offsets[dim] != 0 || box->sizes[dim] != type.getDimSize(dim)))
+        return failure();
+      if (!first)
+        continue;
+      const std::optional<Box> &other = first->boxes[device];
+      if (box.has_value() != other.has_value())
+        return failure();
+      if (box)
+        for (int64_t d = 0; d < type.getRank(); ++d)
+          if (d != dim && (box->offsets[d] != other->offsets[d] ||
+                           box->sizes[d] != other->sizes[d]))
+            return failure();
+    }
+    if (!first)
+      first = piece;
+  }
+  if (!first)
+    return failure();
+  DeviceBoxes boxes(numDevices);
+  SmallVector<int64_t> localShape;
+  bool split = false;
+  for (auto [device, box] : llvm::enumerate(first->boxes)) {
+    if (!box)
+      continue;
+    Box out = *box;
+    out.sizes[dim] = resultType.getDimSize(dim);
+    split |= out.sizes != SmallVector<int64_t>(resultType.getShape());
+    localShape = out.sizes;
+    boxes[device] = std::move(out);
+  }
+  if (!split)
+    return failure();
+  b.setInsertionPoint(op);
+  SmallVector<Value> locals;
+  for (Value input : op.getInputs()) {
+    DistValue &value = dist[input];
+    if (!value.splat) {
+      locals.push_back(value.pieces.front().local);
+      continue;
+    }
+    SmallVector<int64_t> shape(localShape);
+    shape[dim] = cast<RankedTensorType>(input.getType()).getDimSize(dim);
+    locals.push_back(rebuildSplat(
+        value.splat, RankedTensorType::get(shape, resultType.getElementType()),
+        op.getLoc()));
+  }
+  Value local = tensor::ConcatOp::create(
+      b, op.getLoc(),
+      RankedTensorType::get(localShape, resultType.getElementType()), dim,
+      locals);
+  dist[op.getResult()].pieces.push_back(
+      Piece{local, std::move(boxes), first->tasks, std::nullopt});
+  return success();
+}

@@ -1,0 +1,286 @@
+//===- SimDelta.cpp - full and delta simulation, undo --------------------===//
+//
+// The entry points: a whole strategy, a change of some ops' configs
+// (rebuilding only their tasks and rescheduling from the first group
+// they touch), and putting the last change back.
+//
+//===----------------------------------------------------------------------===//
+
+#include "soap/sim/Simulator.h"
+
+#include "SimulatorTasks.h"
+
+#include <algorithm>
+#include <limits>
+#include <set>
+#include <vector>
+
+namespace soap {
+//===----------------------------------------------------------------------===//
+// Entry points
+//===----------------------------------------------------------------------===//
+
+SimReport Simulator::simulate(const Strategy &strategy) {
+  undoLog->valid = false;
+  current = strategy;
+  for (auto &p : placements)
+    p.reset();
+  buildAll();
+  size_t numResources = machine.numDevices() + machine.links().size();
+  order.clear();
+  orderReady.clear();
+  checkpointFree.assign(numResources, 0);
+  checkpointEnd.assign(1, 0);
+  schedule(0, false);
+  accountMemory(nullptr);
+  return report();
+}
+
+SimReport Simulator::simulateDelta(int node, const ParallelConfig &config) {
+  return simulateDelta({{node, config}});
+}
+
+SimReport Simulator::simulateDelta(
+    const std::vector<std::pair<int, ParallelConfig>> &changes) {
+  if (!haveSchedule) {
+    Strategy s = current;
+    for (const auto &[node, config] : changes)
+      s.configs[node] = config;
+    return simulate(s);
+  }
+  // What the change touches: the ops, their edges, the parameters they
+  // read, the forward tasks of their consumers and the backward tasks of
+  // their producers (whose dependencies change).
+  std::set<int> nodes;
+  for (const auto &change : changes)
+    nodes.insert(change.first);
+  std::set<int> edgeIds;
+  std::set<int> params, relinkForward, relinkBackward;
+  for (int node : nodes) {
+    edgeIds.insert(producerEdges[node].begin(), producerEdges[node].end());
+    edgeIds.insert(consumerEdges[node].begin(), consumerEdges[node].end());
+    for (int p : producersOf[node]) {
+      if (!nodes.count(p))
+        relinkBackward.insert(p);
+      // A reader's reshard leaves copies that the producer's later readers
+      // read from: all of the producer's outgoing edges are rebuilt.
+      edgeIds.insert(consumerEdges[p].begin(), consumerEdges[p].end());
+      for (int c : consumersOf[p])
+        if (!nodes.count(c))
+          relinkForward.insert(c);
+    }
+    for (int c : consumersOf[node]) {
+      if (!nodes.count(c))
+        relinkForward.insert(c);
+    }
+    params.insert(parametersReadBy[node].begin(), parametersReadBy[node].end());
+  }
+  // Nothing taken before the earliest ready time of a touched group can
+  // differ.
+  double resume = std::numeric_limits<double>::infinity();
+  auto touch = [&](int g) {
+    if (g >= 0)
+      resume = std::min(resume, groupReady[g]);
+  };
+  for (int node : nodes) {
+    touch(nodeTasks[node].fwdGroup);
+    touch(nodeTasks[node].syncGroup);
+    touch(nodeTasks[node].bwdGroup);
+  }
+  for (int t : params) {
+    touch(parameterGroups[t][0]);
+    touch(parameterGroups[t][1]);
+  }
+  for (int e : edgeIds) {
+    for (int g : edges[e].groups)
+      touch(g);
+  }
+  for (int c : relinkForward)
+    touch(nodeTasks[c].fwdGroup);
+  for (int p : relinkBackward)
+    touch(nodeTasks[p].bwdGroup);
+
+  // Remember what changes, for undo().
+  UndoLog &log = *undoLog;
+  log.valid = true;
+  log.nodes.clear();
+  log.edges.clear();
+  log.parameterGroups.clear();
+  log.preds.clear();
+  log.removed.clear();
+  log.removedGroups.clear();
+  log.relinkedGroups.clear();
+  log.addedGroups.clear();
+  for (int node : nodes)
+    log.nodes.push_back(
+        {node, current.configs[node], nullptr, std::move(nodeTasks[node])});
+  // Node tasks are moved: removeNode() below needs only their group ids,
+  // which a move leaves in place. Edges are copied: their groups are a
+  // list, which a move would empty before removeEdge() takes them out.
+  for (int e : edgeIds)
+    log.edges.emplace_back(e, edges[e]);
+  for (int t : params)
+    log.parameterGroups.emplace_back(t, parameterGroups[t]);
+  for (int c : relinkForward) {
+    for (int id : nodeTasks[c].fwd)
+      log.preds.emplace_back(id, std::move(tasks[id].preds));
+    if (nodeTasks[c].fwdGroup >= 0)
+      log.relinkedGroups.push_back(nodeTasks[c].fwdGroup);
+  }
+  for (int p : relinkBackward) {
+    for (int id : nodeTasks[p].bwd)
+      log.preds.emplace_back(id, std::move(tasks[id].preds));
+    if (nodeTasks[p].bwdGroup >= 0)
+      log.relinkedGroups.push_back(nodeTasks[p].bwdGroup);
+  }
+  log.taskCount = tasks.size();
+  log.groupCount = groups.size();
+  const Accounts &acc = *accounts;
+  log.busyFs = acc.busyFs;
+  log.memory = acc.memory;
+  log.received = acc.received;
+  log.linkBytes = acc.linkBytes;
+  log.commBytes = acc.commBytes;
+  log.numTasks = acc.numTasks;
+  log.freeIds = freeIds;
+  log.freeGroupIds = freeGroupIds;
+
+  // Remove.
+  std::vector<int> removed;
+  for (int node : nodes)
+    removeNode(node, removed);
+  for (int t : params) {
+    removeGroup(parameterGroups[t][0], removed);
+    removeGroup(parameterGroups[t][1], removed);
+    parameterGroups[t] = {-1, -1};
+  }
+  for (int e : edgeIds)
+    removeEdge(e, removed);
+  for (int id : removed)
+    log.removed.emplace_back(id, std::move(tasks[id]));
+  // Freed ids are reused: scheduling order depends on keys, not ids.
+  freeIds.insert(freeIds.end(), removed.begin(), removed.end());
+
+  // Rebuild.
+  for (auto &entry : log.nodes)
+    entry.placement = std::move(placements[entry.node]);
+  for (const auto &[node, config] : changes)
+    current.configs[node] = config;
+  size_t firstNew = changedGroups.size();
+  for (int node : nodes)
+    buildNode(node);
+  for (int t : params)
+    buildParameter(t);
+  for (int e : edgeIds)
+    plans->copies[edgeEnds[e].first].clear();
+  for (int e : edgeIds)
+    buildEdge(e);
+  log.addedGroups.assign(changedGroups.begin() + firstNew, changedGroups.end());
+  for (int node : nodes) {
+    linkForward(node);
+    linkBackward(node);
+  }
+  for (int c : relinkForward)
+    linkForward(c);
+  for (int p : relinkBackward)
+    linkBackward(p);
+  for (int g : log.addedGroups)
+    sealGroup(g);
+  for (int g : log.relinkedGroups)
+    sealGroup(g);
+
+  // A changed group whose predecessors are all unchanged becomes ready when
+  // the last of them ends in the old schedule; nothing taken before the
+  // earliest such time (or the earliest old ready time of a touched group)
+  // differs.
+  for (int id : changedGroups) {
+    const Group &g = groups[id];
+    bool allUnchanged =
+        std::none_of(g.predGroups.begin(), g.predGroups.end(),
+                     [&](int p) { return changedGroup[p] != 0; });
+    if (allUnchanged)
+      resume = std::min(resume, readyTimeOf(g, nullptr));
+  }
+  size_t prefix =
+      std::lower_bound(orderReady.begin(), orderReady.end(), resume) -
+      orderReady.begin();
+  schedule(prefix, true);
+  accountMemory(nullptr);
+  return report();
+}
+
+bool Simulator::undo() {
+  UndoLog &log = *undoLog;
+  if (!log.valid)
+    return false;
+  log.valid = false;
+  // Ids freed before the change and reused by it are free again; tasks
+  // appended by it go; removed tasks come back as they were.
+  for (int id : log.freeIds)
+    if (id < static_cast<int>(log.taskCount))
+      tasks[id].alive = false;
+  tasks.resize(log.taskCount);
+  endTime.resize(log.taskCount);
+  for (auto &[id, task] : log.removed) {
+    tasks[id] = std::move(task);
+    tasks[id].alive = true;
+  }
+  freeIds = std::move(log.freeIds);
+  for (int g : log.freeGroupIds)
+    if (g < static_cast<int>(log.groupCount))
+      groups[g].alive = false;
+  groups.resize(log.groupCount);
+  groupReady.resize(log.groupCount);
+  changedGroup.resize(log.groupCount);
+  for (auto &[id, group] : log.removedGroups) {
+    groups[id] = std::move(group);
+    groups[id].alive = true;
+  }
+  freeGroupIds = std::move(log.freeGroupIds);
+  for (auto &[id, preds] : log.preds)
+    tasks[id].preds = std::move(preds);
+  for (auto &[e, edge] : log.edges)
+    edges[e] = std::move(edge);
+  for (auto &[t, ids] : log.parameterGroups)
+    parameterGroups[t] = ids;
+  for (auto &entry : log.nodes) {
+    nodeTasks[entry.node] = std::move(entry.tasks);
+    placements[entry.node] = std::move(entry.placement);
+    current.configs[entry.node] = entry.config;
+  }
+  Accounts &acc = *accounts;
+  acc.busyFs = log.busyFs;
+  acc.memory = log.memory;
+  acc.received.swap(log.received);
+  acc.linkBytes = log.linkBytes;
+  acc.commBytes = log.commBytes;
+  acc.numTasks = log.numTasks;
+  for (int g : log.relinkedGroups)
+    sealGroup(g);
+  for (int g : changedGroups)
+    changedGroup[g] = 0;
+  changedGroups.clear();
+  // The schedule after the prefix, as it was.
+  order.resize(log.prefix);
+  order.insert(order.end(), log.order.begin(), log.order.end());
+  orderReady.resize(log.prefix);
+  orderReady.insert(orderReady.end(), log.orderReady.begin(),
+                    log.orderReady.end());
+  size_t numResources = machine.numDevices() + machine.links().size();
+  checkpointFree.resize(log.checkpointsKept * numResources);
+  checkpointFree.insert(checkpointFree.end(), log.checkpointFree.begin(),
+                        log.checkpointFree.end());
+  checkpointEnd.resize(log.checkpointsKept);
+  checkpointEnd.insert(checkpointEnd.end(), log.checkpointEnd.begin(),
+                       log.checkpointEnd.end());
+  scheduleEnd = log.scheduleEnd;
+  for (size_t i = 0; i < log.taskIds.size(); ++i)
+    if (log.taskIds[i] < static_cast<int>(log.taskCount))
+      endTime[log.taskIds[i]] = log.taskEnds[i];
+  for (auto [g, ready] : log.groupTimes)
+    if (g < static_cast<int>(log.groupCount))
+      groupReady[g] = ready;
+  return true;
+}
+
+} // namespace soap
