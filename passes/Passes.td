@@ -608,7 +608,8 @@ def SoapPartition : Pass<"soap-partition", "mlir::ModuleOp"> {
 
     When ops carry `#soap.config` (from `--soap-apply-strategy` or
     `--soap-search`, before `--soap-training-step`, which copies them onto
-    the forward ops of the step), they are followed:
+    the forward ops of the step and onto the gradient ops built over their
+    loops), they are followed:
 
     - each op runs as the local ops of the tasks its config puts on each
       device: any mix of sample, attribute, parameter and reduction splits,

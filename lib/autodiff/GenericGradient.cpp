@@ -405,6 +405,12 @@ static FailureOr<Value> buildOperandGradient(GradientBuilder &g,
             });
         yieldAccumulated(nb, l, args[next], contribution, status);
       });
+  // Loop l of the gradient is loop l of the forward op: the forward op's
+  // tasks, split alike, compute the parts of the gradient that their parts
+  // of the forward op contribute (partial sums over the loops the operand
+  // does not index).
+  if (g.forwardConfig)
+    gradient->setAttr(SoapDialect::getConfigAttrName(), g.forwardConfig);
   return finishGradient(b, gradient, status, operandType, operandMap);
 }
 

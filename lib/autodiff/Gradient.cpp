@@ -231,7 +231,10 @@ FailureOr<SmallVector<Value>> buildGradients(OpBuilder &builder, Value loss,
         diagnostics.push_back(std::move(diagnostic));
         return success();
       });
+      g.forwardConfig =
+          op->getAttrOfType<ConfigAttr>(SoapDialect::getConfigAttrName());
       result = differentiateOp(g, op);
+      g.forwardConfig = nullptr;
     }
     if (failed(result)) {
       failures.push_back(std::move(diagnostics));
@@ -283,6 +286,40 @@ FailureOr<SmallVector<Value>> buildOpGradients(OpBuilder &builder,
     gradients.push_back(gradient);
   }
   return gradients;
+}
+
+} // namespace soap::autodiff
+
+namespace soap::autodiff {
+
+ConfigAttr reorderedConfig(ConfigAttr config, ArrayRef<unsigned> forwardLoops) {
+  if (!config)
+    return nullptr;
+  ArrayRef<int64_t> degrees = config.getDegrees();
+  SmallVector<int64_t> newDegrees;
+  for (unsigned loop : forwardLoops)
+    newDegrees.push_back(degrees[loop]);
+  SmallVector<int64_t> devices;
+  int64_t numTasks = config.getNumTasks();
+  SmallVector<int64_t> coords(forwardLoops.size());
+  for (int64_t task = 0; task < numTasks; ++task) {
+    // The gradient task's coordinates (row-major, last loop fastest) are
+    // the forward task's, reordered.
+    int64_t rest = task;
+    for (int64_t l = static_cast<int64_t>(forwardLoops.size()) - 1; l >= 0;
+         --l) {
+      coords[l] = rest % newDegrees[l];
+      rest /= newDegrees[l];
+    }
+    SmallVector<int64_t> forwardCoords(degrees.size(), 0);
+    for (auto [l, loop] : llvm::enumerate(forwardLoops))
+      forwardCoords[loop] = coords[l];
+    int64_t forwardTask = 0;
+    for (auto [loop, degree] : llvm::enumerate(degrees))
+      forwardTask = forwardTask * degree + forwardCoords[loop];
+    devices.push_back(config.getDevices()[forwardTask]);
+  }
+  return ConfigAttr::get(config.getContext(), newDegrees, devices);
 }
 
 } // namespace soap::autodiff

@@ -9,6 +9,8 @@
 #ifndef SOAP_LIB_AUTODIFF_GRADIENTBUILDER_H
 #define SOAP_LIB_AUTODIFF_GRADIENTBUILDER_H
 
+#include "soap/Dialect/SoapDialect.h"
+
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
@@ -60,7 +62,18 @@ public:
 
   llvm::DenseSet<mlir::Value> active;
   llvm::DenseMap<mlir::Value, mlir::Value> adjoints;
+  /// The #soap.config of the op being differentiated (null: none). The
+  /// gradient ops built over its loops carry it (reordered as their loops
+  /// are), so that the partitioned backward pass splits the loops the
+  /// forward op split, on the same devices, as the simulator prices it.
+  ConfigAttr forwardConfig;
 };
+
+/// `config` (of a forward op) for a gradient op whose loop l is the
+/// forward op's loop `forwardLoops[l]`: the same degree per loop and, task
+/// by task, the same device. Null when `config` is.
+ConfigAttr reorderedConfig(ConfigAttr config,
+                           llvm::ArrayRef<unsigned> forwardLoops);
 
 /// The gradient rules. Each reads the adjoints of `op`'s results (at least
 /// one is set) and accumulates the adjoints of its active operands; on

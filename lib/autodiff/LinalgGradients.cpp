@@ -41,18 +41,22 @@ static bool hasStaticTensors(Operation *op) {
   return true;
 }
 
-/// `lhs * rhs` as the named op `OpTy` (matmul or batch_matmul).
+/// `lhs * rhs` as the named op `OpTy` (matmul or batch_matmul), whose
+/// loop l is the forward contraction's loop `forwardLoops[l]`.
 template <typename OpTy>
-static Value contract(GradientBuilder &g, Location loc, Value lhs, Value rhs) {
+static Value contract(GradientBuilder &g, Location loc, Value lhs, Value rhs,
+                      ArrayRef<unsigned> forwardLoops) {
   auto lhsType = cast<RankedTensorType>(lhs.getType());
   auto rhsType = cast<RankedTensorType>(rhs.getType());
   SmallVector<int64_t> shape(lhsType.getShape());
   shape.back() = rhsType.getShape().back();
   auto type = RankedTensorType::get(shape, lhsType.getElementType());
   Value init = g.zeros(loc, type);
-  return OpTy::create(g.b, loc, TypeRange{type}, ValueRange{lhs, rhs},
-                      ValueRange{init})
-      .getResult(0);
+  auto product = OpTy::create(g.b, loc, TypeRange{type}, ValueRange{lhs, rhs},
+                              ValueRange{init});
+  if (ConfigAttr config = reorderedConfig(g.forwardConfig, forwardLoops))
+    product->setAttr(SoapDialect::getConfigAttrName(), config);
+  return product.getResult(0);
 }
 
 /// matmul (C[m,n] += A[m,k] B[k,n]) and batch_matmul (the same per batch).
@@ -68,12 +72,25 @@ static LogicalResult differentiateContraction(GradientBuilder &g, OpTy op) {
     perm.push_back(i);
   perm.push_back(rank - 1);
   perm.push_back(rank - 2);
+  // The forward loops are (batch,) m, n, k; dA = dC Bᵀ runs over
+  // (batch,) m, k, n and dB = Aᵀ dC over (batch,) k, n, m.
+  auto batchThen = [&](std::initializer_list<unsigned> last) {
+    auto batch = static_cast<unsigned>(rank - 2);
+    SmallVector<unsigned> loops;
+    for (unsigned i = 0; i < batch; ++i)
+      loops.push_back(i);
+    for (unsigned l : last)
+      loops.push_back(batch + l);
+    return loops;
+  };
   if (g.isActive(lhs))
     g.accumulate(loc, lhs,
-                 contract<OpTy>(g, loc, adjoint, g.transpose(loc, rhs, perm)));
+                 contract<OpTy>(g, loc, adjoint, g.transpose(loc, rhs, perm),
+                                batchThen({0, 2, 1})));
   if (g.isActive(rhs))
     g.accumulate(loc, rhs,
-                 contract<OpTy>(g, loc, g.transpose(loc, lhs, perm), adjoint));
+                 contract<OpTy>(g, loc, g.transpose(loc, lhs, perm), adjoint,
+                                batchThen({2, 1, 0})));
   g.accumulate(loc, init, adjoint);
   return success();
 }

@@ -262,6 +262,8 @@ std::string OpGraph::toJSON() const {
               {"accesses", accesses}};
     if (!n.lookupLoops.empty())
       e["lookup_loops"] = n.lookupLoops;
+    if (n.splat)
+      e["splat"] = true;
     jn.push_back(e);
   }
   j["nodes"] = jn;
@@ -338,7 +340,8 @@ std::optional<OpGraph> OpGraph::fromJSON(const std::string &text,
         !r.get(e, "over_batch", path, n.overBatch, false) ||
         !r.get(e, "lookup_loops", path, n.lookupLoops, false) ||
         !r.get(e, "flops_per_iteration", path, n.flopsPerIteration) ||
-        !r.get(e, "needs_backward", path, n.needsBackward, false))
+        !r.get(e, "needs_backward", path, n.needsBackward, false) ||
+        !r.get(e, "splat", path, n.splat, false))
       return std::nullopt;
     auto parsedClass = parseOpClass(opClass);
     if (!parsedClass) {

@@ -108,6 +108,23 @@ static bool isAffineInInputs(Operation *op) {
   return true;
 }
 
+/// A tensor.empty, a fill of a splat (with pure tensor semantics), or a
+/// splat constant: what the partitioner rebuilds at each reader's shape
+/// (lib/partition's DistValue::splat) instead of moving it.
+static bool isSplat(Operation *op) {
+  if (!op)
+    return false;
+  if (auto empty = dyn_cast<tensor::EmptyOp>(op))
+    return empty.getType().hasStaticShape();
+  if (auto fill = dyn_cast<linalg::FillOp>(op))
+    return fill.hasPureTensorSemantics() &&
+           isSplat(fill.getDpsInits()[0].getDefiningOp());
+  if (auto constant = dyn_cast<arith::ConstantOp>(op))
+    return isa<RankedTensorType>(constant.getType()) &&
+           isa<SplatElementsAttr>(constant.getValue());
+  return false;
+}
+
 namespace {
 class GraphBuilder {
 public:
@@ -297,6 +314,7 @@ private:
               {tensorOf(r), wholeTensor(r), AccessRole::Write});
         }
     }
+    node.splat = isSplat(op);
     result.graph.nodes.push_back(std::move(node));
     result.ops.push_back(op);
   }

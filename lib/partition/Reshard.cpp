@@ -129,9 +129,18 @@ Value SpmdPartitioner::universalGather(DistValue &value, ArrayRef<int> pieceIds,
   std::optional<ReductionKind> partial = value.pieces[pieceIds.front()].partial;
   ReductionKind kind = partial.value_or(ReductionKind::sum);
   Value whole = identityFilled(b, loc, type, kind);
+  // Complete blocks are summed into zeros, so each element must come from
+  // one block only: the pieces the producer wrote cover the tensor, and a
+  // re-split copy that an earlier reader made (Piece::derived) overlaps
+  // them, so copies count only where no producer's piece is given.
+  bool producedGiven = llvm::any_of(pieceIds, [&](int id) {
+    return !value.pieces[id].partial && !value.pieces[id].derived;
+  });
   SmallVector<Box> seenBoxes;
   for (int id : pieceIds) {
     const Piece &piece = value.pieces[id];
+    if (!piece.partial && piece.derived && producedGiven)
+      continue;
     SmallVector<bool> contributes(numDevices, false);
     DenseSet<int64_t> seenTasks;
     for (int64_t device = 0; device < numDevices; ++device) {

@@ -26,12 +26,33 @@ Simulator::slotLayouts(const Placement &p, size_t access, SlotKind kind) const {
   return *cache[access];
 }
 
+/// Whether `access` reads the value of its tensor (not a write, nor a
+/// destination whose old contents the op ignores).
+static bool readsValue(const NodeAccess &access) {
+  return access.role != AccessRole::Write &&
+         !(access.role == AccessRole::Unread && access.isDestination);
+}
+
+/// Whether two layouts hold the same blocks on the same devices, and, for
+/// partial sums, sums of the same kind with copies of one partial on the
+/// same devices: what a local elementwise add of the two keeps.
+static bool sameLayout(const layout::Layout &a, const layout::Layout &b) {
+  if (a.blocks != b.blocks || a.partial != b.partial)
+    return false;
+  if (!a.partial)
+    return true;
+  for (size_t i = 0; i < a.tasks.size(); ++i)
+    for (size_t j = i + 1; j < a.tasks.size(); ++j)
+      if ((a.tasks[i] == a.tasks[j]) != (b.tasks[i] == b.tasks[j]))
+        return false;
+  return true;
+}
+
 bool Simulator::hasReaders(int node, size_t access) const {
   int tensor = graph.nodes[node].accesses[access].tensor;
   for (int c : consumersOf[node])
     for (const NodeAccess &a : graph.nodes[c].accesses)
-      if (a.tensor == tensor && a.role != AccessRole::Write &&
-          !(a.role == AccessRole::Unread && a.isDestination))
+      if (a.tensor == tensor && readsValue(a))
         return true;
   return false;
 }
@@ -286,11 +307,11 @@ void Simulator::buildEdge(int edgeId) {
   bwdPairs.clear();
   bool backward = options.training && pn.needsBackward && cn.needsBackward;
   int numDevices = machine.numDevices();
-  for (size_t ca = 0; ca < cn.accesses.size(); ++ca) {
+  // A splat is rebuilt where each reader needs it: nothing moves.
+  for (size_t ca = 0; !pn.splat && ca < cn.accesses.size(); ++ca) {
     const NodeAccess &access = cn.accesses[ca];
     const GraphTensor &tensor = graph.tensors[access.tensor];
-    if (tensor.producer != producer || access.role == AccessRole::Write ||
-        (access.role == AccessRole::Unread && access.isDestination))
+    if (tensor.producer != producer || !readsValue(access))
       continue;
     // The producer's access that defines the tensor.
     size_t pa = 0;
@@ -371,12 +392,47 @@ void Simulator::buildEdge(int edgeId) {
     // its tasks read the same elements; zeros where it reads nothing) back
     // to the producer's.
     const SlotLayouts &gradients = slotLayouts(cp, ca, SlotKind::Gradients);
+    // Readers whose gradients are partial sums in one and the same layout
+    // add them where they are (the training step's adjoint sums of partial
+    // sums stay partial in the partitioned program): one reshard of the
+    // sum, on the edge of the first of those readers, after the backward
+    // tasks of all of them.
+    std::vector<std::pair<const SlotLayouts *, int>> sharing;
+    if (gradients.pieces.size() == 1 && gradients.pieces[0].partial) {
+      bool first = true;
+      for (int c : consumersOf[producer]) {
+        const OpNode &other = graph.nodes[c];
+        if (!other.needsBackward)
+          continue;
+        for (size_t a = 0; a < other.accesses.size(); ++a) {
+          const NodeAccess &read = other.accesses[a];
+          if ((c == consumer && a == ca) || read.tensor != access.tensor ||
+              !readsValue(read))
+            continue;
+          const SlotLayouts &theirs =
+              slotLayouts(placement(c), a, SlotKind::Gradients);
+          if (theirs.pieces.size() != 1 ||
+              !sameLayout(theirs.pieces[0], gradients.pieces[0]))
+            continue;
+          if (std::make_pair(c, a) < std::make_pair(consumer, ca))
+            first = false;
+          sharing.emplace_back(&theirs, c);
+        }
+      }
+      if (!first)
+        continue;
+    }
     // ... to the blocks each producer task needs the gradient of.
     const SlotLayouts &blocks = slotLayouts(pp, pa, SlotKind::Blocks);
     const NodeTasks &read_ = nodeTasks[consumer];
     auto gradientBy = [&](int piece, int device) -> std::vector<int> {
-      int u = gradients.task[piece][device];
-      return u < 0 ? std::vector<int>{} : std::vector<int>{read_.bwd[u]};
+      std::vector<int> ids;
+      if (int u = gradients.task[piece][device]; u >= 0)
+        ids.push_back(read_.bwd[u]);
+      for (auto [theirs, c] : sharing)
+        if (int u = theirs->task[piece][device]; u >= 0)
+          ids.push_back(nodeTasks[c].bwd[u]);
+      return ids;
     };
     for (size_t k = 0; k < blocks.pieces.size(); ++k) {
       const layout::ReshardPlan &plan =

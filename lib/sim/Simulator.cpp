@@ -434,7 +434,9 @@ void Simulator::buildParameter(int tensorId) {
   // Gradient synchronization of one parameter: every task that reads a
   // region of it holds a gradient for that region; gradients of the tasks
   // on one device add up locally (a weight used at every time step), and
-  // devices that read the same region all-reduce it once.
+  // devices that read the same region all-reduce it once, unless every
+  // reader of the region runs whole everywhere (a replicated op computes
+  // the same complete gradient on each device).
   std::vector<int> allReduces, updates;
   const GraphTensor &tensor = graph.tensors[tensorId];
   int numDevices = machine.numDevices();
@@ -452,8 +454,13 @@ void Simulator::buildParameter(int tensorId) {
       devices.push_back(placements[node]->devices[t]);
     std::sort(devices.begin(), devices.end());
     devices.erase(std::unique(devices.begin(), devices.end()), devices.end());
+    bool partialSums =
+        std::any_of(readers.begin(), readers.end(),
+                    [&](const std::pair<int, size_t> &reader) {
+                      return !placements[reader.first]->replicated;
+                    });
     int allReduce = -1;
-    if (devices.size() > 1) {
+    if (devices.size() > 1 && partialSums) {
       allReduce = newTask();
       Task &task = tasks[allReduce];
       task.kind = TaskKind::AllReduce;

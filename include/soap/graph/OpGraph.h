@@ -74,6 +74,10 @@ struct OpNode {
   std::vector<bool> lookupLoops;
   std::vector<NodeAccess> accesses;
   double flopsPerIteration = 0;
+  /// A fill of a fresh tensor (or a splat constant): the partitioner
+  /// rebuilds it at the shape each reader needs, so nothing moves from it
+  /// to its readers.
+  bool splat = false;
   /// Training: the op lies between a parameter and the loss, so it has
   /// backward work.
   bool needsBackward = false;

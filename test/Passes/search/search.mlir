@@ -10,7 +10,7 @@
 // CHECK: module attributes {soap.num_devices = 4 : i64}
 // CHECK: linalg.matmul {soap.config = #soap.config<degrees = [{{[0-9, ]+}}], devices = [{{[0-9, ]+}}]>}
 
-// SUMMARY: soap-search: p100-4x4, 4 devices: best {{[0-9.]+}} ms, {{[0-9.]+}}x data parallel ({{[0-9.]+}} ms), {{[0-9.]+}}x the best expert strategy, {{[a-z-]+}} ({{[0-9.]+}} ms); 800 proposals in {{[0-9.]+}} s ({{[0-9]+}}/s), {{[0-9]+}}% accepted
+// SUMMARY: soap-search: p100-4x4, 4 devices: best {{[0-9.]+}} ms, {{[0-9.]+}}x data parallel ({{[0-9.]+}} ms), {{[0-9.]+}}x the best expert strategy, {{[a-z-]+}} ({{[0-9.]+}} ms); {{[0-9]+}} proposals in {{[0-9.]+}} s ({{[0-9]+}}/s), {{[0-9]+}}% accepted
 // SUMMARY: soap-search: the strategy fits: {{[0-9.]+}} GB on the fullest device, limit 17.180 GB
 
 // JSON-DAG: "baselines_ms": {
@@ -18,7 +18,7 @@
 // JSON-DAG: "owt":
 // JSON-DAG: "best_step_time_ms":
 // JSON-DAG: "convergence": [
-// JSON-DAG: "iterations": 800
+// JSON-DAG: "iterations": {{[0-9]+}}
 // JSON-DAG: "speedup_over_data_parallel":
 // JSON-DAG: "speedup_over_best_expert":
 // JSON-DAG: "fits_memory": true
