@@ -228,6 +228,8 @@ std::string OpGraph::toJSON() const {
       e["parameter"] = true;
     if (t.isInput)
       e["input"] = true;
+    if (t.isLoss)
+      e["loss"] = true;
     jt.push_back(e);
   }
   j["tensors"] = jt;
@@ -320,7 +322,8 @@ std::optional<OpGraph> OpGraph::fromJSON(const std::string &text,
         !r.get(e, "dtype", path, t.dtype, false) ||
         !r.get(e, "producer", path, t.producer) ||
         !r.get(e, "parameter", path, t.isParameter, false) ||
-        !r.get(e, "input", path, t.isInput, false))
+        !r.get(e, "input", path, t.isInput, false) ||
+        !r.get(e, "loss", path, t.isLoss, false))
       return std::nullopt;
     graph.tensors.push_back(std::move(t));
   }

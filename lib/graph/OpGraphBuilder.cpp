@@ -227,8 +227,15 @@ private:
   }
 
   void addOp(Operation *op) {
-    if (op->hasTrait<OpTrait::IsTerminator>())
+    if (op->hasTrait<OpTrait::IsTerminator>()) {
+      // The function's scalar result is its loss.
+      if (op->getParentOp() == func.getOperation())
+        for (Value operand : op->getOperands())
+          if (auto type = dyn_cast<RankedTensorType>(operand.getType());
+              type && type.getRank() == 0)
+            result.graph.tensors[tensorOf(operand)].isLoss = true;
       return;
+    }
     if (op->hasTrait<OpTrait::ConstantLike>()) {
       for (Value r : op->getResults())
         if (isa<RankedTensorType>(r.getType()))

@@ -86,6 +86,8 @@ SimReport Simulator::simulateDelta(
     touch(nodeTasks[node].fwdGroup);
     touch(nodeTasks[node].syncGroup);
     touch(nodeTasks[node].bwdGroup);
+    for (int g : nodeTasks[node].returnGroups)
+      touch(g);
   }
   for (int t : params) {
     touch(parameterGroups[t][0]);

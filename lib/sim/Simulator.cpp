@@ -22,6 +22,7 @@
 #include <iterator>
 #include <limits>
 #include <map>
+#include <numeric>
 #include <queue>
 #include <set>
 #include <tuple>
@@ -428,6 +429,56 @@ void Simulator::buildNode(int node) {
   group.fwdGroup = addGroup(group.fwd);
   group.syncGroup = addGroup(group.sync);
   group.bwdGroup = addGroup(group.bwd);
+  buildReturn(node);
+}
+
+void Simulator::buildReturn(int node) {
+  const OpNode &n = graph.nodes[node];
+  const Placement &p = placement(node);
+  NodeTasks &group = nodeTasks[node];
+  int numDevices = machine.numDevices();
+  std::vector<int> all(numDevices);
+  std::iota(all.begin(), all.end(), 0);
+  std::vector<std::vector<int>> steps;
+  for (size_t a = 0; a < n.accesses.size(); ++a) {
+    const NodeAccess &access = n.accesses[a];
+    const GraphTensor &tensor = graph.tensors[access.tensor];
+    if (access.role != AccessRole::Write || !tensor.isLoss)
+      continue;
+    // Complete blocks where the op's own all-reduce completed its partial
+    // sums, else what its tasks wrote.
+    bool reduced =
+        !group.reducedBy.empty() &&
+        std::any_of(group.reducedBy[a].begin(), group.reducedBy[a].end(),
+                    [](int id) { return id >= 0; });
+    const SlotLayouts &held =
+        slotLayouts(p, a, reduced ? SlotKind::Blocks : SlotKind::Produced);
+    layout::TensorShape shape{tensor.shape, tensor.elementBytes};
+    const layout::ReshardPlan &plan =
+        planFor(shape, held.pieces,
+                layout::Layout::whole(tensor.shape, numDevices, all),
+                /*zerosElsewhere=*/false);
+    auto heldBy = [&](int piece, int device) -> std::vector<int> {
+      int s = held.task[piece][device];
+      if (s < 0)
+        return {};
+      if (reduced && group.reducedBy[a][s] >= 0)
+        return {group.reducedBy[a][s]};
+      return {group.fwd[s]};
+    };
+    addPlanTasks(plan, /*forward=*/true,
+                 TaskKey{7, node, -1, static_cast<int32_t>(a), 0, 0}, heldBy,
+                 tensor.elementBytes, steps);
+  }
+  // Steps past the slots share the last one (a step's tasks wait for the
+  // step before anyway).
+  while (steps.size() > NodeTasks::kMaxReturnSteps) {
+    std::vector<int> last = std::move(steps.back());
+    steps.pop_back();
+    steps.back().insert(steps.back().end(), last.begin(), last.end());
+  }
+  for (size_t i = 0; i < steps.size(); ++i)
+    group.returnGroups[i] = addGroup(std::move(steps[i]));
 }
 
 void Simulator::buildParameter(int tensorId) {
@@ -598,6 +649,8 @@ void Simulator::removeNode(int node, std::vector<int> &removed) {
   removeGroup(group.fwdGroup, removed);
   removeGroup(group.syncGroup, removed);
   removeGroup(group.bwdGroup, removed);
+  for (int g : group.returnGroups)
+    removeGroup(g, removed);
   group = NodeTasks();
 }
 

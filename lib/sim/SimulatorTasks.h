@@ -225,6 +225,11 @@ inline void storeTime(int32_t *at, double t) { std::memcpy(at, &t, sizeof(t)); }
 struct Simulator::NodeTasks {
   std::vector<int> fwd, bwd, sync;
   int fwdGroup = -1, bwdGroup = -1, syncGroup = -1;
+  /// The steps that make the loss whole on every device, as the
+  /// partitioned step returns it (a group per step; ints, so that they
+  /// survive the move into the undo log as the other group ids do).
+  static constexpr size_t kMaxReturnSteps = 4;
+  std::array<int, kMaxReturnSteps> returnGroups = {-1, -1, -1, -1};
   /// [access][task]: the all-reduce that completes the partial sums the
   /// task writes through that access, or -1.
   std::vector<std::vector<int>> reducedBy;

@@ -29,6 +29,9 @@ struct GraphTensor {
   bool isParameter = false; ///< trainable: {soap.param} argument or weight
   bool isInput = false;     ///< a non-parameter function argument
   int producer = -1;        ///< node that computes it, or -1
+  /// The function returns it as its loss (a rank-0 result): the partitioned
+  /// step returns it whole on every device.
+  bool isLoss = false;
 
   int64_t numElements() const;
   int64_t bytes() const { return numElements() * elementBytes; }

@@ -143,6 +143,8 @@ private:
   struct TransferPath;
 
   void buildAll();
+  /// The steps that make the loss `node` writes whole on every device.
+  void buildReturn(int node);
   void buildNode(int node);
   void buildEdge(int edge);
   void buildParameter(int tensor);
