@@ -3,6 +3,9 @@
 #include "soap/Dialect/PartitionableInterface.h"
 #include "soap/Dialect/SpmdRewriter.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/AffineExprVisitor.h"
 #include "mlir/IR/BuiltinTypes.h"
 
@@ -12,6 +15,20 @@ using namespace soap;
 #include "soap/Dialect/SoapInterfaces.cpp.inc"
 
 SpmdRewriter::~SpmdRewriter() = default;
+
+bool soap::isRebuiltSplat(Operation *op) {
+  if (!op)
+    return false;
+  if (auto empty = dyn_cast<tensor::EmptyOp>(op))
+    return empty.getType().hasStaticShape();
+  if (auto fill = dyn_cast<linalg::FillOp>(op))
+    return fill.hasPureTensorSemantics() &&
+           isRebuiltSplat(fill.getDpsInits()[0].getDefiningOp());
+  if (auto constant = dyn_cast<arith::ConstantOp>(op))
+    return isa<RankedTensorType>(constant.getType()) &&
+           isa<SplatElementsAttr>(constant.getValue());
+  return false;
+}
 
 IndexExpr soap::toIndexExpr(AffineExpr expr) {
   IndexExpr result;

@@ -9,6 +9,7 @@
 #include "soap/Autodiff/Autodiff.h"
 
 #include "GradientBuilder.h"
+#include "soap/graph/ParallelConfig.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -295,31 +296,23 @@ namespace soap::autodiff {
 ConfigAttr reorderedConfig(ConfigAttr config, ArrayRef<unsigned> forwardLoops) {
   if (!config)
     return nullptr;
-  ArrayRef<int64_t> degrees = config.getDegrees();
-  SmallVector<int64_t> newDegrees;
+  ParallelConfig forward{
+      {config.getDegrees().begin(), config.getDegrees().end()},
+      {config.getDevices().begin(), config.getDevices().end()}};
+  ParallelConfig gradient;
   for (unsigned loop : forwardLoops)
-    newDegrees.push_back(degrees[loop]);
-  SmallVector<int64_t> devices;
-  int64_t numTasks = config.getNumTasks();
-  SmallVector<int64_t> coords(forwardLoops.size());
-  for (int64_t task = 0; task < numTasks; ++task) {
-    // The gradient task's coordinates (row-major, last loop fastest) are
-    // the forward task's, reordered.
-    int64_t rest = task;
-    for (int64_t l = static_cast<int64_t>(forwardLoops.size()) - 1; l >= 0;
-         --l) {
-      coords[l] = rest % newDegrees[l];
-      rest /= newDegrees[l];
-    }
-    SmallVector<int64_t> forwardCoords(degrees.size(), 0);
+    gradient.degrees.push_back(forward.degrees[loop]);
+  // Each gradient task runs on the device of the forward task at the same
+  // coordinates, reordered.
+  std::vector<int64_t> coords(forward.degrees.size(), 0);
+  for (int64_t task = 0; task < gradient.numTasks(); ++task) {
+    std::vector<int64_t> mine = gradient.taskCoordinates(task);
     for (auto [l, loop] : llvm::enumerate(forwardLoops))
-      forwardCoords[loop] = coords[l];
-    int64_t forwardTask = 0;
-    for (auto [loop, degree] : llvm::enumerate(degrees))
-      forwardTask = forwardTask * degree + forwardCoords[loop];
-    devices.push_back(config.getDevices()[forwardTask]);
+      coords[loop] = mine[l];
+    gradient.devices.push_back(forward.devices[forward.taskIndex(coords)]);
   }
-  return ConfigAttr::get(config.getContext(), newDegrees, devices);
+  return ConfigAttr::get(config.getContext(), gradient.degrees,
+                         gradient.devices);
 }
 
 } // namespace soap::autodiff

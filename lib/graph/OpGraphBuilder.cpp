@@ -4,6 +4,7 @@
 #include "soap/Dialect/DimensionKinds.h"
 #include "soap/Dialect/PartitionableInterface.h"
 #include "soap/Dialect/SoapDialect.h"
+#include "soap/Dialect/SpmdRewriter.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -106,23 +107,6 @@ static bool isAffineInInputs(Operation *op) {
       dependent.insert(r);
   }
   return true;
-}
-
-/// A tensor.empty, a fill of a splat (with pure tensor semantics), or a
-/// splat constant: what the partitioner rebuilds at each reader's shape
-/// (lib/partition's DistValue::splat) instead of moving it.
-static bool isSplat(Operation *op) {
-  if (!op)
-    return false;
-  if (auto empty = dyn_cast<tensor::EmptyOp>(op))
-    return empty.getType().hasStaticShape();
-  if (auto fill = dyn_cast<linalg::FillOp>(op))
-    return fill.hasPureTensorSemantics() &&
-           isSplat(fill.getDpsInits()[0].getDefiningOp());
-  if (auto constant = dyn_cast<arith::ConstantOp>(op))
-    return isa<RankedTensorType>(constant.getType()) &&
-           isa<SplatElementsAttr>(constant.getValue());
-  return false;
 }
 
 namespace {
@@ -321,7 +305,7 @@ private:
               {tensorOf(r), wholeTensor(r), AccessRole::Write});
         }
     }
-    node.splat = isSplat(op);
+    node.splat = isRebuiltSplat(op);
     result.graph.nodes.push_back(std::move(node));
     result.ops.push_back(op);
   }

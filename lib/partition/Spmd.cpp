@@ -110,22 +110,6 @@ LogicalResult SpmdPartitioner::runReplicated(Operation *op) {
   return success();
 }
 
-/// tensor.empty, a fill of a splat, and splat constants.
-static bool isSplat(Operation *op,
-                    const llvm::DenseMap<Value, DistValue> &dist) {
-  if (auto empty = dyn_cast<tensor::EmptyOp>(op))
-    return empty.getType().hasStaticShape();
-  if (auto fill = dyn_cast<linalg::FillOp>(op)) {
-    auto found = dist.find(fill.getDpsInits()[0]);
-    return fill.hasPureTensorSemantics() && found != dist.end() &&
-           found->second.splat;
-  }
-  if (auto constant = dyn_cast<arith::ConstantOp>(op))
-    return isa<RankedTensorType>(constant.getType()) &&
-           isa<SplatElementsAttr>(constant.getValue());
-  return false;
-}
-
 void SpmdPartitioner::partitionReturn(func::ReturnOp op) {
   b.setInsertionPoint(op);
   SmallVector<Value> operands;
@@ -190,7 +174,7 @@ LogicalResult SpmdPartitioner::run() {
     }
 
   for (Operation *op : originals) {
-    if (isSplat(op, dist)) {
+    if (isRebuiltSplat(op)) {
       dist[op->getResult(0)].splat = op;
       continue;
     }

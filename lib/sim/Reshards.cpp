@@ -26,13 +26,6 @@ Simulator::slotLayouts(const Placement &p, size_t access, SlotKind kind) const {
   return *cache[access];
 }
 
-/// Whether `access` reads the value of its tensor (not a write, nor a
-/// destination whose old contents the op ignores).
-static bool readsValue(const NodeAccess &access) {
-  return access.role != AccessRole::Write &&
-         !(access.role == AccessRole::Unread && access.isDestination);
-}
-
 /// Whether two layouts hold the same blocks on the same devices, and, for
 /// partial sums, sums of the same kind with copies of one partial on the
 /// same devices: what a local elementwise add of the two keeps.
@@ -52,7 +45,7 @@ bool Simulator::hasReaders(int node, size_t access) const {
   int tensor = graph.nodes[node].accesses[access].tensor;
   for (int c : consumersOf[node])
     for (const NodeAccess &a : graph.nodes[c].accesses)
-      if (a.tensor == tensor && readsValue(a))
+      if (a.tensor == tensor && a.readsValue())
         return true;
   return false;
 }
@@ -311,7 +304,7 @@ void Simulator::buildEdge(int edgeId) {
   for (size_t ca = 0; !pn.splat && ca < cn.accesses.size(); ++ca) {
     const NodeAccess &access = cn.accesses[ca];
     const GraphTensor &tensor = graph.tensors[access.tensor];
-    if (tensor.producer != producer || !readsValue(access))
+    if (tensor.producer != producer || !access.readsValue())
       continue;
     // The producer's access that defines the tensor.
     size_t pa = 0;
@@ -322,11 +315,7 @@ void Simulator::buildEdge(int edgeId) {
     if (pa == pn.accesses.size())
       continue;
     const NodeTasks &made = nodeTasks[producer];
-    auto producedBy = [&](int s) {
-      if (pp.splitsReduction && made.reducedBy[pa][s] >= 0)
-        return made.reducedBy[pa][s];
-      return made.fwd[s];
-    };
+    auto producedBy = [&](int s) { return made.madeBy(pa, s); };
     // What the producer's tasks write: partial sums that this reader's
     // reshard combines, or blocks (complete once a split reduction's
     // all-reduce ran).
@@ -407,7 +396,7 @@ void Simulator::buildEdge(int edgeId) {
         for (size_t a = 0; a < other.accesses.size(); ++a) {
           const NodeAccess &read = other.accesses[a];
           if ((c == consumer && a == ca) || read.tensor != access.tensor ||
-              !readsValue(read))
+              !read.readsValue())
             continue;
           const SlotLayouts &theirs =
               slotLayouts(placement(c), a, SlotKind::Gradients);

@@ -76,10 +76,8 @@ Simulator::Simulator(const OpGraph &graph, const CostModel &cost,
     std::set<int> producers;
     for (const NodeAccess &a : graph.nodes[c].accesses) {
       int p = graph.tensors[a.tensor].producer;
-      if (p < 0 || p == static_cast<int>(c) || a.role == AccessRole::Write)
+      if (p < 0 || p == static_cast<int>(c) || !a.readsValue())
         continue;
-      if (a.role == AccessRole::Unread && a.isDestination)
-        continue; // an output whose contents are ignored carries no data
       producers.insert(p);
     }
     for (int p : producers) {
@@ -460,11 +458,7 @@ void Simulator::buildReturn(int node) {
                 /*zerosElsewhere=*/false);
     auto heldBy = [&](int piece, int device) -> std::vector<int> {
       int s = held.task[piece][device];
-      if (s < 0)
-        return {};
-      if (reduced && group.reducedBy[a][s] >= 0)
-        return {group.reducedBy[a][s]};
-      return {group.fwd[s]};
+      return s < 0 ? std::vector<int>{} : std::vector<int>{group.madeBy(a, s)};
     };
     addPlanTasks(plan, /*forward=*/true,
                  TaskKey{7, node, -1, static_cast<int32_t>(a), 0, 0}, heldBy,

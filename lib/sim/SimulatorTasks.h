@@ -233,6 +233,14 @@ struct Simulator::NodeTasks {
   /// [access][task]: the all-reduce that completes the partial sums the
   /// task writes through that access, or -1.
   std::vector<std::vector<int>> reducedBy;
+
+  /// The task after which task `t`'s block of access `access` is made: the
+  /// all-reduce that completes it, else the task itself.
+  int madeBy(size_t access, size_t t) const {
+    return !reducedBy.empty() && reducedBy[access][t] >= 0
+               ? reducedBy[access][t]
+               : fwd[t];
+  }
 };
 
 struct Simulator::EdgeTasks {

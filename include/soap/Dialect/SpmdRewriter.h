@@ -44,6 +44,12 @@ public:
   virtual mlir::LogicalResult partitionConcat(mlir::Operation *op) = 0;
 };
 
+/// Whether `op` makes a splat: a tensor.empty of static shape, a fill (on
+/// tensors) of one, or a splat constant. The partitioner rebuilds a splat
+/// at the shape each reader needs instead of moving it, and the simulator
+/// prices no communication from it.
+bool isRebuiltSplat(mlir::Operation *op);
+
 } // namespace soap
 
 #endif // SOAP_DIALECT_SPMDREWRITER_H

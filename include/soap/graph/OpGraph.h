@@ -48,6 +48,13 @@ struct NodeAccess {
   /// training keeps it until then; reads that only affine bodies make (a
   /// bias add, a sum, a copy) are not kept for them.
   bool savedForBackward = true;
+
+  /// Whether the op reads the tensor's value: not a write, nor a
+  /// destination whose old contents it ignores.
+  bool readsValue() const {
+    return role != AccessRole::Write &&
+           !(role == AccessRole::Unread && isDestination);
+  }
 };
 
 /// Broad class of an op, for per-class device efficiency.
