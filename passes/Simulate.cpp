@@ -5,6 +5,7 @@
 #include "soap/sim/Simulator.h"
 
 #include "llvm/Support/Format.h"
+#include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
@@ -95,7 +96,7 @@ struct SoapSimulatePass
     markAllAnalysesPreserved();
   }
 
-  /// {"steps": [{"kind": ..., "group": [...], "bytes": ...}, ...]}
+  /// {"steps": [{"kind": ..., "group": [...], "bytes": ..., "what": ...}, ...]}
   static std::string communicationJSON(const std::vector<CommStep> &steps) {
     std::string text = "{\"steps\": [";
     for (size_t i = 0; i < steps.size(); ++i) {
@@ -103,7 +104,11 @@ struct SoapSimulatePass
       text += "{\"kind\": \"" + steps[i].kind + "\", \"group\": [";
       for (size_t d = 0; d < steps[i].group.size(); ++d)
         text += (d ? ", " : "") + std::to_string(steps[i].group[d]);
-      text += "], \"bytes\": " + std::to_string(steps[i].bytes) + "}";
+      text += "], \"bytes\": " + std::to_string(steps[i].bytes);
+      std::string what;
+      llvm::raw_string_ostream os(what);
+      llvm::json::Value(steps[i].what).print(os);
+      text += ", \"what\": " + what + "}";
     }
     return text + "\n]}\n";
   }

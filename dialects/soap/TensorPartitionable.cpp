@@ -104,6 +104,8 @@ dynamicReshapeReason(ArrayRef<int64_t> expandedShape,
 struct ExpandShapeModel
     : TensorModelBase<ExpandShapeModel, tensor::ExpandShapeOp> {
   LogicalResult partition(Operation *op, SpmdRewriter &rewriter) const {
+    if (succeeded(rewriter.partitionByConfig(op)))
+      return success();
     return rewriter.partitionReshape(op);
   }
   SmallVector<int64_t> getLoopSizes(Operation *op) const {
@@ -133,6 +135,8 @@ struct ExpandShapeModel
 struct CollapseShapeModel
     : TensorModelBase<CollapseShapeModel, tensor::CollapseShapeOp> {
   LogicalResult partition(Operation *op, SpmdRewriter &rewriter) const {
+    if (succeeded(rewriter.partitionByConfig(op)))
+      return success();
     return rewriter.partitionReshape(op);
   }
   SmallVector<int64_t> getLoopSizes(Operation *op) const {
@@ -190,6 +194,8 @@ dynamicStrideReason(OffsetSizeAndStrideOpInterface slice) {
 struct ExtractSliceModel
     : TensorModelBase<ExtractSliceModel, tensor::ExtractSliceOp> {
   LogicalResult partition(Operation *op, SpmdRewriter &rewriter) const {
+    if (succeeded(rewriter.partitionByConfig(op)))
+      return success();
     return rewriter.partitionPassThrough(op);
   }
   SmallVector<int64_t> getLoopSizes(Operation *op) const {
@@ -214,6 +220,8 @@ struct ExtractSliceModel
 struct InsertSliceModel
     : TensorModelBase<InsertSliceModel, tensor::InsertSliceOp> {
   LogicalResult partition(Operation *op, SpmdRewriter &rewriter) const {
+    if (succeeded(rewriter.partitionByConfig(op)))
+      return success();
     return rewriter.partitionPassThrough(op);
   }
   SmallVector<int64_t> getLoopSizes(Operation *op) const {
@@ -262,6 +270,8 @@ struct PadModel : TensorModelBase<PadModel, tensor::PadOp> {
 
 struct ConcatModel : TensorModelBase<ConcatModel, tensor::ConcatOp> {
   LogicalResult partition(Operation *op, SpmdRewriter &rewriter) const {
+    if (succeeded(rewriter.partitionByConfig(op)))
+      return success();
     return rewriter.partitionConcat(op);
   }
   SmallVector<int64_t> getLoopSizes(Operation *op) const {

@@ -17,6 +17,49 @@ using namespace mlir;
 
 namespace soap::autodiff {
 
+/// `gradient`, made by an op over the same loops as the forward op (a
+/// reshape's inverse, a slice's insertion into zeros), carrying the forward
+/// op's #soap.config, so that the partitioned backward pass moves the data the
+/// simulator prices for it.
+static Value withForwardConfig(GradientBuilder &g, Value gradient) {
+  if (g.forwardConfig)
+    gradient.getDefiningOp()->setAttr(SoapDialect::getConfigAttrName(),
+                                      g.forwardConfig);
+  return gradient;
+}
+
+/// The config of the slice that takes input [offset, offset + length) of a
+/// concatenation along `dim` (of `size`) out of its adjoint, given the
+/// concatenation's `config`: the tasks whose blocks lie in that input, on
+/// the same devices, over the input's loops. Null when a block lies across
+/// inputs.
+static ConfigAttr inputConfig(ConfigAttr config, int64_t dim, int64_t offset,
+                              int64_t length, int64_t size) {
+  if (!config)
+    return {};
+  ArrayRef<int64_t> degrees = config.getDegrees();
+  if (degrees[dim] == 1)
+    return config; // every task reads its part of every input
+  int64_t block = size / degrees[dim];
+  if (block == 0 || offset % block != 0 || length % block != 0)
+    return {};
+  int64_t first = offset / block, last = (offset + length) / block;
+  SmallVector<int64_t> sliceDegrees(degrees);
+  sliceDegrees[dim] = last - first;
+  SmallVector<int64_t> devices;
+  for (auto [task, device] : llvm::enumerate(config.getDevices())) {
+    // Row-major task coordinates, the last loop fastest.
+    int64_t rest = static_cast<int64_t>(task), coordinate = 0;
+    for (int64_t l = static_cast<int64_t>(degrees.size()) - 1; l >= dim; --l) {
+      coordinate = rest % degrees[l];
+      rest /= degrees[l];
+    }
+    if (coordinate >= first && coordinate < last)
+      devices.push_back(device);
+  }
+  return ConfigAttr::get(config.getContext(), sliceDegrees, devices);
+}
+
 LogicalResult differentiateTensorOp(GradientBuilder &g, Operation *op) {
   OpBuilder &b = g.b;
   Location loc = op->getLoc();
@@ -46,12 +89,14 @@ LogicalResult differentiateTensorOp(GradientBuilder &g, Operation *op) {
       .Case([&](tensor::ExtractSliceOp slice) {
         if (!g.isActive(slice.getSource()))
           return success();
+        // Over the slice's loops: the insertion carries the slice's config.
         Value zeros = g.zeros(loc, slice.getSourceType());
         g.accumulate(loc, slice.getSource(),
-                     tensor::InsertSliceOp::create(
-                         b, loc, g.adjoint(slice.getResult()), zeros,
-                         slice.getMixedOffsets(), slice.getMixedSizes(),
-                         slice.getMixedStrides()));
+                     withForwardConfig(
+                         g, tensor::InsertSliceOp::create(
+                                b, loc, g.adjoint(slice.getResult()), zeros,
+                                slice.getMixedOffsets(), slice.getMixedSizes(),
+                                slice.getMixedStrides())));
         return success();
       })
       .Case([&](tensor::InsertSliceOp insert) {
@@ -73,11 +118,12 @@ LogicalResult differentiateTensorOp(GradientBuilder &g, Operation *op) {
       })
       .Case([&](tensor::ExpandShapeOp expand) {
         if (g.isActive(expand.getSrc()))
-          g.accumulate(loc, expand.getSrc(),
-                       tensor::CollapseShapeOp::create(
-                           b, loc, expand.getSrcType(),
-                           g.adjoint(expand.getResult()),
-                           expand.getReassociationIndices()));
+          g.accumulate(
+              loc, expand.getSrc(),
+              withForwardConfig(g, tensor::CollapseShapeOp::create(
+                                       b, loc, expand.getSrcType(),
+                                       g.adjoint(expand.getResult()),
+                                       expand.getReassociationIndices())));
         return success();
       })
       .Case([&](tensor::CollapseShapeOp collapse) -> LogicalResult {
@@ -85,11 +131,12 @@ LogicalResult differentiateTensorOp(GradientBuilder &g, Operation *op) {
           return collapse.emitOpError(
               "cannot be differentiated: only static shapes are supported");
         if (g.isActive(collapse.getSrc()))
-          g.accumulate(loc, collapse.getSrc(),
-                       tensor::ExpandShapeOp::create(
-                           b, loc, collapse.getSrcType(),
-                           g.adjoint(collapse.getResult()),
-                           collapse.getReassociationIndices()));
+          g.accumulate(
+              loc, collapse.getSrc(),
+              withForwardConfig(g, tensor::ExpandShapeOp::create(
+                                       b, loc, collapse.getSrcType(),
+                                       g.adjoint(collapse.getResult()),
+                                       collapse.getReassociationIndices())));
         return success();
       })
       .Case([&](tensor::ConcatOp concat) -> LogicalResult {
@@ -105,9 +152,16 @@ LogicalResult differentiateTensorOp(GradientBuilder &g, Operation *op) {
             SmallVector<int64_t> offsets(type.getRank(), 0);
             offsets[dim] = offset;
             SmallVector<int64_t> strides(type.getRank(), 1);
-            g.accumulate(loc, input,
-                         g.slice(loc, adjoint, offsets, type.getShape(),
-                                 strides));
+            // The slice's loops are the concatenation's, but along `dim`
+            // (over this input): the tasks of the forward blocks in it.
+            Value slice =
+                g.slice(loc, adjoint, offsets, type.getShape(), strides);
+            if (ConfigAttr config = inputConfig(
+                    g.forwardConfig, dim, offset, type.getDimSize(dim),
+                    concat.getResultType().getDimSize(dim)))
+              slice.getDefiningOp()->setAttr(SoapDialect::getConfigAttrName(),
+                                             config);
+            g.accumulate(loc, input, slice);
           }
           offset += type.getDimSize(dim);
         }

@@ -385,22 +385,47 @@ void Planner::combine(Layout &current) {
     only.blocks.resize(target.numDevices());
     for (int d : readers)
       only.blocks[d] = target.blocks[d];
-    for (int dim = 0; dim < static_cast<int>(held.sizes.size()); ++dim) {
-      auto parts = partsAlong(only, dim);
-      if (!parts || parts->size() != 1 ||
-          gathered(only, dim, *parts).blocks[readers.front()] != held)
-        continue;
-      Step step;
-      step.kind = StepKind::ReduceScatter;
-      step.groups = *parts;
-      step.dim = dim;
-      step.combine = *current.partial;
-      step.bytes = tensor.bytes(held);
-      step.result = only;
-      current = only;
-      push(std::move(step));
+    int rank = static_cast<int>(held.sizes.size());
+    auto reduceScatter = [&](const Layout &into) {
+      for (int dim = 0; dim < rank; ++dim) {
+        auto parts = partsAlong(into, dim);
+        if (!parts || parts->size() != 1 ||
+            gathered(into, dim, *parts).blocks[readers.front()] != held)
+          continue;
+        Step step;
+        step.kind = StepKind::ReduceScatter;
+        step.groups = *parts;
+        step.dim = dim;
+        step.combine = *current.partial;
+        step.bytes = tensor.bytes(held);
+        step.result = into;
+        current = into;
+        push(std::move(step));
+        return true;
+      }
+      return false;
+    };
+    if (reduceScatter(only))
       return;
+    // Readers of one part of the partials (a slice of a gradient): the
+    // reduce_scatter of the whole along the dimension they split, then a
+    // local slice (the readers of the other parts slice the same copy).
+    Layout extended = only;
+    for (int dim = 0; dim < rank; ++dim) {
+      const Block &first = *only.blocks[readers.front()];
+      bool same = std::all_of(readers.begin(), readers.end(), [&](int d) {
+        return only.blocks[d]->offsets[dim] == first.offsets[dim] &&
+               only.blocks[d]->sizes[dim] == first.sizes[dim];
+      });
+      if (!same)
+        continue;
+      for (int d : readers) {
+        extended.blocks[d]->offsets[dim] = held.offsets[dim];
+        extended.blocks[d]->sizes[dim] = held.sizes[dim];
+      }
     }
+    if (extended.blocks != only.blocks && reduceScatter(extended))
+      return;
   }
   if (groups) {
     Step step;

@@ -412,8 +412,12 @@ Value SpmdPartitioner::emitTransfers(DistValue &value, const layout::Step &step,
     round->sends[t.from] = true;
     round->receives[t.to] = true;
   }
-  Value assembled = tensor::EmptyOp::create(b, loc, localType.getShape(),
-                                            localType.getElementType());
+  // Parts no piece holds stay zero.
+  Value assembled = value.zerosElsewhere
+                        ? identityFilled(b, loc, localType, ReductionKind::sum)
+                        : tensor::EmptyOp::create(b, loc, localType.getShape(),
+                                                  localType.getElementType())
+                              .getResult();
   int64_t rank = localType.getRank();
   for (const Round &round : rounds) {
     Value source = round.piece >= 0 ? value.pieces[round.piece].local : current;
@@ -533,8 +537,8 @@ Value SpmdPartitioner::reshard(Value original, const DeviceBoxes &target,
   std::vector<layout::Layout> pieces;
   for (const Piece &piece : value.pieces)
     pieces.push_back(layoutOfPiece(piece));
-  layout::ReshardPlan plan =
-      layout::planReshard(tensor, pieces, layoutOfBoxes(target));
+  layout::ReshardPlan plan = layout::planReshard(
+      tensor, pieces, layoutOfBoxes(target), value.zerosElsewhere);
   if (plan.steps.empty())
     return value.pieces[plan.piece].local;
 

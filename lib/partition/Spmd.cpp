@@ -184,6 +184,9 @@ LogicalResult SpmdPartitioner::run() {
       dist[transpose->getResult(0)].transpose = transpose;
       continue;
     }
+    if (succeeded(addDisjointParts(op)))
+      continue;
+    normalizeOperands(op);
     auto partitionable = dyn_cast<PartitionableOpInterface>(op);
     if (partitionable && succeeded(partitionable.partition(*this)))
       continue;

@@ -72,6 +72,12 @@ struct DistValue {
   /// copied whole and the CPU lowering can fold the transpose into a
   /// contraction.
   linalg::TransposeOp transpose;
+  /// Elements no piece holds are zeros: the gradient of a slice (an
+  /// insert_slice of its blocks into zeros), or a sum of such gradients
+  /// of disjoint slices. Only materialize reads such a value (planning with
+  /// lib/layout's zerosElsewhere, as the simulator's gradient edges do);
+  /// before any other rewrite sees it, it is made whole (normalize).
+  bool zerosElsewhere = false;
 };
 
 /// The one piece the value has besides re-split copies (the piece its
@@ -109,6 +115,14 @@ std::optional<Box> accessBox(AffineMap map, ArrayRef<int64_t> loopSizes,
                              ArrayRef<int64_t> degrees, int64_t task,
                              ArrayRef<int64_t> shape);
 
+/// The elements a task reads through `map`, in global coordinates (the
+/// region the simulator prices: lowest to highest index per dimension).
+/// None when an index is not affine or leaves `shape`; with `clip`, the
+/// part inside `shape` (a concatenation's input), none when it is empty.
+std::optional<Box> regionOf(AffineMap map, ArrayRef<int64_t> loopSizes,
+                            ArrayRef<int64_t> degrees, int64_t task,
+                            ArrayRef<int64_t> shape, bool clip = false);
+
 /// True when every device that needs a box holds exactly that box in
 /// `piece`, complete (not partial sums).
 bool covers(const Piece &piece, const DeviceBoxes &target);
@@ -125,12 +139,15 @@ public:
   LogicalResult partitionReshape(Operation *op) override;
   LogicalResult partitionPassThrough(Operation *op) override;
   LogicalResult partitionConcat(Operation *op) override;
+  LogicalResult partitionByConfig(Operation *op) override;
 
 private:
   // Plans.
   std::optional<LinalgLoops> loopNestOf(linalg::LinalgOp op);
   FailureOr<Plan> planFromConfig(linalg::LinalgOp op, const LinalgLoops &nest,
                                  ConfigAttr config, std::string &why);
+  FailureOr<Plan> planFromConfig(ArrayRef<int64_t> loopSizes, ConfigAttr config,
+                                 std::string &why);
   std::optional<Plan> planFromOperands(linalg::LinalgOp op,
                                        const LinalgLoops &nest);
   Plan replicatedPlan(unsigned numLoops) const;
@@ -155,6 +172,17 @@ private:
   /// adds its own. Fails, changing nothing, for any other op.
   LogicalResult partitionPartialSum(linalg::LinalgOp op);
   LogicalResult runReplicated(Operation *op);
+  /// An elementwise add of two values that are zero elsewhere and hold
+  /// disjoint elements (the gradients of an LSTM's gate slices): the sum
+  /// is both sets of pieces, with nothing computed or moved. Fails,
+  /// changing nothing, for any other op.
+  LogicalResult addDisjointParts(Operation *op);
+  /// Makes every operand of `op` that is zero elsewhere an ordinary value
+  /// (whole on every device) unless `op` reads it through materialize
+  /// alone (a linalg op with a config, as an input).
+  void normalizeOperands(Operation *op);
+  DeviceBoxes completeLayout(const DistValue &value,
+                             RankedTensorType type) const;
   LogicalResult partitionScatterAdd(scf::ForOp loop);
   /// Returns every value whole, except the sharded results, which stay in
   /// their boxes; records the layouts (returnLayouts).

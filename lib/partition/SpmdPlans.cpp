@@ -56,6 +56,35 @@ std::optional<Box> soap::partition::accessBox(AffineMap map,
   return box;
 }
 
+std::optional<Box>
+soap::partition::regionOf(AffineMap map, ArrayRef<int64_t> loopSizes,
+                          ArrayRef<int64_t> degrees, int64_t task,
+                          ArrayRef<int64_t> shape, bool clip) {
+  SmallVector<int64_t> coords = coordinatesOf(degrees, task);
+  Box box;
+  for (auto [dim, expr] : llvm::enumerate(map.getResults())) {
+    IndexExpr linear = toIndexExpr(expr);
+    if (!linear.isLinear)
+      return std::nullopt;
+    int64_t lowest = linear.constant, highest = linear.constant;
+    for (auto [l, c] : linear.terms) {
+      int64_t local = loopSizes[l] / degrees[l];
+      int64_t first = coords[l] * local, last = first + local - 1;
+      lowest += c * (c >= 0 ? first : last);
+      highest += c * (c >= 0 ? last : first);
+    }
+    if (clip) {
+      lowest = std::max<int64_t>(lowest, 0);
+      highest = std::min<int64_t>(highest, shape[dim] - 1);
+    }
+    if (lowest < 0 || highest >= shape[dim] || highest < lowest)
+      return std::nullopt;
+    box.offsets.push_back(lowest);
+    box.sizes.push_back(highest - lowest + 1);
+  }
+  return box;
+}
+
 //===----------------------------------------------------------------------===//
 // Plans
 //===----------------------------------------------------------------------===//
@@ -105,17 +134,24 @@ FailureOr<Plan> SpmdPartitioner::planFromConfig(linalg::LinalgOp op,
                                                 const LinalgLoops &nest,
                                                 ConfigAttr config,
                                                 std::string &why) {
+  return planFromConfig(nest.sizes, config, why);
+}
+
+FailureOr<Plan> SpmdPartitioner::planFromConfig(ArrayRef<int64_t> sizes,
+                                                ConfigAttr config,
+                                                std::string &why) {
   ArrayRef<int64_t> degrees = config.getDegrees();
   ArrayRef<int64_t> devices = config.getDevices();
-  if (degrees.size() != nest.sizes.size()) {
-    why = "it has " + std::to_string(nest.sizes.size()) + " loops, not " +
+  if (degrees.size() != sizes.size()) {
+    why = "it has " + std::to_string(sizes.size()) + " loops, not " +
           std::to_string(degrees.size());
     return failure();
   }
   for (auto [l, degree] : llvm::enumerate(degrees))
-    if (degree < 1 || nest.sizes[l] % degree != 0) {
+    if (degree < 1 || ShapedType::isDynamic(sizes[l]) ||
+        sizes[l] % degree != 0) {
       why = "degree " + std::to_string(degree) + " does not divide loop " +
-            std::to_string(l) + " of size " + std::to_string(nest.sizes[l]);
+            std::to_string(l) + " of size " + std::to_string(sizes[l]);
       return failure();
     }
   for (int64_t device : devices)

@@ -65,6 +65,9 @@ Simulator::SlotLayouts Simulator::buildSlotLayouts(const Placement &p,
       result.task.emplace_back(numDevices, -1);
     }
     BoxRef box = p.box(t, access);
+    result.task[slot][device] = static_cast<int>(t);
+    if (isEmpty(box))
+      continue; // the task reads none of it
     layout::Block block;
     block.offsets.reserve(box.rank);
     block.sizes.reserve(box.rank);
@@ -73,7 +76,6 @@ Simulator::SlotLayouts Simulator::buildSlotLayouts(const Placement &p,
       block.sizes.push_back(box.first[d].second - box.first[d].first + 1);
     }
     result.pieces[slot].blocks[device] = std::move(block);
-    result.task[slot][device] = static_cast<int>(t);
   }
   // A replicated op's tasks compute the same gradient (copies, not partial
   // sums).
@@ -448,6 +450,36 @@ void Simulator::buildEdge(int edgeId) {
     edge.groups.push_back(addGroup(std::move(ids)));
 }
 
+/// What the communication task with key `key` moves (CommStep::what).
+static std::string describeTask(const OpGraph &graph, const TaskKey &key) {
+  auto op = [&](int node) {
+    if (node < 0 || node >= static_cast<int>(graph.nodes.size()))
+      return std::string("?");
+    const OpNode &n = graph.nodes[node];
+    return n.location.empty() ? n.opName : n.opName + " (" + n.location + ")";
+  };
+  auto tensor = [&](int id) {
+    if (id < 0 || id >= static_cast<int>(graph.tensors.size()))
+      return std::string("?");
+    const GraphTensor &t = graph.tensors[id];
+    return t.name.empty() ? "tensor " + std::to_string(id) : "'" + t.name + "'";
+  };
+  switch (key[0] % 8) {
+  case 2:
+    return "forward edge " + op(key[2]) + " -> " + op(key[1]);
+  case 3:
+    return "gradient edge " + op(key[2]) + " -> " + op(key[1]);
+  case 4:
+    return "gradient of parameter " + tensor(key[1]);
+  case 6:
+    return "split reduction of " + op(key[1]);
+  case 7:
+    return "result of " + op(key[1]);
+  default:
+    return op(key[1]);
+  }
+}
+
 std::vector<CommStep> Simulator::communication() const {
   std::vector<CommStep> steps;
   for (const Group &g : groups) {
@@ -458,19 +490,20 @@ std::vector<CommStep> Simulator::communication() const {
       switch (t.kind) {
       case TaskKind::Transfer:
       case TaskKind::GradTransfer:
-        steps.push_back({"send", {t.src, t.dst}, t.bytes});
+        steps.push_back(
+            {"send", {t.src, t.dst}, t.bytes, describeTask(graph, t.key)});
         break;
       case TaskKind::AllReduce:
         if (t.groupSize > 1) {
           steps.push_back({"all_reduce",
                            std::vector<int>(t.members.begin(), t.members.end()),
-                           t.bytes});
+                           t.bytes, describeTask(graph, t.key)});
         }
         break;
       case TaskKind::Collective:
         steps.push_back({collectiveName(t.collective),
                          std::vector<int>(t.members.begin(), t.members.end()),
-                         t.bytes});
+                         t.bytes, describeTask(graph, t.key)});
         break;
       default:
         break;
@@ -479,8 +512,8 @@ std::vector<CommStep> Simulator::communication() const {
   }
   std::sort(steps.begin(), steps.end(),
             [](const CommStep &a, const CommStep &b) {
-              return std::tie(a.kind, a.group, a.bytes) <
-                     std::tie(b.kind, b.group, b.bytes);
+              return std::tie(a.kind, a.group, a.bytes, a.what) <
+                     std::tie(b.kind, b.group, b.bytes, b.what);
             });
   return steps;
 }

@@ -53,7 +53,12 @@ static void accessBox(const NodeAccess &access, const GraphTensor &tensor,
           mx += t.coefficient * first;
         }
       }
-      if (size > 0) {
+      if (size > 0 && (mx < 0 || mn > size - 1)) {
+        // Every index lies outside the tensor: the task reads none of it
+        // (an empty box; see isEmpty).
+        mn = 1;
+        mx = 0;
+      } else if (size > 0) {
         mn = std::clamp<int64_t>(mn, 0, size - 1);
         mx = std::clamp<int64_t>(mx, 0, size - 1);
       }
@@ -489,7 +494,8 @@ void Simulator::buildParameter(int tensorId) {
   for (auto [node, access] : parameterReaders[tensorId]) {
     const Placement &p = placement(node);
     for (size_t t = 0; t < p.devices.size(); ++t)
-      regions[p.box(t, access).toBox()].emplace_back(node, t);
+      if (!isEmpty(p.box(t, access)))
+        regions[p.box(t, access).toBox()].emplace_back(node, t);
   }
   int region = 0;
   for (const auto &[box, readers] : regions) {

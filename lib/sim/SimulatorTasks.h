@@ -296,6 +296,14 @@ inline int64_t overlapVolume(BoxRef a, BoxRef b) {
 }
 
 inline int64_t boxVolume(BoxRef box) { return overlapVolume(box, box); }
+/// A task that reads nothing of a tensor (its loops index only outside it:
+/// a concatenation's task over another input) has an empty box there.
+inline bool isEmpty(BoxRef box) {
+  for (size_t d = 0; d < box.rank; ++d)
+    if (box.first[d].second < box.first[d].first)
+      return true;
+  return false;
+}
 inline int64_t boxVolume(const Box &box) {
   return boxVolume(BoxRef{box.data(), box.size()});
 }

@@ -103,6 +103,21 @@ TEST(Layout, PartialRowsAllReduceInTwoGroups) {
   EXPECT_EQ(plan.steps[0].bytes, 64);
 }
 
+TEST(Layout, PartialSumsReadInPartReduceScatterThenSlice) {
+  // Readers of the first 8 columns of a partial 4x16 (the slice of a
+  // concatenation's gradient), rows split: the reduce_scatter of the whole
+  // along the rows, then a local slice, not an all-reduce of everything.
+  TensorShape t = f32({4, 16});
+  Layout target;
+  target.blocks = {block({0, 0}, {2, 8}), block({2, 0}, {2, 8})};
+  ReshardPlan plan = planReshard(t, {partialWhole(t.shape, 2)}, target);
+  ASSERT_EQ(kinds(plan),
+            (std::vector<StepKind>{StepKind::ReduceScatter, StepKind::Slice}));
+  EXPECT_EQ(plan.steps[0].dim, 0);
+  EXPECT_EQ(plan.steps[0].bytes, 4 * 16 * 4);
+  EXPECT_EQ(*plan.steps[0].result.blocks[1], block({2, 0}, {2, 16}));
+}
+
 TEST(Layout, ResplitIsAnAllToAll) {
   TensorShape t = f32({8, 8});
   ReshardPlan plan = planReshard(t, {Layout::split(t.shape, 2, 0, {1, 0})},

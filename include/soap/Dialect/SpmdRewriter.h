@@ -42,6 +42,16 @@ public:
   virtual mlir::LogicalResult partitionPassThrough(mlir::Operation *op) = 0;
   /// A tensor.concat of values split alike along the other dimensions.
   virtual mlir::LogicalResult partitionConcat(mlir::Operation *op) = 0;
+  /// A data-movement op of the tensor dialect (extract_slice, expand_shape,
+  /// collapse_shape, concat, and insert_slice into zeros: a slice's
+  /// gradient) with a #soap.config: each task's block of the result from the
+  /// region of each operand its loops read, brought there as lib/layout
+  /// plans it (what the simulator prices for the config).
+  /// Fails, changing nothing, without a config or when the local op cannot
+  /// be the same op on blocks (a device with several tasks, a reshape of a
+  /// block that is not contiguous, a concatenation split along its
+  /// dimension).
+  virtual mlir::LogicalResult partitionByConfig(mlir::Operation *op) = 0;
 };
 
 /// Whether `op` makes a splat: a tensor.empty of static shape, a fill (on

@@ -54,6 +54,10 @@ struct CommStep {
   std::string kind;
   std::vector<int> group;
   int64_t bytes = 0;
+  /// What it moves, for people reading a mismatch: "forward edge
+  /// linalg.matmul (m.mlir:3:8) -> linalg.generic (m.mlir:4:8)",
+  /// "gradient of parameter 'fc.weight'", ...
+  std::string what;
 };
 
 /// What each device holds at one point of the step, in the partitioned
