@@ -247,6 +247,8 @@ struct InsertSliceModel
 
 struct PadModel : TensorModelBase<PadModel, tensor::PadOp> {
   LogicalResult partition(Operation *op, SpmdRewriter &rewriter) const {
+    if (succeeded(rewriter.partitionByConfig(op)))
+      return success();
     return rewriter.partitionPassThrough(op);
   }
   SmallVector<int64_t> getLoopSizes(Operation *op) const {

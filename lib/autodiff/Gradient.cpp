@@ -9,16 +9,18 @@
 #include "soap/Autodiff/Autodiff.h"
 
 #include "GradientBuilder.h"
+#include "soap/Dialect/PartitionableInterface.h"
 #include "soap/graph/ParallelConfig.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
-#include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/DialectRegistry.h"
 #include "mlir/Transforms/RegionUtils.h"
 
 using namespace mlir;
@@ -145,8 +147,51 @@ void GradientBuilder::accumulate(Location loc, Value value, Value gradient) {
     slot = gradient;
     return;
   }
+  accumulating = true;
   slot = add(loc, slot, gradient);
+  accumulating = false;
 }
+
+//===----------------------------------------------------------------------===//
+// Gradients of ops that run whole on one device
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// Records the ops a gradient rule builds; when the forward op runs whole
+/// on one device (a single task: model parallelism, a pipeline stage), the
+/// rule's ops without a config of their own run whole on that device too,
+/// whatever their loops (a convolution's filter gradient, a transposed
+/// convolution), as the simulator prices the op's backward work. Adjoint
+/// sums (accumulate) keep running where their operands are.
+struct OnOneDevice : OpBuilder::Listener {
+  OnOneDevice(GradientBuilder &g, OpBuilder::Listener *previous)
+      : g(g), previous(previous) {}
+  void notifyOperationInserted(Operation *op,
+                               OpBuilder::InsertPoint before) override {
+    if (!g.accumulating)
+      built.push_back(op);
+    if (previous)
+      previous->notifyOperationInserted(op, before);
+  }
+  void place() {
+    ConfigAttr config = g.forwardConfig;
+    if (!config || config.getDevices().size() != 1)
+      return;
+    for (Operation *op : built) {
+      auto partitionable = dyn_cast<PartitionableOpInterface>(op);
+      if (!partitionable || op->hasAttr(SoapDialect::getConfigAttrName()) ||
+          !isa_and_nonnull<func::FuncOp>(op->getParentOp()))
+        continue;
+      SmallVector<int64_t> ones(partitionable.getLoopSizes().size(), 1);
+      op->setAttr(SoapDialect::getConfigAttrName(),
+                  ConfigAttr::get(op->getContext(), ones, config.getDevices()));
+    }
+  }
+  GradientBuilder &g;
+  OpBuilder::Listener *previous;
+  SmallVector<Operation *> built;
+};
+} // namespace
 
 //===----------------------------------------------------------------------===//
 // Activity analysis and the sweep
@@ -234,7 +279,12 @@ FailureOr<SmallVector<Value>> buildGradients(OpBuilder &builder, Value loss,
       });
       g.forwardConfig =
           op->getAttrOfType<ConfigAttr>(SoapDialect::getConfigAttrName());
+      OnOneDevice listener(g, builder.getListener());
+      builder.setListener(&listener);
       result = differentiateOp(g, op);
+      builder.setListener(listener.previous);
+      if (succeeded(result))
+        listener.place();
       g.forwardConfig = nullptr;
     }
     if (failed(result)) {

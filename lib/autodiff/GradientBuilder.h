@@ -67,6 +67,9 @@ public:
   /// are), so that the partitioned backward pass splits the loops the
   /// forward op split, on the same devices, as the simulator prices it.
   ConfigAttr forwardConfig;
+  /// Set while accumulate() builds an adjoint sum: the sum is not part of
+  /// the op's gradient and runs where its operands are.
+  bool accumulating = false;
 };
 
 /// `config` (of a forward op) for a gradient op whose loop l is the

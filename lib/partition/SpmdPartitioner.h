@@ -181,6 +181,8 @@ private:
   /// (whole on every device) unless `op` reads it through materialize
   /// alone (a linalg op with a config, as an input).
   void normalizeOperands(Operation *op);
+  /// `op` whole on `device`, its operands brought there whole.
+  LogicalResult runWholeOn(Operation *op, int64_t device);
   DeviceBoxes completeLayout(const DistValue &value,
                              RankedTensorType type) const;
   LogicalResult partitionScatterAdd(scf::ForOp loop);

@@ -416,17 +416,24 @@ LogicalResult SpmdPartitioner::partitionByConfig(Operation *op) {
   auto partitionable = dyn_cast<PartitionableOpInterface>(op);
   if (!config || !partitionable || op->getNumResults() != 1 ||
       !isa<tensor::ExtractSliceOp, tensor::ExpandShapeOp,
-           tensor::CollapseShapeOp, tensor::ConcatOp, tensor::InsertSliceOp>(
-          op))
+           tensor::CollapseShapeOp, tensor::ConcatOp, tensor::InsertSliceOp,
+           tensor::PadOp>(op))
     return failure();
   // An insertion into zeros (a slice's gradient) at stride 1: each device
   // holds its blocks where they go, and the rest is zeros that nobody
-  // holds, as the simulator's gradient edges have it.
+  // holds, as the simulator's gradient edges have it. Other insertions (a
+  // transposed convolution's strided spread of its adjoint) and pads
+  // follow a config of one task: whole on its device.
   auto insert = dyn_cast<tensor::InsertSliceOp>(op);
-  if (insert && (!isIdentityFill(insert.getDest(), ReductionKind::sum) ||
-                 llvm::any_of(insert.getStaticStrides(),
-                              [](int64_t s) { return s != 1; })))
-    return failure();
+  bool intoZeros =
+      insert && isIdentityFill(insert.getDest(), ReductionKind::sum) &&
+      llvm::all_of(insert.getStaticStrides(), [](int64_t s) { return s == 1; });
+  if ((insert && !intoZeros) || isa<tensor::PadOp>(op)) {
+    if (config.getDevices().size() != 1 ||
+        llvm::any_of(config.getDegrees(), [](int64_t d) { return d != 1; }))
+      return failure();
+    return runWholeOn(op, config.getDevices().front());
+  }
   auto resultType = dyn_cast<RankedTensorType>(op->getResult(0).getType());
   if (!resultType || !resultType.hasStaticShape() ||
       llvm::any_of(op->getOperands(), [](Value v) {
@@ -621,6 +628,48 @@ LogicalResult SpmdPartitioner::partitionByConfig(Operation *op) {
   DistValue &result = dist[op->getResult(0)];
   result.pieces.push_back(std::move(piece));
   result.zerosElsewhere = static_cast<bool>(insert);
+  return success();
+}
+
+LogicalResult SpmdPartitioner::runWholeOn(Operation *op, int64_t device) {
+  if (device < 0 || device >= numDevices)
+    return failure();
+  Location loc = op->getLoc();
+  b.setInsertionPoint(op);
+  IRMapping mapping = plain;
+  for (Value operand : op->getOperands()) {
+    auto type = dyn_cast<RankedTensorType>(operand.getType());
+    if (!type || !type.hasStaticShape()) {
+      if (type)
+        return failure();
+      continue;
+    }
+    realizeTranspose(operand, op);
+    DeviceBoxes target(numDevices);
+    target[device] = wholeBox(type);
+    mapping.map(operand, materialize(operand, target, loc));
+  }
+  auto resultType = cast<RankedTensorType>(op->getResult(0).getType());
+  OnDevicesOp guard;
+  OpBuilder::InsertionGuard insertion(b);
+  if (numDevices > 1) {
+    guard = OnDevicesOp::create(b, loc, TypeRange{resultType},
+                                b.getDenseI64ArrayAttr({device}));
+    b.setInsertionPointToStart(&guard.getBody().emplaceBlock());
+  }
+  Operation *local = b.clone(*op, mapping);
+  local->removeAttr(SoapDialect::getConfigAttrName());
+  Value result = local->getResult(0);
+  if (guard) {
+    YieldOp::create(b, loc, result);
+    result = guard.getResult(0);
+  }
+  DeviceBoxes boxes(numDevices);
+  boxes[device] = wholeBox(resultType);
+  SmallVector<int64_t> tasks(numDevices, -1);
+  tasks[device] = 0;
+  dist[op->getResult(0)].pieces.push_back(
+      Piece{result, std::move(boxes), std::move(tasks), std::nullopt});
   return success();
 }
 

@@ -383,13 +383,13 @@ void Simulator::buildEdge(int edgeId) {
     // its tasks read the same elements; zeros where it reads nothing) back
     // to the producer's.
     const SlotLayouts &gradients = slotLayouts(cp, ca, SlotKind::Gradients);
-    // Readers whose gradients are partial sums in one and the same layout
-    // add them where they are (the training step's adjoint sums of partial
-    // sums stay partial in the partitioned program): one reshard of the
+    // Readers whose gradients are in one and the same layout add them
+    // where they are (the training step's adjoint sums run where their
+    // operands are; sums of partial sums stay partial): one reshard of the
     // sum, on the edge of the first of those readers, after the backward
     // tasks of all of them.
     std::vector<std::pair<const SlotLayouts *, int>> sharing;
-    if (gradients.pieces.size() == 1 && gradients.pieces[0].partial) {
+    if (gradients.pieces.size() == 1) {
       bool first = true;
       for (int c : consumersOf[producer]) {
         const OpNode &other = graph.nodes[c];

@@ -46,7 +46,8 @@ public:
   /// collapse_shape, concat, and insert_slice into zeros: a slice's
   /// gradient) with a #soap.config: each task's block of the result from the
   /// region of each operand its loops read, brought there as lib/layout
-  /// plans it (what the simulator prices for the config).
+  /// plans it (what the simulator prices for the config). A pad or another
+  /// insertion follows a config of one task: whole on its device.
   /// Fails, changing nothing, without a config or when the local op cannot
   /// be the same op on blocks (a device with several tasks, a reshape of a
   /// block that is not contiguous, a concatenation split along its
