@@ -178,8 +178,12 @@ struct OnOneDevice : OpBuilder::Listener {
     if (!config || config.getDevices().size() != 1)
       return;
     for (Operation *op : built) {
+      // Transposes stay lazy: each reader transposes what it reads, and
+      // the CPU lowering folds them into the contractions (a config would
+      // make each one a copy).
       auto partitionable = dyn_cast<PartitionableOpInterface>(op);
-      if (!partitionable || op->hasAttr(SoapDialect::getConfigAttrName()) ||
+      if (!partitionable || isa<linalg::TransposeOp>(op) ||
+          op->hasAttr(SoapDialect::getConfigAttrName()) ||
           !isa_and_nonnull<func::FuncOp>(op->getParentOp()))
         continue;
       SmallVector<int64_t> ones(partitionable.getLoopSizes().size(), 1);

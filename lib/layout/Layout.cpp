@@ -741,10 +741,58 @@ ReshardPlan Planner::run() {
 
 } // namespace
 
+/// `target` with every dimension along which all its blocks take the same
+/// range made whole (the readers of one column range of a row-split
+/// tensor: rows split, all columns).
+static Layout widened(const Layout &target, const std::vector<int64_t> &shape) {
+  Layout wide = target;
+  std::vector<int> readers = target.holders();
+  if (readers.empty() || target.partial)
+    return wide;
+  const Block &first = *target.blocks[readers.front()];
+  for (size_t dim = 0; dim < shape.size(); ++dim) {
+    bool same = std::all_of(readers.begin(), readers.end(), [&](int d) {
+      return target.blocks[d]->offsets[dim] == first.offsets[dim] &&
+             target.blocks[d]->sizes[dim] == first.sizes[dim];
+    });
+    if (!same)
+      continue;
+    for (int d : readers) {
+      wide.blocks[d]->offsets[dim] = 0;
+      wide.blocks[d]->sizes[dim] = shape[dim];
+    }
+  }
+  return wide;
+}
+
+static bool pointToPoint(const ReshardPlan &plan) {
+  return std::any_of(plan.steps.begin(), plan.steps.end(), [](const Step &s) {
+    return s.kind == StepKind::SendRecv || s.kind == StepKind::HaloExchange ||
+           s.kind == StepKind::AllReduceWhole;
+  });
+}
+
 ReshardPlan planReshard(const TensorShape &tensor,
                         const std::vector<Layout> &pieces, const Layout &target,
                         bool zerosElsewhere) {
-  return Planner(tensor, pieces, target, zerosElsewhere).run();
+  ReshardPlan direct = Planner(tensor, pieces, target, zerosElsewhere).run();
+  if (zerosElsewhere || !pointToPoint(direct))
+    return direct;
+  // Readers of a part of a tensor that would need point-to-point transfers:
+  // the collective that brings the whole range they share, then a local
+  // slice, when one fits (the slices of an LSTM's gates, taken out of a
+  // re-split of the whole gate matrix that the other slices then read).
+  Layout wide = widened(target, tensor.shape);
+  if (wide.blocks == target.blocks)
+    return direct;
+  ReshardPlan plan = Planner(tensor, pieces, wide, zerosElsewhere).run();
+  if (plan.steps.empty() || pointToPoint(plan))
+    return direct;
+  Step slice;
+  slice.kind = StepKind::Slice;
+  slice.result = target;
+  plan.steps.push_back(std::move(slice));
+  return plan;
 }
 
 } // namespace soap::layout

@@ -118,6 +118,21 @@ TEST(Layout, PartialSumsReadInPartReduceScatterThenSlice) {
   EXPECT_EQ(*plan.steps[0].result.blocks[1], block({2, 0}, {2, 16}));
 }
 
+TEST(Layout, ReadersOfAPartTakeItFromTheWholeReSplit) {
+  // Columns split over 2 devices; readers of columns [0, 4) with the rows
+  // split (an LSTM's gate slice): the all_to_all of the whole tensor to
+  // rows, then a local slice (the other slices read the same copy), not
+  // point-to-point transfers of the part.
+  TensorShape t = f32({4, 16});
+  Layout target;
+  target.blocks = {block({0, 0}, {2, 4}), block({2, 0}, {2, 4})};
+  ReshardPlan plan =
+      planReshard(t, {Layout::split(t.shape, 2, 1, {0, 1})}, target);
+  ASSERT_EQ(kinds(plan),
+            (std::vector<StepKind>{StepKind::AllToAll, StepKind::Slice}));
+  EXPECT_EQ(*plan.steps[0].result.blocks[1], block({2, 0}, {2, 16}));
+}
+
 TEST(Layout, ResplitIsAnAllToAll) {
   TensorShape t = f32({8, 8});
   ReshardPlan plan = planReshard(t, {Layout::split(t.shape, 2, 0, {1, 0})},

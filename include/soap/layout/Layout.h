@@ -174,7 +174,11 @@ struct ReshardPlan {
 /// collective that fits (reduce-scatter, grouped all-reduce, all-to-all,
 /// all-gather along one dimension per step, broadcast), point-to-point
 /// transfers of exactly the blocks that are missing, and only for partial
-/// results no regular collective fits, AllReduceWhole.
+/// results no regular collective fits, AllReduceWhole. Readers of one range
+/// of a tensor (a slice) that would need point-to-point transfers get the
+/// collective of the whole range along the dimensions they all read alike,
+/// then a local slice, when one fits; partial results read in part are
+/// reduce-scattered whole along the split dimension, then sliced.
 ///
 /// With `zerosElsewhere`, elements that no piece holds are zeros that need
 /// no transfer (a gradient: a reader that reads part of a tensor
