@@ -157,43 +157,41 @@ void GradientBuilder::accumulate(Location loc, Value value, Value gradient) {
 //===----------------------------------------------------------------------===//
 
 namespace {
-/// Records the ops a gradient rule builds; when the forward op runs whole
-/// on one device (a single task: model parallelism, a pipeline stage), the
-/// rule's ops without a config of their own run whole on that device too,
-/// whatever their loops (a convolution's filter gradient, a transposed
-/// convolution), as the simulator prices the op's backward work. Adjoint
-/// sums (accumulate) keep running where their operands are.
+/// While a gradient rule runs: when the forward op runs whole on one device
+/// (a single task: model parallelism, a pipeline stage), each op the rule
+/// inserts gets a config whole on that device, whatever its loops (a
+/// convolution's filter gradient, a transposed convolution), as the
+/// simulator prices the op's backward work. A rule that builds an op over
+/// the forward loops sets the forward config on it afterwards, which
+/// replaces this one. Adjoint sums (accumulate) keep running where their
+/// operands are, and transposes stay lazy: each reader transposes what it
+/// reads, and the CPU lowering folds them into the contractions (a config
+/// would make each one a copy). Set as each op is inserted: rules erase
+/// some of the ops they built.
 struct OnOneDevice : OpBuilder::Listener {
   OnOneDevice(GradientBuilder &g, OpBuilder::Listener *previous)
       : g(g), previous(previous) {}
   void notifyOperationInserted(Operation *op,
                                OpBuilder::InsertPoint before) override {
-    if (!g.accumulating)
-      built.push_back(op);
+    place(op);
     if (previous)
       previous->notifyOperationInserted(op, before);
   }
-  void place() {
+  void place(Operation *op) {
     ConfigAttr config = g.forwardConfig;
-    if (!config || config.getDevices().size() != 1)
+    if (g.accumulating || !config || config.getDevices().size() != 1)
       return;
-    for (Operation *op : built) {
-      // Transposes stay lazy: each reader transposes what it reads, and
-      // the CPU lowering folds them into the contractions (a config would
-      // make each one a copy).
-      auto partitionable = dyn_cast<PartitionableOpInterface>(op);
-      if (!partitionable || isa<linalg::TransposeOp>(op) ||
-          op->hasAttr(SoapDialect::getConfigAttrName()) ||
-          !isa_and_nonnull<func::FuncOp>(op->getParentOp()))
-        continue;
-      SmallVector<int64_t> ones(partitionable.getLoopSizes().size(), 1);
-      op->setAttr(SoapDialect::getConfigAttrName(),
-                  ConfigAttr::get(op->getContext(), ones, config.getDevices()));
-    }
+    auto partitionable = dyn_cast<PartitionableOpInterface>(op);
+    if (!partitionable || isa<linalg::TransposeOp>(op) ||
+        op->hasAttr(SoapDialect::getConfigAttrName()) ||
+        !isa_and_nonnull<func::FuncOp>(op->getParentOp()))
+      return;
+    SmallVector<int64_t> ones(partitionable.getLoopSizes().size(), 1);
+    op->setAttr(SoapDialect::getConfigAttrName(),
+                ConfigAttr::get(op->getContext(), ones, config.getDevices()));
   }
   GradientBuilder &g;
   OpBuilder::Listener *previous;
-  SmallVector<Operation *> built;
 };
 } // namespace
 
@@ -287,8 +285,6 @@ FailureOr<SmallVector<Value>> buildGradients(OpBuilder &builder, Value loss,
       builder.setListener(&listener);
       result = differentiateOp(g, op);
       builder.setListener(listener.previous);
-      if (succeeded(result))
-        listener.place();
       g.forwardConfig = nullptr;
     }
     if (failed(result)) {

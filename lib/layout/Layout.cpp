@@ -372,6 +372,30 @@ private:
   ReshardPlan plan;
 };
 
+/// `target` with every dimension along which all its blocks take the same
+/// range given `to`'s range instead (the readers of one column range of a
+/// row-split tensor: rows split, all columns).
+static Layout widened(const Layout &target, const Block &to) {
+  Layout wide = target;
+  std::vector<int> readers = target.holders();
+  if (readers.empty() || target.partial)
+    return wide;
+  const Block &first = *target.blocks[readers.front()];
+  for (size_t dim = 0; dim < to.sizes.size(); ++dim) {
+    bool same = std::all_of(readers.begin(), readers.end(), [&](int d) {
+      return target.blocks[d]->offsets[dim] == first.offsets[dim] &&
+             target.blocks[d]->sizes[dim] == first.sizes[dim];
+    });
+    if (!same)
+      continue;
+    for (int d : readers) {
+      wide.blocks[d]->offsets[dim] = to.offsets[dim];
+      wide.blocks[d]->sizes[dim] = to.sizes[dim];
+    }
+  }
+  return wide;
+}
+
 void Planner::combine(Layout &current) {
   // Whole partial blocks on the target's devices, one distinct partial
   // each, re-split along one dimension: reduce_scatter.
@@ -410,20 +434,7 @@ void Planner::combine(Layout &current) {
     // Readers of one part of the partials (a slice of a gradient): the
     // reduce_scatter of the whole along the dimension they split, then a
     // local slice (the readers of the other parts slice the same copy).
-    Layout extended = only;
-    for (int dim = 0; dim < rank; ++dim) {
-      const Block &first = *only.blocks[readers.front()];
-      bool same = std::all_of(readers.begin(), readers.end(), [&](int d) {
-        return only.blocks[d]->offsets[dim] == first.offsets[dim] &&
-               only.blocks[d]->sizes[dim] == first.sizes[dim];
-      });
-      if (!same)
-        continue;
-      for (int d : readers) {
-        extended.blocks[d]->offsets[dim] = held.offsets[dim];
-        extended.blocks[d]->sizes[dim] = held.sizes[dim];
-      }
-    }
+    Layout extended = widened(only, held);
     if (extended.blocks != only.blocks && reduceScatter(extended))
       return;
   }
@@ -741,30 +752,6 @@ ReshardPlan Planner::run() {
 
 } // namespace
 
-/// `target` with every dimension along which all its blocks take the same
-/// range made whole (the readers of one column range of a row-split
-/// tensor: rows split, all columns).
-static Layout widened(const Layout &target, const std::vector<int64_t> &shape) {
-  Layout wide = target;
-  std::vector<int> readers = target.holders();
-  if (readers.empty() || target.partial)
-    return wide;
-  const Block &first = *target.blocks[readers.front()];
-  for (size_t dim = 0; dim < shape.size(); ++dim) {
-    bool same = std::all_of(readers.begin(), readers.end(), [&](int d) {
-      return target.blocks[d]->offsets[dim] == first.offsets[dim] &&
-             target.blocks[d]->sizes[dim] == first.sizes[dim];
-    });
-    if (!same)
-      continue;
-    for (int d : readers) {
-      wide.blocks[d]->offsets[dim] = 0;
-      wide.blocks[d]->sizes[dim] = shape[dim];
-    }
-  }
-  return wide;
-}
-
 static bool pointToPoint(const ReshardPlan &plan) {
   return std::any_of(plan.steps.begin(), plan.steps.end(), [](const Step &s) {
     return s.kind == StepKind::SendRecv || s.kind == StepKind::HaloExchange ||
@@ -782,7 +769,7 @@ ReshardPlan planReshard(const TensorShape &tensor,
   // the collective that brings the whole range they share, then a local
   // slice, when one fits (the slices of an LSTM's gates, taken out of a
   // re-split of the whole gate matrix that the other slices then read).
-  Layout wide = widened(target, tensor.shape);
+  Layout wide = widened(target, Block::whole(tensor.shape));
   if (wide.blocks == target.blocks)
     return direct;
   ReshardPlan plan = Planner(tensor, pieces, wide, zerosElsewhere).run();
