@@ -1,0 +1,452 @@
+//===- SpmdConfigs.cpp - tensor ops by their configs; zeros elsewhere -----===//
+//
+// Data-movement ops of the tensor dialect with a #soap.config run as the
+// simulator prices them: each task's block of the result from the region of
+// each operand its loops read (partitionByConfig), or whole on the one
+// device of a one-task config (runWholeOn). A slice's gradient (an
+// insertion into zeros) stays where its blocks are, zero elsewhere
+// (DistValue::zerosElsewhere): sums of such gradients of disjoint slices
+// keep all the parts (addDisjointParts), and readers other than through
+// materialize get the value complete first (normalizeOperands).
+//
+//===----------------------------------------------------------------------===//
+
+#include "SpmdPartitioner.h"
+
+#include "Reductions.h"
+
+#include "soap/Dialect/PartitionableInterface.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+
+using namespace mlir;
+using namespace soap;
+using namespace soap::partition;
+
+/// Per group of `reassociation`, whether the block `sizes` of the expanded
+/// shape `wide` is contiguous in the collapsed dimension: every dimension
+/// after the first split one of the group is whole (then the block's
+/// region there has exactly the block's number of elements).
+static bool contiguousGroups(ArrayRef<ReassociationIndices> reassociation,
+                             ArrayRef<int64_t> sizes, ArrayRef<int64_t> wide) {
+  for (const ReassociationIndices &group : reassociation) {
+    bool split = false;
+    for (int64_t dim : group) {
+      if (split && sizes[dim] != wide[dim])
+        return false;
+      split = split || sizes[dim] != 1;
+    }
+  }
+  return true;
+}
+
+LogicalResult SpmdPartitioner::partitionByConfig(Operation *op) {
+  auto config = op->getAttrOfType<ConfigAttr>(SoapDialect::getConfigAttrName());
+  auto partitionable = dyn_cast<PartitionableOpInterface>(op);
+  if (!config || !partitionable || op->getNumResults() != 1 ||
+      !isa<tensor::ExtractSliceOp, tensor::ExpandShapeOp,
+           tensor::CollapseShapeOp, tensor::ConcatOp, tensor::InsertSliceOp,
+           tensor::PadOp>(op))
+    return failure();
+  // An insertion into zeros (a slice's gradient) at stride 1: each device
+  // holds its blocks where they go, and the rest is zeros that nobody
+  // holds, as the simulator's gradient edges have it. Other insertions (a
+  // transposed convolution's strided spread of its adjoint) and pads
+  // follow a config of one task: whole on its device.
+  auto insert = dyn_cast<tensor::InsertSliceOp>(op);
+  bool intoZeros =
+      insert && isIdentityFill(insert.getDest(), ReductionKind::sum) &&
+      llvm::all_of(insert.getStaticStrides(), [](int64_t s) { return s == 1; });
+  if ((insert && !intoZeros) || isa<tensor::PadOp>(op)) {
+    if (config.getDevices().size() != 1 ||
+        llvm::any_of(config.getDegrees(), [](int64_t d) { return d != 1; }))
+      return failure();
+    return runWholeOn(op, config.getDevices().front());
+  }
+  auto resultType = dyn_cast<RankedTensorType>(op->getResult(0).getType());
+  if (!resultType || !resultType.hasStaticShape() ||
+      llvm::any_of(op->getOperands(), [](Value v) {
+        auto type = dyn_cast<RankedTensorType>(v.getType());
+        return !type || !type.hasStaticShape();
+      }))
+    return failure();
+  // Views of values their producers left whole on every device (arguments,
+  // replicated results) cost nothing where they are: the op runs whole
+  // everywhere. (Not so for a whole copy an earlier reader gathered: the
+  // simulator keeps the config's layout there too.)
+  if (llvm::all_of(op->getOperands(), [&](Value operand) {
+        auto found = dist.find(operand);
+        if (found == dist.end())
+          return false;
+        if (found->second.splat)
+          return true;
+        auto type = cast<RankedTensorType>(operand.getType());
+        return !found->second.pieces.empty() &&
+               covers(found->second.pieces.front(), everywhere(type));
+      }))
+    return failure();
+  SmallVector<int64_t> sizes = partitionable.getLoopSizes();
+  std::string why;
+  FailureOr<Plan> plan = planFromConfig(sizes, config, why);
+  // One task per device: the local op is one op on blocks.
+  if (failed(plan) || plan->slots.size() != 1)
+    return failure();
+  ArrayRef<int64_t> slot = plan->slots.front();
+  // A concatenation split along its dimension: each task's block must lie
+  // in one input, which is all it reads (the other inputs' indices are
+  // outside them, as the simulator's empty boxes say).
+  auto concat = dyn_cast<tensor::ConcatOp>(op);
+  bool splitConcat = concat && plan->degrees[concat.getDim()] != 1;
+
+  // Each task's region of every operand it reads and of its result.
+  SmallVector<OperandAccess> accesses = partitionable.getOperandAccesses();
+  SmallVector<DeviceBoxes> reads(op->getNumOperands(), DeviceBoxes(numDevices));
+  DeviceBoxes written(numDevices);
+  bool describesResult = false;
+  SmallVector<int64_t> activeDevices;
+  for (auto [device, task] : llvm::enumerate(slot)) {
+    if (task < 0)
+      continue;
+    activeDevices.push_back(device);
+    for (const OperandAccess &access : accesses) {
+      if (access.isDestination)
+        continue; // an insertion's zeros: nobody holds them
+      auto type = cast<RankedTensorType>(access.value.getType());
+      // A concatenation's task reads the part of each input its block
+      // covers (none of some when it is split along its dimension).
+      bool isInput = concat && access.value != op->getResult(0);
+      std::optional<Box> region = regionOf(access.map, sizes, plan->degrees,
+                                           task, type.getShape(), isInput);
+      if (!region && splitConcat && isInput)
+        continue; // checked below: the task reads one input
+      if (!region)
+        return failure();
+      if (access.value == op->getResult(0)) {
+        written[device] = std::move(region);
+        describesResult = true;
+        continue;
+      }
+      for (OpOperand &operand : op->getOpOperands())
+        if (operand.get() == access.value)
+          reads[operand.getOperandNumber()][device] = *region;
+    }
+  }
+  if (!describesResult || activeDevices.empty())
+    return failure();
+  SmallVector<int64_t> localShape = written[activeDevices.front()]->sizes;
+  for (int64_t device : activeDevices)
+    if (written[device]->sizes != localShape)
+      return failure();
+  // Per device, the input of a split concatenation it reads.
+  SmallVector<int64_t> inputOf(numDevices, -1);
+  for (int64_t device : activeDevices) {
+    for (auto [number, boxes] : llvm::enumerate(reads)) {
+      if (insert && number == insert.getDestMutable().getOperandNumber())
+        continue;
+      if (boxes[device] && splitConcat) {
+        if (inputOf[device] >= 0 || boxes[device]->sizes[concat.getDim()] !=
+                                        written[device]->sizes[concat.getDim()])
+          return failure(); // a block across inputs
+        inputOf[device] = number;
+      } else if (!boxes[device] && !splitConcat) {
+        return failure(); // an operand its loops do not describe
+      }
+    }
+    if (splitConcat && inputOf[device] < 0)
+      return failure();
+  }
+  // Reshapes: the blocks must be contiguous in the collapsed shape.
+  if (auto expand = dyn_cast<tensor::ExpandShapeOp>(op);
+      expand && !contiguousGroups(expand.getReassociationIndices(), localShape,
+                                  resultType.getShape()))
+    return failure();
+  if (auto collapse = dyn_cast<tensor::CollapseShapeOp>(op);
+      collapse && !contiguousGroups(collapse.getReassociationIndices(),
+                                    reads[0][activeDevices.front()]->sizes,
+                                    collapse.getSrcType().getShape()))
+    return failure();
+
+  // Communication first: a guard below must not hold a collective.
+  Location loc = op->getLoc();
+  b.setInsertionPoint(op);
+  SmallVector<Value> locals;
+  for (auto [number, operand] : llvm::enumerate(op->getOperands())) {
+    if ((splitConcat &&
+         llvm::none_of(reads[number],
+                       [](const auto &box) { return box.has_value(); })) ||
+        (insert && number == insert.getDestMutable().getOperandNumber())) {
+      locals.push_back(Value()); // no task reads it
+      continue;
+    }
+    realizeTranspose(operand, op);
+    locals.push_back(materialize(operand, reads[number], loc));
+  }
+  OnDevicesOp guard;
+  OpBuilder::InsertionGuard insertion(b);
+  auto localType =
+      RankedTensorType::get(localShape, resultType.getElementType());
+  if (static_cast<int64_t>(activeDevices.size()) != numDevices) {
+    guard = OnDevicesOp::create(b, loc, TypeRange{localType},
+                                b.getDenseI64ArrayAttr(activeDevices));
+    b.setInsertionPointToStart(&guard.getBody().emplaceBlock());
+  }
+  auto indexAttrs = [&](ArrayRef<int64_t> values) {
+    return llvm::to_vector(llvm::map_range(
+        values, [&](int64_t v) -> OpFoldResult { return b.getIndexAttr(v); }));
+  };
+  Value local;
+  if (auto extract = dyn_cast<tensor::ExtractSliceOp>(op)) {
+    // The local source starts at the task's first element: the slice
+    // starts at 0, keeps the strides and drops the same unit dimensions.
+    ArrayRef<int64_t> sourceShape =
+        cast<RankedTensorType>(locals[0].getType()).getShape();
+    llvm::SmallBitVector dropped = extract.getDroppedDims();
+    SmallVector<int64_t> sliceSizes;
+    int64_t next = 0;
+    for (int64_t d = 0; d < static_cast<int64_t>(sourceShape.size()); ++d)
+      sliceSizes.push_back(dropped.test(d) ? 1 : localShape[next++]);
+    local = tensor::ExtractSliceOp::create(
+        b, loc, localType, locals[0],
+        indexAttrs(SmallVector<int64_t>(sourceShape.size(), 0)),
+        indexAttrs(sliceSizes), indexAttrs(extract.getStaticStrides()));
+  } else if (auto expand = dyn_cast<tensor::ExpandShapeOp>(op)) {
+    local = tensor::ExpandShapeOp::create(b, loc, localType, locals[0],
+                                          expand.getReassociationIndices());
+  } else if (auto collapse = dyn_cast<tensor::CollapseShapeOp>(op)) {
+    local = tensor::CollapseShapeOp::create(b, loc, localType, locals[0],
+                                            collapse.getReassociationIndices());
+  } else if (insert) {
+    // The block itself, with the unit dimensions the insertion drops.
+    local = locals[0];
+    if (cast<RankedTensorType>(local.getType()).getRank() !=
+        static_cast<int64_t>(localShape.size()))
+      local = tensor::InsertSliceOp::create(
+          b, loc, local,
+          tensor::EmptyOp::create(b, loc, localShape,
+                                  resultType.getElementType()),
+          indexAttrs(SmallVector<int64_t>(localShape.size(), 0)),
+          indexAttrs(localShape),
+          indexAttrs(SmallVector<int64_t>(localShape.size(), 1)));
+  } else if (!splitConcat) {
+    local =
+        tensor::ConcatOp::create(b, loc, localType, concat.getDim(), locals);
+  } else {
+    // Each device's block is its input's: the local values have the
+    // block's type, and each device picks its own.
+    for (auto [number, input] : llvm::enumerate(locals)) {
+      if (!input)
+        continue;
+      if (!local) {
+        local = input;
+        continue;
+      }
+      SmallVector<bool> flags(numDevices, false);
+      for (int64_t device : activeDevices)
+        flags[device] = inputOf[device] == static_cast<int64_t>(number);
+      local =
+          arith::SelectOp::create(b, loc, deviceIn(flags, loc), input, local);
+    }
+  }
+  if (guard) {
+    YieldOp::create(b, loc, local);
+    local = guard.getResult(0);
+  }
+  Piece piece{local, std::move(written), {}, std::nullopt};
+  for (int64_t task : slot)
+    piece.tasks.push_back(task);
+  DistValue &result = dist[op->getResult(0)];
+  result.pieces.push_back(std::move(piece));
+  result.zerosElsewhere = static_cast<bool>(insert);
+  return success();
+}
+
+LogicalResult SpmdPartitioner::runWholeOn(Operation *op, int64_t device) {
+  if (device < 0 || device >= numDevices)
+    return failure();
+  Location loc = op->getLoc();
+  b.setInsertionPoint(op);
+  IRMapping mapping = plain;
+  for (Value operand : op->getOperands()) {
+    auto type = dyn_cast<RankedTensorType>(operand.getType());
+    if (!type || !type.hasStaticShape()) {
+      if (type)
+        return failure();
+      continue;
+    }
+    realizeTranspose(operand, op);
+    DeviceBoxes target(numDevices);
+    target[device] = wholeBox(type);
+    mapping.map(operand, materialize(operand, target, loc));
+  }
+  auto resultType = cast<RankedTensorType>(op->getResult(0).getType());
+  OnDevicesOp guard;
+  OpBuilder::InsertionGuard insertion(b);
+  if (numDevices > 1) {
+    guard = OnDevicesOp::create(b, loc, TypeRange{resultType},
+                                b.getDenseI64ArrayAttr({device}));
+    b.setInsertionPointToStart(&guard.getBody().emplaceBlock());
+  }
+  Operation *local = b.clone(*op, mapping);
+  local->removeAttr(SoapDialect::getConfigAttrName());
+  Value result = local->getResult(0);
+  if (guard) {
+    YieldOp::create(b, loc, result);
+    result = guard.getResult(0);
+  }
+  DeviceBoxes boxes(numDevices);
+  boxes[device] = wholeBox(resultType);
+  SmallVector<int64_t> tasks(numDevices, -1);
+  tasks[device] = 0;
+  dist[op->getResult(0)].pieces.push_back(
+      Piece{result, std::move(boxes), std::move(tasks), std::nullopt});
+  return success();
+}
+
+/// Whether `op` is an elementwise add of its two inputs into an init it
+/// does not read, over identical maps.
+static bool isPlainAdd(linalg::GenericOp op) {
+  if (op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1 ||
+      op.getNumReductionLoops() != 0 ||
+      !llvm::all_of(op.getIndexingMapsArray(),
+                    [](AffineMap map) { return map.isIdentity(); }))
+    return false;
+  Block &body = op.getRegion().front();
+  auto yield = cast<linalg::YieldOp>(body.getTerminator());
+  auto add = yield.getValues()[0].getDefiningOp<arith::AddFOp>();
+  if (!add || &body.front() != add.getOperation())
+    return false;
+  Value x = body.getArgument(0), y = body.getArgument(1);
+  return (add.getLhs() == x && add.getRhs() == y) ||
+         (add.getLhs() == y && add.getRhs() == x);
+}
+
+LogicalResult SpmdPartitioner::addDisjointParts(Operation *op) {
+  auto generic = dyn_cast<linalg::GenericOp>(op);
+  if (!generic || op->hasAttr(SoapDialect::getConfigAttrName()) ||
+      !generic.hasPureTensorSemantics() || !isPlainAdd(generic))
+    return failure();
+  SmallVector<const DistValue *> parts;
+  for (Value input : generic.getDpsInputs()) {
+    auto found = dist.find(input);
+    if (found == dist.end() || !found->second.zerosElsewhere)
+      return failure();
+    parts.push_back(&found->second);
+  }
+  for (const Piece &a : parts[0]->pieces)
+    for (const Piece &b : parts[1]->pieces)
+      for (const std::optional<Box> &x : a.boxes)
+        for (const std::optional<Box> &y : b.boxes) {
+          if (!x || !y)
+            continue;
+          bool meet = true;
+          for (size_t d = 0; d < x->sizes.size(); ++d)
+            meet &= x->offsets[d] < y->offsets[d] + y->sizes[d] &&
+                    y->offsets[d] < x->offsets[d] + x->sizes[d];
+          if (meet)
+            return failure(); // the parts overlap: an add must run
+        }
+  DistValue sum;
+  sum.zerosElsewhere = true;
+  for (const DistValue *part : parts)
+    llvm::append_range(sum.pieces, part->pieces);
+  dist[op->getResult(0)] = std::move(sum);
+  return success();
+}
+
+/// Where a value that is zero elsewhere can become an ordinary one with the
+/// least movement: on each device, the smallest box around what it holds,
+/// whole along the dimensions no device splits, when those boxes are of
+/// one shape and tile the tensor (the gradients of the time steps of a
+/// batch-split sequence: each device's rows of all of them, assembled
+/// locally; a batch-split first token's gradient: each device's rows, zeros
+/// for the other tokens); else the whole tensor everywhere.
+DeviceBoxes SpmdPartitioner::completeLayout(const DistValue &value,
+                                            RankedTensorType type) const {
+  int64_t rank = type.getRank();
+  DeviceBoxes around(numDevices);
+  for (const Piece &piece : value.pieces)
+    for (auto [device, box] : llvm::enumerate(piece.boxes)) {
+      if (!box)
+        continue;
+      if (!around[device]) {
+        around[device] = *box;
+        continue;
+      }
+      Box &b = *around[device];
+      for (int64_t d = 0; d < rank; ++d) {
+        int64_t lo = std::min(b.offsets[d], box->offsets[d]);
+        int64_t hi = std::max(b.offsets[d] + b.sizes[d],
+                              box->offsets[d] + box->sizes[d]);
+        b.offsets[d] = lo;
+        b.sizes[d] = hi - lo;
+      }
+    }
+  // Dimensions along which every device holds the same range are not
+  // split: each device holds all of them (zeros where no piece is).
+  for (int64_t d = 0; d < rank; ++d) {
+    std::optional<std::pair<int64_t, int64_t>> range;
+    bool same = true;
+    for (const std::optional<Box> &box : around) {
+      if (!box)
+        continue;
+      std::pair<int64_t, int64_t> mine{box->offsets[d], box->sizes[d]};
+      same &= !range || *range == mine;
+      range = mine;
+    }
+    if (same)
+      for (std::optional<Box> &box : around)
+        if (box) {
+          box->offsets[d] = 0;
+          box->sizes[d] = type.getDimSize(d);
+        }
+  }
+  SmallVector<Box> distinct;
+  for (const std::optional<Box> &box : around)
+    if (box && !llvm::is_contained(distinct, *box))
+      distinct.push_back(*box);
+  auto volume = [](const Box &box) {
+    int64_t v = 1;
+    for (int64_t s : box.sizes)
+      v *= s;
+    return v;
+  };
+  auto meet = [&](const Box &x, const Box &y) {
+    for (int64_t d = 0; d < rank; ++d)
+      if (x.offsets[d] >= y.offsets[d] + y.sizes[d] ||
+          y.offsets[d] >= x.offsets[d] + x.sizes[d])
+        return false;
+    return true;
+  };
+  bool tiles = !distinct.empty();
+  int64_t covered = 0;
+  for (size_t i = 0; i < distinct.size() && tiles; ++i) {
+    tiles &= distinct[i].sizes == distinct.front().sizes;
+    for (size_t j = i + 1; j < distinct.size() && tiles; ++j)
+      tiles &= !meet(distinct[i], distinct[j]);
+    covered += volume(distinct[i]);
+  }
+  if (tiles && covered == type.getNumElements())
+    return around;
+  return everywhere(type);
+}
+
+void SpmdPartitioner::normalizeOperands(Operation *op) {
+  auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
+  bool readsByConfig =
+      linalgOp && op->hasAttr(SoapDialect::getConfigAttrName());
+  for (OpOperand &operand : op->getOpOperands()) {
+    auto found = dist.find(operand.get());
+    if (found == dist.end() || !found->second.zerosElsewhere)
+      continue;
+    if (readsByConfig && !linalgOp.isDpsInit(&operand))
+      continue;
+    auto type = cast<RankedTensorType>(operand.get().getType());
+    DeviceBoxes target = completeLayout(found->second, type);
+    b.setInsertionPoint(op);
+    Value local = materialize(operand.get(), target, op->getLoc());
+    DistValue &value = dist[operand.get()];
+    value.pieces = {Piece{local, std::move(target),
+                          SmallVector<int64_t>(numDevices, 0), std::nullopt}};
+    value.zerosElsewhere = false;
+  }
+}
