@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "GradientBuilder.h"
+#include "soap/graph/ParallelConfig.h"
 
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
@@ -46,14 +47,10 @@ static ConfigAttr inputConfig(ConfigAttr config, int64_t dim, int64_t offset,
   int64_t first = offset / block, last = (offset + length) / block;
   SmallVector<int64_t> sliceDegrees(degrees);
   sliceDegrees[dim] = last - first;
+  ParallelConfig grid{{degrees.begin(), degrees.end()}, {}};
   SmallVector<int64_t> devices;
   for (auto [task, device] : llvm::enumerate(config.getDevices())) {
-    // Row-major task coordinates, the last loop fastest.
-    int64_t rest = static_cast<int64_t>(task), coordinate = 0;
-    for (int64_t l = static_cast<int64_t>(degrees.size()) - 1; l >= dim; --l) {
-      coordinate = rest % degrees[l];
-      rest /= degrees[l];
-    }
+    int64_t coordinate = grid.taskCoordinates(static_cast<int64_t>(task))[dim];
     if (coordinate >= first && coordinate < last)
       devices.push_back(device);
   }

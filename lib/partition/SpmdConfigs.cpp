@@ -302,6 +302,15 @@ LogicalResult SpmdPartitioner::runWholeOn(Operation *op, int64_t device) {
   return success();
 }
 
+/// Whether boxes `x` and `y` share an element.
+static bool meet(const Box &x, const Box &y) {
+  for (size_t d = 0; d < x.sizes.size(); ++d)
+    if (x.offsets[d] >= y.offsets[d] + y.sizes[d] ||
+        y.offsets[d] >= x.offsets[d] + x.sizes[d])
+      return false;
+  return true;
+}
+
 /// Whether `op` is an elementwise add of its two inputs into an init it
 /// does not read, over identical maps.
 static bool isPlainAdd(linalg::GenericOp op) {
@@ -335,16 +344,9 @@ LogicalResult SpmdPartitioner::addDisjointParts(Operation *op) {
   for (const Piece &a : parts[0]->pieces)
     for (const Piece &b : parts[1]->pieces)
       for (const std::optional<Box> &x : a.boxes)
-        for (const std::optional<Box> &y : b.boxes) {
-          if (!x || !y)
-            continue;
-          bool meet = true;
-          for (size_t d = 0; d < x->sizes.size(); ++d)
-            meet &= x->offsets[d] < y->offsets[d] + y->sizes[d] &&
-                    y->offsets[d] < x->offsets[d] + x->sizes[d];
-          if (meet)
+        for (const std::optional<Box> &y : b.boxes)
+          if (x && y && meet(*x, *y))
             return failure(); // the parts overlap: an add must run
-        }
   DistValue sum;
   sum.zerosElsewhere = true;
   for (const DistValue *part : parts)
@@ -409,13 +411,6 @@ DeviceBoxes SpmdPartitioner::completeLayout(const DistValue &value,
     for (int64_t s : box.sizes)
       v *= s;
     return v;
-  };
-  auto meet = [&](const Box &x, const Box &y) {
-    for (int64_t d = 0; d < rank; ++d)
-      if (x.offsets[d] >= y.offsets[d] + y.sizes[d] ||
-          y.offsets[d] >= x.offsets[d] + x.sizes[d])
-        return false;
-    return true;
   };
   bool tiles = !distinct.empty();
   int64_t covered = 0;
