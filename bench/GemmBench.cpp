@@ -96,7 +96,7 @@ int main(int argc, char **argv) {
     int64_t bk = s.transB ? 1 : s.n, bn = s.transB ? s.k : 1;
     double runtime = fastest(repeats, [&] {
       soaprt_matmul_f32(s.m, s.n, s.k, a.data(), am, ak, b.data(), bk, bn,
-                        c.data(), s.n, 1);
+                        c.data(), s.n, 1, /*accumulate=*/1);
     });
     double best = std::min(blas, dnnl);
     totalBest += best;

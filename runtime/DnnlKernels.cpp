@@ -754,12 +754,13 @@ bool dnnlGemmPreferred(bool transA, bool transB, int64_t m, int64_t n,
 
 bool dnnlSgemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
                const float *a, int64_t lda, const float *b, int64_t ldb,
-               float *c, int64_t ldc) {
+               float *c, int64_t ldc, bool accumulate) {
   if (!dnnlEnabled() || !dnnlGemmPreferred(transA, transB, m, n, k))
     return false;
   (void)engine(); // oneDNN's thread count, set once
   return dnnl_sgemm(transA ? 'T' : 'N', transB ? 'T' : 'N', m, n, k, 1.0f, a,
-                    lda, b, ldb, 1.0f, c, ldc) == dnnl_success;
+                    lda, b, ldb, accumulate ? 1.0f : 0.0f, c,
+                    ldc) == dnnl_success;
 }
 
 bool dnnlConv2d(const Conv2dShape &s, const Conv2dStrides &given,

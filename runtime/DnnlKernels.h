@@ -94,13 +94,13 @@ bool dnnlConv2dSpread(const Conv2dShape &shape, const Conv2dStrides &strides,
 /// "jit:avx512_core", ...); empty before the first.
 const std::string &dnnlLastConvImplementation();
 
-/// C += op(A) op(B) for row-major f32 matrices (op: transposed or not,
-/// as BLAS's sgemm) through oneDNN's sgemm, where oneDNN is on and is the
-/// faster library for the shape (dnnlGemmPreferred); false (nothing
-/// written) otherwise.
+/// C += op(A) op(B) (C = op(A) op(B) without `accumulate`) for row-major
+/// f32 matrices (op: transposed or not, as BLAS's sgemm) through oneDNN's
+/// sgemm, where oneDNN is on and is the faster library for the shape
+/// (dnnlGemmPreferred); false (nothing written) otherwise.
 bool dnnlSgemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
                const float *a, int64_t lda, const float *b, int64_t ldb,
-               float *c, int64_t ldc);
+               float *c, int64_t ldc, bool accumulate);
 
 /// Whether oneDNN's sgemm is expected to beat OpenBLAS's on the shape
 /// (BLAS's row-major arguments): the rule measured by soap-gemm-bench

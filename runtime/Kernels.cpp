@@ -36,19 +36,22 @@ template <typename T> struct Matrix {
   int64_t rows, cols, rowStride, colStride;
 };
 
+/// C = op(A) op(B) + C, or C = op(A) op(B) without `accumulate` (C's old
+/// contents are then never read).
 inline void gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t m, int64_t n,
                  int64_t k, const float *a, int64_t lda, const float *b,
-                 int64_t ldb, float *c, int64_t ldc) {
+                 int64_t ldb, float *c, int64_t ldc, bool accumulate) {
   if (soaprt::dnnlSgemm(ta == CblasTrans, tb == CblasTrans, m, n, k, a, lda, b,
-                        ldb, c, ldc))
+                        ldb, c, ldc, accumulate))
     return;
-  cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, 1.0f, a, lda, b, ldb, 1.0f, c,
-              ldc);
+  cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, 1.0f, a, lda, b, ldb,
+              accumulate ? 1.0f : 0.0f, c, ldc);
 }
 inline void gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t m, int64_t n,
                  int64_t k, const double *a, int64_t lda, const double *b,
-                 int64_t ldb, double *c, int64_t ldc) {
-  cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, 1.0, a, lda, b, ldb, 1.0, c, ldc);
+                 int64_t ldb, double *c, int64_t ldc, bool accumulate) {
+  cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, 1.0, a, lda, b, ldb,
+              accumulate ? 1.0 : 0.0, c, ldc);
 }
 
 /// How BLAS reads `matrix` (row-major): as is, transposed, or not at all.
@@ -100,13 +103,22 @@ template <typename T> std::vector<T> &transposedScratch() {
   return scratch;
 }
 
-/// C += A * B for strided matrices.
+/// C += A * B for strided matrices, or C = A * B without `accumulate` (an
+/// output the lowering would otherwise fill with zeros first).
 template <typename T>
 void matmul(const Matrix<const T> &a, const Matrix<const T> &b,
-            const Matrix<T> &c) {
+            const Matrix<T> &c, bool accumulate) {
   int64_t m = c.rows, n = c.cols, k = a.cols;
-  if (m == 0 || n == 0 || k == 0)
+  if (m == 0 || n == 0)
     return;
+  if (k == 0) {
+    // An empty sum: an overwritten output is zero.
+    if (!accumulate)
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j)
+          c.data[i * c.rowStride + j * c.colStride] = T(0);
+    return;
+  }
   CBLAS_TRANSPOSE ta, tb, tc;
   int64_t lda, ldb, ldc;
   std::vector<T> packedA, packedB, packedC;
@@ -127,26 +139,31 @@ void matmul(const Matrix<const T> &a, const Matrix<const T> &b,
         // batch's input gradient, dy W^T): OpenBLAS and oneDNN run the
         // product 1.2-2.2x faster with the long side as the rows, C^T =
         // B^T A^T (soap-gemm-bench), so it goes to scratch and is added
-        // back transposed. Up to 8 rows, oneDNN's direct product is
-        // faster still (dnnlGemmPreferred).
+        // (or written) back transposed. Up to 8 rows, oneDNN's direct
+        // product is faster still (dnnlGemmPreferred).
         std::vector<T> &scratch = transposedScratch<T>();
-        scratch.assign(static_cast<size_t>(m * n), T(0));
+        scratch.resize(static_cast<size_t>(m * n));
         gemm(flipped(tb), flipped(ta), n, m, k, pb, ldb, pa, lda,
-             scratch.data(), m);
+             scratch.data(), m, /*accumulate=*/false);
         for (int64_t i = 0; i < m; ++i)
           for (int64_t j = 0; j < n; ++j)
-            c.data[i * ldc + j] += scratch[j * m + i];
+            c.data[i * ldc + j] =
+                (accumulate ? c.data[i * ldc + j] : T(0)) + scratch[j * m + i];
         return;
       }
-      gemm(ta, tb, m, n, k, pa, lda, pb, ldb, c.data, ldc);
+      gemm(ta, tb, m, n, k, pa, lda, pb, ldb, c.data, ldc, accumulate);
       return;
     }
     // C is column-major: C^T = B^T A^T, row-major.
-    gemm(flipped(tb), flipped(ta), n, m, k, pb, ldb, pa, lda, c.data, ldc);
+    gemm(flipped(tb), flipped(ta), n, m, k, pb, ldb, pa, lda, c.data, ldc,
+         accumulate);
     return;
   }
-  pack(Matrix<const T>{c.data, m, n, c.rowStride, c.colStride}, packedC);
-  gemm(ta, tb, m, n, k, pa, lda, pb, ldb, packedC.data(), n);
+  if (accumulate)
+    pack(Matrix<const T>{c.data, m, n, c.rowStride, c.colStride}, packedC);
+  else
+    packedC.resize(static_cast<size_t>(m * n));
+  gemm(ta, tb, m, n, k, pa, lda, pb, ldb, packedC.data(), n, accumulate);
   for (int64_t i = 0; i < m; ++i)
     for (int64_t j = 0; j < n; ++j)
       c.data[i * c.rowStride + j * c.colStride] = packedC[i * n + j];
@@ -209,7 +226,7 @@ void conv2d(int64_t n, int64_t c, int64_t h, int64_t w, int64_t f, int64_t kh,
     T *image_out = out + b * osn;
     if (denseOut) {
       matmul<T>(filterMatrix, colMatrix,
-                Matrix<T>{image_out, f, pixels, osf, 1});
+                Matrix<T>{image_out, f, pixels, osf, 1}, /*accumulate=*/true);
       continue;
     }
     std::vector<T> result(static_cast<size_t>(f * pixels));
@@ -219,7 +236,8 @@ void conv2d(int64_t n, int64_t c, int64_t h, int64_t w, int64_t f, int64_t kh,
           result[(o * oh + y) * ow + x] =
               image_out[o * osf + y * osh + x * osw];
     matmul<T>(filterMatrix, colMatrix,
-              Matrix<T>{result.data(), f, pixels, pixels, 1});
+              Matrix<T>{result.data(), f, pixels, pixels, 1},
+              /*accumulate=*/true);
     for (int64_t o = 0; o < f; ++o)
       for (int64_t y = 0; y < oh; ++y)
         for (int64_t x = 0; x < ow; ++x)
@@ -542,16 +560,18 @@ extern "C" int soaprt_select_blas_core(char **argv) {
 #define SOAPRT_DEFINE_KERNELS(SUFFIX, T)                                       \
   void soaprt_matmul_##SUFFIX(int64_t m, int64_t n, int64_t k, const T *a,     \
                               int64_t am, int64_t ak, const T *b, int64_t bk,  \
-                              int64_t bn, T *c, int64_t cm, int64_t cn) {      \
-    matmul<T>({a, m, k, am, ak}, {b, k, n, bk, bn}, {c, m, n, cm, cn});        \
+                              int64_t bn, T *c, int64_t cm, int64_t cn,        \
+                              int64_t accumulate) {                            \
+    matmul<T>({a, m, k, am, ak}, {b, k, n, bk, bn}, {c, m, n, cm, cn},         \
+              accumulate != 0);                                                \
   }                                                                            \
   void soaprt_batch_matmul_##SUFFIX(                                           \
       int64_t batch, int64_t m, int64_t n, int64_t k, const T *a, int64_t ab,  \
       int64_t am, int64_t ak, const T *b, int64_t bb, int64_t bk, int64_t bn,  \
-      T *c, int64_t cb, int64_t cm, int64_t cn) {                              \
+      T *c, int64_t cb, int64_t cm, int64_t cn, int64_t accumulate) {          \
     for (int64_t i = 0; i < batch; ++i)                                        \
       matmul<T>({a + i * ab, m, k, am, ak}, {b + i * bb, k, n, bk, bn},        \
-                {c + i * cb, m, n, cm, cn});                                   \
+                {c + i * cb, m, n, cm, cn}, accumulate != 0);                  \
   }                                                                            \
   void soaprt_conv2d_nchw_fchw_##SUFFIX(                                       \
       int64_t n, int64_t c, int64_t h, int64_t w, int64_t f, int64_t kh,       \

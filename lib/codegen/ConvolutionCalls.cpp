@@ -417,11 +417,7 @@ static void interiorOutput(linalg::LinalgOp op, const Conv2dRoles &roles,
   spread.interiorStart = window->offsets;
 }
 
-/// The zero fill (writesZeros) of a convolution's whole output that the
-/// convolution is the next op to touch (no op between them uses the buffer
-/// or a view of it): the convolution can overwrite the output instead, and
-/// the fill go.
-static Operation *zeroFillBefore(linalg::LinalgOp op) {
+Operation *zeroFillBefore(linalg::LinalgOp op) {
   Value out = op.getDpsInitOperand(0)->get();
   Value root = rootBuffer(out);
   auto touches = [&](Operation *other) {

@@ -86,6 +86,12 @@ struct RelaidFilter {
 /// Erases `op` and the trace hooks that bracket it (insertTraceHooks).
 void eraseWithTraceHooks(Operation *op);
 
+/// The zero fill of `op`'s whole output (its first init: a linalg.fill of
+/// zero, or a linalg.map yielding zero) when `op` is the next op to touch
+/// that buffer (no op between them uses it or a view of it): `op` can
+/// overwrite the output instead, and the fill go. Null otherwise.
+Operation *zeroFillBefore(linalg::LinalgOp op);
+
 /// A convolution replaceKernelsByCalls replaces, as planned before any is.
 struct PlannedConvolution {
   linalg::LinalgOp op;

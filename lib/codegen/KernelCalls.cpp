@@ -306,9 +306,11 @@ void eraseWithTraceHooks(Operation *op) {
 
 namespace {
 
-/// C += A * B over (batch,) m, n, k as one runtime call.
+/// C += A * B over (batch,) m, n, k as one runtime call. A zero fill the
+/// call makes unnecessary is appended to `dead`.
 bool replaceContraction(linalg::LinalgOp op, const std::string &suffix,
-                        const CallTarget &target) {
+                        const CallTarget &target,
+                        SmallVectorImpl<Operation *> &dead) {
   std::optional<linalg::ContractionDimensions> dims = matmulDimensions(op);
   if (!dims)
     return false;
@@ -325,6 +327,11 @@ bool replaceContraction(linalg::LinalgOp op, const std::string &suffix,
                                   {op.getDpsInitOperand(0), {m, n}}}))
     return false;
 
+  // On the CPU, an output filled with zeros right before the product is
+  // overwritten by it instead (BLAS's beta = 0): the fill goes, and the
+  // product does not read the zeros back. (Looked for before the call's
+  // arguments, whose metadata reads of the output come between.)
+  Operation *zeroFill = target.math ? nullptr : zeroFillBefore(op);
   OpBuilder b(op);
   Location loc = op.getLoc();
   SmallVector<Value> args;
@@ -359,6 +366,8 @@ bool replaceContraction(linalg::LinalgOp op, const std::string &suffix,
     // Nothing uses the partial call arguments; erase them with the op kept.
     return false;
   }
+  if (!target.math)
+    args.push_back(constant(zeroFill ? 0 : 1));
   std::string name = target.prefix +
                      (batched ? "batch_matmul_" : "matmul_") + suffix;
   auto module = op->getParentOfType<ModuleOp>();
@@ -366,6 +375,8 @@ bool replaceContraction(linalg::LinalgOp op, const std::string &suffix,
       module, name, ValueRange(args).getTypes());
   func::CallOp::create(b, loc, callee, args);
   op->erase();
+  if (zeroFill)
+    dead.push_back(zeroFill);
   return true;
 }
 
@@ -411,7 +422,7 @@ int replaceKernelsByCalls(
           return map.isProjectedPermutation(false);
         }))
       continue;
-    replaced += replaceContraction(op, *suffix, target);
+    replaced += replaceContraction(op, *suffix, target, dead);
   }
   BlockedWeights blocked;
   if (weightBlock > 0)

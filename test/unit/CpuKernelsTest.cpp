@@ -542,7 +542,8 @@ template <typename T>
 void checkMatmul(const MatmulCase &mc,
                  void (*kernel)(int64_t, int64_t, int64_t, const T *, int64_t,
                                 int64_t, const T *, int64_t, int64_t, T *,
-                                int64_t, int64_t)) {
+                                int64_t, int64_t, int64_t),
+                 bool accumulate) {
   std::mt19937 rng(7);
   auto a = makeMatrix<T>(mc.m, mc.k, mc.a, rng);
   auto b = makeMatrix<T>(mc.k, mc.n, mc.b, rng);
@@ -550,11 +551,13 @@ void checkMatmul(const MatmulCase &mc,
   auto before = c;
   kernel(mc.m, mc.n, mc.k, a.data.data(), a.rowStride, a.colStride,
          b.data.data(), b.rowStride, b.colStride, c.data.data(), c.rowStride,
-         c.colStride);
+         c.colStride, accumulate);
   double eps = std::is_same_v<T, float> ? 1e-6 : 1e-14;
   for (int64_t i = 0; i < mc.m; ++i)
     for (int64_t j = 0; j < mc.n; ++j) {
-      double sum = before.at(i, j), magnitude = std::abs(sum);
+      // Overwritten, the output's old (nonzero) values must not count.
+      double sum = accumulate ? before.at(i, j) : 0.0;
+      double magnitude = std::abs(sum);
       for (int64_t l = 0; l < mc.k; ++l) {
         double term = double(a.at(i, l)) * double(b.at(l, j));
         sum += term;
@@ -600,8 +603,11 @@ TEST(CpuKernels, MatmulMatchesLoops) {
   EXPECT_FALSE(soaprt::dnnlGemmPreferred(false, false, 5, 7, 3));
   for (const MatmulCase &mc : matmulCases) {
     SCOPED_TRACE(describe(mc));
-    checkMatmul<float>(mc, soaprt_matmul_f32);
-    checkMatmul<double>(mc, soaprt_matmul_f64);
+    for (bool accumulate : {true, false}) {
+      SCOPED_TRACE(accumulate ? "C += A B" : "C = A B");
+      checkMatmul<float>(mc, soaprt_matmul_f32, accumulate);
+      checkMatmul<double>(mc, soaprt_matmul_f64, accumulate);
+    }
   }
 }
 

@@ -24,6 +24,7 @@
 #include "mlir/Dialect/Vector/Transforms/LoweringPatterns.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
@@ -165,8 +166,18 @@ buildKernelModule(Operation *op,
           RankedTensorType::get(cast<MemRefType>(buffer.getType()).getShape(),
                                 tensor.getElementType());
       bool isInit = dps && dps.isDpsInit(&operand);
-      operands.push_back(bufferization::ToTensorOp::create(
-          b, loc, local, buffer, /*restrict=*/true, /*writable=*/isInit));
+      Value value = bufferization::ToTensorOp::create(
+          b, loc, local, buffer, /*restrict=*/true, /*writable=*/isInit);
+      // An output the model fills with zeros first is filled here too, so
+      // that the lowering makes the call the executable makes (a product
+      // that overwrites its output instead of adding to the zeros).
+      if (isInit)
+        if (auto fill = operand.get().getDefiningOp<linalg::FillOp>())
+          if (matchPattern(fill.value(), m_AnyZeroFloat()))
+            value = linalg::FillOp::create(
+                        b, loc, zeroOf(tensor.getElementType()), value)
+                        .getResult(0);
+      operands.push_back(value);
       if (isInit)
         destinations.push_back(buffer);
       continue;

@@ -27,26 +27,31 @@ extern "C" {
  * (C += A * B), as the linalg ops it replaces do; the convolutions can
  * overwrite it instead (their `accumulate` argument).                       */
 
-/** C[m,n] += sum_k A[m,k] * B[k,n]. Matrix-vector products are the
+/** C[m,n] += sum_k A[m,k] * B[k,n], or C[m,n] = sum_k ... when
+ *  `accumulate` is 0 (C's old contents are not read: the lowering passes 0
+ *  instead of filling C with zeros first). Matrix-vector products are the
  *  n = 1 case (a missing dimension has size 1 and stride 0). */
 void soaprt_matmul_f32(int64_t m, int64_t n, int64_t k, const float *a,
                        int64_t am, int64_t ak, const float *b, int64_t bk,
-                       int64_t bn, float *c, int64_t cm, int64_t cn);
+                       int64_t bn, float *c, int64_t cm, int64_t cn,
+                       int64_t accumulate);
 void soaprt_matmul_f64(int64_t m, int64_t n, int64_t k, const double *a,
                        int64_t am, int64_t ak, const double *b, int64_t bk,
-                       int64_t bn, double *c, int64_t cm, int64_t cn);
+                       int64_t bn, double *c, int64_t cm, int64_t cn,
+                       int64_t accumulate);
 
-/** C[i,m,n] += sum_k A[i,m,k] * B[i,k,n]; ab, bb, cb are batch strides. */
+/** C[i,m,n] += sum_k A[i,m,k] * B[i,k,n] (= without `accumulate`); ab, bb,
+ *  cb are batch strides. */
 void soaprt_batch_matmul_f32(int64_t batch, int64_t m, int64_t n, int64_t k,
-                             const float *a, int64_t ab, int64_t am,
-                             int64_t ak, const float *b, int64_t bb,
-                             int64_t bk, int64_t bn, float *c, int64_t cb,
-                             int64_t cm, int64_t cn);
+                             const float *a, int64_t ab, int64_t am, int64_t ak,
+                             const float *b, int64_t bb, int64_t bk, int64_t bn,
+                             float *c, int64_t cb, int64_t cm, int64_t cn,
+                             int64_t accumulate);
 void soaprt_batch_matmul_f64(int64_t batch, int64_t m, int64_t n, int64_t k,
                              const double *a, int64_t ab, int64_t am,
                              int64_t ak, const double *b, int64_t bb,
                              int64_t bk, int64_t bn, double *c, int64_t cb,
-                             int64_t cm, int64_t cn);
+                             int64_t cm, int64_t cn, int64_t accumulate);
 
 /** out[n,f,y,x] += sum_{c,i,j} in[n,c,y*sh+i*dh,x*sw+j*dw] * filter[f,c,i,j]
  *  (linalg.conv_2d_nchw_fchw): f32 through oneDNN, f64 (and what oneDNN
