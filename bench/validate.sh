@@ -21,6 +21,12 @@
 #                     [--models "mlp resnet18 ..."]
 #                     [--strategies "data-parallel owt ..."]
 #                     [--wait-idle SECONDS] [--keep DIR]
+#                     [--profile-mode program|ops]
+# --profile-mode: how soap-profile fills the database: program (default:
+# the kernels of each training step as --soap-lower-cpu forms them, fused
+# elementwise chains and merged reductions included, each counted for its
+# op; soap-profile --program) or ops (each op and its backward ops
+# compiled alone).
 # --runs: run each executable N times (3) and keep the run with the lowest
 # median step (this VM's host sometimes slows one core for a while);
 # --wait-idle: wait up to SECONDS for no `ninja` process and >= 80 % idle
@@ -35,6 +41,7 @@ MODELS="mlp resnet18 rnnlm bert"
 STRATEGIES="data-parallel owt megatron model-parallel"
 WAIT_IDLE=300
 KEEP=""
+PROFILE_MODE=program
 while [ $# -gt 0 ]; do
   case $1 in
     --build) BUILD=$2; shift 2 ;;
@@ -45,9 +52,14 @@ while [ $# -gt 0 ]; do
     --strategies) STRATEGIES=$2; shift 2 ;;
     --wait-idle) WAIT_IDLE=$2; shift 2 ;;
     --keep) KEEP=$2; shift 2 ;;
+    --profile-mode) PROFILE_MODE=$2; shift 2 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done
+case $PROFILE_MODE in
+  program|ops) ;;
+  *) echo "--profile-mode must be program or ops, got '$PROFILE_MODE'" >&2; exit 2 ;;
+esac
 BIN=$BUILD/bin
 if [ -n "$KEEP" ]; then
   mkdir -p "$KEEP"; WORK=$(cd "$KEEP" && pwd)
@@ -113,8 +125,10 @@ for m in $MODELS; do
   log "profiling $m's kernels"
   profile_strategies=()
   for st in $STRATEGIES; do profile_strategies+=(--strategy "$st"); done
+  program=()
+  [ "$PROFILE_MODE" = program ] && program=(--program)
   "$BIN/soap-profile" "$WORK/$m.mlir" -o "$WORK/$m.profile.json" --machine "$MACHINE" \
-    "${profile_strategies[@]}" --devices 2 --max-seconds 60 --quiet > "$WORK/$m.profile.txt" 2>&1
+    "${profile_strategies[@]}" "${program[@]}" --devices 2 --max-seconds 60 --quiet > "$WORK/$m.profile.txt" 2>&1
   for key in 1 $(for st in $STRATEGIES; do echo "2.$st"; done); do
     d=${key%%.*}
     st=${key#*.}
@@ -162,5 +176,5 @@ python3 "$ROOT/bench/validate_report.py" \
   --steps "$STEPS" --warmup "$WARMUP" --runs "$RUNS" \
   --load-before "$LOAD_BEFORE" --load-after "$LOAD_AFTER" \
   --ninja "$NINJA_AT_START/$NINJA_AT_END" --waited "$waited" --idle "$IDLE" \
-  --seconds "$(( $(date +%s) - START ))" \
+  --seconds "$(( $(date +%s) - START ))" --profile-mode "$PROFILE_MODE" \
   --zoo "$(for m in $MODELS; do printf '%s=%s;' "$m" "${ZOO_LINE[$m]}"; done)"

@@ -11,7 +11,7 @@ import statistics
 
 p = argparse.ArgumentParser()
 for a in ("work", "out", "traces", "steps", "runs", "warmup", "load-before", "load-after",
-          "ninja", "waited", "idle", "seconds", "zoo"):
+          "ninja", "waited", "idle", "seconds", "zoo", "profile-mode"):
     p.add_argument("--" + a, required=True)
 args = p.parse_args()
 W = args.work
@@ -171,7 +171,8 @@ calib = read(os.path.join(W, "calibration.txt")).strip()
 prof_lines = []
 for m in dict.fromkeys(r["model"] for r in rows):
     t = read(os.path.join(W, "%s.profile.txt" % m))
-    s = [l for l in t.splitlines() if l.startswith("soap-profile: measured")]
+    s = [l for l in t.splitlines()
+         if l.startswith("soap-profile: measured") or l.startswith("soap-profile: timed")]
     prof_lines.append("- %s: %s" % (m, s[0][len("soap-profile: "):] if s else "(no summary)"))
 
 out = []
@@ -199,7 +200,12 @@ w("Measured: the lowest of " + args.runs + " runs' (`--runs`) `median_ms` over %
 w("Simulated: `--soap-apply-strategy=\"strategy=S devices=N\" "
   "--soap-simulate=\"machine=<calibrated cpu-local> devices=N\"` on the zoo's loss "
   "function, with the roofline alone and with a profile database of the model's "
-  "kernels (soap-profile: whole ops and the shards of every strategy measured).")
+  "kernels (soap-profile: whole ops and the shards of every strategy measured; "
+  + ("`--program`: the kernels of each strategy's training step as "
+     "`--soap-lower-cpu` forms them, fused elementwise chains and merged "
+     "reductions included, each counted for the op it comes from"
+     if args.profile_mode == "program" else
+     "each op and its backward ops compiled and timed alone") + ").")
 w("")
 w("| model | strategy | simulated ms (profile) | simulated ms (roofline) | measured ms | error (profile) | error (roofline) |")
 w("| --- | --- | --- | --- | --- | --- | --- |")

@@ -618,6 +618,8 @@ LogicalResult lowerModuleForCpu(ModuleOp module,
   if (options.planeUpdates)
     codegen::runUpdatesByPlanes(module);
   codegen::writeIntoDyingInputs(module);
+  if (options.stopAfterKernels)
+    return success();
   // Hooks first, so that they bracket the loop nests of vectorized ops.
   if (options.traceOps)
     codegen::insertTraceHooks(module, description.ops);

@@ -302,9 +302,34 @@ void launchKernels(ModuleOp module) {
   }
 }
 
-/// Constants (memref.global) that kernels read live in host memory: each
-/// function copies the ones its kernels read into device buffers at its
-/// start (mgpuMemcpy) and frees them before it returns.
+/// Whether device code can read `value`, a view of a constant's host
+/// buffer: an op inside a kernel (gpu.launch) uses it, or anything but a
+/// host load or store does (a library call's pointer, a copy), directly or
+/// through views of it.
+static bool reachesDevice(Value value) {
+  for (OpOperand &use : value.getUses()) {
+    Operation *user = use.getOwner();
+    if (user->getParentOfType<gpu::LaunchOp>())
+      return true;
+    if (isa<memref::LoadOp, memref::StoreOp>(user))
+      continue;
+    if (auto view = dyn_cast<ViewLikeOpInterface>(user);
+        view && view.getViewSource() == value) {
+      if (llvm::any_of(user->getResults(), reachesDevice))
+        return true;
+      continue;
+    }
+    return true;
+  }
+  return false;
+}
+
+/// Constants (memref.global) that kernels or library calls read live in
+/// host memory: each function copies the ones its device code reads,
+/// directly or through views (a slice of an exported constant: BERT's
+/// position ids), into device buffers at its start (mgpuMemcpy), reads them
+/// there, and frees them before it returns. Host loads and stores keep the
+/// host copy.
 LogicalResult copyGlobalsToDevice(ModuleOp module) {
   MLIRContext *context = module.getContext();
   Type ptr = LLVM::LLVMPointerType::get(context);
@@ -312,19 +337,15 @@ LogicalResult copyGlobalsToDevice(ModuleOp module) {
   for (auto function : module.getOps<func::FuncOp>()) {
     if (function.isExternal())
       continue;
-    // Uses inside kernels of each global, by symbol.
-    llvm::MapVector<StringAttr, SmallVector<OpOperand *>> uses;
+    // Host-side reads of each global that device code reaches, by symbol.
+    llvm::MapVector<StringAttr, SmallVector<memref::GetGlobalOp>> uses;
     DenseMap<StringAttr, MemRefType> types;
-    function.walk([&](gpu::LaunchOp launch) {
-      launch.getBody().walk([&](Operation *op) {
-        for (OpOperand &operand : op->getOpOperands()) {
-          auto global = operand.get().getDefiningOp<memref::GetGlobalOp>();
-          if (!global || launch->isAncestor(global))
-            continue;
-          uses[global.getNameAttr().getAttr()].push_back(&operand);
-          types[global.getNameAttr().getAttr()] = global.getType();
-        }
-      });
+    function.walk([&](memref::GetGlobalOp global) {
+      if (global->getParentOfType<gpu::LaunchOp>() ||
+          !reachesDevice(global.getResult()))
+        return;
+      uses[global.getNameAttr().getAttr()].push_back(global);
+      types[global.getNameAttr().getAttr()] = global.getType();
     });
     if (uses.empty())
       continue;
@@ -361,8 +382,12 @@ LogicalResult copyGlobalsToDevice(ModuleOp module) {
                            ValueRange{codegen::pointerTo(b, loc, device),
                                       codegen::pointerTo(b, loc, host), size,
                                       stream});
-      for (OpOperand *operand : operands)
-        operand->set(device);
+      for (memref::GetGlobalOp global : operands)
+        global.getResult().replaceUsesWithIf(device, [](OpOperand &use) {
+          Operation *user = use.getOwner();
+          return !isa<memref::LoadOp, memref::StoreOp>(user) ||
+                 user->getParentOfType<gpu::LaunchOp>();
+        });
       copies.push_back(device);
     }
     function.walk([&](func::ReturnOp ret) {

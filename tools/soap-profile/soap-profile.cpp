@@ -20,6 +20,7 @@
 #include "KernelProfiler.h"
 #include "MachineFiles.h"
 #include "MpiCalibration.h"
+#include "ProgramProfiler.h"
 
 #include "soap/Dialect/Registration.h"
 #include "soap/Runtime/Runtime.h"
@@ -71,7 +72,8 @@ static void printHelp(llvm::raw_ostream &os) {
         "  -o FILE              the database to write (required)\n"
         "  --machine NAME       machine whose device kind keys the entries "
         "(cpu-local)\n"
-        "  --strategy S         data-parallel, model-parallel, layer-pipeline,\n"
+        "  --strategy S         data-parallel, model-parallel, "
+        "layer-pipeline,\n"
         "                       owt, megatron or a strategy .json file;\n"
         "                       repeatable (data-parallel)\n"
         "  --devices N          device counts for named strategies; "
@@ -90,7 +92,8 @@ static void printHelp(llvm::raw_ostream &os) {
         "                       (OpenBLAS calls for contractions and NCHW\n"
         "                       convolutions, vectorized tiles for the other\n"
         "                       contractions and convolutions, loops for the\n"
-        "                       rest), vector (tiles for every contraction and\n"
+        "                       rest), vector (tiles for every contraction "
+        "and\n"
         "                       convolution) or loops (blas)\n"
         "  --merge              keep the entries already in the output file\n"
         "  --no-backward        estimate backward times (forward x gradients)\n"
@@ -98,6 +101,12 @@ static void printHelp(llvm::raw_ostream &os) {
         "  --optimizer O        the optimizer whose update is measured, at\n"
         "                       sizes up to the largest parameter: sgd,\n"
         "                       momentum or adam (sgd, as --soap-simulate)\n"
+        "  --program            time the kernels the training step runs (the\n"
+        "                       programs of one device and of the strategies,\n"
+        "                       lowered as --soap-lower-cpu lowers them, with\n"
+        "                       their fused elementwise chains and merged\n"
+        "                       reductions), each counted for the op it comes\n"
+        "                       from, instead of each op alone\n"
         "  --warm-cache         time kernels back to back on warm buffers\n"
         "                       (default: each sample starts with the buffers\n"
         "                       out of the core's private caches, as in a\n"
@@ -107,9 +116,11 @@ static void printHelp(llvm::raw_ostream &os) {
         "  --quiet              no line per kernel, only the summary\n"
         "  --verbose            say why a kernel runs as scalar loops\n"
         "  --device D           cpu, or gpu: compile each kernel as\n"
-        "                       --soap-lower-gpu does (cuBLAS/cuDNN calls or a\n"
+        "                       --soap-lower-gpu does (cuBLAS/cuDNN calls or "
+        "a\n"
         "                       generated CUDA kernel), time it with CUDA\n"
-        "                       events on this node's GPU, and key the entries\n"
+        "                       events on this node's GPU, and key the "
+        "entries\n"
         "                       by the machine's GPU type (--machine, default\n"
         "                       h100-8 for gpu) (cpu)\n"
         "  --gpu-math M         with --device gpu: the arithmetic of cuBLAS\n"
@@ -159,7 +170,7 @@ namespace {
 struct CommandLine {
   bool mpi = false, help = false, noBackward = false, warmCache = false,
        merge = false, quiet = false, check = false, verbose = false,
-       calibrate = false;
+       calibrate = false, program = false;
   std::vector<std::string> positionals;
   std::map<std::string, std::vector<std::string>> values;
 
@@ -216,6 +227,10 @@ static std::optional<CommandLine> parseCommandLine(int argc, char **argv,
     }
     if (arg == "--calibrate") {
       cl.calibrate = true;
+      continue;
+    }
+    if (arg == "--program") {
+      cl.program = true;
       continue;
     }
     if (arg == "--mpi" || arg == "--merge" || arg == "--quiet" ||
@@ -279,6 +294,8 @@ static bool parseNumber(const CommandLine &cl, const std::string &flag, T lo,
 static void registerEverything(mlir::DialectRegistry &registry) {
   // The kernel lowering parses its pipelines by pass name.
   mlir::registerAllPasses();
+  // --program builds training steps with SOAP's passes.
+  soap::registerSoapPasses();
   mlir::registerAllDialects(registry);
   mlir::registerAllExtensions(registry);
   mlir::registerAllToLLVMIRTranslations(registry);
@@ -411,9 +428,10 @@ static int runKernelMode(const CommandLine &cl, bool onGpu) {
       return fail(std::string(flag) + " calibrates the machine; it needs "
                                       "--mpi (or --device gpu --calibrate)");
   if (onGpu) {
-    if (cl.last("--codegen") || cl.check || cl.warmCache)
+    if (cl.last("--codegen") || cl.check || cl.warmCache || cl.program)
       return fail(std::string(cl.last("--codegen") ? "--codegen"
                               : cl.check           ? "--check"
+                              : cl.program         ? "--program"
                                                    : "--warm-cache") +
                   " is about CPU kernels; it does not go with --device gpu");
   } else {
@@ -533,11 +551,10 @@ static int runKernelMode(const CommandLine &cl, bool onGpu) {
     return fail(modelPath + ": " + error);
 
   const std::string &deviceKind = machine->deviceType().name;
-  std::vector<std::pair<std::string, int>> skipped;
-  auto shards = collectShards(*built, options, deviceKind, skipped, error);
-  if (!shards)
-    return fail(error);
-
+  std::string optimizer = cl.last("--optimizer").value_or("sgd");
+  if (!parseOptimizer(optimizer))
+    return fail("--optimizer must be sgd, momentum or adam, got '" + optimizer +
+                "'");
   ProfileDatabase db;
   if (cl.merge && llvm::sys::fs::exists(*output)) {
     auto existing = ProfileDatabase::load(*output, error);
@@ -546,18 +563,31 @@ static int runKernelMode(const CommandLine &cl, bool onGpu) {
     db = std::move(*existing);
   }
   llvm::raw_ostream &os = llvm::outs();
-  if (!options.quiet)
-    os << "soap-profile: " << shards->size() << " kernel(s) of "
-       << built->graph.nodes.size() << " op(s) of " << modelPath << " on "
-       << deviceKind << " (" << machine->name() << ")\n";
-  KernelProfileSummary summary =
-      profileKernels(*built, *shards, *machine, options, db, os);
+
+  std::vector<std::pair<std::string, int>> skipped;
+  std::optional<std::vector<ShardToMeasure>> shards;
+  KernelProfileSummary summary;
+  std::optional<ProgramProfileSummary> programs;
+  if (cl.program) {
+    if (!options.quiet)
+      os << "soap-profile: the training steps of " << modelPath << " on "
+         << deviceKind << " (" << machine->name() << ")\n";
+    programs = profilePrograms(*module, *built, options, optimizer, deviceKind,
+                               db, os, error);
+    if (!programs)
+      return fail(modelPath + ": " + error);
+  } else {
+    shards = collectShards(*built, options, deviceKind, skipped, error);
+    if (!shards)
+      return fail(error);
+    if (!options.quiet)
+      os << "soap-profile: " << shards->size() << " kernel(s) of "
+         << built->graph.nodes.size() << " op(s) of " << modelPath << " on "
+         << deviceKind << " (" << machine->name() << ")\n";
+    summary = profileKernels(*built, *shards, *machine, options, db, os);
+  }
   // The optimizer update: a few sizes up to the largest parameter, which the
   // cost model interpolates (soap.update entries).
-  std::string optimizer = cl.last("--optimizer").value_or("sgd");
-  if (!parseOptimizer(optimizer))
-    return fail("--optimizer must be sgd, momentum or adam, got '" +
-                optimizer + "'");
   int64_t largest = 0;
   for (const GraphTensor &t : built->graph.tensors)
     if (t.isParameter && t.producer < 0) {
@@ -586,6 +616,28 @@ static int runKernelMode(const CommandLine &cl, bool onGpu) {
   int skippedOps = 0;
   for (const auto &[name, count] : skipped)
     skippedOps += count;
+  if (programs) {
+    os << "soap-profile: timed " << programs->kernels << " kernel(s) of "
+       << programs->programs << " training step(s) ("
+       << programs->forwardFusedAway
+       << " op(s) whose forward work runs in another op's kernel; "
+       << programs->mergedKernels << " kernel(s) merging several ops' work; "
+       << programs->unattributed
+       << " kernel(s) of no op of the model, such as the optimizer update";
+    for (const auto &[name, count] : programs->unattributedByOp)
+      os << (name == programs->unattributedByOp.begin()->first ? ": " : ", ")
+         << count << " " << name;
+    os << ") in " << llvm::formatv("{0:F1}", seconds) << " s; "
+       << programs->entries << " op shard(s) recorded";
+    if (updates)
+      os << "; the " << optimizer << " update at " << updates << " size(s)";
+    os << "\n";
+    for (const std::string &note : programs->notes)
+      os << "soap-profile: note: " << note << "\n";
+    os << "soap-profile: wrote " << *output << " (" << db.size()
+       << " entries)\n";
+    return 0;
+  }
   os << "soap-profile: measured " << summary.measured << " kernel(s) (";
   if (onGpu)
     for (const char *library : {"cublas", "cudnn", "kernel"}) {

@@ -69,6 +69,11 @@ struct CpuLoweringOptions {
   /// Convolution weights stay in oneDNN's blocked layout across steps
   /// where nothing else touches them (BlockedWeights.cpp).
   bool blockedWeights = true;
+  /// Stop once the kernels are formed (transposes folded, elementwise
+  /// chains fused, sibling reductions merged), still on tensors and before
+  /// trace hooks: the linalg ops left are the kernels the executable runs
+  /// (soap-profile --program times them).
+  bool stopAfterKernels = false;
 };
 
 /// Runs a pass pipeline on the module being lowered (a pass gives its

@@ -1,0 +1,425 @@
+//===- ProgramProfiler.cpp - time the kernels a training step runs --------===//
+
+#include "ProgramProfiler.h"
+
+#include "soap/Dialect/SoapDialect.h"
+#include "soap/codegen/BlasKernels.h"
+#include "soap/codegen/CpuLowering.h"
+#include "soap/search/Strategies.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+
+#include "llvm/Support/Format.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+#include <map>
+#include <set>
+
+using namespace mlir;
+
+namespace soap::profile {
+
+namespace {
+
+/// Tags are names of locations: "soap.node.N" for node N's forward op,
+/// "soap.node.N.backward" for ops of its gradient, each with "@D,E,..."
+/// appended inside a device guard.
+constexpr llvm::StringLiteral kTag = "soap.node.";
+constexpr llvm::StringLiteral kBackward = ".backward";
+
+struct Tag {
+  int node = -1;
+  bool backward = false;
+  /// The devices of the guard around the op; empty: every device.
+  std::vector<int64_t> devices;
+};
+
+std::optional<Tag> parseTag(StringRef name) {
+  if (!name.consume_front(kTag))
+    return std::nullopt;
+  Tag tag;
+  auto [head, devices] = name.split('@');
+  tag.backward = head.consume_back(kBackward);
+  if (head.getAsInteger(10, tag.node))
+    return std::nullopt;
+  SmallVector<StringRef> parts;
+  if (!devices.empty())
+    devices.split(parts, ',');
+  for (StringRef part : parts) {
+    int64_t device;
+    if (part.getAsInteger(10, device))
+      return std::nullopt;
+    tag.devices.push_back(device);
+  }
+  return tag;
+}
+
+/// The tags `loc` carries: one, or several where a kernel merged ops (a
+/// fused location: sibling reductions that share a pass over their input).
+/// An elementwise chain fused into one loop nest keeps its consumer's.
+void tagsOf(Location loc, std::vector<Tag> &tags) {
+  if (auto name = dyn_cast<NameLoc>(loc)) {
+    if (std::optional<Tag> tag = parseTag(name.getName().getValue()))
+      tags.push_back(*tag);
+    else
+      tagsOf(name.getChildLoc(), tags);
+    return;
+  }
+  if (auto fused = dyn_cast<FusedLoc>(loc)) {
+    for (Location inner : fused.getLocations())
+      tagsOf(inner, tags);
+    return;
+  }
+  if (auto call = dyn_cast<CallSiteLoc>(loc))
+    tagsOf(call.getCallee(), tags);
+}
+
+/// The first tag `loc` carries.
+std::optional<Tag> tagOf(Location loc) {
+  std::vector<Tag> tags;
+  tagsOf(loc, tags);
+  if (tags.empty())
+    return std::nullopt;
+  return tags.front();
+}
+
+/// `loc` without its tag (the location the op had in the model).
+Location untagged(Location loc) {
+  if (auto name = dyn_cast<NameLoc>(loc))
+    if (parseTag(name.getName().getValue()))
+      return name.getChildLoc();
+  return loc;
+}
+
+Location withTag(MLIRContext *context, const Tag &tag, Location loc) {
+  std::string name = (kTag + Twine(tag.node)).str();
+  if (tag.backward)
+    name += kBackward;
+  for (size_t i = 0; i < tag.devices.size(); ++i)
+    name += (i ? "," : "@") + std::to_string(tag.devices[i]);
+  return NameLoc::get(StringAttr::get(context, name), untagged(loc));
+}
+
+/// The ops of a function body that become work, in program order: every
+/// op but those inside linalg ops' bodies.
+template <typename Fn> void walkOps(Operation *root, Fn &&fn) {
+  root->walk<WalkOrder::PreOrder>([&](Operation *op) {
+    fn(op);
+    return isa<linalg::LinalgOp>(op) ? WalkResult::skip()
+                                     : WalkResult::advance();
+  });
+}
+
+LogicalResult runPipelineText(ModuleOp module, const std::string &text,
+                              std::string &error) {
+  PassManager pm(module.getContext(), ModuleOp::getOperationName());
+  std::string parseError;
+  llvm::raw_string_ostream os(parseError);
+  if (failed(parsePassPipeline(text, pm, os))) {
+    error = "internal: bad pass pipeline '" + text + "': " + parseError;
+    return failure();
+  }
+  DiagnosticCollector diagnostics(module.getContext());
+  if (failed(pm.run(module))) {
+    error = diagnostics.text;
+    return failure();
+  }
+  return success();
+}
+
+/// One program to build: a name for messages and the strategy (none: one
+/// device, every op whole).
+struct Program {
+  std::string name;
+  std::optional<Strategy> strategy;
+};
+
+/// Per node: seconds of forward and backward kernels on each device
+/// (index numDevices: kernels every device runs).
+struct NodeTimes {
+  std::map<int64_t, double> forward, backward;
+  bool hasForwardKernel = false;
+};
+
+double slowestDevice(const std::map<int64_t, double> &byDevice) {
+  double everywhere = 0;
+  auto it = byDevice.find(-1);
+  if (it != byDevice.end())
+    everywhere = it->second;
+  double slowest = everywhere;
+  for (const auto &[device, seconds] : byDevice)
+    if (device >= 0)
+      slowest = std::max(slowest, everywhere + seconds);
+  return slowest;
+}
+
+} // namespace
+
+std::optional<ProgramProfileSummary>
+profilePrograms(ModuleOp module, const BuiltOpGraph &built,
+                const KernelProfileOptions &options,
+                const std::string &optimizer, const std::string &deviceKind,
+                ProfileDatabase &db, llvm::raw_ostream &os,
+                std::string &error) {
+  const OpGraph &graph = built.graph;
+  MLIRContext *context = module.getContext();
+  ProgramProfileSummary summary;
+
+  // The programs: one device, then each strategy at each device count.
+  std::vector<Program> programs = {{"one device", std::nullopt}};
+  for (const std::string &name : options.strategies) {
+    bool isFile = name.find(".json") != std::string::npos ||
+                  name.find('/') != std::string::npos;
+    if (isFile) {
+      auto buffer = llvm::MemoryBuffer::getFile(name);
+      if (!buffer) {
+        error = "cannot read strategy file '" + name +
+                "': " + buffer.getError().message();
+        return std::nullopt;
+      }
+      std::string problem;
+      std::optional<Strategy> strategy =
+          Strategy::fromJSON((*buffer)->getBuffer().str(), graph, problem);
+      if (!strategy) {
+        error = name + ": " + problem;
+        return std::nullopt;
+      }
+      programs.push_back({name, std::move(*strategy)});
+      continue;
+    }
+    for (int devices : options.deviceCounts) {
+      std::optional<Strategy> strategy = strategyByName(name, graph, devices);
+      if (!strategy) {
+        error = "unknown strategy '" + name + "'";
+        return std::nullopt;
+      }
+      programs.push_back(
+          {name + " on " + std::to_string(devices) + " devices", *strategy});
+    }
+  }
+
+  // Each op of the model carries its node, through clones and rewrites.
+  for (size_t n = 0; n < built.ops.size(); ++n)
+    if (Operation *op = built.ops[n])
+      op->setLoc(
+          withTag(context, Tag{static_cast<int>(n), false, {}}, op->getLoc()));
+  auto function = built.ops.empty()
+                      ? func::FuncOp()
+                      : built.ops.front()->getParentOfType<func::FuncOp>();
+  if (!function) {
+    error = "the model has no op to profile";
+    return std::nullopt;
+  }
+  std::string lossName = function.getSymName().str();
+
+  std::set<std::string> recorded;
+  for (const Program &program : programs) {
+    OwningOpRef<ModuleOp> copy(cast<ModuleOp>(module->clone()));
+    auto lossFunction = copy->lookupSymbol<func::FuncOp>(lossName);
+    int numDevices = program.strategy ? program.strategy->numDevices : 1;
+    if (program.strategy) {
+      std::optional<BuiltOpGraph> copyGraph = buildOpGraph(lossFunction, error);
+      if (!copyGraph || copyGraph->graph.nodes.size() != graph.nodes.size()) {
+        error = program.name + ": cannot rebuild the model's graph: " + error;
+        return std::nullopt;
+      }
+      attachStrategy(*copyGraph, *program.strategy);
+    }
+    if (failed(runPipelineText(*copy,
+                               "soap-training-step{optimizer=" + optimizer +
+                                   " func=" + lossName + "}",
+                               error))) {
+      error = program.name + ": " + error;
+      return std::nullopt;
+    }
+    auto step = copy->lookupSymbol<func::FuncOp>("train_step");
+    if (!step) {
+      error = program.name + ": the training step has no @train_step";
+      return std::nullopt;
+    }
+    // Before partitioning (whose slices and copies carry the location of
+    // the op they serve): the first op of a node in the step is its forward
+    // op; the others (its gradient ops, which the training step builds with
+    // the forward op's location) are backward work.
+    std::set<int> seen;
+    walkOps(step, [&](Operation *op) {
+      std::optional<Tag> tag = tagOf(op->getLoc());
+      if (!tag)
+        return;
+      tag->backward = !seen.insert(tag->node).second;
+      op->setLoc(withTag(context, *tag, op->getLoc()));
+    });
+    if (numDevices > 1) {
+      if (failed(runPipelineText(*copy, "soap-partition", error))) {
+        error = program.name + ": " + error;
+        return std::nullopt;
+      }
+      // Ops in a device guard run on its devices alone.
+      step = copy->lookupSymbol<func::FuncOp>("train_step");
+      step.walk([&](OnDevicesOp guard) {
+        guard.getBody().walk([&](Operation *op) {
+          std::optional<Tag> tag = tagOf(op->getLoc());
+          if (!tag || !tag->devices.empty())
+            return;
+          tag->devices.assign(guard.getDevices().begin(),
+                              guard.getDevices().end());
+          op->setLoc(withTag(context, *tag, op->getLoc()));
+        });
+      });
+    }
+    CpuLoweringOptions lowering;
+    lowering.traceOps = false;
+    lowering.stopAfterKernels = true;
+    {
+      DiagnosticCollector diagnostics(context);
+      auto run = [&](OpPassManager &pm) {
+        PassManager manager(context, ModuleOp::getOperationName());
+        static_cast<OpPassManager &>(manager) = pm;
+        return manager.run(*copy);
+      };
+      if (failed(lowerModuleForCpu(*copy, lowering, run))) {
+        error = program.name + ": the CPU lowering failed: " + diagnostics.text;
+        return std::nullopt;
+      }
+    }
+    ++summary.programs;
+
+    // Time every kernel left and add it to its node's work.
+    std::map<int, NodeTimes> times;
+    int kernels = 0;
+    // prepareEntry renamed the step (codegen's kEntrySymbol).
+    Operation *entry = copy->lookupSymbol("soap_train_step");
+    if (!entry)
+      entry = copy->getOperation();
+    std::vector<linalg::LinalgOp> work;
+    walkOps(entry, [&](Operation *op) {
+      if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op))
+        if (linalgOp.hasPureTensorSemantics())
+          work.push_back(linalgOp);
+    });
+    for (linalg::LinalgOp op : work) {
+      // A zero fill that only products and convolutions BLAS takes start
+      // from: they overwrite their output instead, and the fill goes
+      // (zeroFillBefore).
+      if (auto fill = dyn_cast<linalg::FillOp>(op.getOperation()))
+        if (matchPattern(fill.value(), m_AnyZeroFloat()) &&
+            llvm::all_of(fill->getUses(), [](OpOperand &use) {
+              auto user = dyn_cast<linalg::LinalgOp>(use.getOwner());
+              return user && user.isDpsInit(&use) && codegen::blasTakes(user);
+            }))
+          continue;
+      std::vector<Tag> tags;
+      tagsOf(op->getLoc(), tags);
+      llvm::erase_if(tags, [&](const Tag &tag) {
+        return tag.node < 0 || tag.node >= static_cast<int>(graph.nodes.size());
+      });
+      if (tags.empty()) {
+        ++summary.unattributed;
+        ++summary.unattributedByOp[op->getName().getStringRef().str()];
+        continue;
+      }
+      const OpNode &first = graph.nodes[tags.front().node];
+      std::vector<std::vector<int64_t>> shapes;
+      for (Value operand : op->getOperands())
+        if (auto tensor = dyn_cast<RankedTensorType>(operand.getType()))
+          shapes.emplace_back(tensor.getShape().begin(),
+                              tensor.getShape().end());
+      Codegen used;
+      std::string why;
+      std::unique_ptr<CompiledKernel> kernel =
+          compileOpKernel(op, shapes, options.codegen, used, why);
+      if (!kernel) {
+        summary.notes.push_back(program.name + ": " +
+                                op->getName().getStringRef().str() + " of " +
+                                first.opName + " at " + first.location +
+                                " not timed: " + why.substr(0, why.find('\n')));
+        continue;
+      }
+      double seconds = kernel->medianSeconds(options.warmup, options.repeat);
+      ++kernels;
+      // A kernel that merged several ops' work counts for each in equal
+      // parts.
+      if (tags.size() > 1)
+        ++summary.mergedKernels;
+      for (const Tag &tag : tags) {
+        NodeTimes &node = times[tag.node];
+        std::map<int64_t, double> &byDevice =
+            tag.backward ? node.backward : node.forward;
+        if (!tag.backward)
+          node.hasForwardKernel = true;
+        double share = seconds / static_cast<double>(tags.size());
+        if (tag.devices.empty())
+          byDevice[-1] += share;
+        else
+          for (int64_t device : tag.devices)
+            byDevice[device] += share;
+      }
+    }
+    summary.kernels += kernels;
+
+    // An entry per op of the model that is a linalg op, at its shard. Ops
+    // with the same key share the entry, so it holds their mean: a kernel
+    // that does the work of several of them (the products of an LSTM's
+    // weight gradient over its time steps, merged into one) counts for
+    // all of them, as the simulator charges the key to each.
+    struct KeyTimes {
+      double forward = 0, backward = 0;
+      int ops = 0;
+    };
+    std::map<std::string, KeyTimes> byKey;
+    std::vector<std::string> order;
+    for (size_t n = 0; n < graph.nodes.size(); ++n) {
+      const OpNode &node = graph.nodes[n];
+      if (!node.partitionable || !isa<linalg::LinalgOp>(built.ops[n]))
+        continue;
+      std::vector<int64_t> shard = node.loopSizes;
+      if (program.strategy &&
+          !Strategy::isReplicated(program.strategy->configs[n]))
+        shard = program.strategy->configs[n].shardSizes(node.loopSizes);
+      std::string key =
+          ProfileDatabase::key(graph, static_cast<int>(n), shard, deviceKind);
+      // The first program that runs a shard measures it.
+      if (recorded.count(key))
+        continue;
+      auto [at, isNew] = byKey.try_emplace(key);
+      if (isNew)
+        order.push_back(key);
+      KeyTimes &sum = at->second;
+      ++sum.ops;
+      auto it = times.find(static_cast<int>(n));
+      if (it == times.end() || !it->second.hasForwardKernel)
+        ++summary.forwardFusedAway;
+      if (it == times.end())
+        continue;
+      sum.forward += slowestDevice(it->second.forward);
+      sum.backward += slowestDevice(it->second.backward);
+    }
+    for (const std::string &key : order) {
+      const KeyTimes &sum = byKey[key];
+      ProfileDatabase::Entry entry;
+      entry.forward = sum.forward / sum.ops;
+      entry.backward = sum.backward / sum.ops;
+      db.record(key, entry);
+      recorded.insert(key);
+      ++summary.entries;
+      if (!options.quiet) {
+        os << "  " << key << ": "
+           << llvm::format("%.2f us", entry.forward * 1e6) << " forward, "
+           << llvm::format("%.2f us", entry.backward * 1e6) << " backward";
+        if (sum.ops > 1)
+          os << ", mean of " << sum.ops << " ops";
+        os << " (" << program.name << ")\n";
+      }
+    }
+    if (!options.quiet)
+      os << "soap-profile: program (" << program.name << "): " << kernels
+         << " kernel(s) timed\n";
+  }
+  return summary;
+}
+
+} // namespace soap::profile
