@@ -97,6 +97,8 @@ std::string ProfileDatabase::toJSON() const {
               {"backward_s", entry.backward}};
     if (entry.backwardEstimated)
       e["backward_estimated"] = true;
+    if (entry.includesGradientSums)
+      e["includes_gradient_sums"] = true;
     list.push_back(std::move(e));
   }
   j["entries"] = list;
@@ -140,6 +142,14 @@ ProfileDatabase::fromJSON(const std::string &text, std::string &error) {
         return std::nullopt;
       }
       entry.backwardEstimated = e["backward_estimated"].get<bool>();
+    }
+    if (e.contains("includes_gradient_sums")) {
+      if (!e["includes_gradient_sums"].is_boolean()) {
+        error = "profile database: '" + path +
+                ".includes_gradient_sums' must be true or false";
+        return std::nullopt;
+      }
+      entry.includesGradientSums = e["includes_gradient_sums"].get<bool>();
     }
     db.entries[e["key"].get<std::string>()] = entry;
   }
@@ -317,7 +327,7 @@ double CostModel::backwardTime(const OpGraph &graph, int node,
     auto entry = profile->lookup(ProfileDatabase::key(
         graph, node, shard, target.deviceType().name));
     if (entry)
-      return entry->backward + sums;
+      return entry->backward + (entry->includesGradientSums ? 0 : sums);
   }
   ShardCost cost = shardCost(loopNest(), shard);
   if (cost.flops == 0 && cost.bytes() == 0)

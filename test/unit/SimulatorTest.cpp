@@ -541,6 +541,23 @@ TEST_F(SimulatorIR, GradientSumsOfATensorWithSeveralReaders) {
             {3e-6, 0});
   CostModel profiled(machine, &db);
   EXPECT_DOUBLE_EQ(profiled.accumulateTime(64 * 4, 0), 3e-6);
+
+  // A measured backward time adds the sums, unless it includes them
+  // (soap-profile --program times the program's adds among the op's
+  // backward kernels); the flag survives the database's JSON.
+  std::string key = ProfileDatabase::key(g, 2, half, machine.deviceType().name);
+  db.record(key, {1e-6, 5e-6});
+  EXPECT_DOUBLE_EQ(profiled.backwardTime(g, 2, half, 0),
+                   5e-6 + profiled.accumulateTime(4 * 16 * 4, 0));
+  ProfileDatabase::Entry program{1e-6, 5e-6};
+  program.includesGradientSums = true;
+  db.record(key, program);
+  std::string error;
+  std::optional<ProfileDatabase> reloaded =
+      ProfileDatabase::fromJSON(db.toJSON(), error);
+  ASSERT_TRUE(reloaded) << error;
+  CostModel fromProgram(machine, &*reloaded);
+  EXPECT_DOUBLE_EQ(fromProgram.backwardTime(g, 2, half, 0), 5e-6);
 }
 
 TEST(OpGraphJson, ErrorsNameTheField) {

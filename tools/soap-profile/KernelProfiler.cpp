@@ -25,8 +25,7 @@ using namespace mlir;
 
 namespace soap::profile {
 
-/// The strategies to collect shards from, with a name for messages.
-static std::optional<std::vector<std::pair<std::string, Strategy>>>
+std::optional<std::vector<std::pair<std::string, Strategy>>>
 resolveStrategies(const OpGraph &graph, const KernelProfileOptions &options,
                   std::string &error) {
   std::vector<std::pair<std::string, Strategy>> result;

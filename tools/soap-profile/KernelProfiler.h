@@ -55,6 +55,13 @@ struct KernelProfileOptions {
   GpuShardTimer *gpu = nullptr;
 };
 
+/// The strategies of `options` (named ones at each device count, and
+/// files), each with a name for messages ("megatron on 2 devices"); fails,
+/// naming it, for an unknown strategy or one that does not fit `graph`.
+std::optional<std::vector<std::pair<std::string, Strategy>>>
+resolveStrategies(const OpGraph &graph, const KernelProfileOptions &options,
+                  std::string &error);
+
 /// One op shard to measure.
 struct ShardToMeasure {
   int node = -1;

@@ -5,7 +5,6 @@
 #include "soap/Dialect/SoapDialect.h"
 #include "soap/codegen/BlasKernels.h"
 #include "soap/codegen/CpuLowering.h"
-#include "soap/search/Strategies.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -14,7 +13,6 @@
 #include "mlir/Pass/PassRegistry.h"
 
 #include "llvm/Support/Format.h"
-#include "llvm/Support/MemoryBuffer.h"
 
 #include <map>
 #include <set>
@@ -162,45 +160,20 @@ double slowestDevice(const std::map<int64_t, double> &byDevice) {
 std::optional<ProgramProfileSummary>
 profilePrograms(ModuleOp module, const BuiltOpGraph &built,
                 const KernelProfileOptions &options,
-                const std::string &optimizer, const std::string &deviceKind,
-                ProfileDatabase &db, llvm::raw_ostream &os,
-                std::string &error) {
+                const std::string &optimizer, const std::string &loss,
+                const std::string &deviceKind, ProfileDatabase &db,
+                llvm::raw_ostream &os, std::string &error) {
   const OpGraph &graph = built.graph;
   MLIRContext *context = module.getContext();
   ProgramProfileSummary summary;
 
   // The programs: one device, then each strategy at each device count.
   std::vector<Program> programs = {{"one device", std::nullopt}};
-  for (const std::string &name : options.strategies) {
-    bool isFile = name.find(".json") != std::string::npos ||
-                  name.find('/') != std::string::npos;
-    if (isFile) {
-      auto buffer = llvm::MemoryBuffer::getFile(name);
-      if (!buffer) {
-        error = "cannot read strategy file '" + name +
-                "': " + buffer.getError().message();
-        return std::nullopt;
-      }
-      std::string problem;
-      std::optional<Strategy> strategy =
-          Strategy::fromJSON((*buffer)->getBuffer().str(), graph, problem);
-      if (!strategy) {
-        error = name + ": " + problem;
-        return std::nullopt;
-      }
-      programs.push_back({name, std::move(*strategy)});
-      continue;
-    }
-    for (int devices : options.deviceCounts) {
-      std::optional<Strategy> strategy = strategyByName(name, graph, devices);
-      if (!strategy) {
-        error = "unknown strategy '" + name + "'";
-        return std::nullopt;
-      }
-      programs.push_back(
-          {name + " on " + std::to_string(devices) + " devices", *strategy});
-    }
-  }
+  auto strategies = resolveStrategies(graph, options, error);
+  if (!strategies)
+    return std::nullopt;
+  for (auto &[name, strategy] : *strategies)
+    programs.push_back({name, std::move(strategy)});
 
   // Each op of the model carries its node, through clones and rewrites.
   for (size_t n = 0; n < built.ops.size(); ++n)
@@ -231,7 +204,7 @@ profilePrograms(ModuleOp module, const BuiltOpGraph &built,
     }
     if (failed(runPipelineText(*copy,
                                "soap-training-step{optimizer=" + optimizer +
-                                   " func=" + lossName + "}",
+                                   " loss=" + loss + " func=" + lossName + "}",
                                error))) {
       error = program.name + ": " + error;
       return std::nullopt;
@@ -401,6 +374,7 @@ profilePrograms(ModuleOp module, const BuiltOpGraph &built,
     for (const std::string &key : order) {
       const KeyTimes &sum = byKey[key];
       ProfileDatabase::Entry entry;
+      entry.includesGradientSums = true;
       entry.forward = sum.forward / sum.ops;
       entry.backward = sum.backward / sum.ops;
       db.record(key, entry);

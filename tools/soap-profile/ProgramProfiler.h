@@ -51,14 +51,16 @@ struct ProgramProfileSummary {
 
 /// Profiles the training steps of `module` (whose function `built` was
 /// built from) on this CPU, for one device and the strategies of
-/// `options`, with `optimizer` ("sgd", ...), recording an entry per op and
+/// `options`, with `optimizer` ("sgd", ...) and `loss` (the training
+/// step's loss=: "none", "softmax-xent", "mse"), recording an entry per op and
 /// shard in `db` (keys for devices of kind `deviceKind`). Fails with
 /// `error` when a program cannot be built.
 std::optional<ProgramProfileSummary>
 profilePrograms(mlir::ModuleOp module, const BuiltOpGraph &built,
                 const KernelProfileOptions &options,
-                const std::string &optimizer, const std::string &deviceKind,
-                ProfileDatabase &db, llvm::raw_ostream &os, std::string &error);
+                const std::string &optimizer, const std::string &loss,
+                const std::string &deviceKind, ProfileDatabase &db,
+                llvm::raw_ostream &os, std::string &error);
 
 } // namespace soap::profile
 

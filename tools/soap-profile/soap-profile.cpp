@@ -107,6 +107,11 @@ static void printHelp(llvm::raw_ostream &os) {
         "                       their fused elementwise chains and merged\n"
         "                       reductions), each counted for the op it comes\n"
         "                       from, instead of each op alone\n"
+        "  --loss L             with --program: the loss the training step\n"
+        "                       appends to a model that returns no scalar (an\n"
+        "                       export's logits): --soap-training-step's "
+        "loss=\n"
+        "                       (softmax-xent, mse; none)\n"
         "  --warm-cache         time kernels back to back on warm buffers\n"
         "                       (default: each sample starts with the buffers\n"
         "                       out of the core's private caches, as in a\n"
@@ -196,6 +201,7 @@ static const std::vector<std::string> &flagsWithValues() {
                                                  "--max-buffer-mb",
                                                  "--codegen",
                                                  "--optimizer",
+                                                 "--loss",
                                                  "--base",
                                                  "--max-message-bytes",
                                                  "--min-message-bytes",
@@ -391,7 +397,7 @@ static int runGpuCalibrationMode(const CommandLine &cl) {
   for (const char *flag :
        {"--machine", "--strategy", "--devices", "--repeat", "--warmup",
         "--func", "--max-seconds", "--max-op-seconds", "--max-buffer-mb",
-        "--codegen", "--optimizer", "--gpu-math", "--stream-mb",
+        "--codegen", "--optimizer", "--loss", "--gpu-math", "--stream-mb",
         "--min-message-bytes"})
     if (cl.last(flag))
       return fail(std::string(flag) +
@@ -572,11 +578,15 @@ static int runKernelMode(const CommandLine &cl, bool onGpu) {
     if (!options.quiet)
       os << "soap-profile: the training steps of " << modelPath << " on "
          << deviceKind << " (" << machine->name() << ")\n";
-    programs = profilePrograms(*module, *built, options, optimizer, deviceKind,
+    programs = profilePrograms(*module, *built, options, optimizer,
+                               cl.last("--loss").value_or("none"), deviceKind,
                                db, os, error);
     if (!programs)
       return fail(modelPath + ": " + error);
   } else {
+    if (cl.last("--loss"))
+      return fail("--loss names the loss of the training steps --program "
+                  "builds; it needs --program");
     shards = collectShards(*built, options, deviceKind, skipped, error);
     if (!shards)
       return fail(error);

@@ -32,6 +32,12 @@ public:
     /// The backward time was derived from the forward one (no backward ops
     /// were measured); "backward_estimated" in the JSON, optional.
     bool backwardEstimated = false;
+    /// The backward time includes the adds that sum the op's input
+    /// gradients into those of the tensor's other readers (its
+    /// accumulatedReads): soap-profile --program times the program's
+    /// kernels, those adds among them. "includes_gradient_sums" in the
+    /// JSON, optional.
+    bool includesGradientSums = false;
   };
 
   /// The key of node `node` of `graph` run with loop extents `shard` on a
