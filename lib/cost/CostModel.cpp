@@ -135,21 +135,18 @@ ProfileDatabase::fromJSON(const std::string &text, std::string &error) {
       }
       *out = e[field].get<double>();
     }
-    if (e.contains("backward_estimated")) {
-      if (!e["backward_estimated"].is_boolean()) {
-        error = "profile database: '" + path +
-                ".backward_estimated' must be true or false";
+    for (auto [field, out] :
+         {std::pair<const char *, bool *>{"backward_estimated",
+                                          &entry.backwardEstimated},
+          {"includes_gradient_sums", &entry.includesGradientSums}}) {
+      if (!e.contains(field))
+        continue;
+      if (!e[field].is_boolean()) {
+        error = "profile database: '" + path + "." + field +
+                "' must be true or false";
         return std::nullopt;
       }
-      entry.backwardEstimated = e["backward_estimated"].get<bool>();
-    }
-    if (e.contains("includes_gradient_sums")) {
-      if (!e["includes_gradient_sums"].is_boolean()) {
-        error = "profile database: '" + path +
-                ".includes_gradient_sums' must be true or false";
-        return std::nullopt;
-      }
-      entry.includesGradientSums = e["includes_gradient_sums"].get<bool>();
+      *out = e[field].get<bool>();
     }
     db.entries[e["key"].get<std::string>()] = entry;
   }
@@ -242,9 +239,9 @@ ProfileCoverage profileCoverage(const OpGraph &graph,
   ProfileCoverage coverage;
   for (size_t n = 0; n < graph.nodes.size(); ++n) {
     const OpNode &node = graph.nodes[n];
-    std::vector<int64_t> shard = node.loopSizes;
-    if (n < configs.size() && !Strategy::isReplicated(configs[n]))
-      shard = configs[n].shardSizes(node.loopSizes);
+    std::vector<int64_t> shard = n < configs.size()
+                                     ? Strategy::shardOf(node, configs[n])
+                                     : node.loopSizes;
     // As forwardTime prices it.
     if (profile.lookup(ProfileDatabase::key(graph, static_cast<int>(n), shard,
                                             deviceKind))) {

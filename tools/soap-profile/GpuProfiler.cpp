@@ -197,13 +197,6 @@ void addLossResult(func::FuncOp function) {
                          b.getStringAttr("loss"));
 }
 
-/// Runs the GPU lowering's pipelines with a pass manager of soap-profile.
-LogicalResult runPipeline(ModuleOp module, OpPassManager &pipeline) {
-  PassManager pm(module.getContext(), ModuleOp::getOperationName());
-  static_cast<OpPassManager &>(pm) = pipeline;
-  return pm.run(module);
-}
-
 } // namespace
 
 bool openGpu(std::string &description, std::string &error) {
@@ -272,7 +265,7 @@ lowerAndTime(ModuleOp module, StringRef entry,
   lowering.traceOps = true;
   {
     DiagnosticCollector diagnostics(context);
-    auto run = [&](OpPassManager &pm) { return runPipeline(module, pm); };
+    auto run = [&](OpPassManager &pm) { return runPasses(module, pm); };
     if (failed(lowerModuleForGpu(module, lowering, run))) {
       error = "the GPU lowering failed: " + diagnostics.text;
       return std::nullopt;

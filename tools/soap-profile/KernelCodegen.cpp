@@ -252,10 +252,14 @@ static bool tileAndVectorize(func::FuncOp func, std::string &error) {
   return codegen::tileAndVectorize(target, error);
 }
 
-/// Runs `pipeline`, the passes to run on the module (without the
-/// "builtin.module(...)" around them).
-static bool runPipeline(ModuleOp module, llvm::StringRef pipeline,
-                        std::string &error) {
+LogicalResult runPasses(ModuleOp module, OpPassManager &pipeline) {
+  PassManager pm(module.getContext(), ModuleOp::getOperationName());
+  static_cast<OpPassManager &>(pm) = pipeline;
+  return pm.run(module);
+}
+
+bool runPipeline(ModuleOp module, llvm::StringRef pipeline,
+                 llvm::StringRef what, std::string &error) {
   PassManager pm(module.getContext(), ModuleOp::getOperationName());
   std::string parseError;
   llvm::raw_string_ostream os(parseError);
@@ -265,10 +269,18 @@ static bool runPipeline(ModuleOp module, llvm::StringRef pipeline,
   }
   DiagnosticCollector diagnostics(module.getContext());
   if (failed(pm.run(module))) {
-    error = "lowering failed: " + diagnostics.text;
+    error = (what + " failed: " + diagnostics.text).str();
     return false;
   }
   return true;
+}
+
+std::vector<std::vector<int64_t>> tensorOperandShapes(Operation *op) {
+  std::vector<std::vector<int64_t>> shapes;
+  for (Value operand : op->getOperands())
+    if (auto tensor = dyn_cast<RankedTensorType>(operand.getType()))
+      shapes.emplace_back(tensor.getShape().begin(), tensor.getShape().end());
+  return shapes;
 }
 
 bool lowerKernelToLLVM(ModuleOp module, Codegen codegen, std::string &error) {
@@ -288,7 +300,7 @@ bool lowerKernelToLLVM(ModuleOp module, Codegen codegen, std::string &error) {
                      "func.func(canonicalize, cse), one-shot-bufferize, "
                      "func.func(canonicalize, cse, fold-memref-alias-ops, "
                      "loop-invariant-code-motion, canonicalize, cse)",
-                     error))
+                     "lowering", error))
       return false;
     for (auto func : module.getOps<func::FuncOp>()) {
       if (func.isExternal())
@@ -298,7 +310,7 @@ bool lowerKernelToLLVM(ModuleOp module, Codegen codegen, std::string &error) {
         return false;
     }
   } else if (!runPipeline(module, "one-shot-bufferize, func.func(canonicalize)",
-                          error)) {
+                          "lowering", error)) {
     return false;
   } else if (codegen == Codegen::Blas &&
              codegen::replaceKernelsByBlasCalls(module) == 0) {
@@ -309,7 +321,7 @@ bool lowerKernelToLLVM(ModuleOp module, Codegen codegen, std::string &error) {
   // As --soap-lower-cpu's defaults do.
   accumulateReductionsInRegisters(module, /*reassociate=*/true);
   codegen::approximateMathFunctions(module);
-  return runPipeline(module, getCpuToLLVMPipeline(), error);
+  return runPipeline(module, getCpuToLLVMPipeline(), "lowering", error);
 }
 
 //===----------------------------------------------------------------------===//

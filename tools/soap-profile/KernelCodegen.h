@@ -24,6 +24,10 @@
 #include <string>
 #include <vector>
 
+namespace mlir {
+class OpPassManager;
+} // namespace mlir
+
 namespace soap::profile {
 
 /// Collects the diagnostics emitted while alive into one line.
@@ -147,6 +151,21 @@ private:
   std::vector<int64_t> scalars;
   std::vector<void *> argPointers;
 };
+
+/// Runs `pipeline` on `module` with a pass manager of its own (the
+/// PipelineRunner that soap-profile gives the CPU and GPU lowerings).
+mlir::LogicalResult runPasses(mlir::ModuleOp module,
+                              mlir::OpPassManager &pipeline);
+
+/// Runs the passes of `pipeline` (text, without the "builtin.module(...)"
+/// around them) on `module`; false, with "WHAT failed: " and the
+/// diagnostics in `error`, when they fail.
+bool runPipeline(mlir::ModuleOp module, llvm::StringRef pipeline,
+                 llvm::StringRef what, std::string &error);
+
+/// The shapes of `op`'s tensor operands, in order (a kernel of the op at
+/// the shapes it has).
+std::vector<std::vector<int64_t>> tensorOperandShapes(mlir::Operation *op);
 
 /// Builds, lowers and compiles a kernel for `op` (buildKernelModule, then
 /// lowerKernelToLLVM with `codegen`, falling back to Codegen::Loops), and

@@ -305,14 +305,9 @@ measureBackward(Operation *op, const std::vector<std::vector<int64_t>> &shapes,
           return contraction && codegen::blasTakes(contraction);
         }))
       continue;
-    std::vector<std::vector<int64_t>> gradShapes;
-    for (Value operand : grad->getOperands())
-      if (auto tensor = dyn_cast<RankedTensorType>(operand.getType()))
-        gradShapes.emplace_back(tensor.getShape().begin(),
-                                tensor.getShape().end());
     Codegen used;
-    std::unique_ptr<CompiledKernel> kernel =
-        compileOpKernel(grad, gradShapes, options.codegen, used, error);
+    std::unique_ptr<CompiledKernel> kernel = compileOpKernel(
+        grad, tensorOperandShapes(grad), options.codegen, used, error);
     if (!kernel) {
       error = "'" + grad->getName().getStringRef().str() +
               "' of its backward: " + error.substr(0, error.find('\n'));

@@ -9,8 +9,6 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/IR/Matchers.h"
-#include "mlir/Pass/PassManager.h"
-#include "mlir/Pass/PassRegistry.h"
 
 #include "llvm/Support/Format.h"
 
@@ -112,23 +110,6 @@ template <typename Fn> void walkOps(Operation *root, Fn &&fn) {
   });
 }
 
-LogicalResult runPipelineText(ModuleOp module, const std::string &text,
-                              std::string &error) {
-  PassManager pm(module.getContext(), ModuleOp::getOperationName());
-  std::string parseError;
-  llvm::raw_string_ostream os(parseError);
-  if (failed(parsePassPipeline(text, pm, os))) {
-    error = "internal: bad pass pipeline '" + text + "': " + parseError;
-    return failure();
-  }
-  DiagnosticCollector diagnostics(module.getContext());
-  if (failed(pm.run(module))) {
-    error = diagnostics.text;
-    return failure();
-  }
-  return success();
-}
-
 /// One program to build: a name for messages and the strategy (none: one
 /// device, every op whole).
 struct Program {
@@ -136,11 +117,11 @@ struct Program {
   std::optional<Strategy> strategy;
 };
 
-/// Per node: seconds of forward and backward kernels on each device
-/// (index numDevices: kernels every device runs).
+/// Per node: seconds of forward and backward kernels on each device (key
+/// -1: kernels every device runs). No forward entry: its forward work runs
+/// in another op's kernel.
 struct NodeTimes {
   std::map<int64_t, double> forward, backward;
-  bool hasForwardKernel = false;
 };
 
 double slowestDevice(const std::map<int64_t, double> &byDevice) {
@@ -202,10 +183,10 @@ profilePrograms(ModuleOp module, const BuiltOpGraph &built,
       }
       attachStrategy(*copyGraph, *program.strategy);
     }
-    if (failed(runPipelineText(*copy,
-                               "soap-training-step{optimizer=" + optimizer +
-                                   " loss=" + loss + " func=" + lossName + "}",
-                               error))) {
+    if (!runPipeline(*copy,
+                     "soap-training-step{optimizer=" + optimizer +
+                         " loss=" + loss + " func=" + lossName + "}",
+                     "the training step", error)) {
       error = program.name + ": " + error;
       return std::nullopt;
     }
@@ -227,7 +208,7 @@ profilePrograms(ModuleOp module, const BuiltOpGraph &built,
       op->setLoc(withTag(context, *tag, op->getLoc()));
     });
     if (numDevices > 1) {
-      if (failed(runPipelineText(*copy, "soap-partition", error))) {
+      if (!runPipeline(*copy, "soap-partition", "partitioning", error)) {
         error = program.name + ": " + error;
         return std::nullopt;
       }
@@ -249,11 +230,7 @@ profilePrograms(ModuleOp module, const BuiltOpGraph &built,
     lowering.stopAfterKernels = true;
     {
       DiagnosticCollector diagnostics(context);
-      auto run = [&](OpPassManager &pm) {
-        PassManager manager(context, ModuleOp::getOperationName());
-        static_cast<OpPassManager &>(manager) = pm;
-        return manager.run(*copy);
-      };
+      auto run = [&](OpPassManager &pm) { return runPasses(*copy, pm); };
       if (failed(lowerModuleForCpu(*copy, lowering, run))) {
         error = program.name + ": the CPU lowering failed: " + diagnostics.text;
         return std::nullopt;
@@ -296,15 +273,10 @@ profilePrograms(ModuleOp module, const BuiltOpGraph &built,
         continue;
       }
       const OpNode &first = graph.nodes[tags.front().node];
-      std::vector<std::vector<int64_t>> shapes;
-      for (Value operand : op->getOperands())
-        if (auto tensor = dyn_cast<RankedTensorType>(operand.getType()))
-          shapes.emplace_back(tensor.getShape().begin(),
-                              tensor.getShape().end());
       Codegen used;
       std::string why;
-      std::unique_ptr<CompiledKernel> kernel =
-          compileOpKernel(op, shapes, options.codegen, used, why);
+      std::unique_ptr<CompiledKernel> kernel = compileOpKernel(
+          op, tensorOperandShapes(op), options.codegen, used, why);
       if (!kernel) {
         summary.notes.push_back(program.name + ": " +
                                 op->getName().getStringRef().str() + " of " +
@@ -322,8 +294,6 @@ profilePrograms(ModuleOp module, const BuiltOpGraph &built,
         NodeTimes &node = times[tag.node];
         std::map<int64_t, double> &byDevice =
             tag.backward ? node.backward : node.forward;
-        if (!tag.backward)
-          node.hasForwardKernel = true;
         double share = seconds / static_cast<double>(tags.size());
         if (tag.devices.empty())
           byDevice[-1] += share;
@@ -349,10 +319,10 @@ profilePrograms(ModuleOp module, const BuiltOpGraph &built,
       const OpNode &node = graph.nodes[n];
       if (!node.partitionable || !isa<linalg::LinalgOp>(built.ops[n]))
         continue;
-      std::vector<int64_t> shard = node.loopSizes;
-      if (program.strategy &&
-          !Strategy::isReplicated(program.strategy->configs[n]))
-        shard = program.strategy->configs[n].shardSizes(node.loopSizes);
+      std::vector<int64_t> shard =
+          program.strategy
+              ? Strategy::shardOf(node, program.strategy->configs[n])
+              : node.loopSizes;
       std::string key =
           ProfileDatabase::key(graph, static_cast<int>(n), shard, deviceKind);
       // The first program that runs a shard measures it.
@@ -364,7 +334,7 @@ profilePrograms(ModuleOp module, const BuiltOpGraph &built,
       KeyTimes &sum = at->second;
       ++sum.ops;
       auto it = times.find(static_cast<int>(n));
-      if (it == times.end() || !it->second.hasForwardKernel)
+      if (it == times.end() || it->second.forward.empty())
         ++summary.forwardFusedAway;
       if (it == times.end())
         continue;

@@ -23,6 +23,14 @@ struct Strategy {
     return config.degrees.empty() && config.devices.empty();
   }
 
+  /// The loop extents of one task of `node` under `config`: its shard, or
+  /// the whole op where the config is replicated.
+  static std::vector<int64_t> shardOf(const OpNode &node,
+                                      const ParallelConfig &config) {
+    return isReplicated(config) ? node.loopSizes
+                                : config.shardSizes(node.loopSizes);
+  }
+
   /// Checks every config against its node and the device count; returns
   /// the first problem, naming the node.
   std::optional<std::string> validate(const OpGraph &graph) const;
