@@ -248,6 +248,91 @@ Value SpmdPartitioner::accumulatingInit(Value init, const DeviceBoxes &boxes,
   return piece.local;
 }
 
+/// The local value of `init` for an op whose split reduction loops make
+/// several devices write partial results of one block, when `init` is
+/// split so that the parts those devices hold tile their block: each
+/// device puts its part into the identity of `kind` at the part's place,
+/// and the partial results then combine to the init plus the op's result
+/// without moving the init (a gradient accumulated into by a product that
+/// is reduce-scattered afterwards). Null otherwise.
+Value SpmdPartitioner::embeddedInit(Value init, const DeviceBoxes &boxes,
+                                    ReductionKind kind, Location loc) {
+  auto found = dist.find(init);
+  if (found == dist.end() || found->second.splat || found->second.transpose ||
+      found->second.zerosElsewhere)
+    return nullptr;
+  const Piece *piece = onlyProducedPiece(found->second);
+  if (!piece || piece->partial || !piece->local)
+    return nullptr;
+  auto volume = [](const Box &box) {
+    int64_t n = 1;
+    for (int64_t size : box.sizes)
+      n *= size;
+    return n;
+  };
+  auto inside = [](const Box &part, const Box &block) {
+    for (size_t d = 0; d < part.offsets.size(); ++d)
+      if (part.offsets[d] < block.offsets[d] ||
+          part.offsets[d] + part.sizes[d] > block.offsets[d] + block.sizes[d])
+        return false;
+    return true;
+  };
+  auto disjoint = [](const Box &x, const Box &y) {
+    for (size_t d = 0; d < x.offsets.size(); ++d)
+      if (x.offsets[d] + x.sizes[d] <= y.offsets[d] ||
+          y.offsets[d] + y.sizes[d] <= x.offsets[d])
+        return true;
+    return false;
+  };
+  DeviceBoxes parts(numDevices);
+  const Box *anyBlock = nullptr, *anyPart = nullptr;
+  bool moves = false;
+  for (int64_t device = 0; device < numDevices; ++device) {
+    const std::optional<Box> &block = boxes[device];
+    if (!block)
+      continue;
+    const std::optional<Box> &part = piece->boxes[device];
+    if (!part || !inside(*part, *block))
+      return nullptr;
+    parts[device] = part;
+    anyBlock = &*block;
+    anyPart = &*parts[device];
+    moves |= !(*part == *block);
+  }
+  if (!moves)
+    return nullptr;
+  // The devices that write one block: their parts tile it.
+  for (int64_t first = 0; first < numDevices; ++first) {
+    if (!boxes[first])
+      continue;
+    SmallVector<int64_t> group;
+    for (int64_t device = 0; device < numDevices; ++device)
+      if (boxes[device] && *boxes[device] == *boxes[first])
+        group.push_back(device);
+    if (group.front() != first)
+      continue;
+    int64_t covered = 0;
+    for (auto [i, device] : llvm::enumerate(group)) {
+      covered += volume(*parts[device]);
+      for (int64_t other : llvm::drop_begin(group, i + 1))
+        if (!disjoint(*parts[device], *parts[other]))
+          return nullptr;
+    }
+    if (covered != volume(*boxes[first]))
+      return nullptr;
+  }
+  auto blockType = RankedTensorType::get(
+      anyBlock->sizes, cast<RankedTensorType>(init.getType()).getElementType());
+  Value identity = identityFilled(b, loc, blockType, kind);
+  SmallVector<OpFoldResult> sizes,
+      strides(anyPart->sizes.size(), b.getIndexAttr(1));
+  for (int64_t size : anyPart->sizes)
+    sizes.push_back(b.getIndexAttr(size));
+  return tensor::InsertSliceOp::create(
+      b, loc, piece->local, identity,
+      offsetsOf(parts, &boxes, blockType.getRank(), loc), sizes, strides);
+}
+
 Value SpmdPartitioner::materialize(Value original, const DeviceBoxes &target,
                                    Location loc) {
   auto type = cast<RankedTensorType>(original.getType());
@@ -284,7 +369,106 @@ Value SpmdPartitioner::materialize(Value original, const DeviceBoxes &target,
   if (!any) // no device reads it
     return tensor::EmptyOp::create(b, loc, type.getShape(),
                                    type.getElementType());
+  if (!value.addends.empty())
+    return materializeSum(original, target, localType, loc);
   return reshard(original, target, loc);
+}
+
+Value SpmdPartitioner::onDevices(ArrayRef<int64_t> devices, Type type,
+                                 function_ref<Value()> build, Location loc) {
+  if (static_cast<int64_t>(devices.size()) == numDevices)
+    return build();
+  auto guard = OnDevicesOp::create(b, loc, TypeRange{type},
+                                   b.getDenseI64ArrayAttr(devices));
+  OpBuilder::InsertionGuard insertion(b);
+  b.setInsertionPointToStart(&guard.getBody().emplaceBlock());
+  YieldOp::create(b, loc, build());
+  return guard.getResult(0);
+}
+
+Value SpmdPartitioner::addLocally(Operation *sumOp, Value x, Value y,
+                                  ArrayRef<int64_t> devices, Location loc) {
+  auto type = cast<RankedTensorType>(x.getType());
+  return onDevices(
+      devices, type,
+      [&] {
+        auto generic = cast<linalg::GenericOp>(sumOp);
+        IRMapping mapping;
+        mapping.map(generic.getDpsInputs()[0], x);
+        mapping.map(generic.getDpsInputs()[1], y);
+        mapping.map(generic.getDpsInits()[0],
+                    tensor::EmptyOp::create(b, loc, type.getShape(),
+                                            type.getElementType()));
+        Operation *local = b.clone(*sumOp, mapping);
+        local->getResult(0).setType(type);
+        return local->getResult(0);
+      },
+      loc);
+}
+
+Value SpmdPartitioner::materializeSum(Value original, const DeviceBoxes &target,
+                                      RankedTensorType localType, Location loc,
+                                      bool realize) {
+  auto finish = [&](const Piece &piece) {
+    if (realize) {
+      DistValue &value = dist[original];
+      value.pieces = {piece};
+      value.addends.clear();
+      value.sums.clear();
+      value.sumOp = nullptr;
+    }
+    return piece.local;
+  };
+  for (const Piece &sum : dist[original].sums)
+    if (sum.boxes == target)
+      return finish(Piece(sum));
+  SmallVector<Value> addends = dist[original].addends;
+  Operation *sumOp = dist[original].sumOp;
+  auto holdersOf = [](const DeviceBoxes &boxes) {
+    SmallVector<int64_t> devices;
+    for (auto [device, box] : llvm::enumerate(boxes))
+      if (box)
+        devices.push_back(device);
+    return devices;
+  };
+  // Addends in one layout add up where they are, then move once.
+  std::vector<std::pair<Piece, SmallVector<Value>>> groups;
+  for (Value addend : addends) {
+    Piece piece = *layoutOf(addend);
+    auto same = llvm::find_if(groups, [&](const auto &group) {
+      return group.first.boxes == piece.boxes;
+    });
+    if (same == groups.end())
+      groups.push_back({std::move(piece), {addend}});
+    else
+      same->second.push_back(addend);
+  }
+  Value result;
+  for (auto &[piece, members] : groups) {
+    Value source = members.front();
+    if (members.size() > 1) {
+      Value local = piece.local;
+      for (Value member : llvm::drop_begin(members))
+        local = addLocally(sumOp, local, layoutOf(member)->local,
+                           holdersOf(piece.boxes), loc);
+      // The group's sum, keyed by its local value, to be moved like any
+      // distributed value.
+      source = local;
+      dist[source].pieces.push_back(
+          Piece{local, piece.boxes, piece.tasks, std::nullopt});
+    }
+    Value moved = materialize(source, target, loc);
+    result = result ? addLocally(sumOp, result, moved, holdersOf(target), loc)
+                    : moved;
+  }
+  assert(result.getType() == localType && "the sum's local type");
+  (void)localType;
+  SmallVector<int64_t> tasks(numDevices, -1);
+  for (int64_t device : holdersOf(target))
+    tasks[device] = 0;
+  Piece sum{result, target, std::move(tasks), std::nullopt};
+  dist[original].sums.push_back(sum);
+  return finish(sum);
 }
 
 //===----------------------------------------------------------------------===//

@@ -84,6 +84,85 @@ FailureOr<IRMapping> SpmdPartitioner::localReads(
   return mapping;
 }
 
+LogicalResult SpmdPartitioner::runOnHolders(Operation *op) {
+  if (isa<func::ReturnOp>(op) || op->getNumResults() == 0 ||
+      !llvm::all_of(op->getResultTypes(), [](Type type) {
+        auto tensor = dyn_cast<RankedTensorType>(type);
+        return tensor && tensor.hasStaticShape();
+      }))
+    return failure();
+  SmallVector<Value> reads(op->getOperands());
+  llvm::SetVector<Value> captured;
+  getUsedValuesDefinedAbove(op->getRegions(), captured);
+  reads.append(captured.begin(), captured.end());
+  // The devices that hold every tensor the op reads whole; values that are
+  // everywhere or rebuilt anywhere do not decide.
+  SmallVector<bool> holds(numDevices, true);
+  bool decided = false;
+  for (Value value : reads) {
+    auto type = dyn_cast<RankedTensorType>(value.getType());
+    if (!type)
+      continue;
+    auto found = dist.find(value);
+    if (found == dist.end() || !type.hasStaticShape())
+      return failure();
+    if (found->second.splat)
+      continue;
+    std::optional<Piece> layout = layoutOf(value);
+    if (!layout || layout->partial)
+      return failure();
+    if (covers(*layout, everywhere(type)))
+      continue;
+    Box whole = wholeBox(type);
+    for (int64_t device = 0; device < numDevices; ++device)
+      holds[device] = holds[device] && layout->boxes[device] &&
+                      *layout->boxes[device] == whole;
+    decided = true;
+  }
+  SmallVector<int64_t> holders;
+  for (int64_t device = 0; device < numDevices; ++device)
+    if (holds[device])
+      holders.push_back(device);
+  if (!decided || holders.empty())
+    return failure();
+  b.setInsertionPoint(op);
+  bool moved = false;
+  FailureOr<IRMapping> mapping = localReads(
+      op,
+      [&](Value, RankedTensorType type) {
+        DeviceBoxes target(numDevices);
+        for (int64_t device : holders)
+          target[device] = wholeBox(type);
+        return target;
+      },
+      moved);
+  if (failed(mapping))
+    return failure();
+  Location loc = op->getLoc();
+  OnDevicesOp guard = OnDevicesOp::create(b, loc, op->getResultTypes(),
+                                          b.getDenseI64ArrayAttr(holders));
+  {
+    OpBuilder::InsertionGuard insertion(b);
+    b.setInsertionPointToStart(&guard.getBody().emplaceBlock());
+    Operation *local = b.clone(*op, *mapping);
+    local->removeAttr(SoapDialect::getConfigAttrName());
+    YieldOp::create(b, loc, local->getResults());
+  }
+  for (auto [result, localResult] :
+       llvm::zip(op->getResults(), guard->getResults())) {
+    auto type = cast<RankedTensorType>(result.getType());
+    DeviceBoxes boxes(numDevices);
+    SmallVector<int64_t> tasks(numDevices, -1);
+    for (int64_t device : holders) {
+      boxes[device] = wholeBox(type);
+      tasks[device] = 0;
+    }
+    dist[result].pieces.push_back(
+        Piece{localResult, std::move(boxes), std::move(tasks), std::nullopt});
+  }
+  return success();
+}
+
 LogicalResult SpmdPartitioner::runReplicated(Operation *op) {
   b.setInsertionPoint(op);
   bool moved = false;
@@ -186,6 +265,8 @@ LogicalResult SpmdPartitioner::run() {
     }
     if (succeeded(addDisjointParts(op)))
       continue;
+    if (succeeded(deferSum(op)))
+      continue;
     normalizeOperands(op);
     auto partitionable = dyn_cast<PartitionableOpInterface>(op);
     if (partitionable && succeeded(partitionable.partition(*this)))
@@ -202,6 +283,8 @@ LogicalResult SpmdPartitioner::run() {
     }
     if (auto loop = dyn_cast<scf::ForOp>(op);
         loop && succeeded(partitionScatterAdd(loop)))
+      continue;
+    if (succeeded(runOnHolders(op)))
       continue;
     if (failed(runReplicated(op)))
       return failure();

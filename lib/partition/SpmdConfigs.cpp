@@ -355,6 +355,42 @@ LogicalResult SpmdPartitioner::addDisjointParts(Operation *op) {
   return success();
 }
 
+LogicalResult SpmdPartitioner::deferSum(Operation *op) {
+  auto generic = dyn_cast<linalg::GenericOp>(op);
+  if (!generic || op->hasAttr(SoapDialect::getConfigAttrName()) ||
+      !generic.hasPureTensorSemantics() || !isPlainAdd(generic))
+    return failure();
+  SmallVector<Value> addends;
+  for (Value input : generic.getDpsInputs()) {
+    auto found = dist.find(input);
+    if (found == dist.end())
+      return failure();
+    const DistValue &value = found->second;
+    if (!value.addends.empty()) {
+      llvm::append_range(addends, value.addends);
+      continue;
+    }
+    if (value.zerosElsewhere || value.splat || value.transpose)
+      return failure();
+    auto type = cast<RankedTensorType>(input.getType());
+    std::optional<Piece> layout = layoutOf(input);
+    if (!layout || layout->partial || covers(*layout, everywhere(type)))
+      return failure();
+    addends.push_back(input);
+  }
+  // Addends in one layout are added where they are.
+  DeviceBoxes first = layoutOf(addends.front())->boxes;
+  if (llvm::all_of(addends, [&](Value addend) {
+        return layoutOf(addend)->boxes == first;
+      }))
+    return failure();
+  DistValue sum;
+  sum.addends = std::move(addends);
+  sum.sumOp = op;
+  dist[op->getResult(0)] = std::move(sum);
+  return success();
+}
+
 /// Where a value that is zero elsewhere can become an ordinary one with the
 /// least movement: on each device, the smallest box around what it holds,
 /// whole along the dimensions no device splits, when those boxes are of
@@ -427,14 +463,45 @@ DeviceBoxes SpmdPartitioner::completeLayout(const DistValue &value,
 
 void SpmdPartitioner::normalizeOperands(Operation *op) {
   auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
-  bool readsByConfig =
-      linalgOp && op->hasAttr(SoapDialect::getConfigAttrName());
+  // A linalg op reads its inputs through materialize when its config or,
+  // without one, another input that is split or on a device subset
+  // decides where it runs (an adjoint sum of a gradient that is zero
+  // elsewhere, such as a strided convolution's input gradient, and one in
+  // an ordinary layout: only the nonzero part moves, to the other's
+  // devices, as the simulator's gradient edges move it).
+  bool readsByPlan = linalgOp && op->hasAttr(SoapDialect::getConfigAttrName());
+  if (linalgOp && !readsByPlan)
+    for (Value input : linalgOp.getDpsInputs()) {
+      auto type = dyn_cast<RankedTensorType>(input.getType());
+      auto found = dist.find(input);
+      if (!type || found == dist.end() || found->second.zerosElsewhere ||
+          found->second.splat || !found->second.addends.empty())
+        continue;
+      std::optional<Piece> layout = layoutOf(input);
+      readsByPlan |=
+          layout && !layout->partial && !covers(*layout, everywhere(type));
+    }
   for (OpOperand &operand : op->getOpOperands()) {
     auto found = dist.find(operand.get());
-    if (found == dist.end() || !found->second.zerosElsewhere)
+    if (found == dist.end() ||
+        (!found->second.zerosElsewhere && found->second.addends.empty()))
       continue;
-    if (readsByConfig && !linalgOp.isDpsInit(&operand))
+    if (readsByPlan && !linalgOp.isDpsInit(&operand))
       continue;
+    if (!found->second.addends.empty()) {
+      // Added where the first addend is.
+      auto type = cast<RankedTensorType>(operand.get().getType());
+      DeviceBoxes target = layoutOf(found->second.addends.front())->boxes;
+      const Box *any = nullptr;
+      for (const std::optional<Box> &box : target)
+        if (box)
+          any = &*box;
+      b.setInsertionPoint(op);
+      materializeSum(operand.get(), target,
+                     RankedTensorType::get(any->sizes, type.getElementType()),
+                     op->getLoc(), /*realize=*/true);
+      continue;
+    }
     auto type = cast<RankedTensorType>(operand.get().getType());
     DeviceBoxes target = completeLayout(found->second, type);
     b.setInsertionPoint(op);

@@ -209,7 +209,9 @@ void SpmdPartitioner::partitionLinalg(linalg::LinalgOp op,
         local = tensor::EmptyOp::create(b, loc, localType.getShape(),
                                         localType.getElementType());
       } else if (isInit && reductionSplit &&
-                 (local = accumulatingInit(value, boxes, *kind))) {
+                 ((local = accumulatingInit(value, boxes, *kind)) ||
+                  (op.payloadUsesValueFromOperand(&operand) &&
+                   (local = embeddedInit(value, boxes, *kind, loc))))) {
         // Partial sums added to partial sums stay partial sums.
         partialInit = true;
       } else {

@@ -78,6 +78,18 @@ struct DistValue {
   /// lib/layout's zerosElsewhere, as the simulator's gradient edges do);
   /// before any other rewrite sees it, it is made whole (normalize).
   bool zerosElsewhere = false;
+  /// A sum that no op has computed yet: an adjoint sum of gradients in
+  /// different layouts (the readers of one value on different devices).
+  /// Whoever reads it brings each addend to the boxes it reads and adds
+  /// them there, once (materialize); addends in one layout are added where
+  /// they are first. This is what the simulator's gradient edges price:
+  /// each reader's gradient moves to where the value's producer needs it.
+  /// `sumOp` is one of the adds, cloned for the local adds; `sums` are
+  /// the blocks computed so far (a reader whose tasks share a device reads
+  /// several).
+  SmallVector<Value> addends;
+  Operation *sumOp = nullptr;
+  SmallVector<Piece, 1> sums;
 };
 
 /// The one piece the value has besides re-split copies (the piece its
@@ -171,12 +183,35 @@ private:
   /// gradient summed over the time steps) stays a partial sum: each device
   /// adds its own. Fails, changing nothing, for any other op.
   LogicalResult partitionPartialSum(linalg::LinalgOp op);
+  /// An op with no partitioned form whose tensors some devices already
+  /// hold whole, and the others not (a model-parallel embedding's gradient
+  /// loop), runs whole on those devices alone, where the op it belongs to
+  /// ran, instead of everywhere. Fails, changing nothing, otherwise.
+  LogicalResult runOnHolders(Operation *op);
   LogicalResult runReplicated(Operation *op);
   /// An elementwise add of two values that are zero elsewhere and hold
   /// disjoint elements (the gradients of an LSTM's gate slices): the sum
   /// is both sets of pieces, with nothing computed or moved. Fails,
   /// changing nothing, for any other op.
   LogicalResult addDisjointParts(Operation *op);
+  /// An unconfigured elementwise add of values in different layouts (or
+  /// of such sums): its result becomes a sum of addends
+  /// (DistValue::addends), computed where it is read. Fails, changing
+  /// nothing, for any other op.
+  LogicalResult deferSum(Operation *op);
+  /// The sum `original` (DistValue::addends) in `target`; with `realize`,
+  /// the value is that from then on (an ordinary value, no longer a sum).
+  Value materializeSum(Value original, const DeviceBoxes &target,
+                       RankedTensorType localType, Location loc,
+                       bool realize = false);
+  /// `sumOp` (a plain add) on the local values `x` and `y` of one type, on
+  /// `devices` only.
+  Value addLocally(Operation *sumOp, Value x, Value y,
+                   ArrayRef<int64_t> devices, Location loc);
+  /// `build`'s result computed on `devices` only (a soap.on_devices guard
+  /// unless that is every device).
+  Value onDevices(ArrayRef<int64_t> devices, Type type,
+                  function_ref<Value()> build, Location loc);
   /// Makes every operand of `op` that is zero elsewhere an ordinary value
   /// (whole on every device) unless `op` reads it through materialize
   /// alone (a linalg op with a config, as an input).
@@ -206,6 +241,8 @@ private:
   Value rebuildSplat(Operation *splat, RankedTensorType type, Location loc);
   Value accumulatingInit(Value init, const DeviceBoxes &boxes,
                          ReductionKind kind);
+  Value embeddedInit(Value init, const DeviceBoxes &boxes, ReductionKind kind,
+                     Location loc);
   /// Brings `original` to `target` by the steps lib/layout plans.
   Value reshard(Value original, const DeviceBoxes &target, Location loc);
   /// Emits one planned step on `current` (holding `held`), or fails when

@@ -226,6 +226,11 @@ std::optional<Plan> SpmdPartitioner::planFromOperands(linalg::LinalgOp op,
     if (!type ||
         (op.isDpsInit(&operand) && !op.payloadUsesValueFromOperand(&operand)))
       continue;
+    // A value that is zero elsewhere moves only its nonzero part: it does
+    // not decide where the op runs either (normalizeOperands).
+    if (auto found = dist.find(operand.get());
+        found != dist.end() && found->second.zerosElsewhere)
+      continue;
     std::optional<Piece> layout = layoutOf(operand.get());
     if (!layout || layout->partial)
       continue;

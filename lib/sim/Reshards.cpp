@@ -288,6 +288,48 @@ bool Simulator::sameBlocksOnSameDevices(const Placement &pp, size_t pa,
   return true;
 }
 
+/// The part of a tensor.pad's result that its input fills (the rest is the
+/// padding value, whose gradient no one needs); none for other ops.
+static std::optional<layout::Block> padInterior(const OpGraph &graph,
+                                                int node) {
+  const OpNode &n = graph.nodes[node];
+  if (n.opName != "tensor.pad")
+    return std::nullopt;
+  for (const NodeAccess &access : n.accesses) {
+    if (access.role != AccessRole::Read)
+      continue;
+    const std::vector<int64_t> &shape = graph.tensors[access.tensor].shape;
+    layout::Block part;
+    for (size_t d = 0; d < access.indices.size(); ++d) {
+      const IndexExpr &index = access.indices[d];
+      if (!index.isLinear || index.terms.size() != 1 ||
+          index.terms[0].loop != d || index.terms[0].coefficient != 1 ||
+          d >= shape.size())
+        return std::nullopt;
+      part.offsets.push_back(-index.constant);
+      part.sizes.push_back(shape[d]);
+    }
+    return part;
+  }
+  return std::nullopt;
+}
+
+/// The elements of `block` inside `part`; none when there are none.
+static std::optional<layout::Block> intersect(const layout::Block &block,
+                                              const layout::Block &part) {
+  layout::Block result = block;
+  for (size_t d = 0; d < block.offsets.size(); ++d) {
+    int64_t lo = std::max(block.offsets[d], part.offsets[d]);
+    int64_t hi = std::min(block.offsets[d] + block.sizes[d],
+                          part.offsets[d] + part.sizes[d]);
+    if (hi <= lo)
+      return std::nullopt;
+    result.offsets[d] = lo;
+    result.sizes[d] = hi - lo;
+  }
+  return result;
+}
+
 void Simulator::buildEdge(int edgeId) {
   auto [producer, consumer] = edgeEnds[edgeId];
   const OpNode &pn = graph.nodes[producer];
@@ -413,8 +455,18 @@ void Simulator::buildEdge(int edgeId) {
       if (!first)
         continue;
     }
-    // ... to the blocks each producer task needs the gradient of.
-    const SlotLayouts &blocks = slotLayouts(pp, pa, SlotKind::Blocks);
+    // ... to the blocks each producer task needs the gradient of (a pad's
+    // backward slices its input's part: only that part moves).
+    const SlotLayouts &written = slotLayouts(pp, pa, SlotKind::Blocks);
+    SlotLayouts interior;
+    if (std::optional<layout::Block> part = padInterior(graph, producer)) {
+      interior = written;
+      for (layout::Layout &piece : interior.pieces)
+        for (std::optional<layout::Block> &block : piece.blocks)
+          if (block)
+            block = intersect(*block, *part);
+    }
+    const SlotLayouts &blocks = interior.pieces.empty() ? written : interior;
     const NodeTasks &read_ = nodeTasks[consumer];
     auto gradientBy = [&](int piece, int device) -> std::vector<int> {
       std::vector<int> ids;
