@@ -739,9 +739,13 @@ ReshardPlan Planner::run() {
     std::iota(all.begin(), all.end(), 0);
     if (trySendRecv(current, all))
       return plan;
-    for (int p = 0; p < static_cast<int>(pieces.size()); ++p)
-      if (trySendRecv(current, {p}))
-        return plan;
+    // One piece alone, when the others are copies of parts of it; not for
+    // a value that is zero elsewhere, whose pieces hold different parts
+    // (the others' parts would be taken for zeros).
+    if (!zerosElsewhere)
+      for (int p = 0; p < static_cast<int>(pieces.size()); ++p)
+        if (trySendRecv(current, {p}))
+          return plan;
   }
   plan.steps.clear();
   allReduceWhole();

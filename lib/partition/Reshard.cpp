@@ -721,8 +721,54 @@ Value SpmdPartitioner::reshard(Value original, const DeviceBoxes &target,
   std::vector<layout::Layout> pieces;
   for (const Piece &piece : value.pieces)
     pieces.push_back(layoutOfPiece(piece));
-  layout::ReshardPlan plan = layout::planReshard(
-      tensor, pieces, layoutOfBoxes(target), value.zerosElsewhere);
+  layout::ReshardPlan plan;
+  if (value.zerosElsewhere) {
+    // The parts are disjoint; a copy an earlier reader assembled holds all
+    // of its blocks and overlaps them. A reader inside such a copy slices
+    // it; any other plans from the parts alone (the copy beside the parts
+    // would count its elements twice, or hide parts from a plan).
+    auto inside = [](const Box &inner, const Box &outer) {
+      for (size_t d = 0; d < inner.offsets.size(); ++d)
+        if (inner.offsets[d] < outer.offsets[d] ||
+            inner.offsets[d] + inner.sizes[d] >
+                outer.offsets[d] + outer.sizes[d])
+          return false;
+      return true;
+    };
+    std::vector<int> ids; // the pieces planned from
+    for (auto [p, piece] : llvm::enumerate(value.pieces))
+      if (piece.derived &&
+          llvm::all_of(llvm::seq<int64_t>(0, numDevices), [&](int64_t d) {
+            return !target[d] ||
+                   (piece.boxes[d] && inside(*target[d], *piece.boxes[d]));
+          })) {
+        ids = {static_cast<int>(p)};
+        break;
+      }
+    bool fromCopy = !ids.empty();
+    if (!fromCopy)
+      for (auto [p, piece] : llvm::enumerate(value.pieces))
+        if (!piece.derived)
+          ids.push_back(static_cast<int>(p));
+    std::vector<layout::Layout> planned;
+    for (int id : ids)
+      planned.push_back(pieces[id]);
+    plan = layout::planReshard(tensor, planned, layoutOfBoxes(target),
+                               /*zerosElsewhere=*/!fromCopy);
+    // Back to the value's piece numbers.
+    if (plan.piece >= 0)
+      plan.piece = ids[plan.piece];
+    for (layout::Step &step : plan.steps) {
+      for (int &id : step.pieces)
+        id = ids[id];
+      for (layout::Transfer &transfer : step.transfers)
+        if (transfer.piece >= 0)
+          transfer.piece = ids[transfer.piece];
+    }
+  } else {
+    plan = layout::planReshard(tensor, pieces, layoutOfBoxes(target),
+                               /*zerosElsewhere=*/false);
+  }
   if (plan.steps.empty())
     return value.pieces[plan.piece].local;
 

@@ -16,8 +16,33 @@ static std::vector<int64_t> divisors(int64_t n, int64_t limit) {
   return result;
 }
 
-ParallelConfig randomConfig(const OpNode &node, int numDevices,
-                            std::mt19937_64 &rng) {
+bool followableSplit(const OpNode &node, const std::vector<int64_t> &degrees) {
+  if ((node.opName != "tensor.expand_shape" &&
+       node.opName != "tensor.collapse_shape") ||
+      degrees.size() != node.loopSizes.size())
+    return true;
+  for (const NodeAccess &access : node.accesses)
+    for (const IndexExpr &index : access.indices) {
+      // The group's dimensions, outermost (largest coefficient) first.
+      std::vector<IndexTerm> terms = index.terms;
+      std::stable_sort(terms.begin(), terms.end(),
+                       [](const IndexTerm &a, const IndexTerm &b) {
+                         return a.coefficient > b.coefficient;
+                       });
+      bool cut = false;
+      for (const IndexTerm &term : terms) {
+        int64_t size = node.loopSizes[term.loop];
+        int64_t part = size / degrees[term.loop];
+        if (cut && part != size)
+          return false;
+        cut = cut || part != 1;
+      }
+    }
+  return true;
+}
+
+static ParallelConfig drawConfig(const OpNode &node, int numDevices,
+                                 std::mt19937_64 &rng) {
   std::uniform_int_distribution<int> percent(0, 99);
   if (!node.partitionable || percent(rng) < 5) {
     if (node.partitionable || percent(rng) < 50)
@@ -57,9 +82,33 @@ ParallelConfig randomConfig(const OpNode &node, int numDevices,
   return config;
 }
 
+ParallelConfig randomConfig(const OpNode &node, int numDevices,
+                            std::mt19937_64 &rng) {
+  // A few draws; a reshape that no draw splits followably runs whole.
+  for (int attempt = 0; attempt < 8; ++attempt) {
+    ParallelConfig config = drawConfig(node, numDevices, rng);
+    if (followableSplit(node, config.degrees))
+      return config;
+  }
+  return {};
+}
+
+static ParallelConfig nextConfig(const OpNode &node,
+                                 const ParallelConfig &current, int numDevices,
+                                 std::mt19937_64 &rng);
+
 ParallelConfig neighbourConfig(const OpNode &node,
                                const ParallelConfig &current, int numDevices,
                                std::mt19937_64 &rng) {
+  ParallelConfig next = nextConfig(node, current, numDevices, rng);
+  if (followableSplit(node, next.degrees))
+    return next;
+  return randomConfig(node, numDevices, rng);
+}
+
+static ParallelConfig nextConfig(const OpNode &node,
+                                 const ParallelConfig &current, int numDevices,
+                                 std::mt19937_64 &rng) {
   size_t numLoops = node.loopSizes.size();
   if (!node.partitionable || current.degrees.size() != numLoops ||
       current.devices.empty() || numLoops == 0)
@@ -250,6 +299,10 @@ std::optional<ParallelConfig> carryConfig(const ParallelConfig &config,
       continue;
     int64_t degree = std::gcd(remaining, to.loopSizes[l]);
     carried.degrees[l] = degree;
+    if (!followableSplit(to, carried.degrees)) {
+      carried.degrees[l] = 1; // a reshape's inner dimension: the next loop
+      continue;
+    }
     remaining /= degree;
   }
   if (remaining != 1)
@@ -276,6 +329,8 @@ std::vector<ParallelConfig> enumerateConfigs(const OpNode &node,
     degreeVectors = std::move(longer);
   }
   for (const std::vector<int64_t> &degrees : degreeVectors) {
+    if (!followableSplit(node, degrees))
+      continue;
     ParallelConfig base{degrees, {}};
     int64_t tasks = base.numTasks();
     std::vector<int64_t> devices(tasks, 0);

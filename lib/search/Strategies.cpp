@@ -253,6 +253,8 @@ Strategy megatronStrategy(const OpGraph &graph, int numDevices,
     config.degrees.assign(node.loopSizes.size(), 1);
     config.degrees[*sample] = groups;
     config.degrees[*inner] = t;
+    if (!followableSplit(node, config.degrees))
+      continue; // a reshape whose blocks would not be contiguous
     // Group-major: the t devices of a group are consecutive (one node).
     config.devices = allDevices(numDevices);
     if (*inner < *sample) {

@@ -234,6 +234,39 @@ TEST(Layout, GradientsOfPartsNeedOnlyThoseParts) {
             (std::vector<StepKind>{StepKind::AllReduceWhole, StepKind::Slice}));
 }
 
+TEST(Layout, GradientsOfSeveralPartsTakeEveryPart) {
+  // Two slices' gradients, zero elsewhere: columns 0..4 split by rows,
+  // columns 4..8 by columns; and a copy of row block 0 that an earlier
+  // reader assembled overlaps both (the partitioner plans such values from
+  // their disjoint parts alone; the planner must still never drop a part).
+  // The reader of rows 4..8 on device 0 needs both slices' parts: one
+  // piece alone would leave the other's columns zero.
+  TensorShape t = f32({8, 8});
+  Layout left;
+  left.blocks = {block({0, 0}, {4, 4}), block({4, 0}, {4, 4})};
+  Layout right;
+  right.blocks = {block({0, 4}, {8, 2}), block({0, 6}, {8, 2})};
+  Layout copy;
+  copy.blocks = {block({0, 0}, {4, 8}), std::nullopt};
+  Layout target;
+  target.blocks = {block({4, 0}, {4, 8}), std::nullopt};
+  ReshardPlan plan = planReshard(t, {left, right, copy}, target,
+                                 /*zerosElsewhere=*/true);
+  // The overlapping copy rules out transfers from all pieces at once, and
+  // one piece alone would drop the other's part: a whole all-reduce.
+  EXPECT_EQ(kinds(plan),
+            (std::vector<StepKind>{StepKind::AllReduceWhole, StepKind::Slice}));
+  for (const Step &step : plan.steps)
+    if (step.kind == StepKind::SendRecv ||
+        step.kind == StepKind::HaloExchange) {
+      int64_t fromRight = 0;
+      for (const Transfer &tr : step.transfers)
+        if (tr.block.offsets[1] >= 4)
+          fromRight += tr.block.volume();
+      EXPECT_GT(fromRight, 0) << "the right slice's rows 4..8 are dropped";
+    }
+}
+
 TEST(Layout, PrefersAPieceThatHoldsTheTarget) {
   TensorShape t = f32({8, 4});
   Layout split = Layout::split(t.shape, 2, 0, {0, 1});

@@ -382,3 +382,42 @@ TEST(ConfigSpace, NeighbourConfigsMoveResizeOrReshapeTheSplit) {
 }
 
 } // namespace
+
+TEST(ConfigSpace, ReshapesSplitOnlyWhereTheirBlocksAreContiguous) {
+  // tensor.expand_shape [16, 8] -> [4, 4, 2, 4]: row r = 4 * i + j, column
+  // c = 4 * h + k (loops i, j, h, k).
+  OpNode expand;
+  expand.opName = "tensor.expand_shape";
+  expand.loopSizes = {4, 4, 2, 4};
+  expand.loopKinds = {DimKind::Attribute, DimKind::Sample, DimKind::Attribute,
+                      DimKind::Attribute};
+  expand.overBatch = {false, false, false, false};
+  NodeAccess input;
+  input.tensor = 0;
+  input.indices = {IndexExpr{{{0, 4}, {1, 1}}, 0, true},
+                   IndexExpr{{{2, 4}, {3, 1}}, 0, true}};
+  expand.accesses.push_back(input);
+  // Split outer dimensions, or inner ones under fully split outer ones.
+  EXPECT_TRUE(followableSplit(expand, {2, 1, 1, 1}));
+  EXPECT_TRUE(followableSplit(expand, {1, 1, 2, 1}));
+  EXPECT_TRUE(followableSplit(expand, {4, 2, 1, 1}));
+  // Rows {0, 1, 4, 5, ...}: not a block.
+  EXPECT_FALSE(followableSplit(expand, {1, 2, 1, 1}));
+  EXPECT_FALSE(followableSplit(expand, {2, 2, 1, 1}));
+  EXPECT_FALSE(followableSplit(expand, {1, 1, 1, 2}));
+  // Other ops read through such maps as they are (a convolution's window).
+  OpNode other = expand;
+  other.opName = "linalg.generic";
+  EXPECT_TRUE(followableSplit(other, {1, 2, 1, 1}));
+
+  // Random configs and carried ones are followable: two tasks carried
+  // from a matmul go to the outer row loop, not the sample loop j.
+  std::mt19937_64 rng(7);
+  for (int draw = 0; draw < 200; ++draw)
+    EXPECT_TRUE(followableSplit(expand, randomConfig(expand, 8, rng).degrees));
+  OpGraph g = unrolledLayers(1, 8, 16);
+  std::optional<ParallelConfig> carried =
+      carryConfig(ParallelConfig{{2, 1, 1}, {0, 1}}, g.nodes[0], expand);
+  ASSERT_TRUE(carried);
+  EXPECT_EQ(carried->degrees, (std::vector<int64_t>{2, 1, 1, 1}));
+}

@@ -11,11 +11,21 @@
 
 namespace soap {
 
+/// Whether the partitioner can follow `degrees` on `node` as the simulator
+/// prices them: a reshape's task must read a contiguous block of each
+/// collapsed dimension (in a group, every dimension after the first one
+/// whose part is not of size one is whole), as
+/// SpmdPartitioner::partitionByConfig requires. A reshape it cannot follow
+/// passes its input's layout through instead, which the simulator does not
+/// price (BERT's heads split along the sequence). Every other op: true.
+bool followableSplit(const OpNode &node, const std::vector<int64_t> &degrees);
+
 /// A random valid config for `node` on `numDevices` devices: degrees that
 /// divide their loops (any mix of sample, attribute, parameter and
 /// reduction splits) with at most `numDevices` tasks, placed on an aligned
 /// block of devices or on a random set of them; occasionally replicated.
-/// Non-partitionable nodes get replicated or a single device.
+/// Non-partitionable nodes get replicated or a single device. Only
+/// followable splits (followableSplit).
 ParallelConfig randomConfig(const OpNode &node, int numDevices,
                             std::mt19937_64 &rng);
 
@@ -52,7 +62,9 @@ std::vector<Layer> layerGroups(const OpGraph &graph);
 /// have the same loops; replicated or single-device configs as they are;
 /// otherwise the same devices with the task count split over `to`'s loops,
 /// sample loops first, then attribute and parameter loops, reduction loops
-/// last. Nothing when the count cannot be split over `to`'s loops.
+/// last, skipping loops whose split the partitioner could not follow
+/// (followableSplit). Nothing when the count cannot be split over `to`'s
+/// loops.
 std::optional<ParallelConfig> carryConfig(const ParallelConfig &config,
                                           const OpNode &from,
                                           const OpNode &to);
