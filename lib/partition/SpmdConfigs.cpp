@@ -461,8 +461,94 @@ DeviceBoxes SpmdPartitioner::completeLayout(const DistValue &value,
   return everywhere(type);
 }
 
+bool soap::partition::updatesState(Operation *op) {
+  for (Value result : op->getResults())
+    for (OpOperand &use : result.getUses()) {
+      auto ret = dyn_cast<func::ReturnOp>(use.getOwner());
+      auto function =
+          ret ? dyn_cast<func::FuncOp>(ret->getParentOp()) : func::FuncOp();
+      if (!function)
+        continue;
+      auto role = function.getResultAttrOfType<StringAttr>(
+          use.getOperandNumber(), "soap.role");
+      if (role &&
+          (role.getValue() == "param" || role.getValue() == "opt_state"))
+        return true;
+    }
+  return false;
+}
+
+bool SpmdPartitioner::sumAsPartials(Value original, Location loc) {
+  DistValue &value = dist[original];
+  auto type = cast<RankedTensorType>(original.getType());
+  // Addends in one layout, each whole on its devices; the layouts on
+  // disjoint devices.
+  SmallVector<Piece> addends;
+  SmallVector<SmallVector<Value>> members;
+  SmallVector<int64_t> taskOf(numDevices, -1);
+  for (Value addend : value.addends) {
+    std::optional<Piece> piece = layoutOf(addend);
+    if (!piece || piece->partial)
+      return false;
+    auto same = llvm::find_if(
+        addends, [&](const Piece &p) { return p.boxes == piece->boxes; });
+    if (same != addends.end()) {
+      members[same - addends.begin()].push_back(addend);
+      continue;
+    }
+    for (int64_t device = 0; device < numDevices; ++device) {
+      if (!piece->boxes[device])
+        continue;
+      if (!(*piece->boxes[device] == wholeBox(type)) || taskOf[device] >= 0)
+        return false; // split, or a device holding two layouts
+      taskOf[device] = static_cast<int64_t>(addends.size());
+    }
+    addends.push_back(std::move(*piece));
+    members.push_back({addend});
+  }
+  for (auto [i, addend] : llvm::enumerate(addends)) {
+    SmallVector<int64_t> holders;
+    for (int64_t device = 0; device < numDevices; ++device)
+      if (taskOf[device] == static_cast<int64_t>(i))
+        holders.push_back(device);
+    for (Value member : llvm::drop_begin(members[i]))
+      addend.local = addLocally(value.sumOp, addend.local,
+                                layoutOf(member)->local, holders, loc);
+  }
+  // Each device holds one addend whole: partial sums, one per addend.
+  Value local = identityFilled(b, loc, type, ReductionKind::sum);
+  for (auto [i, addend] : llvm::enumerate(addends)) {
+    SmallVector<bool> holds(numDevices, false);
+    for (int64_t device = 0; device < numDevices; ++device)
+      holds[device] = taskOf[device] == static_cast<int64_t>(i);
+    local = arith::SelectOp::create(b, loc, deviceIn(holds, loc), addend.local,
+                                    local);
+  }
+  DeviceBoxes boxes(numDevices);
+  for (int64_t device = 0; device < numDevices; ++device)
+    if (taskOf[device] >= 0)
+      boxes[device] = wholeBox(type);
+  value.pieces = {
+      Piece{local, std::move(boxes), std::move(taskOf), ReductionKind::sum}};
+  value.addends.clear();
+  value.sums.clear();
+  value.sumOp = nullptr;
+  return true;
+}
+
 void SpmdPartitioner::normalizeOperands(Operation *op) {
   auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
+  // The update of a parameter reads the sum of its gradients from the
+  // devices that read it as partial sums (each device's own addend), which
+  // it all-reduces among them, as the simulator synchronizes a parameter's
+  // gradient.
+  if (updatesState(op))
+    for (Value operand : op->getOperands())
+      if (auto found = dist.find(operand);
+          found != dist.end() && !found->second.addends.empty()) {
+        b.setInsertionPoint(op);
+        sumAsPartials(operand, op->getLoc());
+      }
   // A linalg op reads its inputs through materialize when its config or,
   // without one, another input that is split or on a device subset
   // decides where it runs (an adjoint sum of a gradient that is zero
