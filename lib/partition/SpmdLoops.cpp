@@ -174,7 +174,6 @@ void SpmdPartitioner::partitionLinalg(linalg::LinalgOp op,
       mapping.map(value, materialize(value, everywhere(type), loc));
 
   SmallVector<SmallVector<Piece>> results(op->getNumResults());
-  std::optional<SpreadInit> spread;
   for (ArrayRef<int64_t> slot : plan.slots) {
     SmallVector<bool> active;
     SmallVector<int64_t> activeDevices;
@@ -214,11 +213,6 @@ void SpmdPartitioner::partitionLinalg(linalg::LinalgOp op,
                   (op.payloadUsesValueFromOperand(&operand) &&
                    (local = embeddedInit(value, boxes, *kind, loc))))) {
         // Partial sums added to partial sums stay partial sums.
-        partialInit = true;
-      } else if (isInit && plan.slots.size() == 1 && op.getNumDpsInits() == 1 &&
-                 op.payloadUsesValueFromOperand(&operand) &&
-                 (spread = spreadInit(op, value, boxes, slot, loc))) {
-        local = spread->local;
         partialInit = true;
       } else {
         local = materialize(value, boxes, loc);
@@ -312,121 +306,8 @@ void SpmdPartitioner::partitionLinalg(linalg::LinalgOp op,
       results[i].push_back(std::move(piece));
     }
   }
-  if (spread) {
-    // The init's holders that did not run the op keep their part: partial
-    // sums with the op's results.
-    Piece &piece = results[0].front();
-    SmallVector<bool> ran(numDevices);
-    int64_t numTasks = 0;
-    for (int64_t device = 0; device < numDevices; ++device) {
-      ran[device] = piece.tasks[device] >= 0;
-      numTasks = std::max(numTasks, piece.tasks[device] + 1);
-    }
-    for (int64_t device : spread->keepers) {
-      piece.boxes[device] = spread->held.boxes[device];
-      piece.tasks[device] =
-          numTasks + (spread->held.partial ? spread->held.tasks[device] : 0);
-    }
-    piece.partial = ReductionKind::sum;
-    b.setInsertionPointAfter(piece.local.getDefiningOp());
-    piece.local = arith::SelectOp::create(b, loc, deviceIn(ran, loc),
-                                          piece.local, spread->held.local);
-  }
   for (OpResult result : op->getResults())
     dist[result].pieces = std::move(results[result.getResultNumber()]);
-}
-
-/// Whether `value` is summed only into the update of training state: a
-/// weight's gradient (the products that accumulate into it, adds, then the
-/// optimizer's update, which the step returns), not an activation's, whose
-/// sum its producer reads.
-static bool onlyUpdatesState(Value value) {
-  SmallVector<Value> work = {value};
-  DenseSet<Value> seen;
-  while (!work.empty()) {
-    Value next = work.pop_back_val();
-    if (!seen.insert(next).second)
-      continue;
-    for (OpOperand &use : next.getUses()) {
-      Operation *user = use.getOwner();
-      bool state = updatesState(user);
-      if (state)
-        continue;
-      auto linalgUser = dyn_cast<linalg::LinalgOp>(user);
-      bool accumulates = linalgUser && linalgUser.isDpsInit(&use);
-      bool adds =
-          linalgUser && !user->hasAttr(SoapDialect::getConfigAttrName()) &&
-          user->getNumResults() == 1 && linalgUser.getNumDpsInputs() == 2 &&
-          linalgUser.getNumReductionLoops() == 0;
-      if (!accumulates && !adds)
-        return false;
-      work.push_back(user->getResult(0));
-    }
-  }
-  return true;
-}
-
-std::optional<SpmdPartitioner::SpreadInit>
-SpmdPartitioner::spreadInit(linalg::LinalgOp op, Value init,
-                            const DeviceBoxes &boxes, ArrayRef<int64_t> slot,
-                            Location loc) {
-  if (combinerOf(op) != ReductionKind::sum ||
-      !onlyUpdatesState(op->getResult(0)))
-    return std::nullopt;
-  auto found = dist.find(init);
-  if (found == dist.end() || found->second.splat || found->second.transpose ||
-      found->second.zerosElsewhere || !found->second.addends.empty())
-    return std::nullopt;
-  const Piece *held = onlyProducedPiece(found->second);
-  if (!held || !held->local ||
-      (held->partial && *held->partial != ReductionKind::sum))
-    return std::nullopt;
-  SmallVector<int64_t> keepers, both;
-  const Box *block = nullptr;
-  DenseSet<int64_t> tasks;
-  for (int64_t device = 0; device < numDevices; ++device) {
-    bool runs = slot[device] >= 0, holds = held->boxes[device].has_value();
-    if (runs) {
-      block = &*boxes[device];
-      // Each device a task of its own: its result counts once.
-      if (!tasks.insert(slot[device]).second)
-        return std::nullopt;
-    }
-    if (holds && !runs)
-      keepers.push_back(device);
-    if (holds && runs)
-      both.push_back(device);
-  }
-  if (keepers.empty() || !block)
-    return std::nullopt;
-  // Whole copies would count twice where a device that runs the op adds
-  // one; copies of one partial likewise.
-  if (!held->partial && !both.empty())
-    return std::nullopt;
-  for (int64_t device : both) {
-    if (!(*held->boxes[device] == *boxes[device]))
-      return std::nullopt;
-    for (int64_t keeper : keepers)
-      if (held->tasks[keeper] == held->tasks[device])
-        return std::nullopt;
-  }
-  for (int64_t keeper : keepers)
-    if (held->boxes[keeper]->sizes != block->sizes)
-      return std::nullopt;
-  // The devices that run the op and hold a partial add it; the others
-  // start from zeros.
-  auto localType = RankedTensorType::get(
-      block->sizes, cast<RankedTensorType>(init.getType()).getElementType());
-  SmallVector<bool> adds(numDevices, false);
-  for (int64_t device : both)
-    adds[device] = true;
-  Value zeros = identityFilled(b, loc, localType, ReductionKind::sum);
-  Value local = both.empty()
-                    ? zeros
-                    : arith::SelectOp::create(b, loc, deviceIn(adds, loc),
-                                              held->local, zeros)
-                          .getResult();
-  return SpreadInit{local, *held, std::move(keepers)};
 }
 
 /// A scatter-add nest (a gather's gradient,

@@ -92,10 +92,6 @@ struct DistValue {
   SmallVector<Piece, 1> sums;
 };
 
-/// Whether `op` computes training state that the step returns (a
-/// parameter's or its optimizer state's update).
-bool updatesState(Operation *op);
-
 /// The one piece the value has besides re-split copies (the piece its
 /// producer wrote, or a whole copy made from several).
 const Piece *onlyProducedPiece(const DistValue &value);
@@ -203,10 +199,6 @@ private:
   /// (DistValue::addends), computed where it is read. Fails, changing
   /// nothing, for any other op.
   LogicalResult deferSum(Operation *op);
-  /// The sum `original` (DistValue::addends) as partial sums when each
-  /// device holds one addend whole, or none (false, changing nothing,
-  /// otherwise).
-  bool sumAsPartials(Value original, Location loc);
   /// The sum `original` (DistValue::addends) in `target`; with `realize`,
   /// the value is that from then on (an ordinary value, no longer a sum).
   Value materializeSum(Value original, const DeviceBoxes &target,
@@ -251,20 +243,6 @@ private:
                          ReductionKind kind);
   Value embeddedInit(Value init, const DeviceBoxes &boxes, ReductionKind kind,
                      Location loc);
-  /// An init that devices besides those running the op hold (a weight's
-  /// gradient accumulated over an RNN's time steps on other devices): the
-  /// devices that run the op start from their own partial sum or zeros,
-  /// the `keepers` keep `held`, and the result is the partial sums of all
-  /// of them (summed where a reader needs it: one all_reduce of the
-  /// weight's gradient, as the simulator prices it).
-  struct SpreadInit {
-    Value local;
-    Piece held;
-    SmallVector<int64_t> keepers;
-  };
-  std::optional<SpreadInit> spreadInit(linalg::LinalgOp op, Value init,
-                                       const DeviceBoxes &boxes,
-                                       ArrayRef<int64_t> slot, Location loc);
   /// Brings `original` to `target` by the steps lib/layout plans.
   Value reshard(Value original, const DeviceBoxes &target, Location loc);
   /// Emits one planned step on `current` (holding `held`), or fails when
