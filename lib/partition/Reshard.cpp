@@ -264,26 +264,6 @@ Value SpmdPartitioner::embeddedInit(Value init, const DeviceBoxes &boxes,
   const Piece *piece = onlyProducedPiece(found->second);
   if (!piece || piece->partial || !piece->local)
     return nullptr;
-  auto volume = [](const Box &box) {
-    int64_t n = 1;
-    for (int64_t size : box.sizes)
-      n *= size;
-    return n;
-  };
-  auto inside = [](const Box &part, const Box &block) {
-    for (size_t d = 0; d < part.offsets.size(); ++d)
-      if (part.offsets[d] < block.offsets[d] ||
-          part.offsets[d] + part.sizes[d] > block.offsets[d] + block.sizes[d])
-        return false;
-    return true;
-  };
-  auto disjoint = [](const Box &x, const Box &y) {
-    for (size_t d = 0; d < x.offsets.size(); ++d)
-      if (x.offsets[d] + x.sizes[d] <= y.offsets[d] ||
-          y.offsets[d] + y.sizes[d] <= x.offsets[d])
-        return true;
-    return false;
-  };
   DeviceBoxes parts(numDevices);
   const Box *anyBlock = nullptr, *anyPart = nullptr;
   bool moves = false;
@@ -292,7 +272,7 @@ Value SpmdPartitioner::embeddedInit(Value init, const DeviceBoxes &boxes,
     if (!block)
       continue;
     const std::optional<Box> &part = piece->boxes[device];
-    if (!part || !inside(*part, *block))
+    if (!part || !block->contains(*part))
       return nullptr;
     parts[device] = part;
     anyBlock = &*block;
@@ -313,12 +293,12 @@ Value SpmdPartitioner::embeddedInit(Value init, const DeviceBoxes &boxes,
       continue;
     int64_t covered = 0;
     for (auto [i, device] : llvm::enumerate(group)) {
-      covered += volume(*parts[device]);
+      covered += parts[device]->volume();
       for (int64_t other : llvm::drop_begin(group, i + 1))
-        if (!disjoint(*parts[device], *parts[other]))
+        if (parts[device]->meets(*parts[other]))
           return nullptr;
     }
-    if (covered != volume(*boxes[first]))
+    if (covered != boxes[first]->volume())
       return nullptr;
   }
   auto blockType = RankedTensorType::get(
@@ -370,105 +350,8 @@ Value SpmdPartitioner::materialize(Value original, const DeviceBoxes &target,
     return tensor::EmptyOp::create(b, loc, type.getShape(),
                                    type.getElementType());
   if (!value.addends.empty())
-    return materializeSum(original, target, localType, loc);
+    return materializeSum(original, target, loc);
   return reshard(original, target, loc);
-}
-
-Value SpmdPartitioner::onDevices(ArrayRef<int64_t> devices, Type type,
-                                 function_ref<Value()> build, Location loc) {
-  if (static_cast<int64_t>(devices.size()) == numDevices)
-    return build();
-  auto guard = OnDevicesOp::create(b, loc, TypeRange{type},
-                                   b.getDenseI64ArrayAttr(devices));
-  OpBuilder::InsertionGuard insertion(b);
-  b.setInsertionPointToStart(&guard.getBody().emplaceBlock());
-  YieldOp::create(b, loc, build());
-  return guard.getResult(0);
-}
-
-Value SpmdPartitioner::addLocally(Operation *sumOp, Value x, Value y,
-                                  ArrayRef<int64_t> devices, Location loc) {
-  auto type = cast<RankedTensorType>(x.getType());
-  return onDevices(
-      devices, type,
-      [&] {
-        auto generic = cast<linalg::GenericOp>(sumOp);
-        IRMapping mapping;
-        mapping.map(generic.getDpsInputs()[0], x);
-        mapping.map(generic.getDpsInputs()[1], y);
-        mapping.map(generic.getDpsInits()[0],
-                    tensor::EmptyOp::create(b, loc, type.getShape(),
-                                            type.getElementType()));
-        Operation *local = b.clone(*sumOp, mapping);
-        local->getResult(0).setType(type);
-        return local->getResult(0);
-      },
-      loc);
-}
-
-Value SpmdPartitioner::materializeSum(Value original, const DeviceBoxes &target,
-                                      RankedTensorType localType, Location loc,
-                                      bool realize) {
-  auto finish = [&](const Piece &piece) {
-    if (realize) {
-      DistValue &value = dist[original];
-      value.pieces = {piece};
-      value.addends.clear();
-      value.sums.clear();
-      value.sumOp = nullptr;
-    }
-    return piece.local;
-  };
-  for (const Piece &sum : dist[original].sums)
-    if (sum.boxes == target)
-      return finish(Piece(sum));
-  SmallVector<Value> addends = dist[original].addends;
-  Operation *sumOp = dist[original].sumOp;
-  auto holdersOf = [](const DeviceBoxes &boxes) {
-    SmallVector<int64_t> devices;
-    for (auto [device, box] : llvm::enumerate(boxes))
-      if (box)
-        devices.push_back(device);
-    return devices;
-  };
-  // Addends in one layout add up where they are, then move once.
-  std::vector<std::pair<Piece, SmallVector<Value>>> groups;
-  for (Value addend : addends) {
-    Piece piece = *layoutOf(addend);
-    auto same = llvm::find_if(groups, [&](const auto &group) {
-      return group.first.boxes == piece.boxes;
-    });
-    if (same == groups.end())
-      groups.push_back({std::move(piece), {addend}});
-    else
-      same->second.push_back(addend);
-  }
-  Value result;
-  for (auto &[piece, members] : groups) {
-    Value source = members.front();
-    if (members.size() > 1) {
-      Value local = piece.local;
-      for (Value member : llvm::drop_begin(members))
-        local = addLocally(sumOp, local, layoutOf(member)->local,
-                           holdersOf(piece.boxes), loc);
-      // The group's sum, keyed by its local value, to be moved like any
-      // distributed value.
-      source = local;
-      dist[source].pieces.push_back(
-          Piece{local, piece.boxes, piece.tasks, std::nullopt});
-    }
-    Value moved = materialize(source, target, loc);
-    result = result ? addLocally(sumOp, result, moved, holdersOf(target), loc)
-                    : moved;
-  }
-  assert(result.getType() == localType && "the sum's local type");
-  (void)localType;
-  SmallVector<int64_t> tasks(numDevices, -1);
-  for (int64_t device : holdersOf(target))
-    tasks[device] = 0;
-  Piece sum{result, target, std::move(tasks), std::nullopt};
-  dist[original].sums.push_back(sum);
-  return finish(sum);
 }
 
 //===----------------------------------------------------------------------===//
@@ -727,20 +610,12 @@ Value SpmdPartitioner::reshard(Value original, const DeviceBoxes &target,
     // of its blocks and overlaps them. A reader inside such a copy slices
     // it; any other plans from the parts alone (the copy beside the parts
     // would count its elements twice, or hide parts from a plan).
-    auto inside = [](const Box &inner, const Box &outer) {
-      for (size_t d = 0; d < inner.offsets.size(); ++d)
-        if (inner.offsets[d] < outer.offsets[d] ||
-            inner.offsets[d] + inner.sizes[d] >
-                outer.offsets[d] + outer.sizes[d])
-          return false;
-      return true;
-    };
     std::vector<int> ids; // the pieces planned from
     for (auto [p, piece] : llvm::enumerate(value.pieces))
       if (piece.derived &&
           llvm::all_of(llvm::seq<int64_t>(0, numDevices), [&](int64_t d) {
             return !target[d] ||
-                   (piece.boxes[d] && inside(*target[d], *piece.boxes[d]));
+                   (piece.boxes[d] && piece.boxes[d]->contains(*target[d]));
           })) {
         ids = {static_cast<int>(p)};
         break;

@@ -56,16 +56,21 @@ using namespace soap::partition;
 
 static constexpr llvm::StringLiteral kPass = "soap-partition";
 
+/// The operands of `op` and the values its regions capture.
+static SmallVector<Value> valuesRead(Operation *op) {
+  SmallVector<Value> reads(op->getOperands());
+  llvm::SetVector<Value> captured;
+  getUsedValuesDefinedAbove(op->getRegions(), captured);
+  reads.append(captured.begin(), captured.end());
+  return reads;
+}
+
 FailureOr<IRMapping> SpmdPartitioner::localReads(
     Operation *op, function_ref<DeviceBoxes(Value, RankedTensorType)> targetOf,
     bool &moved) {
   Location loc = op->getLoc();
   IRMapping mapping = plain;
-  SmallVector<Value> reads(op->getOperands());
-  llvm::SetVector<Value> captured;
-  getUsedValuesDefinedAbove(op->getRegions(), captured);
-  reads.append(captured.begin(), captured.end());
-  for (Value value : reads) {
+  for (Value value : valuesRead(op)) {
     auto type = dyn_cast<RankedTensorType>(value.getType());
     if (!type || mapping.contains(value))
       continue;
@@ -91,15 +96,11 @@ LogicalResult SpmdPartitioner::runOnHolders(Operation *op) {
         return tensor && tensor.hasStaticShape();
       }))
     return failure();
-  SmallVector<Value> reads(op->getOperands());
-  llvm::SetVector<Value> captured;
-  getUsedValuesDefinedAbove(op->getRegions(), captured);
-  reads.append(captured.begin(), captured.end());
   // The devices that hold every tensor the op reads whole; values that are
   // everywhere or rebuilt anywhere do not decide.
   SmallVector<bool> holds(numDevices, true);
   bool decided = false;
-  for (Value value : reads) {
+  for (Value value : valuesRead(op)) {
     auto type = dyn_cast<RankedTensorType>(value.getType());
     if (!type)
       continue;

@@ -302,15 +302,6 @@ LogicalResult SpmdPartitioner::runWholeOn(Operation *op, int64_t device) {
   return success();
 }
 
-/// Whether boxes `x` and `y` share an element.
-static bool meet(const Box &x, const Box &y) {
-  for (size_t d = 0; d < x.sizes.size(); ++d)
-    if (x.offsets[d] >= y.offsets[d] + y.sizes[d] ||
-        y.offsets[d] >= x.offsets[d] + x.sizes[d])
-      return false;
-  return true;
-}
-
 /// Whether `op` is an elementwise add of its two inputs into an init it
 /// does not read, over identical maps.
 static bool isPlainAdd(linalg::GenericOp op) {
@@ -345,7 +336,7 @@ LogicalResult SpmdPartitioner::addDisjointParts(Operation *op) {
     for (const Piece &b : parts[1]->pieces)
       for (const std::optional<Box> &x : a.boxes)
         for (const std::optional<Box> &y : b.boxes)
-          if (x && y && meet(*x, *y))
+          if (x && y && x->meets(*y))
             return failure(); // the parts overlap: an add must run
   DistValue sum;
   sum.zerosElsewhere = true;
@@ -442,19 +433,13 @@ DeviceBoxes SpmdPartitioner::completeLayout(const DistValue &value,
   for (const std::optional<Box> &box : around)
     if (box && !llvm::is_contained(distinct, *box))
       distinct.push_back(*box);
-  auto volume = [](const Box &box) {
-    int64_t v = 1;
-    for (int64_t s : box.sizes)
-      v *= s;
-    return v;
-  };
   bool tiles = !distinct.empty();
   int64_t covered = 0;
   for (size_t i = 0; i < distinct.size() && tiles; ++i) {
     tiles &= distinct[i].sizes == distinct.front().sizes;
     for (size_t j = i + 1; j < distinct.size() && tiles; ++j)
-      tiles &= !meet(distinct[i], distinct[j]);
-    covered += volume(distinct[i]);
+      tiles &= !distinct[i].meets(distinct[j]);
+    covered += distinct[i].volume();
   }
   if (tiles && covered == type.getNumElements())
     return around;
@@ -490,15 +475,9 @@ void SpmdPartitioner::normalizeOperands(Operation *op) {
       continue;
     if (!found->second.addends.empty()) {
       // Added where the first addend is.
-      auto type = cast<RankedTensorType>(operand.get().getType());
-      DeviceBoxes target = layoutOf(found->second.addends.front())->boxes;
-      const Box *any = nullptr;
-      for (const std::optional<Box> &box : target)
-        if (box)
-          any = &*box;
       b.setInsertionPoint(op);
-      materializeSum(operand.get(), target,
-                     RankedTensorType::get(any->sizes, type.getElementType()),
+      materializeSum(operand.get(),
+                     layoutOf(found->second.addends.front())->boxes,
                      op->getLoc(), /*realize=*/true);
       continue;
     }

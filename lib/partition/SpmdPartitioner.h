@@ -7,7 +7,9 @@
 // ops by their plans, SpmdPlans.cpp; scatter-adds) or SpmdViews.cpp
 // (reshapes, slices, pads, concatenations, lazy transposes). Ops with no
 // partitioned form run whole everywhere. Reshard.cpp moves values between
-// the layouts ops read, as lib/layout's reshard planner says.
+// the layouts ops read, as lib/layout's reshard planner says; Sums.cpp adds
+// adjoint sums of gradients in different layouts where their reader needs
+// them.
 //
 //===----------------------------------------------------------------------===//
 
@@ -39,6 +41,28 @@ struct Box {
   SmallVector<int64_t> offsets, sizes;
   bool operator==(const Box &other) const {
     return offsets == other.offsets && sizes == other.sizes;
+  }
+  int64_t volume() const {
+    int64_t n = 1;
+    for (int64_t size : sizes)
+      n *= size;
+    return n;
+  }
+  /// Whether every element of `inner` is in this box.
+  bool contains(const Box &inner) const {
+    for (size_t d = 0; d < sizes.size(); ++d)
+      if (inner.offsets[d] < offsets[d] ||
+          inner.offsets[d] + inner.sizes[d] > offsets[d] + sizes[d])
+        return false;
+    return true;
+  }
+  /// Whether this box and `other` share an element.
+  bool meets(const Box &other) const {
+    for (size_t d = 0; d < sizes.size(); ++d)
+      if (offsets[d] >= other.offsets[d] + other.sizes[d] ||
+          other.offsets[d] >= offsets[d] + sizes[d])
+        return false;
+    return true;
   }
 };
 
@@ -201,8 +225,7 @@ private:
   LogicalResult deferSum(Operation *op);
   /// The sum `original` (DistValue::addends) in `target`; with `realize`,
   /// the value is that from then on (an ordinary value, no longer a sum).
-  Value materializeSum(Value original, const DeviceBoxes &target,
-                       RankedTensorType localType, Location loc,
+  Value materializeSum(Value original, const DeviceBoxes &target, Location loc,
                        bool realize = false);
   /// `sumOp` (a plain add) on the local values `x` and `y` of one type, on
   /// `devices` only.

@@ -314,22 +314,6 @@ static std::optional<layout::Block> padInterior(const OpGraph &graph,
   return std::nullopt;
 }
 
-/// The elements of `block` inside `part`; none when there are none.
-static std::optional<layout::Block> intersect(const layout::Block &block,
-                                              const layout::Block &part) {
-  layout::Block result = block;
-  for (size_t d = 0; d < block.offsets.size(); ++d) {
-    int64_t lo = std::max(block.offsets[d], part.offsets[d]);
-    int64_t hi = std::min(block.offsets[d] + block.sizes[d],
-                          part.offsets[d] + part.sizes[d]);
-    if (hi <= lo)
-      return std::nullopt;
-    result.offsets[d] = lo;
-    result.sizes[d] = hi - lo;
-  }
-  return result;
-}
-
 void Simulator::buildEdge(int edgeId) {
   auto [producer, consumer] = edgeEnds[edgeId];
   const OpNode &pn = graph.nodes[producer];
@@ -464,7 +448,7 @@ void Simulator::buildEdge(int edgeId) {
       for (layout::Layout &piece : interior.pieces)
         for (std::optional<layout::Block> &block : piece.blocks)
           if (block)
-            block = intersect(*block, *part);
+            block = block->intersect(*part);
     }
     const SlotLayouts &blocks = interior.pieces.empty() ? written : interior;
     const NodeTasks &read_ = nodeTasks[consumer];
