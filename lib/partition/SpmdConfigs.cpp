@@ -40,7 +40,27 @@ static bool contiguousGroups(ArrayRef<ReassociationIndices> reassociation,
   return true;
 }
 
+/// The tensor ops partitionByConfig follows a config of.
+static bool isConfiguredView(Operation *op) {
+  return op->hasAttr(SoapDialect::getConfigAttrName()) &&
+         isa<tensor::ExtractSliceOp, tensor::ExpandShapeOp,
+             tensor::CollapseShapeOp, tensor::ConcatOp, tensor::InsertSliceOp,
+             tensor::PadOp>(op);
+}
+
 LogicalResult SpmdPartitioner::partitionByConfig(Operation *op) {
+  // It reads its operands through materialize, which plans a value that
+  // is zero elsewhere with its zeros (a model-parallel embedding's
+  // gradient, whose slices were read on other devices, goes to the
+  // embedding's device alone); the rewrites that follow when it cannot
+  // need ordinary values.
+  if (succeeded(followConfig(op)))
+    return success();
+  normalizeOperands(op, /*viewsByConfig=*/false);
+  return failure();
+}
+
+LogicalResult SpmdPartitioner::followConfig(Operation *op) {
   auto config = op->getAttrOfType<ConfigAttr>(SoapDialect::getConfigAttrName());
   auto partitionable = dyn_cast<PartitionableOpInterface>(op);
   if (!config || !partitionable || op->getNumResults() != 1 ||
@@ -446,7 +466,9 @@ DeviceBoxes SpmdPartitioner::completeLayout(const DistValue &value,
   return everywhere(type);
 }
 
-void SpmdPartitioner::normalizeOperands(Operation *op) {
+void SpmdPartitioner::normalizeOperands(Operation *op, bool viewsByConfig) {
+  if (viewsByConfig && isConfiguredView(op))
+    return; // partitionByConfig
   auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
   // A linalg op reads its inputs through materialize when its config or,
   // without one, another input that is split or on a device subset
@@ -474,10 +496,13 @@ void SpmdPartitioner::normalizeOperands(Operation *op) {
     if (readsByPlan && !linalgOp.isDpsInit(&operand))
       continue;
     if (!found->second.addends.empty()) {
-      // Added where the first addend is.
+      // Added where the last addend is, the one the backward pass made
+      // last (a weight's gradient from its first reader: the update then
+      // runs, and the weight stays, where the next step's forward pass
+      // starts with it).
       b.setInsertionPoint(op);
       materializeSum(operand.get(),
-                     layoutOf(found->second.addends.front())->boxes,
+                     layoutOf(found->second.addends.back())->boxes,
                      op->getLoc(), /*realize=*/true);
       continue;
     }

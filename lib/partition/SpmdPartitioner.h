@@ -176,6 +176,9 @@ public:
   LogicalResult partitionPassThrough(Operation *op) override;
   LogicalResult partitionConcat(Operation *op) override;
   LogicalResult partitionByConfig(Operation *op) override;
+  /// partitionByConfig's rewrite; fails, changing nothing, when it cannot
+  /// follow the config.
+  LogicalResult followConfig(Operation *op);
 
 private:
   // Plans.
@@ -237,8 +240,10 @@ private:
                   function_ref<Value()> build, Location loc);
   /// Makes every operand of `op` that is zero elsewhere an ordinary value
   /// (whole on every device) unless `op` reads it through materialize
-  /// alone (a linalg op with a config, as an input).
-  void normalizeOperands(Operation *op);
+  /// alone (a linalg op with a config, as an input; with `viewsByConfig`,
+  /// a tensor op with a config, which partitionByConfig normalizes only
+  /// when it cannot follow the config).
+  void normalizeOperands(Operation *op, bool viewsByConfig = true);
   /// `op` whole on `device`, its operands brought there whole.
   LogicalResult runWholeOn(Operation *op, int64_t device);
   DeviceBoxes completeLayout(const DistValue &value,

@@ -288,30 +288,43 @@ bool Simulator::sameBlocksOnSameDevices(const Placement &pp, size_t pa,
   return true;
 }
 
-/// The part of a tensor.pad's result that its input fills (the rest is the
-/// padding value, whose gradient no one needs); none for other ops.
-static std::optional<layout::Block> padInterior(const OpGraph &graph,
+/// The parts of an op's result whose gradients its backward work reads
+/// separately: a tensor.pad's interior (its input's part; the padding's
+/// gradient is not needed), each differentiated input's part of a
+/// tensor.concat (its gradient is one slice per input). None for other
+/// ops (their blocks whole).
+static std::vector<layout::Block> gradientParts(const OpGraph &graph,
                                                 int node) {
   const OpNode &n = graph.nodes[node];
-  if (n.opName != "tensor.pad")
-    return std::nullopt;
+  bool pad = n.opName == "tensor.pad";
+  if (!pad && n.opName != "tensor.concat")
+    return {};
+  std::vector<layout::Block> parts;
   for (const NodeAccess &access : n.accesses) {
     if (access.role != AccessRole::Read)
       continue;
-    const std::vector<int64_t> &shape = graph.tensors[access.tensor].shape;
+    const GraphTensor &input = graph.tensors[access.tensor];
+    bool active =
+        (input.isParameter && input.producer < 0) ||
+        (input.producer >= 0 && graph.nodes[input.producer].needsBackward);
+    if (!pad && !active)
+      continue;
+    // The input's elements are where the index is the loop less a constant.
     layout::Block part;
     for (size_t d = 0; d < access.indices.size(); ++d) {
       const IndexExpr &index = access.indices[d];
       if (!index.isLinear || index.terms.size() != 1 ||
           index.terms[0].loop != d || index.terms[0].coefficient != 1 ||
-          d >= shape.size())
-        return std::nullopt;
+          d >= input.shape.size())
+        return {};
       part.offsets.push_back(-index.constant);
-      part.sizes.push_back(shape[d]);
+      part.sizes.push_back(input.shape[d]);
     }
-    return part;
+    parts.push_back(std::move(part));
+    if (pad)
+      break;
   }
-  return std::nullopt;
+  return parts;
 }
 
 void Simulator::buildEdge(int edgeId) {
@@ -440,17 +453,20 @@ void Simulator::buildEdge(int edgeId) {
         continue;
     }
     // ... to the blocks each producer task needs the gradient of (a pad's
-    // backward slices its input's part: only that part moves).
+    // backward slices its input's part: only that part moves; a
+    // concatenation's slices each move their input's part).
     const SlotLayouts &written = slotLayouts(pp, pa, SlotKind::Blocks);
-    SlotLayouts interior;
-    if (std::optional<layout::Block> part = padInterior(graph, producer)) {
-      interior = written;
-      for (layout::Layout &piece : interior.pieces)
-        for (std::optional<layout::Block> &block : piece.blocks)
+    SlotLayouts parts;
+    std::vector<layout::Block> regions = gradientParts(graph, producer);
+    for (const layout::Block &region : regions)
+      for (size_t k = 0; k < written.pieces.size(); ++k) {
+        parts.pieces.push_back(written.pieces[k]);
+        parts.task.push_back(written.task[k]);
+        for (std::optional<layout::Block> &block : parts.pieces.back().blocks)
           if (block)
-            block = block->intersect(*part);
-    }
-    const SlotLayouts &blocks = interior.pieces.empty() ? written : interior;
+            block = block->intersect(region);
+      }
+    const SlotLayouts &blocks = regions.empty() ? written : parts;
     const NodeTasks &read_ = nodeTasks[consumer];
     auto gradientBy = [&](int piece, int device) -> std::vector<int> {
       std::vector<int> ids;
@@ -461,10 +477,28 @@ void Simulator::buildEdge(int edgeId) {
           ids.push_back(nodeTasks[c].bwd[u]);
       return ids;
     };
+    // A part that what an earlier part's steps made holds whole is sliced
+    // from it (the partitioner keeps it as a piece of the gradient).
+    std::vector<PlanCache::Copy> partsMade;
     for (size_t k = 0; k < blocks.pieces.size(); ++k) {
+      const layout::Layout &target = blocks.pieces[k];
+      const PlanCache::Copy *from = nullptr;
+      for (const PlanCache::Copy &copy : partsMade) {
+        bool holds = true;
+        for (int d = 0; d < numDevices && holds; ++d)
+          holds = !target.blocks[d] ||
+                  (copy.layout.blocks[d] &&
+                   copy.layout.blocks[d]->contains(*target.blocks[d]));
+        if (holds) {
+          from = &copy;
+          break;
+        }
+      }
       const layout::ReshardPlan &plan =
-          planFor(shape, gradients.pieces, blocks.pieces[k],
-                  /*zerosElsewhere=*/true);
+          from ? planFor(shape, {from->layout}, target,
+                         /*zerosElsewhere=*/false)
+               : planFor(shape, gradients.pieces, target,
+                         /*zerosElsewhere=*/true);
       TaskKey base{3,
                    producer,
                    consumer,
@@ -472,8 +506,18 @@ void Simulator::buildEdge(int edgeId) {
                    static_cast<int32_t>(k),
                    0};
       std::vector<std::vector<int>> ready =
-          addPlanTasks(plan, /*forward=*/false, base, gradientBy,
+          addPlanTasks(plan, /*forward=*/false, base,
+                       from ? SourceTask([&](int, int device) {
+                         return from->madeBy[device];
+                       })
+                            : SourceTask(gradientBy),
                        tensor.elementBytes, groupsOfEdge);
+      if (!from)
+        for (auto step = plan.steps.rbegin(); step != plan.steps.rend(); ++step)
+          if (step->kind != layout::StepKind::Slice) {
+            partsMade.push_back({step->result, ready});
+            break;
+          }
       for (int d = 0; d < numDevices; ++d)
         if (int s = blocks.task[k][d]; s >= 0)
           for (int id : ready[d])
@@ -506,6 +550,10 @@ static std::string describeTask(const OpGraph &graph, const TaskKey &key) {
   case 3:
     return "gradient edge " + op(key[2]) + " -> " + op(key[1]);
   case 4:
+    if (key[2] == 1)
+      return "parameter " + tensor(key[1]) + " to its readers";
+    if (key[2] == 2)
+      return "parameter " + tensor(key[1]) + " returned whole";
     return "gradient of parameter " + tensor(key[1]);
   case 6:
     return "split reduction of " + op(key[1]);

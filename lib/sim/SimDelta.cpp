@@ -89,10 +89,9 @@ SimReport Simulator::simulateDelta(
     for (int g : nodeTasks[node].returnGroups)
       touch(g);
   }
-  for (int t : params) {
-    touch(parameterGroups[t][0]);
-    touch(parameterGroups[t][1]);
-  }
+  for (int t : params)
+    for (int g : parameterTasks[t].groups)
+      touch(g);
   for (int e : edgeIds) {
     for (int g : edges[e].groups)
       touch(g);
@@ -107,7 +106,7 @@ SimReport Simulator::simulateDelta(
   log.valid = true;
   log.nodes.clear();
   log.edges.clear();
-  log.parameterGroups.clear();
+  log.parameters.clear();
   log.preds.clear();
   log.removed.clear();
   log.removedGroups.clear();
@@ -122,7 +121,7 @@ SimReport Simulator::simulateDelta(
   for (int e : edgeIds)
     log.edges.emplace_back(e, edges[e]);
   for (int t : params)
-    log.parameterGroups.emplace_back(t, parameterGroups[t]);
+    log.parameters.emplace_back(t, parameterTasks[t]);
   for (int c : relinkForward) {
     for (int id : nodeTasks[c].fwd)
       log.preds.emplace_back(id, std::move(tasks[id].preds));
@@ -151,10 +150,21 @@ SimReport Simulator::simulateDelta(
   std::vector<int> removed;
   for (int node : nodes)
     removeNode(node, removed);
+  // Readers of a parameter whose tasks waited for its steps, or will wait
+  // for them, are relinked.
+  std::set<int> relinkReaders;
+  auto readersWaiting = [&](int t) {
+    const ParameterTasks &sync = parameterTasks[t];
+    if (!sync.forwardDeps.empty() || !sync.backwardDeps.empty())
+      for (auto [reader, access] : parameterReaders[t])
+        if (!nodes.count(reader))
+          relinkReaders.insert(reader);
+  };
   for (int t : params) {
-    removeGroup(parameterGroups[t][0], removed);
-    removeGroup(parameterGroups[t][1], removed);
-    parameterGroups[t] = {-1, -1};
+    readersWaiting(t);
+    for (int g : parameterTasks[t].groups)
+      removeGroup(g, removed);
+    parameterTasks[t] = ParameterTasks();
   }
   for (int e : edgeIds)
     removeEdge(e, removed);
@@ -171,8 +181,25 @@ SimReport Simulator::simulateDelta(
   size_t firstNew = changedGroups.size();
   for (int node : nodes)
     buildNode(node);
-  for (int t : params)
+  for (int t : params) {
     buildParameter(t);
+    readersWaiting(t);
+  }
+  for (int c : relinkReaders) {
+    auto relink = [&](std::set<int> &relinked, const std::vector<int> &ids,
+                      int group) {
+      if (!relinked.insert(c).second)
+        return; // logged with the change's own
+      for (int id : ids)
+        log.preds.emplace_back(id, tasks[id].preds);
+      if (group >= 0) {
+        touch(group);
+        log.relinkedGroups.push_back(group);
+      }
+    };
+    relink(relinkForward, nodeTasks[c].fwd, nodeTasks[c].fwdGroup);
+    relink(relinkBackward, nodeTasks[c].bwd, nodeTasks[c].bwdGroup);
+  }
   for (int e : edgeIds)
     plans->copies[edgeEnds[e].first].clear();
   for (int e : edgeIds)
@@ -243,8 +270,8 @@ bool Simulator::undo() {
     tasks[id].preds = std::move(preds);
   for (auto &[e, edge] : log.edges)
     edges[e] = std::move(edge);
-  for (auto &[t, ids] : log.parameterGroups)
-    parameterGroups[t] = ids;
+  for (auto &[t, sync] : log.parameters)
+    parameterTasks[t] = std::move(sync);
   for (auto &entry : log.nodes) {
     nodeTasks[entry.node] = std::move(entry.tasks);
     placements[entry.node] = std::move(entry.placement);

@@ -107,7 +107,7 @@ Simulator::Simulator(const OpGraph &graph, const CostModel &cost,
   undoLog = std::make_unique<UndoLog>();
   accounts = std::make_unique<Accounts>();
   plans = std::make_unique<PlanCache>();
-  parameterGroups.assign(graph.tensors.size(), {-1, -1});
+  parameterTasks.resize(graph.tensors.size());
   parameterReaders.resize(graph.tensors.size());
   parametersReadBy.resize(n);
   if (options.training)
@@ -480,77 +480,6 @@ void Simulator::buildReturn(int node) {
     group.returnGroups[i] = addGroup(std::move(steps[i]));
 }
 
-void Simulator::buildParameter(int tensorId) {
-  // Gradient synchronization of one parameter: every task that reads a
-  // region of it holds a gradient for that region; gradients of the tasks
-  // on one device add up locally (a weight used at every time step), and
-  // devices that read the same region all-reduce it once, unless every
-  // reader of the region runs whole everywhere (a replicated op computes
-  // the same complete gradient on each device).
-  std::vector<int> allReduces, updates;
-  const GraphTensor &tensor = graph.tensors[tensorId];
-  int numDevices = machine.numDevices();
-  std::map<Box, std::vector<std::pair<int, size_t>>> regions; // (node, task)
-  for (auto [node, access] : parameterReaders[tensorId]) {
-    const Placement &p = placement(node);
-    for (size_t t = 0; t < p.devices.size(); ++t)
-      if (!isEmpty(p.box(t, access)))
-        regions[p.box(t, access).toBox()].emplace_back(node, t);
-  }
-  int region = 0;
-  for (const auto &[box, readers] : regions) {
-    int64_t bytes = boxVolume(box) * tensor.elementBytes;
-    std::vector<int> devices;
-    for (auto [node, t] : readers)
-      devices.push_back(placements[node]->devices[t]);
-    std::sort(devices.begin(), devices.end());
-    devices.erase(std::unique(devices.begin(), devices.end()), devices.end());
-    bool partialSums =
-        std::any_of(readers.begin(), readers.end(),
-                    [&](const std::pair<int, size_t> &reader) {
-                      return !placements[reader.first]->replicated;
-                    });
-    int allReduce = -1;
-    if (devices.size() > 1 && partialSums) {
-      allReduce = newTask();
-      Task &task = tasks[allReduce];
-      task.kind = TaskKind::AllReduce;
-      task.key = {4, tensorId, -1, region, 0, 0};
-      task.bytes = bytes;
-      task.groupSize = devices.size();
-      task.members.append(devices.begin(), devices.end());
-      task.duration = machine.allReduceTime(bytes, devices);
-      for (LinkId link : machine.collectiveLinks(devices))
-        task.resources.push_back(numDevices + link);
-      occupyDevices(task, devices.data(), devices.data() + devices.size());
-      for (auto [node, t] : readers)
-        task.preds.push_back(nodeTasks[node].bwd[t]);
-      allReduces.push_back(allReduce);
-    }
-    for (int device : devices) {
-      int id = newTask();
-      Task &task = tasks[id];
-      task.kind = TaskKind::Update;
-      task.key = {5, tensorId, -1, region, device, 0};
-      task.bytes = bytes;
-      task.device = device;
-      task.resources = {device};
-      task.duration = cost.updateTime(bytes, device);
-      if (allReduce >= 0) {
-        task.preds.push_back(allReduce);
-      } else {
-        for (auto [node, t] : readers)
-          if (placements[node]->devices[t] == device)
-            task.preds.push_back(nodeTasks[node].bwd[t]);
-      }
-      updates.push_back(id);
-    }
-    ++region;
-  }
-  parameterGroups[tensorId] = {addGroup(std::move(allReduces)),
-                               addGroup(std::move(updates))};
-}
-
 void Simulator::occupyDevices(Task &task, const int *first, const int *last) {
   if (overlapsCommunication)
     return;
@@ -606,6 +535,11 @@ void Simulator::linkForward(int node) {
     tasks[id].preds.clear();
   for (int e : producerEdges[node])
     appendEdgeDeps(group.fwd, edges[e].fwdStart, edges[e].fwdDeps);
+  // Parameters that the previous step's update left on other devices.
+  for (int t : parametersReadBy[node])
+    for (const std::array<int, 3> &dep : parameterTasks[t].forwardDeps)
+      if (dep[0] == node)
+        tasks[group.fwd[dep[1]]].preds.push_back(dep[2]);
 }
 
 void Simulator::linkBackward(int node) {
@@ -614,6 +548,11 @@ void Simulator::linkBackward(int node) {
     tasks[group.bwd[s]].preds.assign(1, group.fwd[s]);
   for (int e : consumerEdges[node])
     appendEdgeDeps(group.bwd, edges[e].bwdStart, edges[e].bwdDeps);
+  // Parameter gradients this op's accumulate into, from other layouts.
+  for (int t : parametersReadBy[node])
+    for (const std::array<int, 3> &dep : parameterTasks[t].backwardDeps)
+      if (dep[0] == node)
+        tasks[group.bwd[dep[1]]].preds.push_back(dep[2]);
 }
 
 void Simulator::buildAll() {

@@ -381,6 +381,16 @@ struct Simulator::Placement {
   }
 };
 
+/// The tasks of one parameter's synchronization (Parameters.cpp): its
+/// groups (the gradient's steps, the updates, the steps that bring the
+/// updated parameter to its readers), and the readers' tasks that wait for
+/// those steps, (reader node, its task, the step's task): forward tasks for
+/// the parameter, backward tasks for the gradient they accumulate into.
+struct Simulator::ParameterTasks {
+  std::vector<int> groups;
+  std::vector<std::array<int, 3>> forwardDeps, backwardDeps;
+};
+
 /// What simulateDelta changed, to put it back.
 struct Simulator::UndoLog {
   struct NodeEntry {
@@ -392,7 +402,7 @@ struct Simulator::UndoLog {
   bool valid = false;
   std::vector<NodeEntry> nodes;
   std::vector<std::pair<int, EdgeTasks>> edges;
-  std::vector<std::pair<int, std::array<int, 2>>> parameterGroups;
+  std::vector<std::pair<int, ParameterTasks>> parameters;
   std::vector<std::pair<int, TaskInts>> preds;
   std::vector<std::pair<int, Task>> removed;
   std::vector<std::pair<int, Group>> removedGroups;

@@ -145,13 +145,24 @@ private:
   struct UndoLog;
   struct Accounts;
   struct TransferPath;
+  struct ParameterTasks;
 
   void buildAll();
   /// The steps that make the loss `node` writes whole on every device.
   void buildReturn(int node);
   void buildNode(int node);
   void buildEdge(int edge);
+  /// A parameter's synchronization (lib/sim/Parameters.cpp): owned (its
+  /// readers' gradients in different layouts are summed where the first
+  /// reader's is, updated and kept there) when buildOwnedParameter
+  /// applies, else shared (all-reduced among the devices that read a
+  /// region, updated on each).
   void buildParameter(int tensor);
+  bool buildOwnedParameter(int tensor);
+  void buildSharedParameter(int tensor);
+  /// An update of `bytes` of parameter `tensor` on `device`.
+  int addUpdate(int tensor, int region, int device, int64_t bytes,
+                const std::vector<int> &preds);
   /// Adds `devices` to a communication task's resources when the machine's
   /// devices cannot compute while their data moves.
   void occupyDevices(Task &task, const int *first, const int *last);
@@ -268,10 +279,9 @@ private:
   MemoryPlan &memoryPlan();
   std::vector<int64_t> memoryScratch;
   std::unique_ptr<MemoryPlan> memoryPlanCache;
-  /// Per parameter tensor: the groups of its gradient all-reduces and of
-  /// its updates, and the (node, access) pairs that read it; per node, the
-  /// parameters it reads.
-  std::vector<std::array<int, 2>> parameterGroups;
+  /// Per parameter tensor: the tasks of its synchronization, and the
+  /// (node, access) pairs that read it; per node, the parameters it reads.
+  std::vector<ParameterTasks> parameterTasks;
   std::vector<std::vector<std::pair<int, int>>> parameterReaders;
   std::vector<std::vector<int>> parametersReadBy;
 

@@ -1,0 +1,302 @@
+//===- Parameters.cpp - the simulator's parameter synchronization --------===//
+//
+// Where each trained parameter's gradient goes, where the update runs, and
+// where the next step finds the updated parameter, as the partitioned
+// training step does it:
+//
+// - Readers whose gradients are partial sums or in one layout (data
+//   parallelism, a Megatron split, every reader on one device): devices
+//   that read the same region all-reduce its gradient, and each updates its
+//   copy.
+// - Readers in different layouts, none of them partial (model parallelism
+//   placing an RNN's time steps on several devices): the gradient follows
+//   the training step's adjoint sums in the backward pass's order. A
+//   contraction's gradient accumulates into the sum so far, which first
+//   moves to the contraction's layout; any other reader's gradient is one
+//   more addend of a sum that the partitioner adds where its reader needs
+//   it. The update reads it where its last addend is, the first reader's
+//   layout; the parameter stays there across steps (docs/partition.md,
+//   "Sharded state"), and the next step brings each reader its blocks from
+//   there.
+//
+//===----------------------------------------------------------------------===//
+
+#include "SimulatorTasks.h"
+
+#include <algorithm>
+#include <map>
+#include <numeric>
+
+namespace soap {
+
+void Simulator::buildParameter(int tensorId) {
+  parameterTasks[tensorId] = ParameterTasks();
+  if (!buildOwnedParameter(tensorId))
+    buildSharedParameter(tensorId);
+}
+
+void Simulator::buildSharedParameter(int tensorId) {
+  // Every task that reads a region of the parameter holds a gradient for
+  // that region; gradients of the tasks on one device add up locally (a
+  // weight used at every time step), and devices that read the same region
+  // all-reduce it once, unless every reader of the region runs whole
+  // everywhere (a replicated op computes the same complete gradient on each
+  // device).
+  std::vector<int> allReduces, updates;
+  const GraphTensor &tensor = graph.tensors[tensorId];
+  int numDevices = machine.numDevices();
+  std::map<Box, std::vector<std::pair<int, size_t>>> regions; // (node, task)
+  for (auto [node, access] : parameterReaders[tensorId]) {
+    const Placement &p = placement(node);
+    for (size_t t = 0; t < p.devices.size(); ++t)
+      if (!isEmpty(p.box(t, access)))
+        regions[p.box(t, access).toBox()].emplace_back(node, t);
+  }
+  int region = 0;
+  for (const auto &[box, readers] : regions) {
+    int64_t bytes = boxVolume(box) * tensor.elementBytes;
+    std::vector<int> devices;
+    for (auto [node, t] : readers)
+      devices.push_back(placements[node]->devices[t]);
+    std::sort(devices.begin(), devices.end());
+    devices.erase(std::unique(devices.begin(), devices.end()), devices.end());
+    bool partialSums =
+        std::any_of(readers.begin(), readers.end(),
+                    [&](const std::pair<int, size_t> &reader) {
+                      return !placements[reader.first]->replicated;
+                    });
+    int allReduce = -1;
+    if (devices.size() > 1 && partialSums) {
+      allReduce = newTask();
+      Task &task = tasks[allReduce];
+      task.kind = TaskKind::AllReduce;
+      task.key = {4, tensorId, -1, region, 0, 0};
+      task.bytes = bytes;
+      task.groupSize = devices.size();
+      task.members.append(devices.begin(), devices.end());
+      task.duration = machine.allReduceTime(bytes, devices);
+      for (LinkId link : machine.collectiveLinks(devices))
+        task.resources.push_back(numDevices + link);
+      occupyDevices(task, devices.data(), devices.data() + devices.size());
+      for (auto [node, t] : readers)
+        task.preds.push_back(nodeTasks[node].bwd[t]);
+      allReduces.push_back(allReduce);
+    }
+    for (int device : devices) {
+      std::vector<int> preds;
+      if (allReduce >= 0) {
+        preds.push_back(allReduce);
+      } else {
+        for (auto [node, t] : readers)
+          if (placements[node]->devices[t] == device)
+            preds.push_back(nodeTasks[node].bwd[t]);
+      }
+      updates.push_back(addUpdate(tensorId, region, device, bytes, preds));
+    }
+    ++region;
+  }
+  std::vector<int> &groupIds = parameterTasks[tensorId].groups;
+  for (std::vector<int> *ids : {&allReduces, &updates})
+    if (int g = addGroup(std::move(*ids)); g >= 0)
+      groupIds.push_back(g);
+}
+
+int Simulator::addUpdate(int tensorId, int region, int device, int64_t bytes,
+                         const std::vector<int> &preds) {
+  int id = newTask();
+  Task &task = tasks[id];
+  task.kind = TaskKind::Update;
+  task.key = {5, tensorId, -1, region, device, 0};
+  task.bytes = bytes;
+  task.device = device;
+  task.resources = {device};
+  task.duration = cost.updateTime(bytes, device);
+  task.preds.append(preds.begin(), preds.end());
+  return id;
+}
+
+/// Whether the partitioner keeps state updated in this layout where it is
+/// across steps (lib/partition/Spmd.cpp, keepsLayout): every device holds a
+/// part of one shape and the parts differ, or some devices hold the whole
+/// tensor and the others nothing. Otherwise the step returns it whole on
+/// every device.
+static bool keptAcrossSteps(const layout::Layout &held) {
+  const layout::Block *first = nullptr;
+  bool split = false, subset = false;
+  for (const std::optional<layout::Block> &block : held.blocks) {
+    if (!block) {
+      subset = true;
+      continue;
+    }
+    if (!first)
+      first = &*block;
+    else if (block->sizes != first->sizes)
+      return false;
+    else
+      split |= block->offsets != first->offsets;
+  }
+  if (!first)
+    return false;
+  if (subset)
+    return !split && std::all_of(first->offsets.begin(), first->offsets.end(),
+                                 [](int64_t o) { return o == 0; });
+  return split;
+}
+
+bool Simulator::buildOwnedParameter(int tensorId) {
+  const GraphTensor &tensor = graph.tensors[tensorId];
+  const std::vector<std::pair<int, int>> &readers = parameterReaders[tensorId];
+  int numDevices = machine.numDevices();
+  // Each reader's gradient: one block per device, no partial sums, not
+  // whole on every device (what the partitioner defers as adjoint sums);
+  // in at least two layouts; one access per reader.
+  std::vector<const layout::Layout *> layouts;
+  for (auto [node, access] : readers) {
+    const Placement &p = placement(node);
+    if (p.replicated ||
+        (!layouts.empty() && node == readers[layouts.size() - 1].first))
+      return false;
+    const SlotLayouts &gradients = slotLayouts(p, access, SlotKind::Gradients);
+    if (gradients.pieces.size() != 1 || gradients.pieces[0].partial)
+      return false;
+    const layout::Layout &mine = gradients.pieces[0];
+    bool everywhere =
+        std::all_of(mine.blocks.begin(), mine.blocks.end(),
+                    [&](const std::optional<layout::Block> &block) {
+                      return block && block->volume() == tensor.numElements();
+                    });
+    if (everywhere)
+      return false;
+    layouts.push_back(&mine);
+  }
+  if (std::all_of(layouts.begin(), layouts.end(), [&](const layout::Layout *l) {
+        return l->blocks == layouts.front()->blocks;
+      }))
+    return false;
+
+  ParameterTasks &sync = parameterTasks[tensorId];
+  layout::TensorShape shape{tensor.shape, tensor.elementBytes};
+  std::vector<std::vector<int>> steps;
+  // The gradient so far, in the backward pass's order: addends, each in
+  // its layout with, per device, the tasks that made it there.
+  struct Addend {
+    const layout::Layout *layout;
+    std::vector<std::vector<int>> madeBy;
+  };
+  std::vector<Addend> sum;
+  int planned = 0;
+  // The sum in `target` (the partitioner's materializeSum): the addends of
+  // one layout add up where they are, then move there as lib/layout plans
+  // it. Per device, the tasks it waits for.
+  auto sumIn = [&](const layout::Layout &target) {
+    std::vector<Addend> groups;
+    for (Addend &addend : sum) {
+      auto same =
+          std::find_if(groups.begin(), groups.end(), [&](const Addend &g) {
+            return g.layout->blocks == addend.layout->blocks;
+          });
+      if (same == groups.end()) {
+        groups.push_back(std::move(addend));
+        continue;
+      }
+      for (int d = 0; d < numDevices; ++d)
+        same->madeBy[d].insert(same->madeBy[d].end(), addend.madeBy[d].begin(),
+                               addend.madeBy[d].end());
+    }
+    std::vector<std::vector<int>> at(numDevices);
+    for (const Addend &group : groups) {
+      std::vector<std::vector<int>> ready = group.madeBy;
+      if (group.layout->blocks != target.blocks)
+        ready = addPlanTasks(
+            planFor(shape, {*group.layout}, target, /*zerosElsewhere=*/false),
+            /*forward=*/false, TaskKey{4, tensorId, 0, planned++, 0, 0},
+            [&](int, int device) { return group.madeBy[device]; },
+            tensor.elementBytes, steps);
+      for (int d = 0; d < numDevices; ++d)
+        at[d].insert(at[d].end(), ready[d].begin(), ready[d].end());
+    }
+    return at;
+  };
+  for (size_t r = readers.size(); r-- > 0;) {
+    auto [node, access] = readers[r];
+    const Placement &p = *placements[node];
+    Addend mine{layouts[r], std::vector<std::vector<int>>(numDevices)};
+    for (size_t t = 0; t < p.devices.size(); ++t)
+      mine.madeBy[p.devices[t]].push_back(nodeTasks[node].bwd[t]);
+    // A contraction's gradient accumulates into the sum so far (the
+    // training step makes that sum its init), which moves to it first;
+    // any other reader's gradient is one more addend.
+    if (!sum.empty() && isContraction(graph.nodes[node].opClass)) {
+      std::vector<std::vector<int>> init = sumIn(*layouts[r]);
+      for (size_t t = 0; t < p.devices.size(); ++t)
+        for (int id : init[p.devices[t]])
+          sync.backwardDeps.push_back({node, static_cast<int>(t), id});
+      sum.clear();
+    }
+    sum.push_back(std::move(mine));
+  }
+  // The update reads the sum where its last addend is: the first reader's
+  // layout, where the next step starts with the parameter.
+  const layout::Layout target = *sum.back().layout;
+  std::vector<std::vector<int>> atTarget = sumIn(target);
+  std::vector<int> updates(numDevices, -1), updateIds;
+  for (int d = 0; d < numDevices; ++d)
+    if (target.blocks[d]) {
+      updates[d] = addUpdate(tensorId, 0, d,
+                             target.blocks[d]->volume() * tensor.elementBytes,
+                             atTarget[d]);
+      updateIds.push_back(updates[d]);
+    }
+  steps.push_back(std::move(updateIds));
+
+  if (keptAcrossSteps(target)) {
+    // The next step reads the parameter from there, each reader its blocks
+    // (at the start of the step: the previous step's update is done), and
+    // later readers also from the copies earlier ones made.
+    std::vector<layout::Layout> held{target};
+    std::vector<std::vector<std::vector<int>>> madeBy{
+        std::vector<std::vector<int>>(numDevices)};
+    for (size_t r = 0; r < readers.size(); ++r) {
+      auto [node, access] = readers[r];
+      const SlotLayouts &read =
+          slotLayouts(*placements[node], access, SlotKind::Blocks);
+      const layout::ReshardPlan &plan =
+          planFor(shape, held, read.pieces[0], /*zerosElsewhere=*/false);
+      std::vector<std::vector<int>> ready = addPlanTasks(
+          plan, /*forward=*/true,
+          TaskKey{4, tensorId, 1, static_cast<int32_t>(r), 0, 0},
+          [&](int piece, int device) { return madeBy[piece][device]; },
+          tensor.elementBytes, steps);
+      for (auto step = plan.steps.rbegin(); step != plan.steps.rend(); ++step)
+        if (step->kind != layout::StepKind::Slice) {
+          held.push_back(step->result);
+          madeBy.push_back(ready);
+          break;
+        }
+      for (int d = 0; d < numDevices; ++d)
+        if (int u = read.task[0][d]; u >= 0)
+          for (int id : ready[d])
+            sync.forwardDeps.push_back({node, u, id});
+    }
+  } else {
+    // Returned whole on every device at the end of the step.
+    std::vector<int> all(numDevices);
+    std::iota(all.begin(), all.end(), 0);
+    const layout::ReshardPlan &plan = planFor(
+        shape, {target}, layout::Layout::whole(tensor.shape, numDevices, all),
+        /*zerosElsewhere=*/false);
+    addPlanTasks(
+        plan, /*forward=*/true, TaskKey{4, tensorId, 2, 0, 0, 0},
+        [&](int, int device) {
+          return updates[device] < 0 ? std::vector<int>{}
+                                     : std::vector<int>{updates[device]};
+        },
+        tensor.elementBytes, steps);
+  }
+  for (std::vector<int> &ids : steps)
+    if (int g = addGroup(std::move(ids)); g >= 0)
+      sync.groups.push_back(g);
+  return true;
+}
+
+} // namespace soap
