@@ -362,66 +362,95 @@ void Simulator::buildEdge(int edgeId) {
     // all-reduce ran).
     const SlotLayouts &produced = slotLayouts(pp, pa, SlotKind::Produced);
     bool partial = !produced.pieces.empty() && produced.pieces[0].partial;
-    if (!partial && sameBlocksOnSameDevices(pp, pa, cp, ca, backward,
-                                            producerOf, consumerOf)) {
+    // A lazily transposed gradient (lazyGradients): nothing on the edge to
+    // the transpose's reader; the transpose's producer takes it from that
+    // reader.
+    const LazyGradient &lazy = lazyGradients[consumer];
+    bool gradientHere = backward && lazyGradients[producer].reader !=
+                                        static_cast<int>(consumer);
+    bool viaReader = gradientHere && lazy.reader >= 0;
+    bool local = !partial && sameBlocksOnSameDevices(pp, pa, cp, ca,
+                                                     gradientHere && !viaReader,
+                                                     producerOf, consumerOf);
+    if (local) {
       for (size_t u = 0; u < producerOf.size(); ++u)
         fwdPairs.emplace_back(u, producedBy(producerOf[u]));
-      if (backward)
+      if (gradientHere && !viaReader)
         for (size_t s = 0; s < consumerOf.size(); ++s)
           bwdPairs.emplace_back(s, nodeTasks[consumer].bwd[consumerOf[s]]);
-      continue;
+      if (!viaReader)
+        continue;
     }
-    // The reshards lib/layout plans, as the partitioner emits them: the
-    // consumer's blocks of each slot from what the producer's tasks wrote
-    // (`produced` above) ...
     layout::TensorShape shape{tensor.shape, tensor.elementBytes};
-    const SlotLayouts &read = slotLayouts(cp, ca, SlotKind::Blocks);
-    std::vector<PlanCache::Copy> &copies = plans->copies[producer][pa];
-    auto producedIn = [&](int piece, int device) -> std::vector<int> {
-      size_t own = produced.pieces.size();
-      if (static_cast<size_t>(piece) >= own)
-        return copies[piece - own].madeBy[device];
-      int s = produced.task[piece][device];
-      return s < 0 ? std::vector<int>{} : std::vector<int>{producedBy(s)};
-    };
-    std::vector<layout::Layout> withCopies;
-    for (size_t k = 0; k < read.pieces.size(); ++k) {
-      // The producer's pieces, then the copies earlier readers made (a
-      // vector is built only when there are copies).
-      if (!copies.empty()) {
-        withCopies = produced.pieces;
-        for (const PlanCache::Copy &copy : copies)
-          withCopies.push_back(copy.layout);
-      }
-      const layout::ReshardPlan &plan =
-          planFor(shape, copies.empty() ? produced.pieces : withCopies,
-                  read.pieces[k], /*zerosElsewhere=*/false);
-      TaskKey base{2,
-                   consumer,
-                   producer,
-                   static_cast<int32_t>(ca),
-                   static_cast<int32_t>(k),
-                   0};
-      std::vector<std::vector<int>> ready =
-          addPlanTasks(plan, /*forward=*/true, base, producedIn,
-                       tensor.elementBytes, groupsOfEdge);
-      // What the steps made stays for the next readers.
-      for (auto step = plan.steps.rbegin(); step != plan.steps.rend(); ++step)
-        if (step->kind != layout::StepKind::Slice) {
-          copies.push_back({step->result, ready});
-          break;
+    if (!local) {
+      // The reshards lib/layout plans, as the partitioner emits them: the
+      // consumer's blocks of each slot from what the producer's tasks wrote
+      // (`produced` above) ...
+      const SlotLayouts &read = slotLayouts(cp, ca, SlotKind::Blocks);
+      std::vector<PlanCache::Copy> &copies = plans->copies[producer][pa];
+      auto producedIn = [&](int piece, int device) -> std::vector<int> {
+        size_t own = produced.pieces.size();
+        if (static_cast<size_t>(piece) >= own)
+          return copies[piece - own].madeBy[device];
+        int s = produced.task[piece][device];
+        return s < 0 ? std::vector<int>{} : std::vector<int>{producedBy(s)};
+      };
+      std::vector<layout::Layout> withCopies;
+      for (size_t k = 0; k < read.pieces.size(); ++k) {
+        // The producer's pieces, then the copies earlier readers made (a
+        // vector is built only when there are copies).
+        if (!copies.empty()) {
+          withCopies = produced.pieces;
+          for (const PlanCache::Copy &copy : copies)
+            withCopies.push_back(copy.layout);
         }
-      for (int d = 0; d < numDevices; ++d)
-        if (int u = read.task[k][d]; u >= 0)
-          for (int id : ready[d])
-            fwdPairs.emplace_back(u, id);
+        const layout::ReshardPlan &plan =
+            planFor(shape, copies.empty() ? produced.pieces : withCopies,
+                    read.pieces[k], /*zerosElsewhere=*/false);
+        TaskKey base{2,
+                     consumer,
+                     producer,
+                     static_cast<int32_t>(ca),
+                     static_cast<int32_t>(k),
+                     0};
+        std::vector<std::vector<int>> ready =
+            addPlanTasks(plan, /*forward=*/true, base, producedIn,
+                         tensor.elementBytes, groupsOfEdge);
+        // What the steps made stays for the next readers.
+        for (auto step = plan.steps.rbegin(); step != plan.steps.rend(); ++step)
+          if (step->kind != layout::StepKind::Slice) {
+            copies.push_back({step->result, ready});
+            break;
+          }
+        for (int d = 0; d < numDevices; ++d)
+          if (int u = read.task[k][d]; u >= 0)
+            for (int id : ready[d])
+              fwdPairs.emplace_back(u, id);
+      }
     }
-    if (!backward)
+    if (!gradientHere)
       continue;
     // ... and the gradient from the consumer's blocks (partial sums where
     // its tasks read the same elements; zeros where it reads nothing) back
-    // to the producer's.
-    const SlotLayouts &gradients = slotLayouts(cp, ca, SlotKind::Gradients);
+    // to the producer's; through a lazy transpose, from its reader's blocks
+    // permuted.
+    SlotLayouts permuted;
+    if (viaReader) {
+      permuted =
+          slotLayouts(placement(lazy.reader), lazy.access, SlotKind::Gradients);
+      for (layout::Layout &piece : permuted.pieces)
+        for (std::optional<layout::Block> &block : piece.blocks)
+          if (block) {
+            layout::Block in;
+            for (int dim : lazy.outputDim) {
+              in.offsets.push_back(block->offsets[dim]);
+              in.sizes.push_back(block->sizes[dim]);
+            }
+            block = std::move(in);
+          }
+    }
+    const SlotLayouts &gradients =
+        viaReader ? permuted : slotLayouts(cp, ca, SlotKind::Gradients);
     // Readers whose gradients are in one and the same layout add them
     // where they are (the training step's adjoint sums run where their
     // operands are; sums of partial sums stay partial): one reshard of the
@@ -467,7 +496,7 @@ void Simulator::buildEdge(int edgeId) {
             block = block->intersect(region);
       }
     const SlotLayouts &blocks = regions.empty() ? written : parts;
-    const NodeTasks &read_ = nodeTasks[consumer];
+    const NodeTasks &read_ = nodeTasks[viaReader ? lazy.reader : consumer];
     auto gradientBy = [&](int piece, int device) -> std::vector<int> {
       std::vector<int> ids;
       if (int u = gradients.task[piece][device]; u >= 0)

@@ -75,6 +75,21 @@ SimReport Simulator::simulateDelta(
     }
     params.insert(parametersReadBy[node].begin(), parametersReadBy[node].end());
   }
+  // A lazy transpose's producer takes its gradient from the transpose's
+  // reader: a change of that reader rebuilds the producer's edges.
+  for (int node : nodes)
+    for (int t : producersOf[node]) {
+      if (lazyGradients[t].reader != node)
+        continue;
+      for (int p : producersOf[t]) {
+        edgeIds.insert(consumerEdges[p].begin(), consumerEdges[p].end());
+        if (!nodes.count(p))
+          relinkBackward.insert(p);
+        for (int c : consumersOf[p])
+          if (!nodes.count(c))
+            relinkForward.insert(c);
+      }
+    }
   // Nothing taken before the earliest ready time of a touched group can
   // differ.
   double resume = std::numeric_limits<double>::infinity();

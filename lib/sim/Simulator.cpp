@@ -100,6 +100,7 @@ Simulator::Simulator(const OpGraph &graph, const CostModel &cost,
       consumerEdges[p].push_back(id);
     }
   edges.resize(edgeEnds.size());
+  findLazyGradients();
   placements.resize(n);
   nodeTasks.resize(n);
   paths.resize(machine.numDevices());
@@ -132,6 +133,69 @@ Simulator::Simulator(const OpGraph &graph, const CostModel &cost,
 }
 
 Simulator::~Simulator() = default;
+
+void Simulator::findLazyGradients() {
+  size_t n = graph.nodes.size();
+  lazyGradients.assign(n, LazyGradient());
+  if (!options.training)
+    return;
+  // In reverse: a transpose read by a lazy one is not (its reader's
+  // gradient would be a permutation of a permutation).
+  for (size_t t = n; t-- > 0;) {
+    const OpNode &op = graph.nodes[t];
+    if (op.opName != "linalg.transpose" || !op.needsBackward)
+      continue;
+    const NodeAccess *in = nullptr, *out = nullptr;
+    for (const NodeAccess &a : op.accesses) {
+      if (a.role == AccessRole::Write)
+        out = &a;
+      else if (a.readsValue() && !a.isDestination)
+        in = &a;
+    }
+    auto loopOf = [](const IndexExpr &index) {
+      return index.isLinear && index.terms.size() == 1 &&
+                     index.terms[0].coefficient == 1 && index.constant == 0
+                 ? static_cast<int>(index.terms[0].loop)
+                 : -1;
+    };
+    int producer = in ? graph.tensors[in->tensor].producer : -1;
+    if (!in || !out || producer < 0 ||
+        in->indices.size() != out->indices.size())
+      continue;
+    LazyGradient lazy;
+    for (const IndexExpr &index : in->indices) {
+      int loop = loopOf(index), dim = -1;
+      for (size_t i = 0; i < out->indices.size() && loop >= 0; ++i)
+        if (loopOf(out->indices[i]) == loop)
+          dim = static_cast<int>(i);
+      lazy.outputDim.push_back(dim);
+    }
+    if (std::count(lazy.outputDim.begin(), lazy.outputDim.end(), -1))
+      continue;
+    // Its result's one reader with backward work, and its input's.
+    auto readers = [&](int tensor, int &reader, int &access) {
+      int count = 0;
+      for (size_t c = 0; c < n; ++c) {
+        const OpNode &other = graph.nodes[c];
+        for (size_t a = 0; a < other.accesses.size(); ++a)
+          if (other.accesses[a].tensor == tensor &&
+              other.accesses[a].readsValue() && other.needsBackward &&
+              static_cast<int>(c) != graph.tensors[tensor].producer) {
+            ++count;
+            reader = static_cast<int>(c);
+            access = static_cast<int>(a);
+          }
+      }
+      return count;
+    };
+    int inputReader = -1, inputAccess = -1;
+    if (readers(out->tensor, lazy.reader, lazy.access) != 1 ||
+        lazyGradients[lazy.reader].reader >= 0 ||
+        readers(in->tensor, inputReader, inputAccess) != 1)
+      continue;
+    lazyGradients[t] = std::move(lazy);
+  }
+}
 
 int Simulator::newTask() {
   int id;
@@ -342,7 +406,7 @@ const Simulator::Placement &Simulator::placement(int node) {
   }
   int someDevice = p->devices.empty() ? 0 : p->devices.front();
   p->forward = cost.forwardTime(graph, node, p->shard, someDevice);
-  p->backward = options.training
+  p->backward = options.training && lazyGradients[node].reader < 0
                     ? cost.backwardTime(graph, node, p->shard, someDevice)
                     : 0;
   placements[node] = std::move(p);

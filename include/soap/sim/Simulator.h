@@ -148,6 +148,8 @@ private:
   struct ParameterTasks;
 
   void buildAll();
+  /// Sets lazyGradients.
+  void findLazyGradients();
   /// The steps that make the loss `node` writes whole on every device.
   void buildReturn(int node);
   void buildNode(int node);
@@ -260,6 +262,17 @@ private:
   /// Per op: the ops it reads from and those that read it, and the ids of
   /// those edges (indices into edgeEnds and edges).
   std::vector<std::vector<int>> producersOf, consumersOf;
+  /// A transpose whose gradient the training step transposes lazily (the
+  /// gradient transpose has no config: each reader transposes what it
+  /// reads), so that its backward work is nothing and its producer's
+  /// gradient comes from its one reader's (node `reader`, access `access`)
+  /// with the dimensions permuted: input dimension j is output dimension
+  /// outputDim[j]. Per node; reader -1 for every other op.
+  struct LazyGradient {
+    int reader = -1, access = -1;
+    std::vector<int> outputDim;
+  };
+  std::vector<LazyGradient> lazyGradients;
   std::vector<std::vector<int>> producerEdges, consumerEdges;
   std::vector<std::pair<int, int>> edgeEnds; ///< (producer, consumer)
   std::vector<Task> tasks;
