@@ -3,6 +3,7 @@
 #include "soap/layout/Layout.h"
 
 #include <algorithm>
+#include <iterator>
 #include <map>
 #include <numeric>
 #include <sstream>
@@ -148,6 +149,8 @@ const char *stepKindName(StepKind kind) {
     return "send_recv";
   case StepKind::HaloExchange:
     return "halo_exchange";
+  case StepKind::LocalSum:
+    return "local_sum";
   case StepKind::AllReduceWhole:
     return "all_reduce_whole";
   }
@@ -158,7 +161,7 @@ std::string Step::str() const {
   std::ostringstream os;
   os << stepKindName(kind);
   if (kind == StepKind::AllReduce || kind == StepKind::ReduceScatter ||
-      kind == StepKind::AllReduceWhole)
+      kind == StepKind::LocalSum || kind == StepKind::AllReduceWhole)
     os << ' ' << combineName(combine);
   if (dim >= 0)
     os << " dim " << dim;
@@ -364,6 +367,10 @@ private:
   void allReduceWhole();
 
   void push(Step step) { plan.steps.push_back(std::move(step)); }
+  /// The LocalSum step of several partial pieces, when each device holds
+  /// one block of them all (of one shape) and two devices hold either the
+  /// same partials (copies) or none in common.
+  std::optional<Step> localSums() const;
 
   const TensorShape &tensor;
   const std::vector<Layout> &pieces;
@@ -676,6 +683,66 @@ void Planner::allReduceWhole() {
   push(std::move(step));
 }
 
+std::optional<Step> Planner::localSums() const {
+  int numDevices = target.numDevices();
+  Step step;
+  step.kind = StepKind::LocalSum;
+  Layout &sum = step.result;
+  sum.blocks.resize(numDevices);
+  std::vector<std::vector<int64_t>> held(numDevices);
+  for (size_t p = 0; p < pieces.size(); ++p) {
+    const Layout &piece = pieces[p];
+    if (!piece.partial)
+      continue;
+    if (sum.partial && *sum.partial != *piece.partial)
+      return std::nullopt;
+    sum.partial = piece.partial;
+    step.combine = *piece.partial;
+    step.pieces.push_back(static_cast<int>(p));
+    for (int d = 0; d < numDevices; ++d) {
+      if (!piece.blocks[d])
+        continue;
+      if (sum.blocks[d] && *sum.blocks[d] != *piece.blocks[d])
+        return std::nullopt;
+      sum.blocks[d] = piece.blocks[d];
+      held[d].push_back(piece.tasks[d]);
+    }
+  }
+  std::vector<int> holders = sum.holders();
+  if (holders.empty() ||
+      std::any_of(holders.begin(), holders.end(), [&](int d) {
+        return sum.blocks[d]->sizes != sum.blocks[holders[0]]->sizes;
+      }))
+    return std::nullopt;
+  sum.tasks.assign(numDevices, -1);
+  bool shared = false;
+  for (int d : holders) {
+    std::sort(held[d].begin(), held[d].end());
+    sum.tasks[d] = d;
+    for (int e : holders) {
+      if (e >= d)
+        break;
+      if (held[e] == held[d]) {
+        sum.tasks[d] = sum.tasks[e];
+        break;
+      }
+      std::vector<int64_t> common;
+      std::set_intersection(held[e].begin(), held[e].end(), held[d].begin(),
+                            held[d].end(), std::back_inserter(common));
+      if (!common.empty())
+        return std::nullopt;
+    }
+    for (int e : holders)
+      shared |= e != d && *sum.blocks[e] == *sum.blocks[d];
+  }
+  // No other device holds a part of the same block: the sums are complete.
+  if (!shared) {
+    sum.partial.reset();
+    sum.tasks.clear();
+  }
+  return step;
+}
+
 ReshardPlan Planner::run() {
   for (size_t p = 0; p < pieces.size(); ++p)
     if (covers(pieces[p], target)) {
@@ -702,8 +769,17 @@ ReshardPlan Planner::run() {
   plan.piece = 0;
   Layout current = pieces.front();
   if (partialPieces > 1) {
-    allReduceWhole();
-    current = plan.steps.back().result;
+    if (std::optional<Step> sums = localSums()) {
+      // Each device adds its own up; then as one partial layout.
+      plan.piece = -1;
+      current = sums->result;
+      push(std::move(*sums));
+      if (current.partial)
+        combine(current);
+    } else {
+      allReduceWhole();
+      current = plan.steps.back().result;
+    }
   } else if (partialPieces == 1) {
     auto it = std::find_if(pieces.begin(), pieces.end(),
                            [](const Layout &l) { return l.partial; });

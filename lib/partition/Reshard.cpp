@@ -124,6 +124,47 @@ Value SpmdPartitioner::slice(Value source, const DeviceBoxes &target,
 /// Every device adds its part of the pieces `pieceIds` into a tensor of the
 /// combination's identity; an all_reduce over all devices adds them up.
 /// A box held by several devices (copies) is counted once.
+/// `x (+) y` elementwise, by the combination `kind`.
+Value SpmdPartitioner::combineLocally(Value x, Value y, ReductionKind kind,
+                                      Location loc) {
+  auto localType = cast<RankedTensorType>(x.getType());
+  AffineMap identity = b.getMultiDimIdentityMap(localType.getRank());
+  Value init = tensor::EmptyOp::create(b, loc, localType.getShape(),
+                                       localType.getElementType());
+  return linalg::GenericOp::create(
+             b, loc, TypeRange{localType}, ValueRange{x, y}, ValueRange{init},
+             ArrayRef<AffineMap>{identity, identity, identity},
+             SmallVector<utils::IteratorType>(localType.getRank(),
+                                              utils::IteratorType::parallel),
+             [&](OpBuilder &nb, Location l, ValueRange args) {
+               Value r;
+               bool isFloat = isa<FloatType>(args[0].getType());
+               switch (kind) {
+               case ReductionKind::max:
+                 r = isFloat
+                         ? arith::MaximumFOp::create(nb, l, args[0], args[1])
+                               .getResult()
+                         : arith::MaxSIOp::create(nb, l, args[0], args[1])
+                               .getResult();
+                 break;
+               case ReductionKind::min:
+                 r = isFloat
+                         ? arith::MinimumFOp::create(nb, l, args[0], args[1])
+                               .getResult()
+                         : arith::MinSIOp::create(nb, l, args[0], args[1])
+                               .getResult();
+                 break;
+               default:
+                 r = isFloat ? arith::AddFOp::create(nb, l, args[0], args[1])
+                                   .getResult()
+                             : arith::AddIOp::create(nb, l, args[0], args[1])
+                                   .getResult();
+               }
+               linalg::YieldOp::create(nb, l, r);
+             })
+      .getResult(0);
+}
+
 Value SpmdPartitioner::universalGather(DistValue &value, ArrayRef<int> pieceIds,
                                        RankedTensorType type, Location loc) {
   std::optional<ReductionKind> partial = value.pieces[pieceIds.front()].partial;
@@ -162,47 +203,9 @@ Value SpmdPartitioner::universalGather(DistValue &value, ArrayRef<int> pieceIds,
                                           : std::optional<Box>());
     auto localType = cast<RankedTensorType>(piece.local.getType());
     Value contribution = piece.local;
-    if (piece.partial) {
-      Value current = slice(whole, where, nullptr, loc);
-      // current (+) piece, elementwise.
-      AffineMap identity = b.getMultiDimIdentityMap(localType.getRank());
-      Value init = tensor::EmptyOp::create(b, loc, localType.getShape(),
-                                           localType.getElementType());
-      contribution =
-          linalg::GenericOp::create(
-              b, loc, TypeRange{localType}, ValueRange{current, piece.local},
-              ValueRange{init},
-              ArrayRef<AffineMap>{identity, identity, identity},
-              SmallVector<utils::IteratorType>(localType.getRank(),
-                                               utils::IteratorType::parallel),
-              [&](OpBuilder &nb, Location l, ValueRange args) {
-                Value r;
-                bool isFloat = isa<FloatType>(args[0].getType());
-                switch (kind) {
-                case ReductionKind::max:
-                  r = isFloat
-                          ? arith::MaximumFOp::create(nb, l, args[0], args[1])
-                                .getResult()
-                          : arith::MaxSIOp::create(nb, l, args[0], args[1])
-                                .getResult();
-                  break;
-                case ReductionKind::min:
-                  r = isFloat
-                          ? arith::MinimumFOp::create(nb, l, args[0], args[1])
-                                .getResult()
-                          : arith::MinSIOp::create(nb, l, args[0], args[1])
-                                .getResult();
-                  break;
-                default:
-                  r = isFloat ? arith::AddFOp::create(nb, l, args[0], args[1])
-                                    .getResult()
-                              : arith::AddIOp::create(nb, l, args[0], args[1])
-                                    .getResult();
-                }
-                linalg::YieldOp::create(nb, l, r);
-              })
-              .getResult(0);
-    }
+    if (piece.partial)
+      contribution = combineLocally(slice(whole, where, nullptr, loc),
+                                    piece.local, kind, loc);
     SmallVector<OpFoldResult> offsets =
         offsetsOf(where, nullptr, type.getRank(), loc);
     SmallVector<OpFoldResult> sizes, strides(type.getRank(), b.getIndexAttr(1));
@@ -588,6 +591,27 @@ SpmdPartitioner::emitStep(DistValue &value, const layout::Step &step,
   case layout::StepKind::SendRecv:
   case layout::StepKind::HaloExchange:
     return emitTransfers(value, step, current, held, *localType, loc);
+  case layout::StepKind::LocalSum: {
+    // Each device's partials added up: identity, then each piece where the
+    // device holds it.
+    ReductionKind kind = static_cast<ReductionKind>(step.combine);
+    Value sum = identityFilled(b, loc, *localType, kind);
+    for (int id : step.pieces) {
+      const Piece &piece = value.pieces[id];
+      if (piece.local.getType() != *localType)
+        return failure();
+      SmallVector<bool> holds;
+      for (const std::optional<Box> &box : piece.boxes)
+        holds.push_back(box.has_value());
+      Value added = combineLocally(sum, piece.local, kind, loc);
+      sum = llvm::all_of(holds, [](bool h) { return h; })
+                ? added
+                : arith::SelectOp::create(b, loc, deviceIn(holds, loc), added,
+                                          sum)
+                      .getResult();
+    }
+    return sum;
+  }
   case layout::StepKind::AllReduceWhole:
     return universalGather(value, step.pieces, type, loc);
   }

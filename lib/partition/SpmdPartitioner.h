@@ -187,6 +187,10 @@ private:
                                  ConfigAttr config, std::string &why);
   FailureOr<Plan> planFromConfig(ArrayRef<int64_t> loopSizes, ConfigAttr config,
                                  std::string &why);
+  /// Where the value is once complete: its layout, partial sums combined
+  /// among the devices that hold them (several partial results on one
+  /// device added there). None when it has no such layout.
+  std::optional<Piece> completedLayoutOf(Value original);
   std::optional<Plan> planFromOperands(linalg::LinalgOp op,
                                        const LinalgLoops &nest);
   Plan replicatedPlan(unsigned numLoops) const;
@@ -292,6 +296,9 @@ private:
   /// else rank tables).
   SmallVector<OpFoldResult>
   offsetsPerDevice(ArrayRef<SmallVector<int64_t>> offsets, Location loc);
+  /// `x (+) y` elementwise by the combination `kind` (local values of
+  /// one type).
+  Value combineLocally(Value x, Value y, ReductionKind kind, Location loc);
   Value universalGather(DistValue &value, ArrayRef<int> pieceIds,
                         RankedTensorType type, Location loc);
   SmallVector<OpFoldResult> offsetsOf(const DeviceBoxes &target,

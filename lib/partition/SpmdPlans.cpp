@@ -212,6 +212,42 @@ std::optional<std::string> SpmdPartitioner::checkPlan(linalg::LinalgOp op,
   return std::nullopt;
 }
 
+std::optional<Piece> SpmdPartitioner::completedLayoutOf(Value original) {
+  auto found = dist.find(original);
+  if (found == dist.end() || found->second.splat)
+    return std::nullopt;
+  std::optional<Piece> layout = layoutOf(original);
+  if (layout) {
+    // Partial sums complete among the devices that hold them.
+    layout->partial.reset();
+    return layout;
+  }
+  // Several partial results per device (tasks of a split reduction that
+  // share a device): each device's sum of its own, when each device holds
+  // one box.
+  const DistValue &value = found->second;
+  std::optional<Piece> sum;
+  for (const Piece &piece : value.pieces) {
+    if (piece.derived)
+      continue;
+    if (!piece.partial || (sum && sum->partial != piece.partial))
+      return std::nullopt;
+    if (!sum) {
+      sum = Piece{Value(), piece.boxes, piece.tasks, piece.partial};
+      continue;
+    }
+    for (auto [mine, theirs] : llvm::zip(sum->boxes, piece.boxes)) {
+      if (mine && theirs && !(*mine == *theirs))
+        return std::nullopt;
+      if (!mine)
+        mine = theirs;
+    }
+  }
+  if (sum)
+    sum->partial.reset();
+  return sum;
+}
+
 std::optional<Plan> SpmdPartitioner::planFromOperands(linalg::LinalgOp op,
                                                       const LinalgLoops &nest) {
   struct Candidate {
@@ -231,8 +267,8 @@ std::optional<Plan> SpmdPartitioner::planFromOperands(linalg::LinalgOp op,
     if (auto found = dist.find(operand.get());
         found != dist.end() && found->second.zerosElsewhere)
       continue;
-    std::optional<Piece> layout = layoutOf(operand.get());
-    if (!layout || layout->partial)
+    std::optional<Piece> layout = completedLayoutOf(operand.get());
+    if (!layout)
       continue;
     const Piece piece = std::move(*layout);
     // A value every device holds whole (a parameter) can be read anywhere:

@@ -219,6 +219,15 @@ Simulator::addPlanTasks(const layout::ReshardPlan &plan, bool forward,
         for (int d : group)
           ready[d] = {id};
       }
+    } else if (step.kind == layout::StepKind::LocalSum) {
+      // Each device adds up its own partials: nothing moves.
+      for (int d = 0; d < numDevices; ++d)
+        if (step.result.blocks[d]) {
+          ready[d].clear();
+          for (int piece : step.pieces)
+            for (int id : sourceOf(piece, d))
+              ready[d].push_back(id);
+        }
     } else if (step.kind == layout::StepKind::SendRecv ||
                step.kind == layout::StepKind::HaloExchange) {
       std::vector<std::vector<int>> received(numDevices);

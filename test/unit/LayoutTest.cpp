@@ -408,6 +408,12 @@ struct Interpreter {
           }
           next[d] = read(next[d], b);
           break;
+        case StepKind::LocalSum:
+          for (int p : step.pieces)
+            if (pieces[p].blocks[d])
+              for (auto &[flat, v] : read(data[p][d], b))
+                next[d][flat] += v;
+          break;
         case StepKind::AllReduceWhole: {
           Values whole;
           for (int p : step.pieces) {
@@ -482,6 +488,41 @@ Layout randomLayout(const std::vector<int64_t> &shape, int n, std::mt19937 &rng,
 }
 
 } // namespace
+
+// A split reduction with two tasks on each device (a random strategy's
+// weight gradient): each device adds its own partials up, then the devices
+// combine theirs; on one device, nothing moves at all.
+TEST(Layout, SeveralPartialsPerDeviceAddUpLocallyFirst) {
+  TensorShape t = f32({4, 4});
+  Interpreter interpreter(t);
+  auto check = [&](const std::vector<Layout> &pieces, const Layout &target,
+                   int partials, std::vector<StepKind> want) {
+    ReshardPlan plan = planReshard(t, pieces, target);
+    SCOPED_TRACE(plan.str());
+    EXPECT_EQ(kinds(plan), want);
+    std::vector<std::vector<Values>> data;
+    for (const Layout &piece : pieces)
+      data.push_back(interpreter.fill(piece, partials));
+    std::vector<Values> result = interpreter.run(plan, pieces, data);
+    for (int d : target.holders())
+      interpreter.forEach(*target.blocks[d], [&](int64_t flat) {
+        EXPECT_NEAR(result[d][flat], Interpreter::truth(flat), 1e-9);
+      });
+  };
+  Layout first, second;
+  first.blocks = {Block::whole(t.shape), std::nullopt};
+  first.partial = Combine::Sum;
+  first.tasks = {0, -1};
+  second = first;
+  second.tasks = {1, -1};
+  check({first, second}, Layout::whole(t.shape, 2, {0}), 2,
+        {StepKind::LocalSum});
+  first.blocks[1] = second.blocks[1] = Block::whole(t.shape);
+  first.tasks = {0, 1};
+  second.tasks = {2, 3};
+  check({first, second}, Layout::whole(t.shape, 2, {0, 1}), 4,
+        {StepKind::LocalSum, StepKind::AllReduce});
+}
 
 TEST(Layout, RandomPlansDeliverTheRightValues) {
   std::mt19937 rng(7);

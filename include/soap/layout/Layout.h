@@ -110,6 +110,11 @@ enum class StepKind {
   /// rims their neighbours hold (a window op split along a spatial
   /// dimension).
   HaloExchange,
+  /// Each device combines the partial results of `pieces` it holds (the
+  /// tasks of a split reduction that share a device), each of one block
+  /// per device: one partial layout, a distinct partial per device (a
+  /// complete one where no other device holds the block). No traffic.
+  LocalSum,
   /// The fallback for partial results in an irregular layout: every device
   /// writes what it is responsible for into a tensor of the combination's
   /// identity, and an all-reduce over all devices combines the whole
@@ -140,7 +145,7 @@ struct Step {
   Combine combine = Combine::Sum;
   /// SendRecv and HaloExchange: every part of every target block.
   std::vector<Transfer> transfers;
-  /// AllReduceWhole: the pieces it combines.
+  /// LocalSum, AllReduceWhole: the pieces it combines.
   std::vector<int> pieces;
   /// Collectives: the bytes of one group's collective as
   /// Machine::collectiveCost counts them (all-reduce and reduce-scatter:
