@@ -108,175 +108,191 @@ LogicalResult SpmdPartitioner::followConfig(Operation *op) {
   SmallVector<int64_t> sizes = partitionable.getLoopSizes();
   std::string why;
   FailureOr<Plan> plan = planFromConfig(sizes, config, why);
-  // One task per device: the local op is one op on blocks.
-  if (failed(plan) || plan->slots.size() != 1)
+  if (failed(plan))
     return failure();
-  ArrayRef<int64_t> slot = plan->slots.front();
   // A concatenation split along its dimension: each task's block must lie
   // in one input, which is all it reads (the other inputs' indices are
   // outside them, as the simulator's empty boxes say).
   auto concat = dyn_cast<tensor::ConcatOp>(op);
   bool splitConcat = concat && plan->degrees[concat.getDim()] != 1;
-
-  // Each task's region of every operand it reads and of its result.
   SmallVector<OperandAccess> accesses = partitionable.getOperandAccesses();
-  SmallVector<DeviceBoxes> reads(op->getNumOperands(), DeviceBoxes(numDevices));
-  DeviceBoxes written(numDevices);
-  bool describesResult = false;
-  SmallVector<int64_t> activeDevices;
-  for (auto [device, task] : llvm::enumerate(slot)) {
-    if (task < 0)
-      continue;
-    activeDevices.push_back(device);
-    for (const OperandAccess &access : accesses) {
-      if (access.isDestination)
-        continue; // an insertion's zeros: nobody holds them
-      auto type = cast<RankedTensorType>(access.value.getType());
-      // A concatenation's task reads the part of each input its block
-      // covers (none of some when it is split along its dimension).
-      bool isInput = concat && access.value != op->getResult(0);
-      std::optional<Box> region = regionOf(access.map, sizes, plan->degrees,
-                                           task, type.getShape(), isInput);
-      if (!region && splitConcat && isInput)
-        continue; // checked below: the task reads one input
-      if (!region)
-        return failure();
-      if (access.value == op->getResult(0)) {
-        written[device] = std::move(region);
-        describesResult = true;
-        continue;
-      }
-      for (OpOperand &operand : op->getOpOperands())
-        if (operand.get() == access.value)
-          reads[operand.getOperandNumber()][device] = *region;
-    }
-  }
-  if (!describesResult || activeDevices.empty())
-    return failure();
-  SmallVector<int64_t> localShape = written[activeDevices.front()]->sizes;
-  for (int64_t device : activeDevices)
-    if (written[device]->sizes != localShape)
-      return failure();
-  // Per device, the input of a split concatenation it reads.
-  SmallVector<int64_t> inputOf(numDevices, -1);
-  for (int64_t device : activeDevices) {
-    for (auto [number, boxes] : llvm::enumerate(reads)) {
-      if (insert && number == insert.getDestMutable().getOperandNumber())
-        continue;
-      if (boxes[device] && splitConcat) {
-        if (inputOf[device] >= 0 || boxes[device]->sizes[concat.getDim()] !=
-                                        written[device]->sizes[concat.getDim()])
-          return failure(); // a block across inputs
-        inputOf[device] = number;
-      } else if (!boxes[device] && !splitConcat) {
-        return failure(); // an operand its loops do not describe
-      }
-    }
-    if (splitConcat && inputOf[device] < 0)
-      return failure();
-  }
-  // Reshapes: the blocks must be contiguous in the collapsed shape.
-  if (auto expand = dyn_cast<tensor::ExpandShapeOp>(op);
-      expand && !contiguousGroups(expand.getReassociationIndices(), localShape,
-                                  resultType.getShape()))
-    return failure();
-  if (auto collapse = dyn_cast<tensor::CollapseShapeOp>(op);
-      collapse && !contiguousGroups(collapse.getReassociationIndices(),
-                                    reads[0][activeDevices.front()]->sizes,
-                                    collapse.getSrcType().getShape()))
-    return failure();
 
-  // Communication first: a guard below must not hold a collective.
-  Location loc = op->getLoc();
-  b.setInsertionPoint(op);
-  SmallVector<Value> locals;
-  for (auto [number, operand] : llvm::enumerate(op->getOperands())) {
-    if ((splitConcat &&
-         llvm::none_of(reads[number],
-                       [](const auto &box) { return box.has_value(); })) ||
-        (insert && number == insert.getDestMutable().getOperandNumber())) {
-      locals.push_back(Value()); // no task reads it
-      continue;
+  // Each slot (the k-th task of every device) is one local op on blocks:
+  // first what every slot reads and writes, checked, then the ops.
+  struct Slot {
+    ArrayRef<int64_t> tasks;
+    SmallVector<DeviceBoxes> reads;
+    DeviceBoxes written;
+    SmallVector<int64_t> activeDevices, localShape;
+    SmallVector<int64_t> inputOf; ///< per device: a split concat's input
+  };
+  SmallVector<Slot, 2> slots;
+  for (ArrayRef<int64_t> tasks : plan->slots) {
+    Slot &slot = slots.emplace_back();
+    slot.tasks = tasks;
+    slot.reads.assign(op->getNumOperands(), DeviceBoxes(numDevices));
+    slot.written.resize(numDevices);
+    slot.inputOf.assign(numDevices, -1);
+    bool describesResult = false;
+    for (auto [device, task] : llvm::enumerate(tasks)) {
+      if (task < 0)
+        continue;
+      slot.activeDevices.push_back(device);
+      for (const OperandAccess &access : accesses) {
+        if (access.isDestination)
+          continue; // an insertion's zeros: nobody holds them
+        auto type = cast<RankedTensorType>(access.value.getType());
+        // A concatenation's task reads the part of each input its block
+        // covers (none of some when it is split along its dimension).
+        bool isInput = concat && access.value != op->getResult(0);
+        std::optional<Box> region = regionOf(access.map, sizes, plan->degrees,
+                                             task, type.getShape(), isInput);
+        if (!region && splitConcat && isInput)
+          continue; // checked below: the task reads one input
+        if (!region)
+          return failure();
+        if (access.value == op->getResult(0)) {
+          slot.written[device] = std::move(region);
+          describesResult = true;
+          continue;
+        }
+        for (OpOperand &operand : op->getOpOperands())
+          if (operand.get() == access.value)
+            slot.reads[operand.getOperandNumber()][device] = *region;
+      }
     }
-    realizeTranspose(operand, op);
-    locals.push_back(materialize(operand, reads[number], loc));
+    if (!describesResult || slot.activeDevices.empty())
+      return failure();
+    slot.localShape = slot.written[slot.activeDevices.front()]->sizes;
+    for (int64_t device : slot.activeDevices)
+      if (slot.written[device]->sizes != slot.localShape)
+        return failure();
+    for (int64_t device : slot.activeDevices) {
+      for (auto [number, boxes] : llvm::enumerate(slot.reads)) {
+        if (insert && number == insert.getDestMutable().getOperandNumber())
+          continue;
+        if (boxes[device] && splitConcat) {
+          if (slot.inputOf[device] >= 0 ||
+              boxes[device]->sizes[concat.getDim()] !=
+                  slot.written[device]->sizes[concat.getDim()])
+            return failure(); // a block across inputs
+          slot.inputOf[device] = number;
+        } else if (!boxes[device] && !splitConcat) {
+          return failure(); // an operand its loops do not describe
+        }
+      }
+      if (splitConcat && slot.inputOf[device] < 0)
+        return failure();
+    }
+    // Reshapes: the blocks must be contiguous in the collapsed shape.
+    if (auto expand = dyn_cast<tensor::ExpandShapeOp>(op);
+        expand && !contiguousGroups(expand.getReassociationIndices(),
+                                    slot.localShape, resultType.getShape()))
+      return failure();
+    if (auto collapse = dyn_cast<tensor::CollapseShapeOp>(op);
+        collapse &&
+        !contiguousGroups(collapse.getReassociationIndices(),
+                          slot.reads[0][slot.activeDevices.front()]->sizes,
+                          collapse.getSrcType().getShape()))
+      return failure();
   }
-  OnDevicesOp guard;
-  OpBuilder::InsertionGuard insertion(b);
-  auto localType =
-      RankedTensorType::get(localShape, resultType.getElementType());
-  if (static_cast<int64_t>(activeDevices.size()) != numDevices) {
-    guard = OnDevicesOp::create(b, loc, TypeRange{localType},
-                                b.getDenseI64ArrayAttr(activeDevices));
-    b.setInsertionPointToStart(&guard.getBody().emplaceBlock());
-  }
+
+  Location loc = op->getLoc();
   auto indexAttrs = [&](ArrayRef<int64_t> values) {
     return llvm::to_vector(llvm::map_range(
         values, [&](int64_t v) -> OpFoldResult { return b.getIndexAttr(v); }));
   };
-  Value local;
-  if (auto extract = dyn_cast<tensor::ExtractSliceOp>(op)) {
-    // The local source starts at the task's first element: the slice
-    // starts at 0, keeps the strides and drops the same unit dimensions.
-    ArrayRef<int64_t> sourceShape =
-        cast<RankedTensorType>(locals[0].getType()).getShape();
-    llvm::SmallBitVector dropped = extract.getDroppedDims();
-    SmallVector<int64_t> sliceSizes;
-    int64_t next = 0;
-    for (int64_t d = 0; d < static_cast<int64_t>(sourceShape.size()); ++d)
-      sliceSizes.push_back(dropped.test(d) ? 1 : localShape[next++]);
-    local = tensor::ExtractSliceOp::create(
-        b, loc, localType, locals[0],
-        indexAttrs(SmallVector<int64_t>(sourceShape.size(), 0)),
-        indexAttrs(sliceSizes), indexAttrs(extract.getStaticStrides()));
-  } else if (auto expand = dyn_cast<tensor::ExpandShapeOp>(op)) {
-    local = tensor::ExpandShapeOp::create(b, loc, localType, locals[0],
-                                          expand.getReassociationIndices());
-  } else if (auto collapse = dyn_cast<tensor::CollapseShapeOp>(op)) {
-    local = tensor::CollapseShapeOp::create(b, loc, localType, locals[0],
-                                            collapse.getReassociationIndices());
-  } else if (insert) {
-    // The block itself, with the unit dimensions the insertion drops.
-    local = locals[0];
-    if (cast<RankedTensorType>(local.getType()).getRank() !=
-        static_cast<int64_t>(localShape.size()))
-      local = tensor::InsertSliceOp::create(
-          b, loc, local,
-          tensor::EmptyOp::create(b, loc, localShape,
-                                  resultType.getElementType()),
-          indexAttrs(SmallVector<int64_t>(localShape.size(), 0)),
-          indexAttrs(localShape),
-          indexAttrs(SmallVector<int64_t>(localShape.size(), 1)));
-  } else if (!splitConcat) {
-    local =
-        tensor::ConcatOp::create(b, loc, localType, concat.getDim(), locals);
-  } else {
-    // Each device's block is its input's: the local values have the
-    // block's type, and each device picks its own.
-    for (auto [number, input] : llvm::enumerate(locals)) {
-      if (!input)
-        continue;
-      if (!local) {
-        local = input;
+  DistValue result;
+  for (Slot &slot : slots) {
+    // Communication first: a guard below must not hold a collective.
+    b.setInsertionPoint(op);
+    SmallVector<Value> locals;
+    for (auto [number, operand] : llvm::enumerate(op->getOperands())) {
+      if ((splitConcat &&
+           llvm::none_of(slot.reads[number],
+                         [](const auto &box) { return box.has_value(); })) ||
+          (insert && number == insert.getDestMutable().getOperandNumber())) {
+        locals.push_back(Value()); // no task reads it
         continue;
       }
-      SmallVector<bool> flags(numDevices, false);
-      for (int64_t device : activeDevices)
-        flags[device] = inputOf[device] == static_cast<int64_t>(number);
-      local =
-          arith::SelectOp::create(b, loc, deviceIn(flags, loc), input, local);
+      realizeTranspose(operand, op);
+      locals.push_back(materialize(operand, slot.reads[number], loc));
     }
+    OnDevicesOp guard;
+    OpBuilder::InsertionGuard insertion(b);
+    auto localType =
+        RankedTensorType::get(slot.localShape, resultType.getElementType());
+    if (static_cast<int64_t>(slot.activeDevices.size()) != numDevices) {
+      guard = OnDevicesOp::create(b, loc, TypeRange{localType},
+                                  b.getDenseI64ArrayAttr(slot.activeDevices));
+      b.setInsertionPointToStart(&guard.getBody().emplaceBlock());
+    }
+    Value local;
+    if (auto extract = dyn_cast<tensor::ExtractSliceOp>(op)) {
+      // The local source starts at the task's first element: the slice
+      // starts at 0, keeps the strides and drops the same unit dimensions.
+      ArrayRef<int64_t> sourceShape =
+          cast<RankedTensorType>(locals[0].getType()).getShape();
+      llvm::SmallBitVector dropped = extract.getDroppedDims();
+      SmallVector<int64_t> sliceSizes;
+      int64_t next = 0;
+      for (int64_t d = 0; d < static_cast<int64_t>(sourceShape.size()); ++d)
+        sliceSizes.push_back(dropped.test(d) ? 1 : slot.localShape[next++]);
+      local = tensor::ExtractSliceOp::create(
+          b, loc, localType, locals[0],
+          indexAttrs(SmallVector<int64_t>(sourceShape.size(), 0)),
+          indexAttrs(sliceSizes), indexAttrs(extract.getStaticStrides()));
+    } else if (auto expand = dyn_cast<tensor::ExpandShapeOp>(op)) {
+      local = tensor::ExpandShapeOp::create(b, loc, localType, locals[0],
+                                            expand.getReassociationIndices());
+    } else if (auto collapse = dyn_cast<tensor::CollapseShapeOp>(op)) {
+      local = tensor::CollapseShapeOp::create(
+          b, loc, localType, locals[0], collapse.getReassociationIndices());
+    } else if (insert) {
+      // The block itself, with the unit dimensions the insertion drops.
+      local = locals[0];
+      if (cast<RankedTensorType>(local.getType()).getRank() !=
+          static_cast<int64_t>(slot.localShape.size()))
+        local = tensor::InsertSliceOp::create(
+            b, loc, local,
+            tensor::EmptyOp::create(b, loc, slot.localShape,
+                                    resultType.getElementType()),
+            indexAttrs(SmallVector<int64_t>(slot.localShape.size(), 0)),
+            indexAttrs(slot.localShape),
+            indexAttrs(SmallVector<int64_t>(slot.localShape.size(), 1)));
+    } else if (!splitConcat) {
+      local =
+          tensor::ConcatOp::create(b, loc, localType, concat.getDim(), locals);
+    } else {
+      // Each device's block is its input's: the local values have the
+      // block's type, and each device picks its own.
+      for (auto [number, input] : llvm::enumerate(locals)) {
+        if (!input)
+          continue;
+        if (!local) {
+          local = input;
+          continue;
+        }
+        SmallVector<bool> flags(numDevices, false);
+        for (int64_t device : slot.activeDevices)
+          flags[device] = slot.inputOf[device] == static_cast<int64_t>(number);
+        local =
+            arith::SelectOp::create(b, loc, deviceIn(flags, loc), input, local);
+      }
+    }
+    if (guard) {
+      YieldOp::create(b, loc, local);
+      local = guard.getResult(0);
+    }
+    Piece piece{local, std::move(slot.written), {}, std::nullopt};
+    for (int64_t task : slot.tasks)
+      piece.tasks.push_back(task);
+    result.pieces.push_back(std::move(piece));
   }
-  if (guard) {
-    YieldOp::create(b, loc, local);
-    local = guard.getResult(0);
-  }
-  Piece piece{local, std::move(written), {}, std::nullopt};
-  for (int64_t task : slot)
-    piece.tasks.push_back(task);
-  DistValue &result = dist[op->getResult(0)];
-  result.pieces.push_back(std::move(piece));
   result.zerosElsewhere = static_cast<bool>(insert);
+  DistValue &value = dist[op->getResult(0)];
+  value.pieces = std::move(result.pieces);
+  value.zerosElsewhere = result.zerosElsewhere;
   return success();
 }
 

@@ -187,9 +187,11 @@ private:
                                  ConfigAttr config, std::string &why);
   FailureOr<Plan> planFromConfig(ArrayRef<int64_t> loopSizes, ConfigAttr config,
                                  std::string &why);
-  /// Where the value is once complete: its layout, partial sums combined
-  /// among the devices that hold them (several partial results on one
-  /// device added there). None when it has no such layout.
+  /// Where the value is once complete, one box per device: its layout,
+  /// partial sums combined among the devices that hold them (several
+  /// partial results on one device added there, blocks of several tasks on
+  /// one device assembled there when they fill a box). None when it has no
+  /// such layout.
   std::optional<Piece> completedLayoutOf(Value original);
   std::optional<Plan> planFromOperands(linalg::LinalgOp op,
                                        const LinalgLoops &nest);

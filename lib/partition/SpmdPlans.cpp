@@ -222,29 +222,53 @@ std::optional<Piece> SpmdPartitioner::completedLayoutOf(Value original) {
     layout->partial.reset();
     return layout;
   }
-  // Several partial results per device (tasks of a split reduction that
-  // share a device): each device's sum of its own, when each device holds
-  // one box.
+  // Several tasks per device: partial results each device adds up (a
+  // split reduction's), each device holding one box of them; or complete
+  // blocks that tile one box per device (a bias gradient whose two halves
+  // one device computed).
   const DistValue &value = found->second;
   std::optional<Piece> sum;
+  SmallVector<int64_t> volume(numDevices, 0);
   for (const Piece &piece : value.pieces) {
     if (piece.derived)
       continue;
-    if (!piece.partial || (sum && sum->partial != piece.partial))
+    if (sum && sum->partial != piece.partial)
       return std::nullopt;
     if (!sum) {
-      sum = Piece{Value(), piece.boxes, piece.tasks, piece.partial};
-      continue;
+      sum = Piece{Value(), DeviceBoxes(numDevices), piece.tasks, piece.partial};
     }
-    for (auto [mine, theirs] : llvm::zip(sum->boxes, piece.boxes)) {
-      if (mine && theirs && !(*mine == *theirs))
-        return std::nullopt;
-      if (!mine)
-        mine = theirs;
+    for (auto [device, box] : llvm::enumerate(piece.boxes)) {
+      if (!box)
+        continue;
+      std::optional<Box> &mine = sum->boxes[device];
+      if (piece.partial) {
+        if (mine && !(*mine == *box))
+          return std::nullopt;
+        mine = box;
+        continue;
+      }
+      volume[device] += box->volume();
+      if (!mine) {
+        mine = box;
+        continue;
+      }
+      for (size_t d = 0; d < box->sizes.size(); ++d) {
+        int64_t lo = std::min(mine->offsets[d], box->offsets[d]);
+        int64_t hi = std::max(mine->offsets[d] + mine->sizes[d],
+                              box->offsets[d] + box->sizes[d]);
+        mine->offsets[d] = lo;
+        mine->sizes[d] = hi - lo;
+      }
     }
   }
-  if (sum)
-    sum->partial.reset();
+  if (!sum)
+    return std::nullopt;
+  // Complete blocks: disjoint (one task each) and filling their box.
+  if (!sum->partial)
+    for (auto [device, box] : llvm::enumerate(sum->boxes))
+      if (box && box->volume() != volume[device])
+        return std::nullopt;
+  sum->partial.reset();
   return sum;
 }
 
