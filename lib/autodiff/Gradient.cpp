@@ -132,13 +132,35 @@ void GradientBuilder::accumulate(Location loc, Value value, Value gradient) {
   if (!isActive(value))
     return;
   Value &slot = adjoints[value];
-  if (!slot) {
+  if (!slot && !interleaved.contains(value)) {
     slot = gradient;
     return;
   }
   // A weight used several times (an RNN's, at every time step): the next
   // gradient's contraction adds itself to the sum so far (BLAS's beta = 1)
-  // instead of a separate elementwise add over the whole weight.
+  // instead of a separate elementwise add over the whole weight; where the
+  // readers' layouts interleave, to the sum so far of its own layout.
+  if (interleaved.contains(value)) {
+    if (linalg::LinalgOp producer = accumulatingProducer(gradient)) {
+      auto config =
+          producer->getAttrOfType<ConfigAttr>(SoapDialect::getConfigAttrName());
+      for (auto &[layout, chain] : chains[value])
+        if (layout == config) {
+          Operation *fill = producer.getDpsInits()[0].getDefiningOp();
+          producer.getDpsInitsMutable()[0].set(chain);
+          if (fill->use_empty())
+            fill->erase();
+          chain = gradient;
+          return;
+        }
+      chains[value].push_back({config, gradient});
+      return;
+    }
+    if (!slot) {
+      slot = gradient;
+      return;
+    }
+  }
   if (linalg::LinalgOp producer = accumulatingProducer(gradient)) {
     Operation *fill = producer.getDpsInits()[0].getDefiningOp();
     producer.getDpsInitsMutable()[0].set(slot);
@@ -150,6 +172,20 @@ void GradientBuilder::accumulate(Location loc, Value value, Value gradient) {
   accumulating = true;
   slot = add(loc, slot, gradient);
   accumulating = false;
+}
+
+void GradientBuilder::settle(Location loc, Value value) {
+  auto found = chains.find(value);
+  if (found == chains.end())
+    return;
+  // The other gradients first, then the chains in the order they began:
+  // the partitioner adds them where the last one is.
+  Value &slot = adjoints[value];
+  accumulating = true;
+  for (auto &[layout, chain] : found->second)
+    slot = slot ? add(loc, slot, chain) : chain;
+  accumulating = false;
+  chains.erase(found);
 }
 
 //===----------------------------------------------------------------------===//
@@ -258,6 +294,26 @@ FailureOr<SmallVector<Value>> buildGradients(OpBuilder &builder, Value loss,
     if (useful.contains(v))
       g.active.insert(v);
 
+  // Values whose readers' configs interleave (GradientBuilder::interleaved).
+  {
+    DenseMap<Value, SmallVector<ConfigAttr>> runs;
+    for (Operation *op : forward) {
+      auto config =
+          op->getAttrOfType<ConfigAttr>(SoapDialect::getConfigAttrName());
+      for (Value operand : llvm::to_vector(
+               llvm::make_range(op->operand_begin(), op->operand_end()))) {
+        if (!g.isActive(operand))
+          continue;
+        SmallVector<ConfigAttr> &seen = runs[operand];
+        if (!seen.empty() && seen.back() == config)
+          continue;
+        if (llvm::is_contained(seen, config))
+          g.interleaved.insert(operand);
+        seen.push_back(config);
+      }
+    }
+  }
+
   Location loc = loss.getLoc();
   if (g.isActive(loss))
     g.adjoints[loss] = g.filled(loc, lossType, 1.0);
@@ -268,6 +324,8 @@ FailureOr<SmallVector<Value>> buildGradients(OpBuilder &builder, Value loss,
   MLIRContext *context = builder.getContext();
   SmallVector<SmallVector<Diagnostic>> failures;
   for (Operation *op : llvm::reverse(forward)) {
+    for (Value result : op->getResults())
+      g.settle(op->getLoc(), result);
     if (llvm::none_of(op->getResults(),
                       [&](Value r) { return g.adjoint(r); }))
       continue;
@@ -307,6 +365,7 @@ FailureOr<SmallVector<Value>> buildGradients(OpBuilder &builder, Value loss,
 
   SmallVector<Value> gradients;
   for (Value value : wrt) {
+    g.settle(value.getLoc(), value);
     Value gradient = g.adjoint(value);
     if (!gradient)
       gradient = g.zeros(value.getLoc(), cast<RankedTensorType>(value.getType()));

@@ -67,6 +67,19 @@ public:
   /// are), so that the partitioned backward pass splits the loops the
   /// forward op split, on the same devices, as the simulator prices it.
   ConfigAttr forwardConfig;
+  /// Values whose readers' #soap.configs interleave (a layout comes back
+  /// after another: Megatron alternating an RNN weight's split from one time
+  /// step to the next). A contraction's gradient of such a value
+  /// accumulates into the gradient of its own layout only (`chains`, one
+  /// per config in the order first met), and settle() adds the chains up
+  /// once, so that the sum moves once per layout instead of once per
+  /// reader.
+  llvm::DenseSet<mlir::Value> interleaved;
+  llvm::DenseMap<mlir::Value,
+                 llvm::SmallVector<std::pair<ConfigAttr, mlir::Value>>>
+      chains;
+  /// Adds `value`'s chains to its adjoint (nothing when it has none).
+  void settle(mlir::Location loc, mlir::Value value);
   /// Set while accumulate() builds an adjoint sum: the sum is not part of
   /// the op's gradient and runs where its operands are.
   bool accumulating = false;

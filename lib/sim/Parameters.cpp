@@ -217,16 +217,54 @@ bool Simulator::buildOwnedParameter(int tensorId) {
     }
     return at;
   };
+  // Readers whose configs interleave (a config comes back after another):
+  // a contraction's gradient accumulates into the chain of its own config
+  // alone, and the chains are added last, in the order they began
+  // (autodiff::GradientBuilder::interleaved).
+  auto sameConfig = [&](int a, int b) {
+    const ParallelConfig &x = current.configs[a], &y = current.configs[b];
+    return x.degrees == y.degrees && x.devices == y.devices;
+  };
+  bool interleaved = false;
+  {
+    std::vector<int> runs;
+    for (auto [node, access] : readers) {
+      if (!runs.empty() && sameConfig(runs.back(), node))
+        continue;
+      for (int earlier : runs)
+        interleaved |= sameConfig(earlier, node);
+      runs.push_back(node);
+    }
+  }
+  std::vector<Addend> chains;
+  std::vector<int> chainNode;
   for (size_t r = readers.size(); r-- > 0;) {
     auto [node, access] = readers[r];
     const Placement &p = *placements[node];
     Addend mine{layouts[r], std::vector<std::vector<int>>(numDevices)};
     for (size_t t = 0; t < p.devices.size(); ++t)
       mine.madeBy[p.devices[t]].push_back(nodeTasks[node].bwd[t]);
+    if (interleaved && isContraction(graph.nodes[node].opClass)) {
+      size_t c = 0;
+      while (c < chains.size() && !sameConfig(chainNode[c], node))
+        ++c;
+      if (c == chains.size()) {
+        chains.push_back(std::move(mine));
+        chainNode.push_back(node);
+        continue;
+      }
+      // The product's init is the chain so far, in its own layout.
+      for (size_t t = 0; t < p.devices.size(); ++t)
+        for (int id : chains[c].madeBy[p.devices[t]])
+          sync.backwardDeps.push_back({node, static_cast<int>(t), id});
+      chains[c].madeBy = std::move(mine.madeBy);
+      continue;
+    }
     // A contraction's gradient accumulates into the sum so far (the
     // training step makes that sum its init), which moves to it first;
     // any other reader's gradient is one more addend.
-    if (!sum.empty() && isContraction(graph.nodes[node].opClass)) {
+    if (!interleaved && !sum.empty() &&
+        isContraction(graph.nodes[node].opClass)) {
       std::vector<std::vector<int>> init = sumIn(*layouts[r]);
       for (size_t t = 0; t < p.devices.size(); ++t)
         for (int id : init[p.devices[t]])
@@ -235,8 +273,11 @@ bool Simulator::buildOwnedParameter(int tensorId) {
     }
     sum.push_back(std::move(mine));
   }
-  // The update reads the sum where its last addend is: the first reader's
-  // layout, where the next step starts with the parameter.
+  for (Addend &chain : chains)
+    sum.push_back(std::move(chain));
+  // The update reads the sum where its last addend is (the first reader's
+  // layout unless readers interleave), where the next step starts with the
+  // parameter.
   const layout::Layout target = *sum.back().layout;
   std::vector<std::vector<int>> atTarget = sumIn(target);
   std::vector<int> updates(numDevices, -1), updateIds;
