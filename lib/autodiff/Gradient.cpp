@@ -128,6 +128,15 @@ static linalg::LinalgOp accumulatingProducer(Value gradient) {
   return op;
 }
 
+/// Makes `sum` the init of `producer` (accumulatingProducer's), in place
+/// of its zero fill.
+static void accumulateInto(linalg::LinalgOp producer, Value sum) {
+  Operation *fill = producer.getDpsInits()[0].getDefiningOp();
+  producer.getDpsInitsMutable()[0].set(sum);
+  if (fill->use_empty())
+    fill->erase();
+}
+
 void GradientBuilder::accumulate(Location loc, Value value, Value gradient) {
   if (!isActive(value))
     return;
@@ -146,10 +155,7 @@ void GradientBuilder::accumulate(Location loc, Value value, Value gradient) {
           producer->getAttrOfType<ConfigAttr>(SoapDialect::getConfigAttrName());
       for (auto &[layout, chain] : chains[value])
         if (layout == config) {
-          Operation *fill = producer.getDpsInits()[0].getDefiningOp();
-          producer.getDpsInitsMutable()[0].set(chain);
-          if (fill->use_empty())
-            fill->erase();
+          accumulateInto(producer, chain);
           chain = gradient;
           return;
         }
@@ -162,10 +168,7 @@ void GradientBuilder::accumulate(Location loc, Value value, Value gradient) {
     }
   }
   if (linalg::LinalgOp producer = accumulatingProducer(gradient)) {
-    Operation *fill = producer.getDpsInits()[0].getDefiningOp();
-    producer.getDpsInitsMutable()[0].set(slot);
-    if (fill->use_empty())
-      fill->erase();
+    accumulateInto(producer, slot);
     slot = gradient;
     return;
   }

@@ -839,6 +839,13 @@ static bool pointToPoint(const ReshardPlan &plan) {
   });
 }
 
+const Layout *communicatedLayout(const ReshardPlan &plan) {
+  for (auto step = plan.steps.rbegin(); step != plan.steps.rend(); ++step)
+    if (step->kind != StepKind::Slice)
+      return &step->result;
+  return nullptr;
+}
+
 ReshardPlan planReshard(const TensorShape &tensor,
                         const std::vector<Layout> &pieces, const Layout &target,
                         bool zerosElsewhere) {

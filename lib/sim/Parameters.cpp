@@ -308,12 +308,10 @@ bool Simulator::buildOwnedParameter(int tensorId) {
           TaskKey{4, tensorId, 1, static_cast<int32_t>(r), 0, 0},
           [&](int piece, int device) { return madeBy[piece][device]; },
           tensor.elementBytes, steps);
-      for (auto step = plan.steps.rbegin(); step != plan.steps.rend(); ++step)
-        if (step->kind != layout::StepKind::Slice) {
-          held.push_back(step->result);
-          madeBy.push_back(ready);
-          break;
-        }
+      if (const layout::Layout *made = layout::communicatedLayout(plan)) {
+        held.push_back(*made);
+        madeBy.push_back(ready);
+      }
       for (int d = 0; d < numDevices; ++d)
         if (int u = read.task[0][d]; u >= 0)
           for (int id : ready[d])

@@ -426,11 +426,8 @@ void Simulator::buildEdge(int edgeId) {
             addPlanTasks(plan, /*forward=*/true, base, producedIn,
                          tensor.elementBytes, groupsOfEdge);
         // What the steps made stays for the next readers.
-        for (auto step = plan.steps.rbegin(); step != plan.steps.rend(); ++step)
-          if (step->kind != layout::StepKind::Slice) {
-            copies.push_back({step->result, ready});
-            break;
-          }
+        if (const layout::Layout *made = layout::communicatedLayout(plan))
+          copies.push_back({*made, ready});
         for (int d = 0; d < numDevices; ++d)
           if (int u = read.task[k][d]; u >= 0)
             for (int id : ready[d])
@@ -550,12 +547,9 @@ void Simulator::buildEdge(int edgeId) {
                        })
                             : SourceTask(gradientBy),
                        tensor.elementBytes, groupsOfEdge);
-      if (!from)
-        for (auto step = plan.steps.rbegin(); step != plan.steps.rend(); ++step)
-          if (step->kind != layout::StepKind::Slice) {
-            partsMade.push_back({step->result, ready});
-            break;
-          }
+      if (const layout::Layout *made = layout::communicatedLayout(plan);
+          made && !from)
+        partsMade.push_back({*made, ready});
       for (int d = 0; d < numDevices; ++d)
         if (int s = blocks.task[k][d]; s >= 0)
           for (int id : ready[d])

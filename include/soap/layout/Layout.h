@@ -172,6 +172,11 @@ struct ReshardPlan {
   std::string str() const;
 };
 
+/// What a plan's communication made: the result of its last step that is
+/// not a local slice (readers reuse it as a copy of the value); none when
+/// nothing moved.
+const Layout *communicatedLayout(const ReshardPlan &plan);
+
 /// Plans how `tensor`, held as `pieces` (copies in different layouts; at
 /// least one), reaches `target` (non-partial; devices without a block need
 /// nothing). Every piece must have target.numDevices() devices. Preference:
