@@ -303,8 +303,7 @@ FailureOr<SmallVector<Value>> buildGradients(OpBuilder &builder, Value loss,
     for (Operation *op : forward) {
       auto config =
           op->getAttrOfType<ConfigAttr>(SoapDialect::getConfigAttrName());
-      for (Value operand : llvm::to_vector(
-               llvm::make_range(op->operand_begin(), op->operand_end()))) {
+      for (Value operand : op->getOperands()) {
         if (!g.isActive(operand))
           continue;
         SmallVector<ConfigAttr> &seen = runs[operand];

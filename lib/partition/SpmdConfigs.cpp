@@ -437,14 +437,7 @@ DeviceBoxes SpmdPartitioner::completeLayout(const DistValue &value,
         around[device] = *box;
         continue;
       }
-      Box &b = *around[device];
-      for (int64_t d = 0; d < rank; ++d) {
-        int64_t lo = std::min(b.offsets[d], box->offsets[d]);
-        int64_t hi = std::max(b.offsets[d] + b.sizes[d],
-                              box->offsets[d] + box->sizes[d]);
-        b.offsets[d] = lo;
-        b.sizes[d] = hi - lo;
-      }
+      around[device]->extendTo(*box);
     }
   // Dimensions along which every device holds the same range are not
   // split: each device holds all of them (zeros where no piece is).

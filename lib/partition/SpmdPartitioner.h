@@ -64,6 +64,16 @@ struct Box {
         return false;
     return true;
   }
+  /// Grows this box to the smallest one that also holds `other`.
+  void extendTo(const Box &other) {
+    for (size_t d = 0; d < sizes.size(); ++d) {
+      int64_t lo = std::min(offsets[d], other.offsets[d]);
+      int64_t hi =
+          std::max(offsets[d] + sizes[d], other.offsets[d] + other.sizes[d]);
+      offsets[d] = lo;
+      sizes[d] = hi - lo;
+    }
+  }
 };
 
 /// Per device: the box it holds or reads (none: nothing).

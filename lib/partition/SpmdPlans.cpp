@@ -234,9 +234,8 @@ std::optional<Piece> SpmdPartitioner::completedLayoutOf(Value original) {
       continue;
     if (sum && sum->partial != piece.partial)
       return std::nullopt;
-    if (!sum) {
+    if (!sum)
       sum = Piece{Value(), DeviceBoxes(numDevices), piece.tasks, piece.partial};
-    }
     for (auto [device, box] : llvm::enumerate(piece.boxes)) {
       if (!box)
         continue;
@@ -248,17 +247,10 @@ std::optional<Piece> SpmdPartitioner::completedLayoutOf(Value original) {
         continue;
       }
       volume[device] += box->volume();
-      if (!mine) {
+      if (mine)
+        mine->extendTo(*box);
+      else
         mine = box;
-        continue;
-      }
-      for (size_t d = 0; d < box->sizes.size(); ++d) {
-        int64_t lo = std::min(mine->offsets[d], box->offsets[d]);
-        int64_t hi = std::max(mine->offsets[d] + mine->sizes[d],
-                              box->offsets[d] + box->sizes[d]);
-        mine->offsets[d] = lo;
-        mine->sizes[d] = hi - lo;
-      }
     }
   }
   if (!sum)

@@ -172,17 +172,17 @@ void Simulator::findLazyGradients() {
     }
     if (std::count(lazy.outputDim.begin(), lazy.outputDim.end(), -1))
       continue;
-    // Its result's one reader with backward work, and its input's.
+    // Its result's one reader with backward work, and its input's (both
+    // have producers: the readers are among their consumers).
     auto readers = [&](int tensor, int &reader, int &access) {
       int count = 0;
-      for (size_t c = 0; c < n; ++c) {
+      for (int c : consumersOf[graph.tensors[tensor].producer]) {
         const OpNode &other = graph.nodes[c];
         for (size_t a = 0; a < other.accesses.size(); ++a)
           if (other.accesses[a].tensor == tensor &&
-              other.accesses[a].readsValue() && other.needsBackward &&
-              static_cast<int>(c) != graph.tensors[tensor].producer) {
+              other.accesses[a].readsValue() && other.needsBackward) {
             ++count;
-            reader = static_cast<int>(c);
+            reader = c;
             access = static_cast<int>(a);
           }
       }
