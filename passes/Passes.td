@@ -297,6 +297,45 @@ def SoapTrainingStep : Pass<"soap-training-step", "mlir::ModuleOp"> {
                            "::mlir::tensor::TensorDialect"];
 }
 
+def SoapAppendLoss : Pass<"soap-append-loss", "mlir::ModuleOp"> {
+  let summary = "Make a model that returns logits or predictions return its loss";
+  let description = [{
+    Rewrites the loss function (the only function with arguments marked
+    `{soap.param}`, or `func=`) to return the scalar loss that
+    `--soap-training-step="loss=..."` would append: `loss=softmax-xent`
+    (the mean softmax cross-entropy of the logits [batch, classes] against
+    an i64 labels argument [batch] with `soap.range` = classes) or
+    `loss=mse` (the mean squared error against float labels shaped like the
+    output). The labels arguments are appended (`soap.role = "label"`,
+    named `labels`, or `labels.K` with `result=all`); the function keeps
+    its name and attributes.
+
+    Run it before `--soap-search` or `--soap-apply-strategy` on a real
+    export: the search then prices the loss's ops and the communication
+    they need (the partial loss summed over the devices that split the
+    batch), and the strategy gives them configs; `--soap-training-step`
+    then runs with its default `loss=none`.
+
+    ```
+    soap-opt resnet18.mlir --soap-lift-params --soap-set-batch=4 \
+      --soap-append-loss=loss=softmax-xent --soap-search="machine=p100-4x4" \
+      --soap-training-step --soap-partition
+    ```
+  }];
+  let options = [
+    Option<"loss", "loss", "std::string", /*default=*/"\"\"",
+           "Loss to append: softmax-xent or mse">,
+    Option<"funcName", "func", "std::string", /*default=*/"\"\"",
+           "Function to rewrite (default: the one with {soap.param} arguments)">,
+    Option<"result", "result", "std::string", /*default=*/"\"\"",
+           "The result the loss applies to when the function returns several: a number, or all (the losses of all results summed)">,
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::linalg::LinalgDialect",
+                           "::mlir::math::MathDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
 def SoapLowerCpu : Pass<"soap-lower-cpu", "mlir::ModuleOp"> {
   let summary = "Lower a training step to the LLVM dialect for x86-64 CPUs, with the runtime's C ABI";
   let description = [{

@@ -22,6 +22,7 @@
 #include <cmath>
 
 namespace soap {
+#define GEN_PASS_DEF_SOAPAPPENDLOSS
 #define GEN_PASS_DEF_SOAPTRAININGSTEP
 #include "soap/Passes/Passes.h.inc"
 } // namespace soap
@@ -30,6 +31,51 @@ using namespace mlir;
 using namespace soap;
 
 namespace {
+
+/// The loss= and result= options both passes take, or an error on `module`.
+LogicalResult parseLoss(ModuleOp module, StringRef loss, StringRef result,
+                        autodiff::LossKind &kind,
+                        autodiff::LossResults &results) {
+  std::optional<autodiff::LossKind> lossKind = autodiff::parseLossKind(loss);
+  if (!lossKind)
+    return module.emitError() << "unknown loss '" << loss
+                              << "' (expected none, softmax-xent or mse)";
+  std::optional<autodiff::LossResults> selection =
+      autodiff::parseLossResults(result);
+  if (!selection)
+    return module.emitError()
+           << "bad result='" << result << "' (expected a result number or all)";
+  kind = *lossKind;
+  results = *selection;
+  return success();
+}
+
+struct SoapAppendLossPass
+    : public soap::impl::SoapAppendLossBase<SoapAppendLossPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    autodiff::LossKind kind;
+    autodiff::LossResults results;
+    if (loss.empty()) {
+      module.emitError() << "soap-append-loss needs loss=softmax-xent or "
+                            "loss=mse";
+      return signalPassFailure();
+    }
+    if (failed(parseLoss(module, loss, result, kind, results)) ||
+        failed(rejectTosa(module, "soap-append-loss")))
+      return signalPassFailure();
+    FailureOr<func::FuncOp> function =
+        autodiff::findLossFunction(module, funcName);
+    if (failed(function) ||
+        failed(
+            refuseAfterTrainingStep(module, *function, "soap-append-loss")) ||
+        failed(inlineCalls(*function, "soap-append-loss")) ||
+        failed(autodiff::appendLoss(*function, kind, results)))
+      return signalPassFailure();
+  }
+};
 
 struct SoapTrainingStepPass
     : public soap::impl::SoapTrainingStepBase<SoapTrainingStepPass> {
@@ -45,12 +91,6 @@ struct SoapTrainingStepPass
                          << "' (expected sgd, momentum or adam)";
       return signalPassFailure();
     }
-    std::optional<autodiff::LossKind> lossKind = autodiff::parseLossKind(loss);
-    if (!lossKind) {
-      module.emitError() << "unknown loss '" << loss
-                         << "' (expected none, softmax-xent or mse)";
-      return signalPassFailure();
-    }
     // Written so that NaN fails each (a comparison with NaN is false).
     if (!(learningRate > 0.0 && std::isfinite(learningRate)) ||
         !(momentum >= 0.0 && std::isfinite(momentum)) ||
@@ -63,16 +103,9 @@ struct SoapTrainingStepPass
              "non-negative, all finite";
       return signalPassFailure();
     }
-    std::optional<autodiff::LossResults> results =
-        autodiff::parseLossResults(result);
-    if (!results) {
-      module.emitError() << "bad result='" << result
-                         << "' (expected a result number or all)";
+    if (failed(parseLoss(module, loss, result, options.loss, options.results)))
       return signalPassFailure();
-    }
-    options.results = *results;
     options.optimizer = *optimizerKind;
-    options.loss = *lossKind;
     options.learningRate = learningRate;
     options.momentum = momentum;
     options.beta1 = beta1;

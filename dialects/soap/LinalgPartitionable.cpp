@@ -131,10 +131,11 @@ struct LinalgPartitionableModel
     for (OpOperand *input : linalgOp.getDpsInputOperands()) {
       if (!isa<RankedTensorType, MemRefType>(input->get().getType()))
         continue; // scalars (the value of linalg.fill) are not indexed
-      // A pooling window only gives its shape: the body never reads it.
+      // A pooling window only gives its shape, as does the input of a
+      // count (torch-mlir's batch-norm divisor): the body never reads it.
       AccessRole role = linalgOp.payloadUsesValueFromOperand(input)
                             ? AccessRole::Read
-                            : AccessRole::Unread;
+                            : AccessRole::Shape;
       accesses.push_back({input->get(), mapOf(input), role});
     }
     for (OpOperand &init : linalgOp.getDpsInitsMutable()) {

@@ -15,6 +15,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "GenericBody.h"
+#include "soap/Dialect/IdentityCopy.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -472,6 +473,14 @@ LogicalResult differentiateGeneric(GradientBuilder &g, linalg::GenericOp op,
     reportOn = op;
   if (!op.hasPureTensorSemantics())
     return reportOn->emitOpError("cannot be differentiated: it works on buffers");
+  // A copy that canonicalization erases passes its gradient through, as
+  // its readers will read its source.
+  if (SmallVector<Value> sources = identityCopySources(op); !sources.empty()) {
+    for (auto [source, forward] : llvm::zip(sources, forwardResults))
+      if (Value adjoint = g.adjoint(forward))
+        g.accumulate(op.getLoc(), source, adjoint);
+    return success();
+  }
   for (auto [output, forward] : llvm::enumerate(forwardResults)) {
     Value adjoint = g.adjoint(forward);
     if (!adjoint)

@@ -406,6 +406,49 @@ FailureOr<func::FuncOp> buildGradientFunction(func::FuncOp lossFunction,
   return function;
 }
 
+FailureOr<func::FuncOp> appendLoss(func::FuncOp function, LossKind loss,
+                                   LossResults results) {
+  if (loss == LossKind::None) {
+    function.emitError() << "no loss to append: choose softmax-xent or mse";
+    return failure();
+  }
+  FailureOr<Signature> signature = analyzeSignature(function, loss, results);
+  if (failed(signature))
+    return failure();
+  std::string name = (function.getSymName() + ".with_loss").str();
+  FailureOr<func::FuncOp> withLoss = buildGradientFunction(
+      function, loss, name, /*withGradients=*/false, results);
+  if (failed(withLoss))
+    return failure();
+  func::FuncOp rewritten = *withLoss;
+  MLIRContext *context = function.getContext();
+  Builder b(context);
+  // The function's own attributes (visibility, soap.*), then its
+  // arguments' attributes and names, then the labels'.
+  for (NamedAttribute attr : function->getDiscardableAttrs())
+    rewritten->setAttr(attr.getName(), attr.getValue());
+  if (auto visibility = function.getSymVisibilityAttr())
+    rewritten.setSymVisibilityAttr(visibility);
+  unsigned numArgs = function.getNumArguments();
+  for (unsigned i = 0; i < numArgs; ++i) {
+    rewritten.setArgAttrs(i, function.getArgAttrDict(i));
+    rewritten.getArgument(i).setLoc(function.getArgument(i).getLoc());
+  }
+  for (auto [i, labels] : llvm::enumerate(signature->appendedLabels)) {
+    unsigned index = numArgs + i;
+    rewritten.setArgAttr(index, kRoleAttr, b.getStringAttr("label"));
+    rewritten.setArgAttr(index, kNameAttr, b.getStringAttr(labels.name));
+    if (labels.range)
+      rewritten.setArgAttr(index, kRangeAttr,
+                           b.getI64IntegerAttr(labels.range));
+  }
+  rewritten.setResultAttr(0, kNameAttr, b.getStringAttr("loss"));
+  StringAttr originalName = function.getSymNameAttr();
+  function.erase();
+  rewritten.setSymNameAttr(originalName);
+  return rewritten;
+}
+
 //===----------------------------------------------------------------------===//
 // Optimizers
 //===----------------------------------------------------------------------===//

@@ -64,7 +64,8 @@ std::vector<std::pair<int, int>> OpGraph::readTensors(int node) const {
   const OpNode &n = nodes[node];
   for (size_t i = 0; i < n.accesses.size(); ++i) {
     const NodeAccess &a = n.accesses[i];
-    if (a.role == AccessRole::Write || tensors[a.tensor].producer == node)
+    if (a.role == AccessRole::Write || a.role == AccessRole::Shape ||
+        tensors[a.tensor].producer == node)
       continue;
     reads.emplace_back(a.tensor, static_cast<int>(i));
   }
@@ -202,6 +203,8 @@ static const char *roleName(AccessRole role) {
     return "write";
   case AccessRole::Unread:
     return "unread";
+  case AccessRole::Shape:
+    return "shape";
   }
   return "read";
 }
@@ -381,8 +384,11 @@ std::optional<OpGraph> OpGraph::fromJSON(const std::string &text,
         access.role = AccessRole::Write;
       else if (role == "unread")
         access.role = AccessRole::Unread;
+      else if (role == "shape")
+        access.role = AccessRole::Shape;
       else {
-        r.fail(apath + ".role", "is '" + role + "', not read/write/unread");
+        r.fail(apath + ".role",
+               "is '" + role + "', not read/write/unread/shape");
         return std::nullopt;
       }
       if (!ja.contains("indices") || !ja["indices"].is_array()) {

@@ -2,6 +2,7 @@
 
 #include "soap/graph/OpGraphBuilder.h"
 #include "soap/Dialect/DimensionKinds.h"
+#include "soap/Dialect/IdentityCopy.h"
 #include "soap/Dialect/PartitionableInterface.h"
 #include "soap/Dialect/SoapDialect.h"
 #include "soap/Dialect/SpmdRewriter.h"
@@ -238,6 +239,15 @@ private:
     // ignored), so it needs no node.
     if (isa<tensor::EmptyOp>(op)) {
       tensorOf(op->getResult(0));
+      return;
+    }
+    // An identity copy is erased by the canonicalization that
+    // --soap-training-step runs (linalg's EraseIdentityLinalgOp): its
+    // readers read its source, so it needs no node either.
+    if (SmallVector<Value> sources = identityCopySources(op);
+        !sources.empty()) {
+      for (auto [result, source] : llvm::zip(op->getResults(), sources))
+        tensorIds[result] = tensorOf(source);
       return;
     }
     int nodeId = result.graph.nodes.size();

@@ -191,6 +191,7 @@ void SpmdPartitioner::partitionLinalg(linalg::LinalgOp op,
     };
 
     SmallVector<Value> operands;
+    bool shapesOnly = readsOnlyShapesOfInputs(op);
     for (OpOperand &operand : op->getOpOperands()) {
       Value value = operand.get();
       auto type = dyn_cast<RankedTensorType>(value.getType());
@@ -203,7 +204,10 @@ void SpmdPartitioner::partitionLinalg(linalg::LinalgOp op,
       Value local;
       bool isInit = op.isDpsInit(&operand);
       bool partialInit = false;
-      if (isInit && !op.payloadUsesValueFromOperand(&operand)) {
+      // An output the body overwrites, or the input of an op that reads
+      // only its inputs' shapes (readsOnlyShapesOfInputs), needs only its
+      // local shape.
+      if (!op.payloadUsesValueFromOperand(&operand) && (isInit || shapesOnly)) {
         auto localType = RankedTensorType::get(
             boxes[activeDevices.front()]->sizes, type.getElementType());
         local = tensor::EmptyOp::create(b, loc, localType.getShape(),

@@ -173,6 +173,12 @@ std::optional<Box> regionOf(AffineMap map, ArrayRef<int64_t> loopSizes,
 /// `piece`, complete (not partial sums).
 bool covers(const Piece &piece, const DeviceBoxes &target);
 
+/// True when `op` reads none of its inputs' values, only their shapes (the
+/// count of a batch norm's divisor): it runs where its result is needed,
+/// with local stand-ins for its inputs, and nothing moves for them (the
+/// simulator's AccessRole::Shape).
+bool readsOnlyShapesOfInputs(linalg::LinalgOp op);
+
 class SpmdPartitioner : public SpmdRewriter {
 public:
   SpmdPartitioner(func::FuncOp function, int64_t numDevices)

@@ -212,6 +212,13 @@ std::optional<std::string> SpmdPartitioner::checkPlan(linalg::LinalgOp op,
   return std::nullopt;
 }
 
+bool soap::partition::readsOnlyShapesOfInputs(linalg::LinalgOp op) {
+  return op.getNumDpsInputs() > 0 &&
+         llvm::none_of(op.getDpsInputOperands(), [&](OpOperand *input) {
+           return op.payloadUsesValueFromOperand(input);
+         });
+}
+
 std::optional<Piece> SpmdPartitioner::completedLayoutOf(Value original) {
   auto found = dist.find(original);
   if (found == dist.end() || found->second.splat)
@@ -273,10 +280,11 @@ std::optional<Plan> SpmdPartitioner::planFromOperands(linalg::LinalgOp op,
     int64_t holders;
   };
   SmallVector<Candidate> candidates;
+  bool shapesOnly = readsOnlyShapesOfInputs(op);
   for (OpOperand &operand : op->getOpOperands()) {
     auto type = dyn_cast<RankedTensorType>(operand.get().getType());
-    if (!type ||
-        (op.isDpsInit(&operand) && !op.payloadUsesValueFromOperand(&operand)))
+    if (!type || (!op.payloadUsesValueFromOperand(&operand) &&
+                  (op.isDpsInit(&operand) || shapesOnly)))
       continue;
     // A value that is zero elsewhere moves only its nonzero part: it does
     // not decide where the op runs either (normalizeOperands).

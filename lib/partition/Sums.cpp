@@ -70,13 +70,18 @@ Value SpmdPartitioner::materializeSum(Value original, const DeviceBoxes &target,
         devices.push_back(device);
     return devices;
   };
-  // Addends in one layout add up where they are, then move once.
-  std::vector<std::pair<Piece, SmallVector<Value>>> groups;
+  // Addends in one layout add up where they are, then move once. An
+  // addend without one layout (several tasks per device) moves alone.
+  std::vector<std::pair<std::optional<Piece>, SmallVector<Value>>> groups;
   for (Value addend : addends) {
-    Piece piece = *layoutOf(addend);
-    auto same = llvm::find_if(groups, [&](const auto &group) {
-      return group.first.boxes == piece.boxes;
-    });
+    std::optional<Piece> piece = layoutOf(addend);
+    auto same = piece
+                    ? llvm::find_if(groups,
+                                    [&](const auto &group) {
+                                      return group.first &&
+                                             group.first->boxes == piece->boxes;
+                                    })
+                    : groups.end();
     if (same == groups.end())
       groups.push_back({std::move(piece), {addend}});
     else
@@ -86,15 +91,15 @@ Value SpmdPartitioner::materializeSum(Value original, const DeviceBoxes &target,
   for (auto &[piece, members] : groups) {
     Value source = members.front();
     if (members.size() > 1) {
-      Value local = piece.local;
+      Value local = piece->local;
       for (Value member : llvm::drop_begin(members))
         local = addLocally(sumOp, local, layoutOf(member)->local,
-                           holdersOf(piece.boxes), loc);
+                           holdersOf(piece->boxes), loc);
       // The group's sum, keyed by its local value, to be moved like any
       // distributed value.
       source = local;
       dist[source].pieces.push_back(
-          Piece{local, piece.boxes, piece.tasks, std::nullopt});
+          Piece{local, piece->boxes, piece->tasks, std::nullopt});
     }
     Value moved = materialize(source, target, loc);
     result = result ? addLocally(sumOp, result, moved, holdersOf(target), loc)

@@ -4,6 +4,7 @@
 
 #include "soap/search/ConfigSpace.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringRef.h"
 
 #include <algorithm>
@@ -111,6 +112,127 @@ std::vector<int> balancedRuns(const std::vector<double> &weights, int parts) {
 /// Megatron's two kinds of matmul with weights.
 enum class TensorSplit { None, Column, Row };
 
+/// The loop a tensor dimension's index is (one term, coefficient 1), if
+/// it is one.
+std::optional<unsigned> loopOfIndex(const IndexExpr &e) {
+  if (!e.isLinear || e.terms.size() != 1 || e.terms[0].coefficient != 1 ||
+      e.constant != 0)
+    return std::nullopt;
+  return e.terms[0].loop;
+}
+
+/// The config that computes `node`'s result in the blocks, and on the
+/// devices, in which `reader` reads it under `readerConfig`; nothing when
+/// the reader's tasks do not each read one block of their own (a block
+/// several devices read, or an index that is not one loop).
+std::optional<ParallelConfig>
+configForReader(const OpGraph &graph, const OpNode &node, const OpNode &reader,
+                const ParallelConfig &readerConfig, int tensor) {
+  const NodeAccess *read = nullptr, *write = nullptr;
+  for (const NodeAccess &a : reader.accesses)
+    if (a.tensor == tensor && a.readsValue())
+      read = &a;
+  for (const NodeAccess &a : node.accesses)
+    if (a.tensor == tensor && a.role == AccessRole::Write)
+      write = &a;
+  if (!read || !write)
+    return std::nullopt;
+  size_t rank = graph.tensors[tensor].shape.size();
+  // The reader's loop of each dimension, and the node's.
+  std::vector<int> readerLoop(rank, -1), nodeLoop(rank, -1);
+  std::vector<bool> indexesTensor(readerConfig.degrees.size(), false);
+  for (size_t d = 0; d < rank; ++d) {
+    std::optional<unsigned> r = loopOfIndex(read->indices[d]);
+    std::optional<unsigned> w = loopOfIndex(write->indices[d]);
+    if (r && w && *r < readerConfig.degrees.size()) {
+      readerLoop[d] = *r;
+      nodeLoop[d] = *w;
+      indexesTensor[*r] = true;
+      continue;
+    }
+    // A dimension indexed otherwise must not be split.
+    for (const IndexTerm &term : read->indices[d].terms)
+      if (term.loop < readerConfig.degrees.size() &&
+          readerConfig.degrees[term.loop] > 1)
+        return std::nullopt;
+    if (!read->indices[d].isLinear)
+      for (int64_t degree : readerConfig.degrees)
+        if (degree > 1)
+          return std::nullopt;
+  }
+  // A split loop that does not index the tensor: several devices read
+  // each block.
+  for (size_t l = 0; l < readerConfig.degrees.size(); ++l)
+    if (readerConfig.degrees[l] > 1 && !indexesTensor[l])
+      return std::nullopt;
+  ParallelConfig config;
+  config.degrees.assign(node.loopSizes.size(), 1);
+  for (size_t d = 0; d < rank; ++d)
+    if (readerLoop[d] >= 0)
+      config.degrees[nodeLoop[d]] = readerConfig.degrees[readerLoop[d]];
+  if (config.numTasks() != readerConfig.numTasks() ||
+      !followableSplit(node, config.degrees))
+    return std::nullopt;
+  for (int64_t t = 0; t < config.numTasks(); ++t) {
+    std::vector<int64_t> coords = config.taskCoordinates(t);
+    std::vector<int64_t> readerCoords(readerConfig.degrees.size(), 0);
+    for (size_t d = 0; d < rank; ++d)
+      if (readerLoop[d] >= 0)
+        readerCoords[readerLoop[d]] = coords[nodeLoop[d]];
+    config.devices.push_back(
+        readerConfig.devices[readerConfig.taskIndex(readerCoords)]);
+  }
+  return config;
+}
+
+/// Gives ops that compute from parameters alone and that the strategy
+/// left replicated (torch-mlir's transpose of a linear layer's weight) the
+/// blocks their only reader reads, on its devices: each device transforms
+/// its own part of the weight, and its gradient stays there, instead of
+/// every device transforming the whole weight and gathering its gradient.
+void alignParameterOps(const OpGraph &graph, Strategy &strategy) {
+  size_t numNodes = graph.nodes.size();
+  // Tensors computed from parameters and constants alone.
+  std::vector<bool> fromParams(graph.tensors.size(), false);
+  for (size_t t = 0; t < graph.tensors.size(); ++t)
+    fromParams[t] =
+        graph.tensors[t].isParameter ||
+        (graph.tensors[t].producer < 0 && !graph.tensors[t].isInput);
+  std::vector<bool> paramOnly(numNodes, false);
+  for (size_t n = 0; n < numNodes; ++n) {
+    paramOnly[n] = llvm::all_of(graph.readTensors(n), [&](auto read) {
+      return fromParams[read.first];
+    });
+    if (paramOnly[n])
+      for (const NodeAccess &a : graph.nodes[n].accesses)
+        if (a.role == AccessRole::Write)
+          fromParams[a.tensor] = true;
+  }
+  std::vector<std::vector<int>> consumers = graph.consumers();
+  // Readers first: a chain (transpose, then reshape) aligns back to front.
+  for (size_t n = numNodes; n-- > 0;) {
+    const OpNode &node = graph.nodes[n];
+    if (!paramOnly[n] || !node.partitionable ||
+        !Strategy::isReplicated(strategy.configs[n]) ||
+        consumers[n].size() != 1)
+      continue;
+    int reader = consumers[n].front();
+    const ParallelConfig &readerConfig = strategy.configs[reader];
+    if (Strategy::isReplicated(readerConfig) ||
+        !graph.nodes[reader].partitionable)
+      continue;
+    int written = -1;
+    for (const NodeAccess &a : node.accesses)
+      if (a.role == AccessRole::Write)
+        written = written == -1 ? a.tensor : -2;
+    if (written < 0)
+      continue;
+    if (std::optional<ParallelConfig> config = configForReader(
+            graph, node, graph.nodes[reader], readerConfig, written))
+      strategy.configs[n] = std::move(*config);
+  }
+}
+
 } // namespace
 
 Strategy dataParallelStrategy(const OpGraph &graph, int numDevices) {
@@ -197,6 +319,7 @@ Strategy owtStrategy(const OpGraph &graph, int numDevices) {
     if (auto loop = findLoop(node, DimKind::Parameter, numDevices))
       s.configs[n] = *splitLoop(node, *loop, allDevices(numDevices));
   }
+  alignParameterOps(graph, s);
   return s;
 }
 
@@ -266,6 +389,7 @@ Strategy megatronStrategy(const OpGraph &graph, int numDevices,
     }
     s.configs[n] = config;
   }
+  alignParameterOps(graph, s);
   return s;
 }
 

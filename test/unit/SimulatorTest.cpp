@@ -412,6 +412,89 @@ func.func @cnn(%x: tensor<8x3x16x16xf32>, %k1: tensor<8x3x3x3xf32> {soap.param},
   checkDeltaEqualsFull(g, loadMachine("h100-4x8", 32), 500, 4, true);
 }
 
+// torch-mlir's forms that cost nothing in the partitioned step: the
+// weight's transpose before its matmul (owt places it where the matmul
+// reads each block), an identity copy (erased by the training step's
+// canonicalization: no node, its reader reads the source), and a count
+// whose input gives only its shape (no edge, nothing moves).
+TEST_F(SimulatorIR, TorchMlirTransposesCopiesAndCountsMoveNothing) {
+  OpGraph g = graphOf(R"mlir(
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#tr = affine_map<(d0, d1) -> (d1, d0)>
+#col = affine_map<(d0, d1) -> (d1)>
+func.func @loss(%x: tensor<8x16xf32>, %w: tensor<32x16xf32> {soap.param}) -> tensor<8x32xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e0 = tensor.empty() : tensor<8x16xf32>
+  %copy = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x : tensor<8x16xf32>) outs(%e0 : tensor<8x16xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    linalg.yield %a : f32
+  } -> tensor<8x16xf32>
+  %e1 = tensor.empty() : tensor<16x32xf32>
+  %wt = linalg.generic {indexing_maps = [#tr, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%w : tensor<32x16xf32>) outs(%e1 : tensor<16x32xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    linalg.yield %a : f32
+  } -> tensor<16x32xf32>
+  %e2 = tensor.empty() : tensor<8x32xf32>
+  %f2 = linalg.fill ins(%zero : f32) outs(%e2 : tensor<8x32xf32>) -> tensor<8x32xf32>
+  %y = linalg.matmul ins(%copy, %wt : tensor<8x16xf32>, tensor<16x32xf32>) outs(%f2 : tensor<8x32xf32>) -> tensor<8x32xf32>
+  %e3 = tensor.empty() : tensor<32xf32>
+  %f3 = linalg.fill ins(%zero : f32) outs(%e3 : tensor<32xf32>) -> tensor<32xf32>
+  %n = linalg.generic {indexing_maps = [#id, #col], iterator_types = ["reduction", "parallel"]}
+      ins(%y : tensor<8x32xf32>) outs(%f3 : tensor<32xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %one = arith.constant 1.0 : f32
+    %s = arith.addf %o, %one : f32
+    linalg.yield %s : f32
+  } -> tensor<32xf32>
+  %e4 = tensor.empty() : tensor<8x32xf32>
+  %r = linalg.generic {indexing_maps = [#id, #col, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%y, %n : tensor<8x32xf32>, tensor<32xf32>) outs(%e4 : tensor<8x32xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %d = arith.divf %a, %b : f32
+    linalg.yield %d : f32
+  } -> tensor<8x32xf32>
+  return %r : tensor<8x32xf32>
+}
+)mlir");
+  // No node for the copy: the transpose, two fills, the matmul, the count
+  // and the division.
+  ASSERT_EQ(g.nodes.size(), 6u);
+  auto nodeOf = [&](const std::string &name, int skip = 0) {
+    for (size_t n = 0; n < g.nodes.size(); ++n)
+      if (g.nodes[n].opName == name && skip-- == 0)
+        return static_cast<int>(n);
+    return -1;
+  };
+  int transpose = nodeOf("linalg.generic"), matmul = nodeOf("linalg.matmul");
+  int count = nodeOf("linalg.generic", 1);
+  ASSERT_GE(transpose, 0);
+  ASSERT_GE(matmul, 0);
+  ASSERT_GE(count, 0);
+  // The matmul reads the input argument itself.
+  EXPECT_TRUE(g.tensors[g.nodes[matmul].accesses[0].tensor].isInput);
+  // The count reads its input's shape only.
+  EXPECT_EQ(g.nodes[count].accesses[0].role, AccessRole::Shape);
+  EXPECT_FALSE(g.nodes[count].accesses[0].readsValue());
+
+  Strategy s = owtStrategy(g, 2);
+  // owt splits the matmul along its output features; the transpose
+  // computes the same blocks of the transposed weight, on the same devices.
+  EXPECT_EQ(s.configs[matmul].degrees, (std::vector<int64_t>{1, 2, 1}));
+  EXPECT_EQ(s.configs[transpose].degrees, (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(s.configs[transpose].devices, s.configs[matmul].devices);
+  Machine machine = loadMachine("p100-4x4", 2);
+  CostModel cost(machine);
+  Simulator sim(g, cost);
+  // Data parallel: the weight's gradient is all-reduced, and nothing else
+  // moves (the count, replicated, needs nothing of the split product).
+  SimReport dp = sim.simulate(dataParallelStrategy(g, 2));
+  EXPECT_EQ(dp.totalCommBytes,
+            Machine::allReduceBytesPerDevice(32 * 16 * 4, 2) * 2)
+      << "data parallel moves the weight's gradient only";
+}
+
 TEST_F(SimulatorIR, SimulationIsDeterministic) {
   OpGraph g = graphOfFile("docs/examples/mlp.mlir");
   Machine machine = loadMachine("p100-4x4", 16);

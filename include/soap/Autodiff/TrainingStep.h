@@ -97,6 +97,17 @@ buildGradientFunction(mlir::func::FuncOp lossFunction, LossKind loss,
                       llvm::StringRef name, bool withGradients = true,
                       LossResults results = {});
 
+/// Rewrites `function` to return the scalar loss of its result(s)
+/// (`loss` is softmax-xent or mse) against labels arguments appended to it
+/// ({soap.role = "label"}, named labels or labels.K, soap.range = classes
+/// for softmax-xent): the loss function @train_step would build with
+/// `loss`, so that a strategy search or a simulation sees the loss's ops.
+/// Keeps the function's name, attributes and argument attributes. Fails
+/// after emitting an error, leaving `function` as it was.
+mlir::FailureOr<mlir::func::FuncOp> appendLoss(mlir::func::FuncOp function,
+                                               LossKind loss,
+                                               LossResults results = {});
+
 } // namespace soap::autodiff
 
 #endif // SOAP_AUTODIFF_TRAININGSTEP_H

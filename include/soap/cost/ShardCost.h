@@ -35,6 +35,8 @@ enum class AccessRole {
   Write,  ///< written to memory
   Unread, ///< indexed by the loops, but no data moves (views, allocations,
           ///< outputs whose old value is not read)
+  Shape,  ///< only the shape is used: the value need not be present (a
+          ///< pooling window, an input the body ignores: a count)
 };
 
 /// How an op touches one tensor.

@@ -49,10 +49,11 @@ struct NodeAccess {
   /// bias add, a sum, a copy) are not kept for them.
   bool savedForBackward = true;
 
-  /// Whether the op reads the tensor's value: not a write, nor a
-  /// destination whose old contents it ignores.
+  /// Whether the op reads the tensor's value: not a write, nor an input
+  /// whose shape alone it uses, nor a destination whose old contents it
+  /// ignores.
   bool readsValue() const {
-    return role != AccessRole::Write &&
+    return role != AccessRole::Write && role != AccessRole::Shape &&
            !(role == AccessRole::Unread && isDestination);
   }
 };
@@ -108,7 +109,8 @@ public:
   std::vector<OpNode> nodes;
 
   /// Tensors read by node `n` that other nodes produce or that are
-  /// arguments, with the index of the access.
+  /// arguments, with the index of the access (not those whose shape alone
+  /// it uses: a count depends on nothing, and no gradient reaches it).
   std::vector<std::pair<int, int>> readTensors(int node) const;
   /// For every node, the nodes that read its results, in node order (one
   /// pass over the accesses).
