@@ -358,16 +358,16 @@ static LogicalResult checkFreeName(func::FuncOp function, StringRef name) {
   return success();
 }
 
-FailureOr<func::FuncOp> buildGradientFunction(func::FuncOp lossFunction,
-                                              LossKind loss, StringRef name,
-                                              bool withGradients,
-                                              LossResults results) {
-  FailureOr<Signature> signature =
-      analyzeSignature(lossFunction, loss, results);
-  if (failed(signature) || failed(checkFreeName(lossFunction, name)))
+/// buildGradientFunction's function, for the signature analyzeSignature
+/// gave.
+static FailureOr<func::FuncOp> emitLossFunction(func::FuncOp lossFunction,
+                                                const Signature &signature,
+                                                LossKind loss, StringRef name,
+                                                bool withGradients) {
+  if (failed(checkFreeName(lossFunction, name)))
     return failure();
   SmallVector<Type> argTypes(lossFunction.getArgumentTypes());
-  for (const AppendedLabels &labels : signature->appendedLabels)
+  for (const AppendedLabels &labels : signature.appendedLabels)
     argTypes.push_back(labels.type);
 
   OpBuilder b(lossFunction);
@@ -381,7 +381,7 @@ FailureOr<func::FuncOp> buildGradientFunction(func::FuncOp lossFunction,
   unsigned numArgs = lossFunction.getNumArguments();
   FailureOr<Value> lossValue =
       emitForward(b, lossFunction, args.take_front(numArgs),
-                  signature->lossResults, args.drop_front(numArgs), loss);
+                  signature.lossResults, args.drop_front(numArgs), loss);
   if (failed(lossValue)) {
     function.erase();
     return failure();
@@ -389,7 +389,7 @@ FailureOr<func::FuncOp> buildGradientFunction(func::FuncOp lossFunction,
   SmallVector<Value> returned = {*lossValue};
   if (withGradients) {
     SmallVector<Value> params;
-    for (const ArgInfo &info : signature->args)
+    for (const ArgInfo &info : signature.args)
       if (info.role == Role::Param)
         params.push_back(args[info.index]);
     FailureOr<SmallVector<Value>> gradients =
@@ -406,6 +406,17 @@ FailureOr<func::FuncOp> buildGradientFunction(func::FuncOp lossFunction,
   return function;
 }
 
+FailureOr<func::FuncOp> buildGradientFunction(func::FuncOp lossFunction,
+                                              LossKind loss, StringRef name,
+                                              bool withGradients,
+                                              LossResults results) {
+  FailureOr<Signature> signature =
+      analyzeSignature(lossFunction, loss, results);
+  if (failed(signature))
+    return failure();
+  return emitLossFunction(lossFunction, *signature, loss, name, withGradients);
+}
+
 FailureOr<func::FuncOp> appendLoss(func::FuncOp function, LossKind loss,
                                    LossResults results) {
   if (loss == LossKind::None) {
@@ -416,13 +427,12 @@ FailureOr<func::FuncOp> appendLoss(func::FuncOp function, LossKind loss,
   if (failed(signature))
     return failure();
   std::string name = (function.getSymName() + ".with_loss").str();
-  FailureOr<func::FuncOp> withLoss = buildGradientFunction(
-      function, loss, name, /*withGradients=*/false, results);
+  FailureOr<func::FuncOp> withLoss = emitLossFunction(
+      function, *signature, loss, name, /*withGradients=*/false);
   if (failed(withLoss))
     return failure();
   func::FuncOp rewritten = *withLoss;
-  MLIRContext *context = function.getContext();
-  Builder b(context);
+  Builder b(function.getContext());
   // The function's own attributes (visibility, soap.*), then its
   // arguments' attributes and names, then the labels'.
   for (NamedAttribute attr : function->getDiscardableAttrs())

@@ -75,13 +75,11 @@ Value SpmdPartitioner::materializeSum(Value original, const DeviceBoxes &target,
   std::vector<std::pair<std::optional<Piece>, SmallVector<Value>>> groups;
   for (Value addend : addends) {
     std::optional<Piece> piece = layoutOf(addend);
-    auto same = piece
-                    ? llvm::find_if(groups,
-                                    [&](const auto &group) {
-                                      return group.first &&
-                                             group.first->boxes == piece->boxes;
-                                    })
-                    : groups.end();
+    auto same = groups.end();
+    if (piece)
+      same = llvm::find_if(groups, [&](const auto &group) {
+        return group.first && group.first->boxes == piece->boxes;
+      });
     if (same == groups.end())
       groups.push_back({std::move(piece), {addend}});
     else

@@ -112,15 +112,6 @@ std::vector<int> balancedRuns(const std::vector<double> &weights, int parts) {
 /// Megatron's two kinds of matmul with weights.
 enum class TensorSplit { None, Column, Row };
 
-/// The loop a tensor dimension's index is (one term, coefficient 1), if
-/// it is one.
-std::optional<unsigned> loopOfIndex(const IndexExpr &e) {
-  if (!e.isLinear || e.terms.size() != 1 || e.terms[0].coefficient != 1 ||
-      e.constant != 0)
-    return std::nullopt;
-  return e.terms[0].loop;
-}
-
 /// The config that computes `node`'s result in the blocks, and on the
 /// devices, in which `reader` reads it under `readerConfig`; nothing when
 /// the reader's tasks do not each read one block of their own (a block
@@ -142,8 +133,8 @@ configForReader(const OpGraph &graph, const OpNode &node, const OpNode &reader,
   std::vector<int> readerLoop(rank, -1), nodeLoop(rank, -1);
   std::vector<bool> indexesTensor(readerConfig.degrees.size(), false);
   for (size_t d = 0; d < rank; ++d) {
-    std::optional<unsigned> r = loopOfIndex(read->indices[d]);
-    std::optional<unsigned> w = loopOfIndex(write->indices[d]);
+    std::optional<unsigned> r = read->indices[d].singleLoop();
+    std::optional<unsigned> w = write->indices[d].singleLoop();
     if (r && w && *r < readerConfig.degrees.size()) {
       readerLoop[d] = *r;
       nodeLoop[d] = *w;

@@ -152,21 +152,16 @@ void Simulator::findLazyGradients() {
       else if (a.readsValue() && !a.isDestination)
         in = &a;
     }
-    auto loopOf = [](const IndexExpr &index) {
-      return index.isLinear && index.terms.size() == 1 &&
-                     index.terms[0].coefficient == 1 && index.constant == 0
-                 ? static_cast<int>(index.terms[0].loop)
-                 : -1;
-    };
     int producer = in ? graph.tensors[in->tensor].producer : -1;
     if (!in || !out || producer < 0 ||
         in->indices.size() != out->indices.size())
       continue;
     LazyGradient lazy;
     for (const IndexExpr &index : in->indices) {
-      int loop = loopOf(index), dim = -1;
-      for (size_t i = 0; i < out->indices.size() && loop >= 0; ++i)
-        if (loopOf(out->indices[i]) == loop)
+      std::optional<unsigned> loop = index.singleLoop();
+      int dim = -1;
+      for (size_t i = 0; i < out->indices.size() && loop; ++i)
+        if (out->indices[i].singleLoop() == loop)
           dim = static_cast<int>(i);
       lazy.outputDim.push_back(dim);
     }

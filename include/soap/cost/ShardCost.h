@@ -10,6 +10,7 @@
 #define SOAP_COST_SHARDCOST_H
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 namespace soap {
@@ -27,6 +28,15 @@ struct IndexExpr {
   std::vector<IndexTerm> terms;
   int64_t constant = 0;
   bool isLinear = true;
+
+  /// The loop the index is, when it is exactly one loop (coefficient 1, no
+  /// constant).
+  std::optional<unsigned> singleLoop() const {
+    if (!isLinear || terms.size() != 1 || terms[0].coefficient != 1 ||
+        constant != 0)
+      return std::nullopt;
+    return terms[0].loop;
+  }
 };
 
 /// What a task does with the data of a tensor.
