@@ -182,18 +182,13 @@ static bool writesZeros(Operation *op, Value buffer) {
   return matchPattern(yield.getValues().front(), m_AnyZeroFloat());
 }
 
-/// The buffer `value` is a view of (through view-like ops).
-static Value rootBuffer(Value value) {
-  while (auto view = value.getDefiningOp<ViewLikeOpInterface>())
-    value = view.getViewSource();
-  return value;
-}
-
-/// Whether no op strictly between `from` and `to` (one block) may write
-/// `buffer`: allocations, constants, the trace hooks and ops whose
-/// declared writes are to other buffers. Anything else counts as a write.
-static bool untouchedBetween(Value buffer, Operation *from, Operation *to) {
-  Value root = rootBuffer(buffer);
+/// Whether no op strictly between `from` and `to` (one block) may write or
+/// free `buffer`: allocations, constants, the trace hooks and ops whose
+/// declared writes and frees are to buffers that cannot be `buffer`'s
+/// memory (`classes`: a free of a buffer that a select or a guard's result
+/// may be counts). Anything else counts as a write.
+static bool untouchedBetween(Value buffer, Operation *from, Operation *to,
+                             AliasClasses &classes) {
   for (Operation *op = from->getNextNode(); op && op != to;
        op = op->getNextNode()) {
     if (auto call = dyn_cast<func::CallOp>(op)) {
@@ -211,7 +206,7 @@ static bool untouchedBetween(Value buffer, Operation *from, Operation *to) {
       if (!isa<MemoryEffects::Write, MemoryEffects::Free>(effect.getEffect()))
         continue;
       Value written = effect.getValue();
-      if (!written || rootBuffer(written) == root)
+      if (!written || classes.mayAlias(written, buffer))
         return false;
     }
   }
@@ -230,7 +225,8 @@ static bool untouchedBetween(Value buffer, Operation *from, Operation *to) {
 /// the convolution, the adjoint itself: then the fill, the copy and the
 /// image go.
 static std::optional<Spread> spreadImage(linalg::LinalgOp op,
-                                         const Conv2dRoles &roles) {
+                                         const Conv2dRoles &roles,
+                                         AliasClasses &classes) {
   auto alloc = op.getDpsInputOperand(0)->get().getDefiningOp<memref::AllocOp>();
   if (!alloc)
     return std::nullopt;
@@ -281,7 +277,7 @@ static std::optional<Spread> spreadImage(linalg::LinalgOp op,
     copy = dyn_cast<memref::CopyOp>(*subview->getUsers().begin());
   if (otherReaders || !copy || copy.getTarget() != subview.getResult() ||
       copy->getBlock() != block || !copy->isBeforeInBlock(op) ||
-      !untouchedBetween(copy.getSource(), copy, op))
+      !untouchedBetween(copy.getSource(), copy, op, classes))
     return spread;
   spread.points = copy.getSource();
   spread.dead = {copy, subview, fill};
@@ -291,7 +287,8 @@ static std::optional<Spread> spreadImage(linalg::LinalgOp op,
 }
 
 static std::optional<RelaidFilter> relaidFilter(linalg::LinalgOp op,
-                                                const Conv2dRoles &roles) {
+                                                const Conv2dRoles &roles,
+                                                AliasClasses &classes) {
   auto alloc = op.getDpsInputOperand(1)->get().getDefiningOp<memref::AllocOp>();
   if (!alloc)
     return std::nullopt;
@@ -311,7 +308,8 @@ static std::optional<RelaidFilter> relaidFilter(linalg::LinalgOp op,
   }
   if (!filter.copy || filter.copy->getBlock() != op->getBlock() ||
       !filter.copy->isBeforeInBlock(op) ||
-      !untouchedBetween(filter.copy.getDpsInputs().front(), filter.copy, op))
+      !untouchedBetween(filter.copy.getDpsInputs().front(), filter.copy, op,
+                        classes))
     return std::nullopt;
   std::optional<SmallVector<RelayoutRead>> reads = copyRelayout(filter.copy);
   if (!reads)
@@ -417,14 +415,12 @@ static void interiorOutput(linalg::LinalgOp op, const Conv2dRoles &roles,
   spread.interiorStart = window->offsets;
 }
 
-Operation *zeroFillBefore(linalg::LinalgOp op) {
+Operation *zeroFillBefore(linalg::LinalgOp op, AliasClasses &classes) {
   Value out = op.getDpsInitOperand(0)->get();
-  Value root = rootBuffer(out);
   auto touches = [&](Operation *other) {
     WalkResult result = other->walk([&](Operation *nested) {
       for (Value operand : nested->getOperands())
-        if (isa<BaseMemRefType>(operand.getType()) &&
-            rootBuffer(operand) == root)
+        if (isBuffer(operand) && classes.mayAlias(operand, out))
           return WalkResult::interrupt();
       return WalkResult::advance();
     });
@@ -600,16 +596,17 @@ bool replacePooling(linalg::LinalgOp op, int64_t kind) {
 
 PlannedConvolution planConvolution(linalg::LinalgOp op,
                                    const Conv2dRoles &roles,
-                                   const std::string &suffix, bool gpu) {
+                                   const std::string &suffix, bool gpu,
+                                   AliasClasses &classes) {
   PlannedConvolution planned{op,           roles,        suffix,
                              std::nullopt, std::nullopt, nullptr};
   if (gpu)
     return planned;
   bool unitStrides = roles.strides == std::array<int64_t, 2>{1, 1};
-  planned.zeroFill = zeroFillBefore(op);
-  planned.relaid = relaidFilter(op, roles);
+  planned.zeroFill = zeroFillBefore(op, classes);
+  planned.relaid = relaidFilter(op, roles, classes);
   if (suffix == "f32")
-    planned.spread = spreadImage(op, roles);
+    planned.spread = spreadImage(op, roles, classes);
   // A flipped filter is read without its copy only by the spread kernel's
   // backward-data convolution, which reads it forwards.
   if (planned.relaid && planned.relaid->backwards) {

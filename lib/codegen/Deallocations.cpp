@@ -26,17 +26,11 @@
 // MobileBERT's lowering. `soap-inline-single-block-calls` clones the body
 // of a private single-block callee in place of each call instead.
 //
-// Classes (AliasClasses): a union-find over a function's memref values. A
-// value is in its source's class when it is a view of it, a select of it,
-// a region's or loop's result or argument it is yielded to, or the result
-// of any other op that takes it. An allocation starts a class of its own.
-// Buffers of unknown origin (the function's arguments, results of calls and
-// of ops that take no memref) all share one external class, which is never
-// split and never freed early. A global yielded by a region is not joined
-// with the region's result: nothing frees a global.
+// Classes: AliasClasses.h.
 //
 //===----------------------------------------------------------------------===//
 
+#include "AliasClasses.h"
 #include "LoweringSteps.h"
 
 #include "soap/codegen/CpuLowering.h"
@@ -64,120 +58,6 @@ using namespace mlir;
 namespace soap {
 namespace codegen {
 namespace {
-
-bool isBuffer(Value value) { return isa<BaseMemRefType>(value.getType()); }
-
-/// Classes of memref values that may be the same memory (file comment).
-class AliasClasses {
-public:
-  explicit AliasClasses(Operation *root) {
-    root->walk([&](Operation *op) { visit(op); });
-  }
-
-  /// The representative of `value`'s class.
-  Value leader(Value value) {
-    auto it = parent.find(value);
-    if (it == parent.end())
-      return value;
-    if (it->second == value)
-      return value;
-    Value root = leader(it->second);
-    parent[value] = root;
-    return root;
-  }
-
-  /// Whether `value`'s class holds buffers of unknown origin.
-  bool isExternal(Value value) {
-    return external && leader(value) == leader(external);
-  }
-
-private:
-  void join(Value a, Value b) {
-    parent.try_emplace(a, a);
-    parent.try_emplace(b, b);
-    Value ra = leader(a), rb = leader(b);
-    if (ra != rb)
-      parent[ra] = rb;
-  }
-
-  void markExternal(Value value) {
-    if (!external)
-      external = value;
-    join(value, external);
-  }
-
-  /// A global's buffer (a guard's stand-in on the ranks outside it, a
-  /// constant): nothing frees it, so a region that yields it in one branch
-  /// and a new buffer in another need not put the two in one class (which
-  /// would make the new buffer external, never freed early).
-  static bool isGlobal(Value value) {
-    return value.getDefiningOp<memref::GetGlobalOp>() != nullptr;
-  }
-
-  void visit(Operation *op) {
-    // Arguments of a function are the caller's; those of other regions
-    // (loops) are their parent's operands, results and yields.
-    for (Region &region : op->getRegions())
-      for (Block &block : region)
-        for (BlockArgument argument : block.getArguments()) {
-          if (!isBuffer(argument))
-            continue;
-          if (isa<FunctionOpInterface>(op)) {
-            markExternal(argument);
-            continue;
-          }
-          parent.try_emplace(argument, argument);
-          for (Value operand : op->getOperands())
-            if (isBuffer(operand))
-              join(argument, operand);
-          for (Value result : op->getResults())
-            if (isBuffer(result))
-              join(argument, result);
-        }
-    for (OpResult result : op->getResults()) {
-      if (!isBuffer(result))
-        continue;
-      if (hasEffect<MemoryEffects::Allocate>(op, result)) {
-        parent.try_emplace(result, result);
-        continue;
-      }
-      if (op->getNumRegions() > 0) {
-        // A region's result is what its terminators yield in its place.
-        parent.try_emplace(result, result);
-        for (Region &region : op->getRegions())
-          for (Block &block : region) {
-            Operation *terminator = block.getTerminator();
-            if (!terminator)
-              continue;
-            if (terminator->getNumOperands() == op->getNumResults()) {
-              Value yielded = terminator->getOperand(result.getResultNumber());
-              if (isBuffer(yielded) && !isGlobal(yielded))
-                join(result, yielded);
-              continue;
-            }
-            for (Value yielded : terminator->getOperands())
-              if (isBuffer(yielded))
-                join(result, yielded);
-          }
-        for (Value operand : op->getOperands())
-          if (isBuffer(operand))
-            join(result, operand);
-        continue;
-      }
-      bool fromBuffer = false;
-      for (Value operand : op->getOperands())
-        if (isBuffer(operand)) {
-          join(result, operand);
-          fromBuffer = true;
-        }
-      if (!fromBuffer || isa<CallOpInterface>(op))
-        markExternal(result);
-    }
-  }
-
-  llvm::DenseMap<Value, Value> parent;
-  Value external;
-};
 
 /// Splits every bufferization.dealloc of buffers of several classes into
 /// one per class (retaining the values of that class); a retained value of
@@ -458,6 +338,7 @@ void registerLoweringPasses() {
     registerPass([] { return codegen::createPlaneUpdatesPass(); });
     registerPass([] { return codegen::createMergeSiblingReductionsPass(); });
     registerPass([] { return codegen::createFoldTransposesPass(); });
+    registerPass([] { return codegen::createKernelCallsPass(); });
   });
 }
 

@@ -9,6 +9,7 @@
 #ifndef SOAP_LIB_CODEGEN_KERNELCALLBUILDERS_H
 #define SOAP_LIB_CODEGEN_KERNELCALLBUILDERS_H
 
+#include "AliasClasses.h"
 #include "LoweringSteps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -88,9 +89,10 @@ void eraseWithTraceHooks(Operation *op);
 
 /// The zero fill of `op`'s whole output (its first init: a linalg.fill of
 /// zero, or a linalg.map yielding zero) when `op` is the next op to touch
-/// that buffer (no op between them uses it or a view of it): `op` can
+/// that buffer (no op between them uses a buffer that may be its memory,
+/// by `classes`): `op` can
 /// overwrite the output instead, and the fill go. Null otherwise.
-Operation *zeroFillBefore(linalg::LinalgOp op);
+Operation *zeroFillBefore(linalg::LinalgOp op, AliasClasses &classes);
 
 /// A convolution replaceKernelsByCalls replaces, as planned before any is.
 struct PlannedConvolution {
@@ -105,10 +107,12 @@ struct PlannedConvolution {
 /// How the convolution `op` (roles from conv2dRoles, f32 or f64 by
 /// `suffix`) is best called: on the CPU, whether its image is a spread
 /// (spreadImage), its filter a relaid copy (relaidFilter) and its output
-/// zero-filled right before it.
+/// zero-filled right before it. `classes` tell which buffers may be the
+/// same memory (built before any op is replaced).
 PlannedConvolution planConvolution(linalg::LinalgOp op,
                                    const Conv2dRoles &roles,
-                                   const std::string &suffix, bool gpu);
+                                   const std::string &suffix, bool gpu,
+                                   AliasClasses &classes);
 
 /// The convolution as one runtime call (see ConvolutionCalls.cpp); false,
 /// changing nothing, when an operand cannot be passed.

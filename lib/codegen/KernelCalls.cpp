@@ -22,6 +22,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/SymbolTable.h"
+#include "mlir/Pass/Pass.h"
 
 #include "llvm/Support/raw_ostream.h"
 
@@ -310,7 +311,8 @@ namespace {
 /// call makes unnecessary is appended to `dead`.
 bool replaceContraction(linalg::LinalgOp op, const std::string &suffix,
                         const CallTarget &target,
-                        SmallVectorImpl<Operation *> &dead) {
+                        SmallVectorImpl<Operation *> &dead,
+                        AliasClasses &classes) {
   std::optional<linalg::ContractionDimensions> dims = matmulDimensions(op);
   if (!dims)
     return false;
@@ -331,7 +333,7 @@ bool replaceContraction(linalg::LinalgOp op, const std::string &suffix,
   // overwritten by it instead (BLAS's beta = 0): the fill goes, and the
   // product does not read the zeros back. (Looked for before the call's
   // arguments, whose metadata reads of the output come between.)
-  Operation *zeroFill = target.math ? nullptr : zeroFillBefore(op);
+  Operation *zeroFill = target.math ? nullptr : zeroFillBefore(op, classes);
   OpBuilder b(op);
   Location loc = op.getLoc();
   SmallVector<Value> args;
@@ -397,6 +399,7 @@ int replaceKernelsByCalls(
   // candidate can be one of them.
   SmallVector<Operation *> dead;
   std::vector<PlannedConvolution> convolutions;
+  AliasClasses classes(module);
   for (linalg::LinalgOp op : candidates) {
     std::optional<std::string> suffix = kernelSuffix(op);
     if (!suffix || (gpu && *suffix != "f32"))
@@ -404,7 +407,8 @@ int replaceKernelsByCalls(
     // The GPU kernel (cuDNN) is only used, and tested, in NCHW, ungrouped.
     if (!gpu || isa<linalg::Conv2DNchwFchwOp>(op.getOperation()))
       if (std::optional<Conv2dRoles> roles = conv2dRoles(op)) {
-        convolutions.push_back(planConvolution(op, *roles, *suffix, gpu));
+        convolutions.push_back(
+            planConvolution(op, *roles, *suffix, gpu, classes));
         continue;
       }
     if (gpu && isa<linalg::PoolingNchwMaxOp>(op.getOperation())) {
@@ -422,7 +426,7 @@ int replaceKernelsByCalls(
           return map.isProjectedPermutation(false);
         }))
       continue;
-    replaced += replaceContraction(op, *suffix, target, dead);
+    replaced += replaceContraction(op, *suffix, target, dead, classes);
   }
   BlockedWeights blocked;
   if (weightBlock > 0)
@@ -464,6 +468,31 @@ int replaceKernelsByBlasCalls(ModuleOp module, int64_t weightBlock,
                               SmallVectorImpl<unsigned> *blockedArguments) {
   return replaceKernelsByCalls(module, CallTarget(), weightBlock,
                                blockedArguments);
+}
+
+namespace {
+struct KernelCallsPass : PassWrapper<KernelCallsPass, OperationPass<ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(KernelCallsPass)
+
+  StringRef getArgument() const override { return "soap-kernel-calls"; }
+  StringRef getDescription() const override {
+    return "contractions and 2-D convolutions on buffers become runtime "
+           "calls (BLAS, oneDNN), reading spread images and relaid filters "
+           "where they are (the step of --soap-lower-cpu's kernels=blas "
+           "after bufferization, without blocked weights)";
+  }
+  void getDependentDialects(DialectRegistry &registry) const override {
+    registry.insert<LLVM::LLVMDialect, arith::ArithDialect,
+                    memref::MemRefDialect, func::FuncDialect>();
+  }
+  void runOnOperation() override {
+    replaceKernelsByBlasCalls(getOperation(), /*weightBlock=*/0, nullptr);
+  }
+};
+} // namespace
+
+std::unique_ptr<Pass> createKernelCallsPass() {
+  return std::make_unique<KernelCallsPass>();
 }
 
 int replaceKernelsByGpuLibraryCalls(ModuleOp module, int64_t math) {

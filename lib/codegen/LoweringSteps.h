@@ -179,6 +179,8 @@ void normalizeConvolutionOperands(mlir::ModuleOp module);
 void foldTransposesIntoConvolutions(mlir::ModuleOp module);
 /// soap-fold-transposes (the two folds above, on a module).
 std::unique_ptr<mlir::Pass> createFoldTransposesPass();
+/// replaceKernelsByBlasCalls as a pass (soap-kernel-calls), for tests.
+std::unique_ptr<mlir::Pass> createKernelCallsPass();
 
 /// kernels=blas, before bufferization: a fill of a fresh tensor that
 /// several ops write into becomes one fill per such use, so bufferization
