@@ -130,7 +130,8 @@ static Value copyThrough(OpBuilder &b, Location loc, Value source,
 /// of `inputType`.
 static Value convInputGradient(GradientBuilder &g, Location loc, Value adjoint,
                                Value flipped, const Window &w,
-                               RankedTensorType inputType) {
+                               RankedTensorType inputType,
+                               ConfigAttr config = nullptr) {
   auto adjointType = cast<RankedTensorType>(adjoint.getType());
   ArrayRef<int64_t> dy = adjointType.getShape();
   int64_t padH = w.dilationH * (w.kernelH - 1);
@@ -153,11 +154,32 @@ static Value convInputGradient(GradientBuilder &g, Location loc, Value adjoint,
       b, loc, TypeRange{usedType}, ValueRange{spread, flipped},
       ValueRange{g.zeros(loc, usedType)}, b.getI64TensorAttr({1, 1}),
       b.getI64TensorAttr({w.dilationH, w.dilationW}));
+  if (config)
+    conv->setAttr(SoapDialect::getConfigAttrName(), config);
   Value result = conv.getResult(0);
   if (usedH != inputType.getDimSize(2) || usedW != inputType.getDimSize(3))
     result = g.insertIntoZeros(loc, result, inputType, {0, 0, 0, 0},
                                {1, 1, 1, 1});
   return result;
+}
+
+/// The forward config of a conv_2d_nchw_fchw (loops n, f, oh, ow, c, kh, kw)
+/// over a gradient convolution's loops, gradient loop l being the forward
+/// loop `forwardLoops[l]`, as the simulator prices the op's backward task:
+/// each device computes the input-gradient blocks and the partial filter
+/// gradient of its forward task. None when the forward splits a spatial or
+/// window loop (rows and columns of the gradient are other loops than the
+/// forward's: halos) or has no config; the partitioner then places the
+/// gradient by its operands.
+static ConfigAttr convGradientConfig(GradientBuilder &g,
+                                     ArrayRef<unsigned> forwardLoops) {
+  ConfigAttr config = g.forwardConfig;
+  if (!config || config.getDegrees().size() != 7)
+    return nullptr;
+  for (unsigned loop : {2u, 3u, 5u, 6u})
+    if (config.getDegrees()[loop] != 1)
+      return nullptr;
+  return reorderedConfig(config, forwardLoops);
 }
 
 static LogicalResult differentiateConv(GradientBuilder &g,
@@ -188,8 +210,10 @@ static LogicalResult differentiateConv(GradientBuilder &g,
         AffineMap::get(4, 0, {f, c, w.kernelH - 1 - kh, w.kernelW - 1 - kw},
                        context);
     Value flipped = copyThrough(b, loc, filter, flippedType, read);
-    g.accumulate(loc, input,
-                 convInputGradient(g, loc, adjoint, flipped, w, inputType));
+    // Its loops n, c, h, w, f, kh, kw.
+    Value gradient = convInputGradient(g, loc, adjoint, flipped, w, inputType,
+                                       convGradientConfig(g, {0, 4, 2, 3, 1, 5, 6}));
+    g.accumulate(loc, input, gradient);
   }
 
   if (g.isActive(filter)) {
@@ -215,6 +239,9 @@ static LogicalResult differentiateConv(GradientBuilder &g,
         ValueRange{g.zeros(loc, resultType)},
         b.getI64TensorAttr({w.dilationH, w.dilationW}),
         b.getI64TensorAttr({w.strideH, w.strideW}));
+    // Its loops c, f, kh, kw, n, oh, ow: the forward batch is reduced.
+    if (ConfigAttr config = convGradientConfig(g, {4, 1, 5, 6, 0, 2, 3}))
+      conv->setAttr(SoapDialect::getConfigAttrName(), config);
     g.accumulate(loc, filter, g.transpose(loc, conv.getResult(0), {1, 0, 2, 3}));
   }
   g.accumulate(loc, op.getDpsInits()[0], adjoint);
