@@ -13,13 +13,23 @@
 #      [| soap-partition] | soap-lower-cpu | soap-to-executable) and run it
 #      (OPENBLAS_NUM_THREADS=1: one core per rank, as the simulator's device
 #      is one core), taking the median step time after warm-up;
-#   5. write bench/results/validate.md (table, median |relative error|,
-#      strategy order) and one-step Chrome traces of both timelines in
+#   5. search a strategy for 2 devices with that machine and database
+#      (--soap-search; --search-budget proposals, 0: no search), build it
+#      and run it like the others, beside the search's reported speedup
+#      over data parallelism;
+#   6. write bench/results/validate.md (table, median |relative error|,
+#      strategy order, the search's reported against measured speedup) and
+#      one-step Chrome traces of both timelines in
 #      bench/results/validate-traces/.
+# Models: zoo models (soap-zoo at the sizes below) and real exports from
+# ../shared/realmodels (torch-NAME: NAME.mlir through the documented
+# partitioned path, docs/real-models.md: --soap-lift-params,
+# --soap-set-batch=4 and --soap-append-loss=loss=softmax-xent).
 #
 #   bench/validate.sh [--build DIR] [--steps N] [--warmup N] [--runs N]
-#                     [--models "mlp resnet18 ..."]
+#                     [--models "mlp torch-resnet18 ..."]
 #                     [--strategies "data-parallel owt ..."]
+#                     [--search-budget N]
 #                     [--wait-idle SECONDS] [--keep DIR]
 #                     [--profile-mode program|ops]
 # --profile-mode: how soap-profile fills the database: program (default:
@@ -37,7 +47,8 @@ BUILD=$ROOT/build
 STEPS=30
 RUNS=3
 WARMUP=3
-MODELS="mlp resnet18 rnnlm bert"
+MODELS="mlp resnet18 rnnlm bert torch-resnet18 torch-squeezenet1_1 torch-mobilenet_v3_small torch-bert_hf"
+SEARCH_BUDGET=2000
 STRATEGIES="data-parallel owt megatron model-parallel"
 WAIT_IDLE=300
 KEEP=""
@@ -50,6 +61,7 @@ while [ $# -gt 0 ]; do
     --warmup) WARMUP=$2; shift 2 ;;
     --models) MODELS=$2; shift 2 ;;
     --strategies) STRATEGIES=$2; shift 2 ;;
+    --search-budget) SEARCH_BUDGET=$2; shift 2 ;;
     --wait-idle) WAIT_IDLE=$2; shift 2 ;;
     --keep) KEEP=$2; shift 2 ;;
     --profile-mode) PROFILE_MODE=$2; shift 2 ;;
@@ -81,12 +93,41 @@ declare -A ZOO=(
   [rnnlm]="rnnlm --batch 8 --seq 10 --vocab 2000 --embed 256 --hidden 256 --layers 2"
   [bert]="bert-base --batch 8 --seq 32 --vocab 2000 --hidden 128 --layers 2 --heads 4 --max-pos 64 --classes 2"
 )
+# Real exports (../shared/realmodels): the file and how it is prepared.
+REAL=$ROOT/../shared/realmodels
+declare -A EXPORT=(
+  [torch-resnet18]="resnet18.mlir --soap-lift-params --soap-set-batch=4"
+  [torch-squeezenet1_1]="squeezenet1_1.mlir --soap-lift-params --soap-set-batch=4"
+  [torch-mobilenet_v3_small]="mobilenet_v3_small.mlir --soap-lift-params --soap-set-batch=4"
+  [torch-bert_hf]="bert_hf.mlir --soap-lift-params=elided-integers=iota --soap-set-batch=4"
+)
+declare -A MODEL_LINE
+
+# The model's loss function, $WORK/$1.mlir.
+make_model() {
+  local m=$1
+  if [ -n "${ZOO[$m]:-}" ]; then
+    # shellcheck disable=SC2086
+    "$BIN/soap-zoo" ${ZOO[$m]} -o "$WORK/$m.mlir"
+    MODEL_LINE[$m]="soap-zoo ${ZOO[$m]}"
+  elif [ -n "${EXPORT[$m]:-}" ]; then
+    local spec=(${EXPORT[$m]})
+    [ -f "$REAL/${spec[0]}" ] || { echo "$m needs $REAL/${spec[0]}" >&2; exit 2; }
+    "$BIN/soap-opt" "$REAL/${spec[0]}" "${spec[@]:1}" --soap-append-loss=loss=softmax-xent -o "$WORK/$m.mlir"
+    MODEL_LINE[$m]="soap-opt realmodels/${EXPORT[$m]} --soap-append-loss=loss=softmax-xent"
+  else
+    echo "unknown model $m (one of ${!ZOO[*]} ${!EXPORT[*]})" >&2; exit 2
+  fi
+}
+
+# The --soap-apply-strategy value of strategy $2 of model $1.
+strategy_of() {
+  if [ "$2" = searched ]; then echo "$WORK/$1.searched.json"; else echo "$2"; fi
+}
 
 # Build everything first (compiling is the slow part and is not measured).
 for m in $MODELS; do
-  [ -n "${ZOO[$m]:-}" ] || { echo "unknown model $m (one of ${!ZOO[*]})" >&2; exit 2; }
-  # shellcheck disable=SC2086
-  "$BIN/soap-zoo" ${ZOO[$m]} -o "$WORK/$m.mlir"
+  make_model "$m"
   log "building $m on 1 device"
   "$BIN/soap-opt" "$WORK/$m.mlir" --soap-training-step --soap-lower-cpu |
     "$BIN/soap-translate" --soap-to-executable -o "$WORK/$m.1.exe"
@@ -129,7 +170,20 @@ for m in $MODELS; do
   [ "$PROFILE_MODE" = program ] && program=(--program)
   "$BIN/soap-profile" "$WORK/$m.mlir" -o "$WORK/$m.profile.json" --machine "$MACHINE" \
     "${profile_strategies[@]}" "${program[@]}" --devices 2 --max-seconds 60 --quiet > "$WORK/$m.profile.txt" 2>&1
-  for key in 1 $(for st in $STRATEGIES; do echo "2.$st"; done); do
+  keys="1 $(for st in $STRATEGIES; do echo "2.$st"; done)"
+  if [ "$SEARCH_BUDGET" -gt 0 ]; then
+    # The search sees what the simulations below see: this machine and
+    # this database. Its executable is built now (nothing runs meanwhile).
+    log "searching $m on 2 devices ($SEARCH_BUDGET proposals)"
+    "$BIN/soap-opt" "$WORK/$m.mlir" \
+      --soap-search="machine=$MACHINE devices=2 budget=$SEARCH_BUDGET seed=1 profile=$WORK/$m.profile.json" \
+      --soap-export-strategy="file=$WORK/$m.searched.json" > /dev/null 2> "$WORK/$m.search.txt"
+    "$BIN/soap-opt" "$WORK/$m.mlir" --soap-apply-strategy="strategy=$WORK/$m.searched.json devices=2" \
+      --soap-training-step --soap-partition --soap-lower-cpu 2> "$WORK/$m.2.searched.build.txt" |
+      "$BIN/soap-translate" --soap-to-executable -o "$WORK/$m.2.searched.exe"
+    keys="$keys 2.searched"
+  fi
+  for key in $keys; do
     d=${key%%.*}
     st=${key#*.}
     [ "$d" = 1 ] && st=data-parallel
@@ -137,7 +191,7 @@ for m in $MODELS; do
     for src in roofline profile; do
       prof=""
       [ "$src" = roofline ] || prof=" profile=$WORK/$m.profile.json"
-      "$BIN/soap-opt" "$WORK/$m.mlir" --soap-apply-strategy="strategy=$st devices=$d" \
+      "$BIN/soap-opt" "$WORK/$m.mlir" --soap-apply-strategy="strategy=$(strategy_of "$m" "$st") devices=$d" \
         --soap-simulate="machine=$MACHINE devices=$d report=$WORK/$m.$key.$src.report.json trace=$WORK/$m.$key.$src.sim.json$prof" \
         > /dev/null 2> "$WORK/$m.$key.$src.sim.txt"
     done
@@ -168,8 +222,6 @@ done
 LOAD_AFTER=$(cut -d' ' -f1-3 /proc/loadavg)
 NINJA_AT_END=$(pgrep -fc ninja || true)
 
-declare -A ZOO_LINE
-for m in $MODELS; do ZOO_LINE[$m]="soap-zoo ${ZOO[$m]}"; done
 rm -rf "$TRACES"; mkdir -p "$TRACES"
 python3 "$ROOT/bench/validate_report.py" \
   --work "$WORK" --out "$RESULTS/validate.md" --traces "$TRACES" \
@@ -177,4 +229,4 @@ python3 "$ROOT/bench/validate_report.py" \
   --load-before "$LOAD_BEFORE" --load-after "$LOAD_AFTER" \
   --ninja "$NINJA_AT_START/$NINJA_AT_END" --waited "$waited" --idle "$IDLE" \
   --seconds "$(( $(date +%s) - START ))" --profile-mode "$PROFILE_MODE" \
-  --zoo "$(for m in $MODELS; do printf '%s=%s;' "$m" "${ZOO_LINE[$m]}"; done)"
+  --models "$(for m in $MODELS; do printf '%s=%s;' "$m" "${MODEL_LINE[$m]}"; done)"
