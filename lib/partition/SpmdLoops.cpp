@@ -321,7 +321,185 @@ void SpmdPartitioner::partitionLinalg(linalg::LinalgOp op,
 /// that a consumer needing the whole gradient all_reduces (data parallelism's
 /// gradient of an embedding table). Fails, changing nothing, when no loop can
 /// be split that way.
+/// The row of the gradient a scatter-add nest's update writes when it is
+/// read from a tensor defined outside the nest (an embedding's ids: the
+/// update is `sum[index_cast(ids[...]), ...]`): the update, the dimension,
+/// the ids' extract. None for other nests (every index a loop's, or more
+/// than one update or data-indexed dimension).
+namespace {
+struct LookupUpdate {
+  tensor::InsertOp insert;
+  tensor::ExtractOp old;
+  unsigned dim;
+  tensor::ExtractOp ids;
+};
+} // namespace
+
+static std::optional<LookupUpdate> lookupUpdate(ScatterAddNest &nest) {
+  Block *body = nest.loops.back().getBody();
+  auto inserts = body->getOps<tensor::InsertOp>();
+  if (!llvm::hasSingleElement(inserts))
+    return std::nullopt;
+  LookupUpdate update{*inserts.begin(), {}, 0, {}};
+  auto add = update.insert.getScalar().getDefiningOp<arith::AddFOp>();
+  if (!add)
+    return std::nullopt;
+  for (Value term : add->getOperands())
+    if (auto extract = term.getDefiningOp<tensor::ExtractOp>();
+        extract && extract.getTensor() == update.insert.getDest())
+      update.old = extract;
+  if (!update.old)
+    return std::nullopt;
+  bool found = false;
+  for (auto [dim, index] : llvm::enumerate(update.insert.getIndices())) {
+    if (llvm::any_of(nest.loops, [&](scf::ForOp loop) {
+          return loop.getInductionVar() == index;
+        }))
+      continue;
+    auto cast = index.getDefiningOp<arith::IndexCastOp>();
+    auto ids = cast ? cast.getIn().getDefiningOp<tensor::ExtractOp>()
+                    : tensor::ExtractOp();
+    if (found || !ids ||
+        nest.loops.front()->isAncestor(
+            ids.getTensor().getParentRegion()->getParentOp()))
+      return std::nullopt;
+    found = true;
+    update.dim = dim;
+    update.ids = ids;
+  }
+  if (!found)
+    return std::nullopt;
+  return update;
+}
+
+/// The gather whose gradient `nest` is, when it splits only the table's
+/// row lookup, one task per device: a configured gather of the same
+/// table shape that reads the ids the nest reads, at the same indices of
+/// its loops (the nest runs over the gather's loops). The devices of the
+/// tasks, in row order.
+static std::optional<SmallVector<int64_t>>
+rowSplitOfGather(ScatterAddNest &nest, LookupUpdate &update,
+                 int64_t numDevices) {
+  Value ids = update.ids.getTensor();
+  auto tableType = cast<RankedTensorType>(nest.result().getType());
+  // The nest's loop of each index of the ids.
+  SmallVector<int64_t> idsLoops;
+  for (Value index : update.ids.getIndices()) {
+    const auto *it = llvm::find_if(nest.loops, [&](scf::ForOp loop) {
+      return loop.getInductionVar() == index;
+    });
+    if (it == nest.loops.end())
+      return std::nullopt;
+    idsLoops.push_back(it - nest.loops.begin());
+  }
+  std::optional<SmallVector<int64_t>> devices;
+  for (Operation *user : ids.getUsers()) {
+    auto op = dyn_cast<linalg::GenericOp>(user);
+    auto config =
+        op ? op->getAttrOfType<ConfigAttr>(SoapDialect::getConfigAttrName())
+           : ConfigAttr();
+    std::optional<GatherLookup> gather = op ? matchGather(op) : std::nullopt;
+    if (!config || !gather || gather->tableType() != tableType ||
+        gather->numOpLoops != nest.loops.size() ||
+        !gather->isLookupDim(update.dim))
+      continue;
+    // The ids are an input read at the nest's loops.
+    bool sameRead = false;
+    for (OpOperand *input : op.getDpsInputOperands())
+      if (input->get() == ids) {
+        AffineMap map = op.getMatchingIndexingMap(input);
+        sameRead = map.getNumResults() == idsLoops.size();
+        for (auto [expr, loop] : llvm::zip(map.getResults(), idsLoops)) {
+          auto dim = dyn_cast<AffineDimExpr>(expr);
+          sameRead &= dim && dim.getPosition() == loop;
+        }
+      }
+    if (!sameRead)
+      continue;
+    ArrayRef<int64_t> degrees = config.getDegrees();
+    unsigned rowLoop = gather->loopOfDim[update.dim];
+    bool rowsOnly = degrees[rowLoop] == numDevices &&
+                    tableType.getDimSize(update.dim) % numDevices == 0;
+    for (auto [loop, degree] : llvm::enumerate(degrees))
+      rowsOnly &= loop == rowLoop || degree == 1;
+    SmallVector<int64_t> order(config.getDevices());
+    SmallVector<int64_t> sorted = order;
+    llvm::sort(sorted);
+    for (auto [i, device] : llvm::enumerate(sorted))
+      rowsOnly &= device == static_cast<int64_t>(i);
+    if (!rowsOnly || (devices && *devices != order))
+      return std::nullopt; // two gathers that disagree, or another split
+    devices = order;
+  }
+  return devices;
+}
+
+LogicalResult SpmdPartitioner::partitionScatterByRows(scf::ForOp loop) {
+  std::optional<ScatterAddNest> nest = matchScatterAdd(loop);
+  if (!nest || !isIdentityFill(nest->init(), ReductionKind::sum))
+    return failure();
+  std::optional<LookupUpdate> update = lookupUpdate(*nest);
+  if (!update)
+    return failure();
+  std::optional<SmallVector<int64_t>> devices =
+      rowSplitOfGather(*nest, *update, numDevices);
+  if (!devices)
+    return failure();
+  auto type = cast<RankedTensorType>(loop.getResult(0).getType());
+  int64_t rows = type.getDimSize(update->dim) / numDevices;
+  // Device devices[t] holds rows [t * rows, (t + 1) * rows).
+  SmallVector<int64_t> offsets(numDevices), tasks(numDevices);
+  DeviceBoxes boxes = everywhere(type);
+  for (auto [task, device] : llvm::enumerate(*devices)) {
+    offsets[device] = static_cast<int64_t>(task) * rows;
+    tasks[device] = static_cast<int64_t>(task);
+    boxes[device]->offsets[update->dim] = offsets[device];
+    boxes[device]->sizes[update->dim] = rows;
+  }
+  Location loc = loop.getLoc();
+  b.setInsertionPoint(loop);
+  bool moved = false;
+  FailureOr<IRMapping> mapping = localReads(
+      loop,
+      [&](Value value, RankedTensorType valueType) {
+        return value == nest->init() ? boxes : everywhere(valueType);
+      },
+      moved);
+  if (failed(mapping))
+    return failure();
+  Value offset = perDevice(offsets, loc);
+  Value count = arith::ConstantIndexOp::create(b, loc, rows);
+  Value zeroIndex = arith::ConstantIndexOp::create(b, loc, 0);
+  auto local = cast<scf::ForOp>(b.clone(*loop, *mapping));
+  std::optional<ScatterAddNest> localNest = matchScatterAdd(local);
+  std::optional<LookupUpdate> localUpdate = lookupUpdate(*localNest);
+  // The local row: the global one less the device's offset; a row of
+  // another device adds zero to local row 0.
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(localUpdate->old);
+  Value global = localUpdate->insert.getIndices()[localUpdate->dim];
+  Value row = arith::SubIOp::create(b, loc, global, offset);
+  Value mine =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, row, count);
+  Value safe = arith::SelectOp::create(b, loc, mine, row, zeroIndex);
+  localUpdate->old.getIndicesMutable()[localUpdate->dim].assign(safe);
+  localUpdate->insert.getIndicesMutable()[localUpdate->dim].assign(safe);
+  auto add = localUpdate->insert.getScalar().getDefiningOp<arith::AddFOp>();
+  unsigned term = add.getLhs() == localUpdate->old.getResult() ? 1 : 0;
+  b.setInsertionPoint(add);
+  Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(add.getType()));
+  add->setOperand(
+      term, arith::SelectOp::create(b, loc, mine, add->getOperand(term), zero));
+  localNest->setCarriedType(
+      cast<RankedTensorType>(localNest->init().getType()));
+  dist[loop.getResult(0)].pieces.push_back(
+      Piece{local.getResult(0), boxes, tasks, std::nullopt});
+  return success();
+}
+
 LogicalResult SpmdPartitioner::partitionScatterAdd(scf::ForOp loop) {
+  if (succeeded(partitionScatterByRows(loop)))
+    return success();
   std::optional<ScatterAddNest> nest = matchScatterAdd(loop);
   if (!nest || !isIdentityFill(nest->init(), ReductionKind::sum))
     return failure();

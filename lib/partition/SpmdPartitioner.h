@@ -271,6 +271,9 @@ private:
   DeviceBoxes completeLayout(const DistValue &value,
                              RankedTensorType type) const;
   LogicalResult partitionScatterAdd(scf::ForOp loop);
+  /// A scatter-add nest whose forward gather splits the table's rows over
+  /// the devices: each device scatters into its rows only.
+  LogicalResult partitionScatterByRows(scf::ForOp loop);
   /// Returns every value whole, except the sharded results, which stay in
   /// their boxes; records the layouts (returnLayouts).
   void partitionReturn(func::ReturnOp op);
