@@ -90,8 +90,8 @@ void eraseWithTraceHooks(Operation *op);
 /// The zero fill of `op`'s whole output (its first init: a linalg.fill of
 /// zero, or a linalg.map yielding zero) when `op` is the next op to touch
 /// that buffer (no op between them uses a buffer that may be its memory,
-/// by `classes`): `op` can
-/// overwrite the output instead, and the fill go. Null otherwise.
+/// by `classes`): `op` can overwrite the output instead, and the fill go.
+/// Null otherwise.
 Operation *zeroFillBefore(linalg::LinalgOp op, AliasClasses &classes);
 
 /// A convolution replaceKernelsByCalls replaces, as planned before any is.

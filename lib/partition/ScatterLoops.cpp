@@ -18,6 +18,13 @@ void ScatterAddNest::setTripCount(unsigned loop, int64_t count) {
   tripCounts[loop] = count;
 }
 
+std::optional<unsigned> ScatterAddNest::loopOf(Value value) {
+  for (auto [index, loop] : llvm::enumerate(loops))
+    if (loop.getInductionVar() == value)
+      return index;
+  return std::nullopt;
+}
+
 void ScatterAddNest::setCarriedType(RankedTensorType type) {
   for (scf::ForOp loop : loops) {
     loop.getRegionIterArgs()[0].setType(type);
@@ -148,6 +155,40 @@ std::optional<ScatterAddNest> matchScatterAdd(scf::ForOp outer) {
                                       : std::nullopt);
   }
   return nest;
+}
+
+std::optional<LookupUpdate> matchLookupUpdate(ScatterAddNest &nest) {
+  Block *body = nest.loops.back().getBody();
+  auto inserts = body->getOps<tensor::InsertOp>();
+  if (!llvm::hasSingleElement(inserts))
+    return std::nullopt;
+  LookupUpdate update{*inserts.begin(), {}, 0, {}};
+  // The old value read, as onlyAdds found it: insert(old + x, sum[i]).
+  auto add = update.insert.getScalar().getDefiningOp<arith::AddFOp>();
+  if (!add)
+    return std::nullopt;
+  for (Value term : add->getOperands())
+    if (auto extract = term.getDefiningOp<tensor::ExtractOp>();
+        extract && extract.getTensor() == update.insert.getDest())
+      update.old = extract;
+  if (!update.old)
+    return std::nullopt;
+  bool found = false;
+  for (auto [dim, index] : llvm::enumerate(update.insert.getIndices())) {
+    if (nest.loopOf(index))
+      continue;
+    auto cast = index.getDefiningOp<arith::IndexCastOp>();
+    auto ids = cast ? cast.getIn().getDefiningOp<tensor::ExtractOp>()
+                    : tensor::ExtractOp();
+    if (found || !ids || definedInside(ids.getTensor(), nest.loops.front()))
+      return std::nullopt;
+    found = true;
+    update.dim = dim;
+    update.ids = ids;
+  }
+  if (!found)
+    return std::nullopt;
+  return update;
 }
 
 } // namespace soap::partition

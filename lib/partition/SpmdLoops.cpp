@@ -314,64 +314,6 @@ void SpmdPartitioner::partitionLinalg(linalg::LinalgOp op,
     dist[result].pieces = std::move(results[result.getResultNumber()]);
 }
 
-/// A scatter-add nest (a gather's gradient,
-/// include/soap/Partition/ScatterLoops.h) whose summing loops index tensors
-/// split along those dimensions runs each such loop over the part its device
-/// holds: every device adds its part of the gradient into zeros, a partial sum
-/// that a consumer needing the whole gradient all_reduces (data parallelism's
-/// gradient of an embedding table). Fails, changing nothing, when no loop can
-/// be split that way.
-/// The row of the gradient a scatter-add nest's update writes when it is
-/// read from a tensor defined outside the nest (an embedding's ids: the
-/// update is `sum[index_cast(ids[...]), ...]`): the update, the dimension,
-/// the ids' extract. None for other nests (every index a loop's, or more
-/// than one update or data-indexed dimension).
-namespace {
-struct LookupUpdate {
-  tensor::InsertOp insert;
-  tensor::ExtractOp old;
-  unsigned dim;
-  tensor::ExtractOp ids;
-};
-} // namespace
-
-static std::optional<LookupUpdate> lookupUpdate(ScatterAddNest &nest) {
-  Block *body = nest.loops.back().getBody();
-  auto inserts = body->getOps<tensor::InsertOp>();
-  if (!llvm::hasSingleElement(inserts))
-    return std::nullopt;
-  LookupUpdate update{*inserts.begin(), {}, 0, {}};
-  auto add = update.insert.getScalar().getDefiningOp<arith::AddFOp>();
-  if (!add)
-    return std::nullopt;
-  for (Value term : add->getOperands())
-    if (auto extract = term.getDefiningOp<tensor::ExtractOp>();
-        extract && extract.getTensor() == update.insert.getDest())
-      update.old = extract;
-  if (!update.old)
-    return std::nullopt;
-  bool found = false;
-  for (auto [dim, index] : llvm::enumerate(update.insert.getIndices())) {
-    if (llvm::any_of(nest.loops, [&](scf::ForOp loop) {
-          return loop.getInductionVar() == index;
-        }))
-      continue;
-    auto cast = index.getDefiningOp<arith::IndexCastOp>();
-    auto ids = cast ? cast.getIn().getDefiningOp<tensor::ExtractOp>()
-                    : tensor::ExtractOp();
-    if (found || !ids ||
-        nest.loops.front()->isAncestor(
-            ids.getTensor().getParentRegion()->getParentOp()))
-      return std::nullopt;
-    found = true;
-    update.dim = dim;
-    update.ids = ids;
-  }
-  if (!found)
-    return std::nullopt;
-  return update;
-}
-
 /// The gather whose gradient `nest` is, when it splits only the table's
 /// row lookup, one task per device: a configured gather of the same
 /// table shape that reads the ids the nest reads, at the same indices of
@@ -383,14 +325,12 @@ rowSplitOfGather(ScatterAddNest &nest, LookupUpdate &update,
   Value ids = update.ids.getTensor();
   auto tableType = cast<RankedTensorType>(nest.result().getType());
   // The nest's loop of each index of the ids.
-  SmallVector<int64_t> idsLoops;
+  SmallVector<unsigned> idsLoops;
   for (Value index : update.ids.getIndices()) {
-    const auto *it = llvm::find_if(nest.loops, [&](scf::ForOp loop) {
-      return loop.getInductionVar() == index;
-    });
-    if (it == nest.loops.end())
+    std::optional<unsigned> loop = nest.loopOf(index);
+    if (!loop)
       return std::nullopt;
-    idsLoops.push_back(it - nest.loops.begin());
+    idsLoops.push_back(*loop);
   }
   std::optional<SmallVector<int64_t>> devices;
   for (Operation *user : ids.getUsers()) {
@@ -434,15 +374,13 @@ rowSplitOfGather(ScatterAddNest &nest, LookupUpdate &update,
   return devices;
 }
 
-LogicalResult SpmdPartitioner::partitionScatterByRows(scf::ForOp loop) {
-  std::optional<ScatterAddNest> nest = matchScatterAdd(loop);
-  if (!nest || !isIdentityFill(nest->init(), ReductionKind::sum))
-    return failure();
-  std::optional<LookupUpdate> update = lookupUpdate(*nest);
+LogicalResult SpmdPartitioner::partitionScatterByRows(scf::ForOp loop,
+                                                      ScatterAddNest &nest) {
+  std::optional<LookupUpdate> update = matchLookupUpdate(nest);
   if (!update)
     return failure();
   std::optional<SmallVector<int64_t>> devices =
-      rowSplitOfGather(*nest, *update, numDevices);
+      rowSplitOfGather(nest, *update, numDevices);
   if (!devices)
     return failure();
   auto type = cast<RankedTensorType>(loop.getResult(0).getType());
@@ -462,7 +400,7 @@ LogicalResult SpmdPartitioner::partitionScatterByRows(scf::ForOp loop) {
   FailureOr<IRMapping> mapping = localReads(
       loop,
       [&](Value value, RankedTensorType valueType) {
-        return value == nest->init() ? boxes : everywhere(valueType);
+        return value == nest.init() ? boxes : everywhere(valueType);
       },
       moved);
   if (failed(mapping))
@@ -472,7 +410,7 @@ LogicalResult SpmdPartitioner::partitionScatterByRows(scf::ForOp loop) {
   Value zeroIndex = arith::ConstantIndexOp::create(b, loc, 0);
   auto local = cast<scf::ForOp>(b.clone(*loop, *mapping));
   std::optional<ScatterAddNest> localNest = matchScatterAdd(local);
-  std::optional<LookupUpdate> localUpdate = lookupUpdate(*localNest);
+  std::optional<LookupUpdate> localUpdate = matchLookupUpdate(*localNest);
   // The local row: the global one less the device's offset; a row of
   // another device adds zero to local row 0.
   OpBuilder::InsertionGuard guard(b);
@@ -497,12 +435,20 @@ LogicalResult SpmdPartitioner::partitionScatterByRows(scf::ForOp loop) {
   return success();
 }
 
+/// A scatter-add nest (a gather's gradient,
+/// include/soap/Partition/ScatterLoops.h) whose summing loops index tensors
+/// split along those dimensions runs each such loop over the part its device
+/// holds: every device adds its part of the gradient into zeros, a partial sum
+/// that a consumer needing the whole gradient all_reduces (data parallelism's
+/// gradient of an embedding table); a nest whose gather splits the table's
+/// rows scatters into them instead (partitionScatterByRows). Fails,
+/// changing nothing, when no loop can be split that way.
 LogicalResult SpmdPartitioner::partitionScatterAdd(scf::ForOp loop) {
-  if (succeeded(partitionScatterByRows(loop)))
-    return success();
   std::optional<ScatterAddNest> nest = matchScatterAdd(loop);
   if (!nest || !isIdentityFill(nest->init(), ReductionKind::sum))
     return failure();
+  if (succeeded(partitionScatterByRows(loop, *nest)))
+    return success();
   // Per split loop: each device's offset, the local trip count, and the
   // dimension of the result it picks (a column loop; none: it sums).
   struct Split {

@@ -34,6 +34,8 @@
 
 namespace soap::partition {
 
+struct ScatterAddNest; // soap/Partition/ScatterLoops.h
+
 using namespace mlir;
 
 /// A block of a tensor: an offset and a size per dimension.
@@ -271,9 +273,11 @@ private:
   DeviceBoxes completeLayout(const DistValue &value,
                              RankedTensorType type) const;
   LogicalResult partitionScatterAdd(scf::ForOp loop);
-  /// A scatter-add nest whose forward gather splits the table's rows over
-  /// the devices: each device scatters into its rows only.
-  LogicalResult partitionScatterByRows(scf::ForOp loop);
+  /// The scatter-add nest `loop` (`nest`) when its forward gather splits
+  /// the table's rows over the devices: each device scatters into its rows
+  /// only.
+  LogicalResult partitionScatterByRows(scf::ForOp loop,
+                                       ScatterAddNest &nest);
   /// Returns every value whole, except the sharded results, which stay in
   /// their boxes; records the layouts (returnLayouts).
   void partitionReturn(func::ReturnOp op);

@@ -18,6 +18,7 @@
 #define SOAP_PARTITION_SCATTERLOOPS_H
 
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 
 #include "llvm/ADT/SmallVector.h"
 
@@ -58,6 +59,8 @@ struct ScatterAddNest {
   mlir::Value result() const { return loops.front()->getResult(0); }
   /// The tensor it starts from.
   mlir::Value init() { return loops.front().getInitArgs()[0]; }
+  /// The loop whose induction variable `value` is, if any.
+  std::optional<unsigned> loopOf(mlir::Value value);
   /// Makes loop `loop` run `count` times from 0.
   void setTripCount(unsigned loop, int64_t count);
   /// Makes the loops carry `type` (a part of the gradient, after their
@@ -70,6 +73,23 @@ struct ScatterAddNest {
 /// it reads (tensor.insert of arith.addf of tensor.extract at the same
 /// indices).
 std::optional<ScatterAddNest> matchScatterAdd(mlir::scf::ForOp outer);
+
+/// The nest's one update when the row it writes is read from a tensor
+/// defined outside the nest (an embedding's ids: the update is
+/// `sum[index_cast(ids[...]), ...]`).
+struct LookupUpdate {
+  mlir::tensor::InsertOp insert;
+  /// The read of the element's old value.
+  mlir::tensor::ExtractOp old;
+  /// The dimension of the gradient the ids index.
+  unsigned dim;
+  /// The read of the ids.
+  mlir::tensor::ExtractOp ids;
+};
+
+/// The lookup update of `nest`; none for other nests (every index a
+/// loop's, or more than one update or data-indexed dimension).
+std::optional<LookupUpdate> matchLookupUpdate(ScatterAddNest &nest);
 
 } // namespace soap::partition
 
