@@ -340,9 +340,9 @@ static std::optional<unsigned> stateArgumentOf(func::FuncOp function,
 }
 
 /// Whether state in this layout is worth keeping where it is across steps:
-/// every device holds a part of the same shape and the parts differ (a
-/// split), or some devices hold the whole tensor and the others nothing (an
-/// op placed on a device subset).
+/// the devices that hold a part hold parts of the same shape that differ (a
+/// split, over every device or a subset of them), or some devices hold the
+/// whole tensor and the others nothing (an op placed on a device subset).
 static bool keepsLayout(const DeviceBoxes &boxes) {
   const std::optional<Box> *first = nullptr;
   bool split = false, subset = false;
@@ -360,10 +360,11 @@ static bool keepsLayout(const DeviceBoxes &boxes) {
   }
   if (!first)
     return false;
-  if (subset) // whole on the holders
-    return !split && llvm::all_of((*first)->offsets,
-                                  [](int64_t o) { return o == 0; });
-  return split;
+  if (split) // on every device or on a subset
+    return true;
+  // Whole on the holders.
+  return subset &&
+         llvm::all_of((*first)->offsets, [](int64_t o) { return o == 0; });
 }
 
 LogicalResult soap::partitionByConfigs(func::FuncOp function,

@@ -310,8 +310,86 @@ void SpmdPartitioner::partitionLinalg(linalg::LinalgOp op,
       results[i].push_back(std::move(piece));
     }
   }
+  if (kind && plan.slots.size() > 1)
+    for (SmallVector<Piece> &pieces : results)
+      completeSharedPartials(pieces, *kind, loc);
   for (OpResult result : op->getResults())
     dist[result].pieces = std::move(results[result.getResultNumber()]);
+}
+
+void SpmdPartitioner::completeSharedPartials(SmallVector<Piece> &pieces,
+                                             ReductionKind kind, Location loc) {
+  // The output blocks, in order of first appearance.
+  SmallVector<Box> blocks;
+  for (const Piece &piece : pieces)
+    for (const std::optional<Box> &box : piece.boxes)
+      if (box && !llvm::is_contained(blocks, *box))
+        blocks.push_back(*box);
+  auto writes = [&](const Piece &piece, const Box &block) {
+    SmallVector<bool> flags(numDevices, false);
+    for (int64_t device = 0; device < numDevices; ++device)
+      flags[device] = piece.boxes[device] && *piece.boxes[device] == block;
+    return flags;
+  };
+  // Each block complete on the devices that wrote it.
+  SmallVector<Value> complete;
+  for (const Box &block : blocks) {
+    Value sum;
+    SmallVector<bool> have(numDevices, false);
+    for (const Piece &piece : pieces) {
+      SmallVector<bool> flags = writes(piece, block);
+      if (llvm::none_of(flags, [](bool f) { return f; }))
+        continue;
+      bool again = false;
+      for (int64_t device = 0; device < numDevices; ++device)
+        again |= flags[device] && have[device];
+      Value next =
+          again ? combineLocally(sum, piece.local, kind, loc) : piece.local;
+      sum =
+          sum ? arith::SelectOp::create(b, loc, deviceIn(flags, loc), next, sum)
+                    .getResult()
+              : next;
+      for (int64_t device = 0; device < numDevices; ++device)
+        have[device] |= flags[device];
+    }
+    SmallVector<int64_t> group;
+    for (int64_t device = 0; device < numDevices; ++device)
+      if (have[device])
+        group.push_back(device);
+    if (group.size() > 1)
+      sum = AllReduceOp::create(b, loc, sum.getType(),
+                                ReductionKindAttr::get(b.getContext(), kind),
+                                sum, b.getDenseI64ArrayAttr(group));
+    complete.push_back(sum);
+  }
+  // Each slot's blocks, now complete.
+  for (Piece &piece : pieces) {
+    Value local;
+    for (auto [block, value] : llvm::zip(blocks, complete)) {
+      SmallVector<bool> flags = writes(piece, block);
+      if (llvm::none_of(flags, [](bool f) { return f; }))
+        continue;
+      local = local ? arith::SelectOp::create(b, loc, deviceIn(flags, loc),
+                                              value, local)
+                          .getResult()
+                    : value;
+    }
+    piece.local = local;
+    piece.partial.reset();
+    piece.tasks.assign(numDevices, 0);
+  }
+  // A device that wrote one block in several slots now holds copies of it:
+  // the first slot keeps it, and slots left holding nothing go.
+  for (size_t later = 1; later < pieces.size(); ++later)
+    for (int64_t device = 0; device < numDevices; ++device)
+      for (size_t earlier = 0; earlier < later; ++earlier)
+        if (pieces[later].boxes[device] &&
+            pieces[earlier].boxes[device] == pieces[later].boxes[device])
+          pieces[later].boxes[device].reset();
+  llvm::erase_if(pieces, [](const Piece &piece) {
+    return llvm::none_of(piece.boxes,
+                         [](const std::optional<Box> &box) { return box; });
+  });
 }
 
 /// The gather whose gradient `nest` is, when it splits only the table's

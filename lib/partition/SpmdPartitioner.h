@@ -220,6 +220,13 @@ private:
   // Rewriting.
   void partitionLinalg(linalg::LinalgOp op, const LinalgLoops &nest,
                        const Plan &plan);
+  /// The partial results of a split reduction whose tasks share devices
+  /// (`pieces`, one per slot), completed right after the op as the
+  /// simulator prices it: per output block, the devices whose tasks wrote
+  /// it all_reduce their partials (a device that wrote it in several slots
+  /// adds them first). The pieces keep their slots and boxes.
+  void completeSharedPartials(SmallVector<Piece> &pieces, ReductionKind kind,
+                              Location loc);
   /// The part of `gather`'s table each device's task reads (`boxes`).
   LocalTable localTable(const GatherLookup &gather, const DeviceBoxes &boxes,
                         Location loc);
