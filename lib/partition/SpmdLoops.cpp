@@ -338,19 +338,28 @@ void SpmdPartitioner::completeSharedPartials(SmallVector<Piece> &pieces,
     SmallVector<bool> have(numDevices, false);
     for (const Piece &piece : pieces) {
       SmallVector<bool> flags = writes(piece, block);
-      if (llvm::none_of(flags, [](bool f) { return f; }))
+      if (!llvm::is_contained(flags, true))
         continue;
-      bool again = false;
-      for (int64_t device = 0; device < numDevices; ++device)
-        again |= flags[device] && have[device];
-      Value next =
-          again ? combineLocally(sum, piece.local, kind, loc) : piece.local;
-      sum =
-          sum ? arith::SelectOp::create(b, loc, deviceIn(flags, loc), next, sum)
-                    .getResult()
-              : next;
-      for (int64_t device = 0; device < numDevices; ++device)
+      // Devices with a partial of the block already add this one to it;
+      // the others take it as it is.
+      SmallVector<bool> add(numDevices, false), take(numDevices, false);
+      for (int64_t device = 0; device < numDevices; ++device) {
+        add[device] = flags[device] && have[device];
+        take[device] = flags[device] && !have[device];
         have[device] |= flags[device];
+      }
+      Value added;
+      if (llvm::is_contained(add, true))
+        added = arith::SelectOp::create(
+            b, loc, deviceIn(add, loc),
+            combineLocally(sum, piece.local, kind, loc), sum);
+      if (llvm::is_contained(take, true))
+        sum = sum ? arith::SelectOp::create(b, loc, deviceIn(take, loc),
+                                            piece.local, added ? added : sum)
+                        .getResult()
+                  : piece.local;
+      else
+        sum = added;
     }
     SmallVector<int64_t> group;
     for (int64_t device = 0; device < numDevices; ++device)
@@ -367,7 +376,7 @@ void SpmdPartitioner::completeSharedPartials(SmallVector<Piece> &pieces,
     Value local;
     for (auto [block, value] : llvm::zip(blocks, complete)) {
       SmallVector<bool> flags = writes(piece, block);
-      if (llvm::none_of(flags, [](bool f) { return f; }))
+      if (!llvm::is_contained(flags, true))
         continue;
       local = local ? arith::SelectOp::create(b, loc, deviceIn(flags, loc),
                                               value, local)
