@@ -70,14 +70,26 @@ LogicalResult SpmdPartitioner::followConfig(Operation *op) {
     return failure();
   // An insertion into zeros (a slice's gradient) at stride 1: each device
   // holds its blocks where they go, and the rest is zeros that nobody
-  // holds, as the simulator's gradient edges have it. Other insertions (a
-  // transposed convolution's strided spread of its adjoint) and pads
-  // follow a config of one task: whole on its device.
+  // holds, as the simulator's gradient edges have it. A pad split only
+  // along dimensions it does not pad (a batch split): each task pads its
+  // block. Other insertions (a transposed convolution's strided spread of
+  // its adjoint) and pads follow a config of one task: whole on its device.
   auto insert = dyn_cast<tensor::InsertSliceOp>(op);
   bool intoZeros =
       insert && isIdentityFill(insert.getDest(), ReductionKind::sum) &&
       llvm::all_of(insert.getStaticStrides(), [](int64_t s) { return s == 1; });
-  if ((insert && !intoZeros) || isa<tensor::PadOp>(op)) {
+  auto pad = dyn_cast<tensor::PadOp>(op);
+  bool splitPad = false;
+  if (pad && pad.getLow().empty() && pad.getHigh().empty()) {
+    for (auto [dim, degree] : llvm::enumerate(config.getDegrees())) {
+      if (degree == 1)
+        continue;
+      splitPad = pad.getStaticLow()[dim] == 0 && pad.getStaticHigh()[dim] == 0;
+      if (!splitPad)
+        break;
+    }
+  }
+  if ((insert && !intoZeros) || (pad && !splitPad)) {
     if (config.getDevices().size() != 1 ||
         llvm::any_of(config.getDegrees(), [](int64_t d) { return d != 1; }))
       return failure();
@@ -145,8 +157,11 @@ LogicalResult SpmdPartitioner::followConfig(Operation *op) {
         // A concatenation's task reads the part of each input its block
         // covers (none of some when it is split along its dimension).
         bool isInput = concat && access.value != op->getResult(0);
+        // A pad's task reads its block of the source, whole along the
+        // padded dimensions.
+        bool clip = isInput || (pad && access.value == pad.getSource());
         std::optional<Box> region = regionOf(access.map, sizes, plan->degrees,
-                                             task, type.getShape(), isInput);
+                                             task, type.getShape(), clip);
         if (!region && splitConcat && isInput)
           continue; // checked below: the task reads one input
         if (!region)
@@ -248,6 +263,14 @@ LogicalResult SpmdPartitioner::followConfig(Operation *op) {
     } else if (auto collapse = dyn_cast<tensor::CollapseShapeOp>(op)) {
       local = tensor::CollapseShapeOp::create(
           b, loc, localType, locals[0], collapse.getReassociationIndices());
+    } else if (pad) {
+      // The same padding around the task's block of the source.
+      IRMapping mapping = plain;
+      mapping.map(pad.getSource(), locals[0]);
+      Operation *clone = b.clone(*op, mapping);
+      clone->removeAttr(SoapDialect::getConfigAttrName());
+      clone->getResult(0).setType(localType);
+      local = clone->getResult(0);
     } else if (insert) {
       // The block itself, with the unit dimensions the insertion drops.
       local = locals[0];
