@@ -275,9 +275,15 @@ dims withGroups(int64_t g, int64_t groupEntry, dims perGroup) {
 
 /// Whether Winograd's algorithm (oneDNN's jit_wino_4x3 kernels, AVX-512
 /// only) is worth trying for a convolution whose forward form has a
-/// `window`, `strides`, `dilations` (oneDNN's: 0 is none), `groups` and an
-/// output image `out`: a 3x3 window at stride 1, undilated, ungrouped,
-/// on an output of at least 8x8 points. Measured at batch 4 on one thread
+/// `window`, `strides`, `dilations` (oneDNN's: 0 is none), `groups`, an
+/// output image `out` and `channels` (the fewer of its input and output
+/// channels): a 3x3 window at stride 1, undilated, ungrouped, on an
+/// output of at least 8x8 points, with at least 32 channels in and out
+/// (SOAP_DNNL_WINOGRAD_MIN_CHANNELS). Below that the transforms cost more
+/// than they save: a ResNet-18 of width 8 (8 to 64 channels, 16x16
+/// images, batch 8) runs its step in 4.4 ms with Winograd wherever the
+/// rest allows and 3.5 ms without; the 4-in, 8-out 3x3 convolution of a
+/// channel split takes 123 us with it. Measured at batch 4 on one thread
 /// (forward / data gradient / filter gradient, direct against Winograd,
 /// ms): 64 channels on 56x56 10.3/8.3/8.7 against 3.1/3.0/3.4, 128 on
 /// 28x28 7.8/7.8/8.2 against 3.4/3.4/3.3, 256 on 14x14 7.3/7.3/8.6
@@ -287,10 +293,16 @@ dims withGroups(int64_t g, int64_t groupEntry, dims perGroup) {
 /// algorithm's by about 2e-6 of the largest output. SOAP_DNNL_WINOGRAD=0
 /// turns it off (to measure one against the other).
 bool winogradWorth(const dims &window, const dims &strides,
-                   const dims &dilations, int64_t groups, const dims &out) {
+                   const dims &dilations, int64_t groups, const dims &out,
+                   int64_t channels) {
   static const bool enabled = !envIs("SOAP_DNNL_WINOGRAD", "0");
+  static const int64_t minChannels = [] {
+    const char *value = std::getenv("SOAP_DNNL_WINOGRAD_MIN_CHANNELS");
+    return value ? std::atoll(value) : 32;
+  }();
   return enabled && window == dims{3, 3} && strides == dims{1, 1} &&
-         dilations == dims{0, 0} && groups == 1 && out[0] >= 8 && out[1] >= 8;
+         dilations == dims{0, 0} && groups == 1 && out[0] >= 8 && out[1] >= 8 &&
+         channels >= minChannels;
 }
 
 /// What `build(algorithm)` builds with Winograd's algorithm where it is
@@ -392,7 +404,7 @@ buildForward(const Conv2dShape &s, const Conv2dStrides &st,
     block = 0;
     chosen = preferringWinograd(winogradWorth({s.kh, s.kw}, {s.sh, s.sw},
                                               {s.dh - 1, s.dw - 1}, s.g,
-                                              {s.oh, s.ow}),
+                                              {s.oh, s.ow}, std::min(s.c, s.f)),
                                 [&](dnnl::algorithm a) {
                                   algorithm = a;
                                   return choose();
@@ -456,7 +468,9 @@ std::unique_ptr<Conv> buildAsWeightGradient(
       st.outBlock, e.engine);
   dims strides = {s.dh, s.dw}, dilations = {s.sh - 1, s.sw - 1};
   auto pd = preferringWinograd(
-      winogradWorth({s.oh, s.ow}, strides, dilations, s.g, {s.kh, s.kw}),
+      // The forward convolution's input channels are this one's images.
+      winogradWorth({s.oh, s.ow}, strides, dilations, s.g, {s.kh, s.kw},
+                    std::min(s.n, s.f)),
       [&](dnnl::algorithm algorithm) {
         auto hint = trainingHint(algorithm, src, diffWeights, diffDst, strides,
                                  dilations, padding.left, padding.right);
@@ -641,7 +655,7 @@ std::unique_ptr<Conv> buildSpread(const Conv2dShape &s, const Conv2dStrides &st,
        padRight = {plan.padRight[0], plan.padRight[1]};
   auto pd = preferringWinograd(
       winogradWorth({s.kh, s.kw}, strides, dilations, s.g,
-                    {sp.sizes[0], sp.sizes[1]}),
+                    {sp.sizes[0], sp.sizes[1]}, std::min(s.c, s.f)),
       [&](dnnl::algorithm algorithm) {
         auto hint = trainingHint(algorithm, diffSrc, weights, diffDst, strides,
                                  dilations, padLeft, padRight);

@@ -414,7 +414,7 @@ TEST(CpuKernels, Conv2dBlockedWeights) {
       {{16, 32, 10, 10, 32, 8, 8, 1, 1, 1, 1, 0, gradient}, {0, 16}},
       // Winograd's kernels where the CPU has them (Conv2dWinograd), on
       // blocked weights.
-      {{2, 16, 10, 10, 32, 3, 3, 1, 1, 1, 1}, {16, 0}},
+      {{2, 32, 10, 10, 32, 3, 3, 1, 1, 1, 1}, {16, 0}},
   };
   for (const auto &[k, blocks] : blockedCases)
     for (bool accumulate : {true, false}) {
@@ -441,10 +441,11 @@ TEST(CpuKernels, Conv2dBlockedWeights) {
 }
 
 // Winograd's algorithm (oneDNN's jit_wino_4x3, on CPUs with AVX-512) for
-// 3x3 unit-stride convolutions with outputs of at least 8x8: a forward
-// convolution, a filter gradient as the autodiff writes it (the weights
-// view) and a data gradient (the spread view, its filter read backwards),
-// accumulating and overwriting, give the loops' sums to the tolerance.
+// 3x3 unit-stride convolutions with outputs of at least 8x8 and at least
+// 32 channels in and out: a forward convolution, a filter gradient as the
+// autodiff writes it (the weights view) and a data gradient (the spread
+// view, its filter read backwards), accumulating and overwriting, give the
+// loops' sums to the tolerance. With fewer channels the direct kernels run.
 TEST(CpuKernels, Conv2dWinograd) {
   bool avx512 =
       __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
@@ -456,9 +457,9 @@ TEST(CpuKernels, Conv2dWinograd) {
           << soaprt::dnnlLastConvImplementation();
     }
   };
-  const Case forward = {2, 16, 12, 12, 32, 3, 3, 1, 1, 1, 1};
-  const Case filterGradient = {16, 4, 12, 12, 32, 10, 10, 1, 1, 1, 1};
-  const Case dataGradient = {2, 32, 12, 12, 16, 3, 3, 1, 1, 1, 1};
+  const Case forward = {2, 32, 12, 12, 32, 3, 3, 1, 1, 1, 1};
+  const Case filterGradient = {32, 4, 12, 12, 32, 10, 10, 1, 1, 1, 1};
+  const Case dataGradient = {2, 32, 12, 12, 32, 3, 3, 1, 1, 1, 1};
   const Spread adjoint = {{1, 1}, {1, 1}, {10, 10}};
   for (bool accumulate : {true, false}) {
     SCOPED_TRACE(accumulate ? "accumulating" : "overwriting");
@@ -472,6 +473,15 @@ TEST(CpuKernels, Conv2dWinograd) {
                  soaprt_conv2d_grouped_f32, &adjoint, /*backwards=*/true,
                  accumulate);
     ranWinograd();
+    // 4 input channels: the direct kernels.
+    check<float>({2, 4, 12, 12, 8, 3, 3, 1, 1, 1, 1},
+                 soaprt_conv2d_nchw_fchw_f32, soaprt_conv2d_grouped_f32,
+                 nullptr, false, accumulate);
+    if (soaprt::dnnlEnabled()) {
+      EXPECT_EQ(soaprt::dnnlLastConvImplementation().find("wino"),
+                std::string::npos)
+          << soaprt::dnnlLastConvImplementation();
+    }
   }
 }
 
