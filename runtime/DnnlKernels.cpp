@@ -29,6 +29,9 @@
 // SOAP_DNNL=0 turns oneDNN off: convolutions then take the im2col path
 // (Kernels.cpp), which is how the two are measured against each other.
 //
+// Input gradients, convolutions of the output's adjoint spread into zeros,
+// are in DnnlSpread.cpp; what both files build with is in DnnlConv.h.
+//
 // f32 matrix products run through oneDNN's sgemm on the shapes where it
 // beats OpenBLAS's (dnnlGemmPreferred), through OpenBLAS on the others and
 // with SOAP_DNNL=0. The two sum in different orders: a product's result
@@ -36,7 +39,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "DnnlKernels.h"
+#include "DnnlConv.h"
 
 #include "BlockedLayout.h"
 
@@ -56,33 +59,7 @@
 extern "C" int openblas_get_num_threads(void);
 
 namespace soaprt {
-
-namespace {
-
-struct Engine {
-  dnnl::engine engine{dnnl::engine::kind::cpu, 0};
-  dnnl::stream stream{engine};
-};
-
-/// One convolution, built: the primitive, the reorders around it and the
-/// scratch memory of oneDNN's layouts. `userIn`, `userFilter` and
-/// `userOut` are the caller's buffers; `args` binds the primitive's
-/// arguments to them or to scratch in oneDNN's layouts, which `in` fills
-/// (reorders from the caller's buffers) and `out` drains (a reorder that
-/// adds into the caller's output).
-struct Conv {
-  dnnl::memory userIn, userFilter, userOut;
-  /// The spread view's filter, flipped back before each run (userFilter
-  /// reads it).
-  std::vector<float> unflipped;
-  std::vector<std::pair<dnnl::reorder, std::pair<dnnl::memory, dnnl::memory>>>
-      in;
-  std::optional<std::pair<dnnl::reorder, dnnl::memory>> out;
-  dnnl::primitive primitive;
-  std::unordered_map<int, dnnl::memory> args;
-  /// The implementation oneDNN picked (its impl_info_str).
-  std::string impl;
-};
+namespace dnnlconv {
 
 Engine &engine() {
   static Engine *instance = [] {
@@ -94,8 +71,6 @@ Engine &engine() {
   }();
   return *instance;
 }
-
-using dims = dnnl::memory::dims;
 
 dnnl::memory userMemory(const dims &shape, const dims &strides,
                         dnnl::engine &eng) {
@@ -147,10 +122,6 @@ bool pointwiseBlocked() {
   static const bool blocked = !envIs("SOAP_DNNL_POINTWISE", "any");
   return blocked;
 }
-
-/// A view oneDNN cannot express on the caller's buffers (no copy is made
-/// to make one): the other view, or the caller's path, runs it.
-struct Unexpressible {};
 
 /// The caller's operand of four dimensions `shape` (no groups) at
 /// `strides`, or, with `block` > 0, holding blocked weights
@@ -305,18 +276,6 @@ bool winogradWorth(const dims &window, const dims &strides,
          channels >= minChannels;
 }
 
-/// What `build(algorithm)` builds with Winograd's algorithm where it is
-/// `worth` it and oneDNN has a kernel for it, else with the direct one.
-template <typename Build> auto preferringWinograd(bool worth, Build build) {
-  if (worth) {
-    try {
-      return build(dnnl::algorithm::convolution_winograd);
-    } catch (const dnnl::error &) {
-    }
-  }
-  return build(dnnl::algorithm::convolution_direct);
-}
-
 /// The forward convolution a backward primitive is built against (oneDNN
 /// picks the backward kernels to match it and its `algorithm`).
 dnnl::convolution_forward::primitive_desc
@@ -329,11 +288,6 @@ trainingHint(dnnl::algorithm algorithm, const dims &src, const dims &weights,
       padRight);
   return dnnl::convolution_forward::primitive_desc(forward, engine().engine);
 }
-
-/// Rows and columns of zeros around the image that oneDNN adds itself.
-struct Padding {
-  dims left = {0, 0}, right = {0, 0};
-};
 
 /// The convolution as oneDNN's forward convolution: src {N, G*C, H, W}
 /// (`image` rows and columns, by default what the windows read, inside
@@ -519,24 +473,12 @@ bool looksLikeWeightGradient(const Conv2dShape &s) {
   return s.oh * s.ow <= 64 && (s.c < s.n || s.kh * s.kw > s.oh * s.ow);
 }
 
-/// What `builder` builds; nullptr where oneDNN refuses it or cannot
-/// express it on the caller's strides.
-template <typename Builder> std::unique_ptr<Conv> orNull(Builder &&builder) {
-  try {
-    return builder();
-  } catch (const dnnl::error &) {
-  } catch (const Unexpressible &) {
-  }
-  return nullptr;
-}
-
 /// The convolution in the view it looks like, else in the other; nullptr
 /// when oneDNN takes neither. Its image is `image` rows and columns (by
 /// default what the windows read) inside `padding`.
-std::unique_ptr<Conv>
-build(const Conv2dShape &s, const Conv2dStrides &st,
-      std::optional<std::array<int64_t, 2>> image = std::nullopt,
-      const Padding &padding = {}) {
+std::unique_ptr<Conv> build(const Conv2dShape &s, const Conv2dStrides &st,
+                            std::optional<std::array<int64_t, 2>> image,
+                            const Padding &padding) {
   using Builder = std::unique_ptr<Conv> (*)(
       const Conv2dShape &, const Conv2dStrides &,
       std::optional<std::array<int64_t, 2>>, const Padding &);
@@ -567,117 +509,6 @@ std::array<int64_t, N> sizeOneStrides(std::array<int64_t, N> strides,
   return strides;
 }
 
-/// The spread view (buildSpread): the output rows and columns that
-/// receive a contribution, oneDNN's padding and the offset into the
-/// caller's output, per spatial dimension.
-struct SpreadPlan {
-  std::array<int64_t, 2> rows, padLeft, padRight, skipped;
-};
-
-/// Where the spread convolution's image is nonzero (oy + py * a, a < ay),
-/// it is oneDNN's backward-data convolution of the adjoint at those points
-/// (forward stride py, the same dilation) through the filter flipped back:
-/// out[y] += img[y + d * i] * filter[i] with img[o + p * a] = dy[a] is
-/// out[y] += dy[a] * filter[K - 1 - i'] where y = p * a - (d (K - 1) - o) +
-/// d * i'. Output rows no point reaches are skipped (the sum adds nothing
-/// there), so the padding is never negative. nullopt when nothing is left.
-std::optional<SpreadPlan> planSpread(const Conv2dShape &s,
-                                     const Conv2dSpread &sp) {
-  SpreadPlan plan;
-  int64_t outSize[2] = {s.oh, s.ow}, window[2] = {s.kh, s.kw},
-          dilation[2] = {s.dh, s.dw};
-  for (int k = 0; k < 2; ++k) {
-    int64_t reach = dilation[k] * (window[k] - 1);
-    int64_t left = reach - sp.offsets[k], rows = outSize[k], skipped = 0;
-    if (left < 0) {
-      skipped = -left;
-      rows -= skipped;
-      left = 0;
-    }
-    int64_t right = (sp.sizes[k] - 1) * sp.strides[k] + reach + 1 - rows - left;
-    if (right < 0) {
-      rows += right;
-      right = 0;
-    }
-    if (rows <= 0 || sp.sizes[k] <= 0)
-      return std::nullopt;
-    plan.rows[k] = rows;
-    plan.padLeft[k] = left;
-    plan.padRight[k] = right;
-    plan.skipped[k] = skipped;
-  }
-  return plan;
-}
-
-/// The spread convolution as oneDNN's backward-data convolution (see
-/// planSpread): diff_dst the spread's points (userIn), weights the filter
-/// flipped back ({G,} C, F, KH, KW: the caller's memory read forwards when
-/// the caller reads it `backwards` or it is 1x1, else `unflipped`, which
-/// each run fills; blocked weights only the former), diff_src the output
-/// rows reached (userOut, its handle moved past the skipped ones).
-std::unique_ptr<Conv> buildSpread(const Conv2dShape &s, const Conv2dStrides &st,
-                                  const Conv2dSpread &sp,
-                                  const SpreadPlan &plan, bool backwards) {
-  Engine &e = engine();
-  auto conv = std::make_unique<Conv>();
-  dims diffDst = {s.n, s.g * s.c, sp.sizes[0], sp.sizes[1]},
-       weights = withGroups(s.g, s.g, {s.c, s.f, s.kh, s.kw}),
-       diffSrc = {s.n, s.g * s.f, plan.rows[0], plan.rows[1]};
-  conv->userIn =
-      userMemory(diffDst,
-                 {st.in[0], mergedStride(s.g, st.in[1], s.c, st.in[2]),
-                  st.in[3], st.in[4]},
-                 e.engine);
-  if (st.outBlock || (st.filterBlock && (s.g > 1 || !backwards)))
-    throw Unexpressible();
-  if (backwards) {
-    conv->userFilter = weightsMemory(
-        weights,
-        withGroups(s.g, st.filter[0],
-                   {st.filter[2], st.filter[1], st.filter[3], st.filter[4]}),
-        st.filterBlock, e.engine);
-  } else {
-    conv->unflipped.resize(static_cast<size_t>(s.g * s.c * s.f * s.kh * s.kw));
-    conv->userFilter = dnnl::memory(
-        dnnl::memory::desc(weights, dnnl::memory::data_type::f32,
-                           s.g > 1 ? dnnl::memory::format_tag::goihw
-                                   : dnnl::memory::format_tag::oihw),
-        e.engine, conv->unflipped.data());
-  }
-  conv->userOut =
-      userMemory(diffSrc,
-                 {st.out[0], mergedStride(s.g, st.out[1], s.f, st.out[2]),
-                  st.out[3], st.out[4]},
-                 e.engine);
-  dims strides = {sp.strides[0], sp.strides[1]},
-       dilations = {s.dh - 1, s.dw - 1},
-       padLeft = {plan.padLeft[0], plan.padLeft[1]},
-       padRight = {plan.padRight[0], plan.padRight[1]};
-  auto pd = preferringWinograd(
-      winogradWorth({s.kh, s.kw}, strides, dilations, s.g,
-                    {sp.sizes[0], sp.sizes[1]}, std::min(s.c, s.f)),
-      [&](dnnl::algorithm algorithm) {
-        auto hint = trainingHint(algorithm, diffSrc, weights, diffDst, strides,
-                                 dilations, padLeft, padRight);
-        dnnl::convolution_backward_data::desc desc(
-            algorithm, anyLayout(diffSrc), anyLayout(weights),
-            anyLayout(diffDst), strides, dilations, padLeft, padRight);
-        return dnnl::convolution_backward_data::primitive_desc(desc, e.engine,
-                                                               hint);
-      });
-  conv->impl = pd.impl_info_str();
-  bindInput(*conv, DNNL_ARG_DIFF_DST, pd.diff_dst_desc(), conv->userIn,
-            e.engine);
-  bindInput(*conv, DNNL_ARG_WEIGHTS, pd.weights_desc(), conv->userFilter,
-            e.engine);
-  // oneDNN overwrites diff_src: through scratch and the reorder that adds,
-  // unless the caller overwrites too.
-  bindOutput(*conv, DNNL_ARG_DIFF_SRC, pd.diff_src_desc(),
-             /*primitiveAdds=*/false, s.accumulate, e.engine);
-  conv->primitive = dnnl::convolution_backward_data(pd);
-  return conv;
-}
-
 /// The convolution run last on this thread (built convolutions live as
 /// long as the process): dnnlLastConvImplementation's answer.
 thread_local const Conv *lastRun = nullptr;
@@ -703,7 +534,7 @@ void run(Conv &conv, const float *in, const float *filter, float *out) {
 /// is `inSizes` ({H, W}; by default what the windows read).
 bool positiveStrides(const Conv2dShape &s, const Conv2dStrides &given,
                      Conv2dStrides &st,
-                     std::optional<std::array<int64_t, 2>> inSizes = {}) {
+                     std::optional<std::array<int64_t, 2>> inSizes) {
   auto [usedH, usedW] = inSizes ? *inSizes : usedImage(s);
   st = given;
   st.in = sizeOneStrides(given.in, {s.n, s.g, s.c, usedH, usedW});
@@ -716,25 +547,9 @@ bool positiveStrides(const Conv2dShape &s, const Conv2dStrides &given,
   return true;
 }
 
-/// Everything that tells two convolutions' primitives apart.
-template <size_t Extra>
-std::array<int64_t, 32 + Extra> keyOf(const Conv2dShape &s,
-                                      const Conv2dStrides &st,
-                                      const std::array<int64_t, Extra> &extra) {
-  std::array<int64_t, 32 + Extra> key;
-  auto at = key.begin();
-  for (int64_t v : {s.n, s.c, s.h, s.w, s.f, s.kh, s.kw, s.oh, s.ow, s.sh, s.sw,
-                    s.dh, s.dw, s.g})
-    *at++ = v;
-  for (const std::array<int64_t, 5> *strides : {&st.in, &st.filter, &st.out})
-    at = std::copy(strides->begin(), strides->end(), at);
-  for (int64_t v : {int64_t(s.accumulate), st.filterBlock, st.outBlock})
-    *at++ = v;
-  std::copy(extra.begin(), extra.end(), at);
-  return key;
-}
+} // namespace dnnlconv
 
-} // namespace
+using namespace dnnlconv;
 
 const std::string &dnnlLastConvImplementation() {
   static const std::string none;
@@ -791,122 +606,6 @@ bool dnnlConv2d(const Conv2dShape &s, const Conv2dStrides &given,
   if (!it->second)
     return false;
   run(*it->second, in, filter, out);
-  return true;
-}
-
-/// A spread of points one apart (an image padded with zeros) as oneDNN's
-/// forward convolution of the points with that padding: per spatial
-/// dimension the padding before them, after them, and how many of them
-/// the windows read; nullopt when they read none.
-std::optional<std::pair<Padding, std::array<int64_t, 2>>>
-planPadding(const Conv2dShape &s, const Conv2dSpread &sp) {
-  std::array<int64_t, 2> used = usedImage(s), read;
-  Padding padding;
-  for (int k = 0; k < 2; ++k) {
-    int64_t right = used[k] - sp.offsets[k] - sp.sizes[k];
-    read[k] = sp.sizes[k] + std::min<int64_t>(right, 0);
-    if (read[k] <= 0)
-      return std::nullopt;
-    padding.left[k] = sp.offsets[k];
-    padding.right[k] = std::max<int64_t>(right, 0);
-  }
-  return std::make_pair(padding, read);
-}
-
-bool dnnlConv2dSpread(const Conv2dShape &s, const Conv2dStrides &given,
-                      const Conv2dSpread &sp, const float *points,
-                      const float *filter, float *out) {
-  // SOAP_DNNL_SPREAD=0: the convolution of the whole spread image, as
-  // before this path existed (to measure one against the other).
-  static const bool enabled = !envIs("SOAP_DNNL_SPREAD", "0");
-  if (!dnnlEnabled() || !enabled)
-    return false;
-  // A filter the caller reads backwards (negative window strides from its
-  // last element) is, read forwards, the filter flipped back: U[g][c][f]
-  // [i][j] = filter[g, f, c, KH - 1 - i, KW - 1 - j], which the
-  // backward-data convolution takes.
-  bool backwards = (s.kh == 1 || given.filter[3] < 0) &&
-                   (s.kw == 1 || given.filter[4] < 0) &&
-                   (given.filter[3] < 0 || given.filter[4] < 0);
-  Conv2dStrides forward = given;
-  const float *flippedBack = filter;
-  if (backwards) {
-    flippedBack =
-        filter + (s.kh - 1) * given.filter[3] + (s.kw - 1) * given.filter[4];
-    forward.filter[3] = -given.filter[3];
-    forward.filter[4] = -given.filter[4];
-  }
-  Conv2dStrides st;
-  if (!positiveStrides(s, forward, st, sp.sizes))
-    return false;
-  // Points one apart through a filter read forwards: the image padded, a
-  // forward convolution of any stride with that padding.
-  if (!backwards && sp.strides == std::array<int64_t, 2>{1, 1}) {
-    auto plan = planPadding(s, sp);
-    if (!plan) {
-      // The windows read none of the points: the output gets nothing.
-      if (!s.accumulate)
-        zeroOutput(s, given.out, out);
-      return true;
-    }
-    auto [padding, read] = *plan;
-    static std::map<std::array<int64_t, 38>, std::unique_ptr<Conv>> built;
-    auto key = keyOf<6>(s, st,
-                        {padding.left[0], padding.left[1], padding.right[0],
-                         padding.right[1], read[0], read[1]});
-    auto it = built.find(key);
-    if (it == built.end())
-      it = built.emplace(key, build(s, st, read, padding)).first;
-    if (!it->second)
-      return false;
-    run(*it->second, points, filter, out);
-    return true;
-  }
-  // Otherwise the backward-data convolution of the points, of a
-  // unit-stride convolution.
-  if (s.sh != 1 || s.sw != 1)
-    return false;
-  std::optional<SpreadPlan> plan = planSpread(s, sp);
-  // An output the convolution overwrites but reaches only part of (or,
-  // without a plan, none of) is zeroed first, then added to.
-  Conv2dShape shape = s;
-  if (!s.accumulate &&
-      (!plan || plan->rows[0] != s.oh || plan->rows[1] != s.ow)) {
-    zeroOutput(s, given.out, out);
-    shape.accumulate = true;
-  }
-  if (!plan)
-    return true;
-  // A 1x1 filter is its own flip: read as it is, without a copy.
-  bool readAsGiven = backwards || (s.kh == 1 && s.kw == 1);
-  static std::map<std::array<int64_t, 39>, std::unique_ptr<Conv>> built;
-  auto key = keyOf<7>(shape, st,
-                      {sp.offsets[0], sp.offsets[1], sp.strides[0],
-                       sp.strides[1], sp.sizes[0], sp.sizes[1], readAsGiven});
-  auto it = built.find(key);
-  if (it == built.end())
-    it = built
-             .emplace(key, orNull([&] {
-                        return buildSpread(shape, st, sp, *plan, readAsGiven);
-                      }))
-             .first;
-  Conv *conv = it->second.get();
-  if (!conv)
-    return false;
-  if (!readAsGiven) {
-    float *w = conv->unflipped.data();
-    for (int64_t g = 0; g < s.g; ++g)
-      for (int64_t c = 0; c < s.c; ++c)
-        for (int64_t f = 0; f < s.f; ++f)
-          for (int64_t i = 0; i < s.kh; ++i)
-            for (int64_t j = 0; j < s.kw; ++j)
-              *w++ = filter[g * given.filter[0] + f * given.filter[1] +
-                            c * given.filter[2] +
-                            (s.kh - 1 - i) * given.filter[3] +
-                            (s.kw - 1 - j) * given.filter[4]];
-  }
-  run(*conv, points, flippedBack,
-      out + plan->skipped[0] * st.out[3] + plan->skipped[1] * st.out[4]);
   return true;
 }
 
