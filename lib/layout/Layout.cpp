@@ -210,4 +210,29 @@ bool contains(const Layout &held, const Layout &target) {
   return true;
 }
 
+bool keptAcrossSteps(const Layout &held) {
+  if (held.partial)
+    return false;
+  const Block *first = nullptr;
+  bool split = false, subset = false;
+  for (const std::optional<Block> &block : held.blocks) {
+    if (!block) {
+      subset = true;
+      continue;
+    }
+    if (!first)
+      first = &*block;
+    else if (block->sizes != first->sizes)
+      return false;
+    else
+      split |= block->offsets != first->offsets;
+  }
+  if (!first)
+    return false;
+  if (split)
+    return true;
+  return subset && std::all_of(first->offsets.begin(), first->offsets.end(),
+                               [](int64_t o) { return o == 0; });
+}
+
 } // namespace soap::layout

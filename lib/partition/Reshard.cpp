@@ -361,7 +361,7 @@ Value SpmdPartitioner::materialize(Value original, const DeviceBoxes &target,
 // Reshards as lib/layout plans them
 //===----------------------------------------------------------------------===//
 
-static layout::Layout layoutOfBoxes(const DeviceBoxes &boxes) {
+layout::Layout soap::partition::layoutOfBoxes(const DeviceBoxes &boxes) {
   layout::Layout result;
   for (const std::optional<Box> &box : boxes) {
     if (!box) {

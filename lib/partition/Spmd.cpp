@@ -339,44 +339,17 @@ static std::optional<unsigned> stateArgumentOf(func::FuncOp function,
   return std::nullopt;
 }
 
-/// Whether state in this layout is worth keeping where it is across steps:
-/// the devices that hold a part hold parts of the same shape that differ (a
-/// split, over every device or a subset of them), or some devices hold the
-/// whole tensor and the others nothing (an op placed on a device subset).
-static bool keepsLayout(const DeviceBoxes &boxes) {
-  const std::optional<Box> *first = nullptr;
-  bool split = false, subset = false;
-  for (const std::optional<Box> &box : boxes) {
-    if (!box) {
-      subset = true;
-      continue;
-    }
-    if (!first)
-      first = &box;
-    else if (box->sizes != (*first)->sizes)
-      return false;
-    else
-      split |= box->offsets != (*first)->offsets;
-  }
-  if (!first)
-    return false;
-  if (split) // on every device or on a subset
-    return true;
-  // Whole on the holders.
-  return subset &&
-         llvm::all_of((*first)->offsets, [](int64_t o) { return o == 0; });
-}
-
 LogicalResult soap::partitionByConfigs(func::FuncOp function,
                                        int64_t devices) {
   if (!function.getBody().hasOneBlock())
     return function.emitError()
            << kPass << ": the function must have a single block";
   // A probing run on a copy finds where each updated parameter and
-  // optimizer state ends up; state in a layout worth keeping (keepsLayout)
-  // then stays there across steps (the argument arrives as the local part
-  // and the result leaves as one), instead of being made whole at the end of
-  // every step and split again at the start of the next.
+  // optimizer state ends up; state in a layout worth keeping
+  // (layout::keptAcrossSteps) then stays there across steps (the argument
+  // arrives as the local part and the result leaves as one), instead of being
+  // made whole at the end of every step and split again at the start of the
+  // next.
   struct KeptState {
     unsigned arg, result;
     DeviceBoxes boxes;
@@ -404,7 +377,8 @@ LogicalResult soap::partitionByConfigs(func::FuncOp function,
     if (ok)
       for (auto [result, layout] : llvm::enumerate(first.returnLayouts)) {
         std::optional<unsigned> arg = stateArgumentOf(function, result);
-        if (arg && layout && !layout->partial && keepsLayout(layout->boxes))
+        if (arg && layout && !layout->partial &&
+            layout::keptAcrossSteps(layoutOfBoxes(layout->boxes)))
           next.push_back({*arg, static_cast<unsigned>(result), layout->boxes});
       }
     probe.erase();

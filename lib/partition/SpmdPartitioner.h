@@ -163,6 +163,9 @@ std::optional<Box> accessBox(AffineMap map, ArrayRef<int64_t> loopSizes,
                              ArrayRef<int64_t> degrees, int64_t task,
                              ArrayRef<int64_t> shape);
 
+/// The boxes of each device as a lib/layout layout (complete blocks).
+layout::Layout layoutOfBoxes(const DeviceBoxes &boxes);
+
 /// The elements a task reads through `map`, in global coordinates (the
 /// region the simulator prices: lowest to highest index per dimension).
 /// None when an index is not affine or leaves `shape`; with `clip`, the

@@ -115,34 +115,6 @@ int Simulator::addUpdate(int tensorId, int region, int device, int64_t bytes,
   return id;
 }
 
-/// Whether the partitioner keeps state updated in this layout where it is
-/// across steps (lib/partition/Spmd.cpp, keepsLayout): every device holds a
-/// part of one shape and the parts differ, or some devices hold the whole
-/// tensor and the others nothing. Otherwise the step returns it whole on
-/// every device.
-static bool keptAcrossSteps(const layout::Layout &held) {
-  const layout::Block *first = nullptr;
-  bool split = false, subset = false;
-  for (const std::optional<layout::Block> &block : held.blocks) {
-    if (!block) {
-      subset = true;
-      continue;
-    }
-    if (!first)
-      first = &*block;
-    else if (block->sizes != first->sizes)
-      return false;
-    else
-      split |= block->offsets != first->offsets;
-  }
-  if (!first)
-    return false;
-  if (subset)
-    return !split && std::all_of(first->offsets.begin(), first->offsets.end(),
-                                 [](int64_t o) { return o == 0; });
-  return split;
-}
-
 bool Simulator::buildOwnedParameter(int tensorId) {
   const GraphTensor &tensor = graph.tensors[tensorId];
   const std::vector<std::pair<int, int>> &readers = parameterReaders[tensorId];
@@ -290,7 +262,7 @@ bool Simulator::buildOwnedParameter(int tensorId) {
     }
   steps.push_back(std::move(updateIds));
 
-  if (keptAcrossSteps(target)) {
+  if (layout::keptAcrossSteps(target)) {
     // The next step reads the parameter from there, each reader its blocks
     // (at the start of the step: the previous step's update is done), and
     // later readers also from the copies earlier ones made.

@@ -204,6 +204,14 @@ bool covers(const Layout &held, const Layout &target);
 /// that contains it in `held`.
 bool contains(const Layout &held, const Layout &target);
 
+/// Whether training state updated in `held` stays there across steps (the
+/// partitioner's soap.shard, the simulator's parameter readers at the
+/// start of the next step): complete blocks of one shape on the devices
+/// that hold one, either a split (over every device or a subset of them)
+/// or the whole tensor on some devices and nothing on the others.
+/// Otherwise the step returns the state whole on every device.
+bool keptAcrossSteps(const Layout &held);
+
 } // namespace soap::layout
 
 #endif // SOAP_LAYOUT_LAYOUT_H
