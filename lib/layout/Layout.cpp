@@ -1,9 +1,9 @@
-//===- Layout.cpp - distributed tensor layouts
-//-----------------------------===//
+//===- Layout.cpp - distributed tensor layouts ----------------------------===//
 //
 // Blocks, layouts and the steps of a reshard plan (the planner itself:
 // ReshardPlanner.cpp).
 //
+//===----------------------------------------------------------------------===//
 
 #include "soap/layout/Layout.h"
 

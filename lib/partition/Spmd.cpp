@@ -375,11 +375,12 @@ LogicalResult soap::partitionByConfigs(func::FuncOp function,
     }
     SmallVector<KeptState> next;
     if (ok)
-      for (auto [result, layout] : llvm::enumerate(first.returnLayouts)) {
+      for (auto [result, returned] : llvm::enumerate(first.returnLayouts)) {
         std::optional<unsigned> arg = stateArgumentOf(function, result);
-        if (arg && layout && !layout->partial &&
-            layout::keptAcrossSteps(layoutOfBoxes(layout->boxes)))
-          next.push_back({*arg, static_cast<unsigned>(result), layout->boxes});
+        if (arg && returned && !returned->partial &&
+            layout::keptAcrossSteps(layoutOfBoxes(returned->boxes)))
+          next.push_back(
+              {*arg, static_cast<unsigned>(result), returned->boxes});
       }
     probe.erase();
     if (!ok || next.size() == kept.size())

@@ -227,7 +227,8 @@ private:
   /// (`pieces`, one per slot), completed right after the op as the
   /// simulator prices it: per output block, the devices whose tasks wrote
   /// it all_reduce their partials (a device that wrote it in several slots
-  /// adds them first). The pieces keep their slots and boxes.
+  /// adds them first). Each slot keeps its boxes, less the copies of a
+  /// block an earlier slot of the same device holds; slots left empty go.
   void completeSharedPartials(SmallVector<Piece> &pieces, ReductionKind kind,
                               Location loc);
   /// The part of `gather`'s table each device's task reads (`boxes`).
