@@ -36,6 +36,16 @@ const Piece *soap::partition::onlyProducedPiece(const DistValue &value) {
   return only;
 }
 
+bool soap::partition::hasOnlyComplete(const DistValue &value) {
+  bool any = false;
+  for (const Piece &piece : value.pieces) {
+    if (piece.partial)
+      return false;
+    any |= !piece.derived;
+  }
+  return any;
+}
+
 Box soap::partition::wholeBox(RankedTensorType type) {
   return Box{SmallVector<int64_t>(type.getRank(), 0),
              SmallVector<int64_t>(type.getShape())};

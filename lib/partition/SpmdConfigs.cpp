@@ -424,14 +424,20 @@ LogicalResult SpmdPartitioner::deferSum(Operation *op) {
       return failure();
     auto type = cast<RankedTensorType>(input.getType());
     std::optional<Piece> layout = layoutOf(input);
-    if (!layout || layout->partial || covers(*layout, everywhere(type)))
+    if (layout ? layout->partial || covers(*layout, everywhere(type))
+               : !hasOnlyComplete(value))
       return failure();
     addends.push_back(input);
   }
-  // Addends in one layout are added where they are.
-  DeviceBoxes first = layoutOf(addends.front())->boxes;
-  if (llvm::all_of(addends, [&](Value addend) {
-        return layoutOf(addend)->boxes == first;
+  // Addends in one layout are added where they are. A sum needs an addend
+  // with one layout: a reader without a config adds them there.
+  std::optional<Piece> first;
+  for (Value addend : llvm::reverse(addends))
+    if ((first = layoutOf(addend)))
+      break;
+  if (!first || llvm::all_of(addends, [&](Value addend) {
+        std::optional<Piece> layout = layoutOf(addend);
+        return layout && layout->boxes == first->boxes;
       }))
     return failure();
   DistValue sum;
@@ -531,11 +537,15 @@ void SpmdPartitioner::normalizeOperands(Operation *op, bool viewsByConfig) {
       // Added where the last addend is, the one the backward pass made
       // last (a weight's gradient from its first reader: the update then
       // runs, and the weight stays, where the next step's forward pass
-      // starts with it).
+      // starts with it). An addend whose tasks share a device has no one
+      // layout: then the last one that has (deferSum keeps one).
+      std::optional<Piece> target;
+      for (Value addend : llvm::reverse(found->second.addends))
+        if ((target = layoutOf(addend)))
+          break;
       b.setInsertionPoint(op);
-      materializeSum(operand.get(),
-                     layoutOf(found->second.addends.back())->boxes,
-                     op->getLoc(), /*realize=*/true);
+      materializeSum(operand.get(), target->boxes, op->getLoc(),
+                     /*realize=*/true);
       continue;
     }
     auto type = cast<RankedTensorType>(operand.get().getType());

@@ -131,6 +131,9 @@ struct DistValue {
 /// The one piece the value has besides re-split copies (the piece its
 /// producer wrote, or a whole copy made from several).
 const Piece *onlyProducedPiece(const DistValue &value);
+/// Whether the value is held in pieces its producer wrote (one, or
+/// several when its tasks share a device) and none is a partial result.
+bool hasOnlyComplete(const DistValue &value);
 
 /// How an op runs: degrees per loop, and for each slot the task of every
 /// device (-1: the device skips the slot).
