@@ -326,9 +326,11 @@ memref::GlobalOp deviceListGlobal(ModuleOp module, ArrayRef<int64_t> devices) {
                               b.getI64Type());
   auto values = DenseElementsAttr::get(
       RankedTensorType::get(type.getShape(), b.getI64Type()), devices);
-  return memref::GlobalOp::create(b, module.getLoc(), name,
-                                  b.getStringAttr("private"), type, values,
-                                  /*constant=*/true, /*alignment=*/nullptr);
+  auto global = memref::GlobalOp::create(
+      b, module.getLoc(), name, b.getStringAttr("private"), type, values,
+      /*constant=*/true, /*alignment=*/nullptr);
+  global->setAttr(kHostOnlyAttr, b.getUnitAttr());
+  return global;
 }
 
 } // namespace

@@ -329,7 +329,8 @@ static bool reachesDevice(Value value) {
 /// directly or through views (a slice of an exported constant: BERT's
 /// position ids), into device buffers at its start (mgpuMemcpy), reads them
 /// there, and frees them before it returns. Host loads and stores keep the
-/// host copy.
+/// host copy, and so do constants only the runtime's host code reads
+/// (kHostOnlyAttr: a communication call's device list).
 LogicalResult copyGlobalsToDevice(ModuleOp module) {
   MLIRContext *context = module.getContext();
   Type ptr = LLVM::LLVMPointerType::get(context);
@@ -341,7 +342,9 @@ LogicalResult copyGlobalsToDevice(ModuleOp module) {
     llvm::MapVector<StringAttr, SmallVector<memref::GetGlobalOp>> uses;
     DenseMap<StringAttr, MemRefType> types;
     function.walk([&](memref::GetGlobalOp global) {
+      auto symbol = module.lookupSymbol<memref::GlobalOp>(global.getNameAttr());
       if (global->getParentOfType<gpu::LaunchOp>() ||
+          (symbol && symbol->hasAttr(codegen::kHostOnlyAttr)) ||
           !reachesDevice(global.getResult()))
         return;
       uses[global.getNameAttr().getAttr()].push_back(global);

@@ -227,6 +227,11 @@ matmulDimensions(mlir::linalg::LinalgOp op);
 /// calls (lowerCommunicationOps) with the runtime function each becomes.
 inline constexpr const char *kCommCallAttr = "soap_comm_call";
 
+/// The attribute that marks constants (memref.global) only the runtime's
+/// host code reads (the device lists of communication calls): the GPU
+/// lowering leaves them in host memory (copyGlobalsToDevice).
+inline constexpr const char *kHostOnlyAttr = "soap_host_only";
+
 /// A convolution that replaceKernelsByCalls is about to replace by a call
 /// of the runtime: the op, its roles, the autodiff's flipped copy of the
 /// filter that the call reads through (null when it reads its filter
