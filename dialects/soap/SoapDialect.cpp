@@ -386,6 +386,12 @@ LogicalResult SoapDialect::verifyOperationAttribute(Operation *op,
              << "'" << name << "' must be a #soap.config attribute";
     return verifyConfigOnOp(op, config);
   }
+  if (name == getScatterConfigAttrName()) {
+    if (!isa<ConfigAttr>(attr.getValue()))
+      return op->emitError()
+             << "'" << name << "' must be a #soap.config attribute";
+    return success();
+  }
   if (name == getNumDevicesAttrName()) {
     auto count = dyn_cast<IntegerAttr>(attr.getValue());
     if (!count || count.getInt() < 1)

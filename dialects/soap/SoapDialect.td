@@ -45,6 +45,14 @@ def Soap_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral getConfigAttrName() {
       return ::llvm::StringLiteral("soap.config");
     }
+    /// Name of the attribute on the outermost loop of a gather's gradient
+    /// (a scatter-add loop nest over the gather's iteration space, built by
+    /// --soap-training-step) holding the gather's #soap.config: the
+    /// partitioner splits the nest's loops as the gather's tasks, as the
+    /// simulator prices the gather's backward task.
+    static constexpr ::llvm::StringLiteral getScatterConfigAttrName() {
+      return ::llvm::StringLiteral("soap.scatter_config");
+    }
     /// Name of the module attribute declaring the number of devices.
     static constexpr ::llvm::StringLiteral getNumDevicesAttrName() {
       return ::llvm::StringLiteral("soap.num_devices");

@@ -176,6 +176,9 @@ LogicalResult differentiateGathers(GradientBuilder &g, linalg::GenericOp op,
         });
     if (failed(gradient))
       return failure();
+    if (g.forwardConfig)
+      gradient->getDefiningOp()->setAttr(
+          SoapDialect::getScatterConfigAttrName(), g.forwardConfig);
     g.accumulate(loc, table, *gradient);
   }
   return success();

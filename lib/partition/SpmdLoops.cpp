@@ -551,7 +551,47 @@ LogicalResult SpmdPartitioner::partitionScatterAdd(scf::ForOp loop) {
       return &nest->columns[index]->reads;
     return nullptr;
   };
-  for (unsigned index = 0; index < nest->loops.size(); ++index) {
+  // The gather's config (soap.scatter_config), when each device runs one
+  // of its tasks: every loop it splits runs its task's part, its reads
+  // brought there, as the simulator prices the gather's backward task.
+  if (auto config = loop->getAttrOfType<ConfigAttr>(
+          SoapDialect::getScatterConfigAttrName())) {
+    ArrayRef<int64_t> degrees = config.getDegrees();
+    ArrayRef<int64_t> devices = config.getDevices();
+    SmallVector<int64_t> sorted(devices);
+    llvm::sort(sorted);
+    // The gather's loops, then its lookup loops (soap/Dialect/Gather.h):
+    // those split the table's rows, which partitionScatterByRows handles.
+    bool oneTaskEach =
+        degrees.size() >= nest->loops.size() &&
+        llvm::all_of(degrees.drop_front(nest->loops.size()),
+                     [](int64_t degree) { return degree == 1; }) &&
+        static_cast<int64_t>(devices.size()) == numDevices;
+    for (int64_t d = 0; oneTaskEach && d < numDevices; ++d)
+      oneTaskEach = sorted[d] == d;
+    for (unsigned index = 0; oneTaskEach && index < nest->loops.size();
+         ++index) {
+      if (degrees[index] == 1)
+        continue;
+      int64_t trips = nest->tripCounts[index];
+      if (!readsOf(index) || trips % degrees[index] != 0) {
+        oneTaskEach = false;
+        break;
+      }
+      Split split{SmallVector<int64_t>(numDevices), trips / degrees[index],
+                  std::nullopt};
+      if (nest->columns[index])
+        split.resultDim = nest->columns[index]->resultDim;
+      for (auto [task, device] : llvm::enumerate(devices))
+        split.offsets[device] =
+            coordinatesOf(degrees, task)[index] * split.count;
+      splits[index] = std::move(split);
+    }
+    if (!oneTaskEach)
+      splits.clear();
+  }
+  bool byConfig = !splits.empty();
+  for (unsigned index = 0; !byConfig && index < nest->loops.size(); ++index) {
     const SmallVector<LoopRead> *reads = readsOf(index);
     if (!reads)
       continue;
