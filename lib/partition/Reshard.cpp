@@ -46,6 +46,11 @@ bool soap::partition::hasOnlyComplete(const DistValue &value) {
   return any;
 }
 
+bool soap::partition::sameLayout(const Piece &a, const Piece &b) {
+  return a.boxes == b.boxes && a.partial == b.partial &&
+         (!a.partial || a.tasks == b.tasks);
+}
+
 Box soap::partition::wholeBox(RankedTensorType type) {
   return Box{SmallVector<int64_t>(type.getRank(), 0),
              SmallVector<int64_t>(type.getShape())};

@@ -424,20 +424,23 @@ LogicalResult SpmdPartitioner::deferSum(Operation *op) {
       return failure();
     auto type = cast<RankedTensorType>(input.getType());
     std::optional<Piece> layout = layoutOf(input);
-    if (layout ? layout->partial || covers(*layout, everywhere(type))
+    // Partial sums (a split reduction's gradient) move like the others:
+    // each completes where the reader needs it.
+    if (layout ? (layout->partial && *layout->partial != ReductionKind::sum) ||
+                     covers(*layout, everywhere(type))
                : !hasOnlyComplete(value))
       return failure();
     addends.push_back(input);
   }
-  // Addends in one layout are added where they are. A sum needs an addend
-  // with one layout: a reader without a config adds them there.
+  // Addends in one layout are added where they are. A sum needs a complete
+  // addend with one layout: a reader without a config adds them there.
   std::optional<Piece> first;
   for (Value addend : llvm::reverse(addends))
-    if ((first = layoutOf(addend)))
+    if ((first = layoutOf(addend)) && !first->partial)
       break;
-  if (!first || llvm::all_of(addends, [&](Value addend) {
+  if (!first || first->partial || llvm::all_of(addends, [&](Value addend) {
         std::optional<Piece> layout = layoutOf(addend);
-        return layout && layout->boxes == first->boxes;
+        return layout && sameLayout(*layout, *first);
       }))
     return failure();
   DistValue sum;
@@ -538,10 +541,11 @@ void SpmdPartitioner::normalizeOperands(Operation *op, bool viewsByConfig) {
       // last (a weight's gradient from its first reader: the update then
       // runs, and the weight stays, where the next step's forward pass
       // starts with it). An addend whose tasks share a device has no one
-      // layout: then the last one that has (deferSum keeps one).
+      // layout, and a partial one is no place to add: then the last
+      // complete one with a layout (deferSum keeps one).
       std::optional<Piece> target;
       for (Value addend : llvm::reverse(found->second.addends))
-        if ((target = layoutOf(addend)))
+        if ((target = layoutOf(addend)) && !target->partial)
           break;
       b.setInsertionPoint(op);
       materializeSum(operand.get(), target->boxes, op->getLoc(),

@@ -134,6 +134,10 @@ const Piece *onlyProducedPiece(const DistValue &value);
 /// Whether the value is held in pieces its producer wrote (one, or
 /// several when its tasks share a device) and none is a partial result.
 bool hasOnlyComplete(const DistValue &value);
+/// Whether two pieces hold the same blocks on the same devices, alike
+/// complete or partial sums of the same tasks: values in them add up where
+/// they are.
+bool sameLayout(const Piece &a, const Piece &b);
 
 /// How an op runs: degrees per loop, and for each slot the task of every
 /// device (-1: the device skips the slot).

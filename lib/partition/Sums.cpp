@@ -78,7 +78,7 @@ Value SpmdPartitioner::materializeSum(Value original, const DeviceBoxes &target,
     auto same = groups.end();
     if (piece)
       same = llvm::find_if(groups, [&](const auto &group) {
-        return group.first && group.first->boxes == piece->boxes;
+        return group.first && sameLayout(*group.first, *piece);
       });
     if (same == groups.end())
       groups.push_back({std::move(piece), {addend}});
@@ -97,7 +97,7 @@ Value SpmdPartitioner::materializeSum(Value original, const DeviceBoxes &target,
       // distributed value.
       source = local;
       dist[source].pieces.push_back(
-          Piece{local, piece->boxes, piece->tasks, std::nullopt});
+          Piece{local, piece->boxes, piece->tasks, piece->partial});
     }
     Value moved = materialize(source, target, loc);
     result = result ? addLocally(sumOp, result, moved, holdersOf(target), loc)
