@@ -335,6 +335,8 @@ LogicalResult copyGlobalsToDevice(ModuleOp module) {
   MLIRContext *context = module.getContext();
   Type ptr = LLVM::LLVMPointerType::get(context);
   Type i64 = IntegerType::get(context, 64);
+  // Built once: a lookup in the module itself walks all its ops.
+  SymbolTable symbols(module);
   for (auto function : module.getOps<func::FuncOp>()) {
     if (function.isExternal())
       continue;
@@ -342,7 +344,8 @@ LogicalResult copyGlobalsToDevice(ModuleOp module) {
     llvm::MapVector<StringAttr, SmallVector<memref::GetGlobalOp>> uses;
     DenseMap<StringAttr, MemRefType> types;
     function.walk([&](memref::GetGlobalOp global) {
-      auto symbol = module.lookupSymbol<memref::GlobalOp>(global.getNameAttr());
+      auto symbol =
+          symbols.lookup<memref::GlobalOp>(global.getNameAttr().getAttr());
       if (global->getParentOfType<gpu::LaunchOp>() ||
           (symbol && symbol->hasAttr(codegen::kHostOnlyAttr)) ||
           !reachesDevice(global.getResult()))

@@ -405,6 +405,15 @@ LogicalResult SpmdPartitioner::addDisjointParts(Operation *op) {
   return success();
 }
 
+std::optional<Piece>
+SpmdPartitioner::lastCompleteLayout(ArrayRef<Value> addends) {
+  for (Value addend : llvm::reverse(addends))
+    if (std::optional<Piece> layout = layoutOf(addend);
+        layout && !layout->partial)
+      return layout;
+  return std::nullopt;
+}
+
 LogicalResult SpmdPartitioner::deferSum(Operation *op) {
   auto generic = dyn_cast<linalg::GenericOp>(op);
   if (!generic || op->hasAttr(SoapDialect::getConfigAttrName()) ||
@@ -434,11 +443,8 @@ LogicalResult SpmdPartitioner::deferSum(Operation *op) {
   }
   // Addends in one layout are added where they are. A sum needs a complete
   // addend with one layout: a reader without a config adds them there.
-  std::optional<Piece> first;
-  for (Value addend : llvm::reverse(addends))
-    if ((first = layoutOf(addend)) && !first->partial)
-      break;
-  if (!first || first->partial || llvm::all_of(addends, [&](Value addend) {
+  std::optional<Piece> first = lastCompleteLayout(addends);
+  if (!first || llvm::all_of(addends, [&](Value addend) {
         std::optional<Piece> layout = layoutOf(addend);
         return layout && sameLayout(*layout, *first);
       }))
@@ -543,10 +549,7 @@ void SpmdPartitioner::normalizeOperands(Operation *op, bool viewsByConfig) {
       // starts with it). An addend whose tasks share a device has no one
       // layout, and a partial one is no place to add: then the last
       // complete one with a layout (deferSum keeps one).
-      std::optional<Piece> target;
-      for (Value addend : llvm::reverse(found->second.addends))
-        if ((target = layoutOf(addend)) && !target->partial)
-          break;
+      std::optional<Piece> target = lastCompleteLayout(found->second.addends);
       b.setInsertionPoint(op);
       materializeSum(operand.get(), target->boxes, op->getLoc(),
                      /*realize=*/true);

@@ -557,18 +557,14 @@ LogicalResult SpmdPartitioner::partitionScatterAdd(scf::ForOp loop) {
   if (auto config = loop->getAttrOfType<ConfigAttr>(
           SoapDialect::getScatterConfigAttrName())) {
     ArrayRef<int64_t> degrees = config.getDegrees();
-    ArrayRef<int64_t> devices = config.getDevices();
-    SmallVector<int64_t> sorted(devices);
-    llvm::sort(sorted);
+    Plan plan = planForTasks(degrees, config.getDevices(), numDevices);
     // The gather's loops, then its lookup loops (soap/Dialect/Gather.h):
     // those split the table's rows, which partitionScatterByRows handles.
     bool oneTaskEach =
         degrees.size() >= nest->loops.size() &&
         llvm::all_of(degrees.drop_front(nest->loops.size()),
                      [](int64_t degree) { return degree == 1; }) &&
-        static_cast<int64_t>(devices.size()) == numDevices;
-    for (int64_t d = 0; oneTaskEach && d < numDevices; ++d)
-      oneTaskEach = sorted[d] == d;
+        plan.slots.size() == 1 && !llvm::is_contained(plan.slots[0], -1);
     for (unsigned index = 0; oneTaskEach && index < nest->loops.size();
          ++index) {
       if (degrees[index] == 1)
@@ -582,7 +578,7 @@ LogicalResult SpmdPartitioner::partitionScatterAdd(scf::ForOp loop) {
                   std::nullopt};
       if (nest->columns[index])
         split.resultDim = nest->columns[index]->resultDim;
-      for (auto [task, device] : llvm::enumerate(devices))
+      for (auto [device, task] : llvm::enumerate(plan.slots[0]))
         split.offsets[device] =
             coordinatesOf(degrees, task)[index] * split.count;
       splits[index] = std::move(split);

@@ -162,6 +162,11 @@ Box wholeBox(RankedTensorType type);
 /// The task grid coordinates of `task` (row-major, last loop fastest).
 SmallVector<int64_t> coordinatesOf(ArrayRef<int64_t> degrees, int64_t task);
 
+/// Slots from a device per task (a config's devices): a device's k-th task
+/// runs in slot k.
+Plan planForTasks(ArrayRef<int64_t> degrees, ArrayRef<int64_t> devices,
+                  int64_t numDevices);
+
 /// The box of an operand that a task reads through `map`: the local
 /// tensor's index i is the global index i + offset, so that the op keeps
 /// its maps on local loops that start at 0. None when the task's loops do
@@ -306,6 +311,10 @@ private:
   /// or for a lazy transpose its input's piece with permuted boxes (and no
   /// local value). None for splats and values in several pieces.
   std::optional<Piece> layoutOf(Value original);
+  /// The layout of the last of `addends` that has one and is not partial
+  /// (where an adjoint sum is added for a reader without a config); none
+  /// when no addend has.
+  std::optional<Piece> lastCompleteLayout(ArrayRef<Value> addends);
   /// Gives a lazy transpose (DistValue::transpose) pieces of its own: each
   /// device transposes its parts of the input, so that ops which pass
   /// split dimensions through (reshapes, slices, concatenations) need no

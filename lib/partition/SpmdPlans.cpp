@@ -115,9 +115,9 @@ Plan SpmdPartitioner::replicatedPlan(unsigned numLoops) const {
               {SmallVector<int64_t>(numDevices, 0)}};
 }
 
-/// Slots from a device per task: a device's k-th task runs in slot k.
-static Plan planForTasks(ArrayRef<int64_t> degrees, ArrayRef<int64_t> devices,
-                         int64_t numDevices) {
+Plan soap::partition::planForTasks(ArrayRef<int64_t> degrees,
+                                   ArrayRef<int64_t> devices,
+                                   int64_t numDevices) {
   Plan plan;
   plan.degrees.assign(degrees.begin(), degrees.end());
   SmallVector<int64_t> used(numDevices, 0);
