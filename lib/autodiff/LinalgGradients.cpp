@@ -167,18 +167,23 @@ static Value convInputGradient(GradientBuilder &g, Location loc, Value adjoint,
 /// over a gradient convolution's loops, gradient loop l being the forward
 /// loop `forwardLoops[l]`, as the simulator prices the op's backward task:
 /// each device computes the input-gradient blocks and the partial filter
-/// gradient of its forward task. None when the forward splits a spatial or
-/// window loop (rows and columns of the gradient are other loops than the
-/// forward's: halos) or has no config; the partitioner then places the
-/// gradient by its operands.
+/// gradient of its forward task. The filter gradient's loops are the
+/// forward's renamed (`sameGeometry`): each task reads the input and the
+/// adjoint boxes its forward task read and wrote, whatever the split. The
+/// input gradient's rows and columns are other loops than the forward's
+/// (its tasks would read the adjoint with halos), so a forward that splits
+/// a spatial or window loop gives it none, and neither does a forward
+/// without a config; the partitioner then places it by its operands.
 static ConfigAttr convGradientConfig(GradientBuilder &g,
-                                     ArrayRef<unsigned> forwardLoops) {
+                                     ArrayRef<unsigned> forwardLoops,
+                                     bool sameGeometry) {
   ConfigAttr config = g.forwardConfig;
   if (!config || config.getDegrees().size() != 7)
     return nullptr;
-  for (unsigned loop : {2u, 3u, 5u, 6u})
-    if (config.getDegrees()[loop] != 1)
-      return nullptr;
+  if (!sameGeometry)
+    for (unsigned loop : {2u, 3u, 5u, 6u})
+      if (config.getDegrees()[loop] != 1)
+        return nullptr;
   return reorderedConfig(config, forwardLoops);
 }
 
@@ -211,8 +216,10 @@ static LogicalResult differentiateConv(GradientBuilder &g,
                        context);
     Value flipped = copyThrough(b, loc, filter, flippedType, read);
     // Its loops n, c, h, w, f, kh, kw.
-    Value gradient = convInputGradient(g, loc, adjoint, flipped, w, inputType,
-                                       convGradientConfig(g, {0, 4, 2, 3, 1, 5, 6}));
+    Value gradient =
+        convInputGradient(g, loc, adjoint, flipped, w, inputType,
+                          convGradientConfig(g, {0, 4, 2, 3, 1, 5, 6},
+                                             /*sameGeometry=*/false));
     g.accumulate(loc, input, gradient);
   }
 
@@ -240,7 +247,8 @@ static LogicalResult differentiateConv(GradientBuilder &g,
         b.getI64TensorAttr({w.dilationH, w.dilationW}),
         b.getI64TensorAttr({w.strideH, w.strideW}));
     // Its loops c, f, kh, kw, n, oh, ow: the forward batch is reduced.
-    if (ConfigAttr config = convGradientConfig(g, {4, 1, 5, 6, 0, 2, 3}))
+    if (ConfigAttr config = convGradientConfig(g, {4, 1, 5, 6, 0, 2, 3},
+                                               /*sameGeometry=*/true))
       conv->setAttr(SoapDialect::getConfigAttrName(), config);
     g.accumulate(loc, filter, g.transpose(loc, conv.getResult(0), {1, 0, 2, 3}));
   }

@@ -6,8 +6,12 @@
 // (c, f, kh, kw, n, oh, ow), whose split batch is a reduction (partial
 // filter gradients that the parameter's sync adds). So the partitioned
 // backward pass runs where the simulator prices it, not where the adjoint
-// happens to be. A split of the output's rows or columns is another loop
-// of the gradients (halos): they are left to follow their operands.
+// happens to be. A split of the output's rows or columns: the filter
+// gradient's loops are the forward's renamed, so it gets the config too
+// (each task reads the input rows, with their halo, and the adjoint rows
+// its forward task read and wrote; its split loop is a reduction); the
+// input gradient's rows are another loop (its tasks would read the adjoint
+// with halos), so it is left to follow its operands.
 // RUN: soap-opt %s --split-input-file --soap-training-step="loss=mse" | FileCheck %s
 
 // CHECK-LABEL: func.func @train_step
@@ -46,7 +50,7 @@ func.func @f(%x0: tensor<4x3x9x9xf32>, %w: tensor<2x3x3x3xf32> {soap.param},
 // CHECK: linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, soap.config = #soap.config<degrees = [1, 1, 2, 1, 1, 1, 1], devices = [0, 1]>, strides = dense<2> : vector<2xi64>}
 // CHECK: linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
 // CHECK-SAME: -> tensor<4x3x9x9xf32>
-// CHECK: linalg.conv_2d_nchw_fchw {dilations = dense<2> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+// CHECK: linalg.conv_2d_nchw_fchw {dilations = dense<2> : tensor<2xi64>, soap.config = #soap.config<degrees = [1, 1, 1, 1, 1, 2, 1], devices = [0, 1]>, strides = dense<1> : tensor<2xi64>}
 // CHECK-SAME: -> tensor<3x2x3x3xf32>
 #image = affine_map<(n, c, h, w) -> (n, c, h, w)>
 #channel = affine_map<(n, c, h, w) -> (c)>
