@@ -308,7 +308,9 @@ def SoapAppendLoss : Pass<"soap-append-loss", "mlir::ModuleOp"> {
     `loss=mse` (the mean squared error against float labels shaped like the
     output). The labels arguments are appended (`soap.role = "label"`,
     named `labels`, or `labels.K` with `result=all`); the function keeps
-    its name and attributes.
+    its name and attributes. Its callers (an exporter's driver that runs
+    the model and prints its output) call a private copy that still returns
+    the output, `@<name>.output`, without the `soap.*` marks.
 
     Run it before `--soap-search` or `--soap-apply-strategy` on a real
     export: the search then prices the loss's ops and the communication
