@@ -4,6 +4,7 @@
 #include "soap/Dialect/PartitionableInterface.h"
 #include "soap/graph/ParallelConfig.h"
 
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Utils/IndexingUtils.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -385,6 +386,16 @@ LogicalResult SoapDialect::verifyOperationAttribute(Operation *op,
       return op->emitError()
              << "'" << name << "' must be a #soap.config attribute";
     return verifyConfigOnOp(op, config);
+  }
+  if (name == getTransposedConfigAttrName()) {
+    auto config = dyn_cast<ConfigAttr>(attr.getValue());
+    if (!config || !isa<linalg::Conv2DNchwFchwOp>(op) ||
+        config.getDegrees().size() != 7)
+      return op->emitError()
+             << "'" << name
+             << "' must be a #soap.config of 7 degrees (the forward "
+                "convolution's loops) on a linalg.conv_2d_nchw_fchw";
+    return success();
   }
   if (name == getScatterConfigAttrName()) {
     if (!isa<ConfigAttr>(attr.getValue()))

@@ -53,6 +53,17 @@ def Soap_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral getScatterConfigAttrName() {
       return ::llvm::StringLiteral("soap.scatter_config");
     }
+    /// Name of the attribute on the input gradient of a convolution whose
+    /// #soap.config splits its output rows or columns (a unit-stride
+    /// convolution of the adjoint spread into zeros, built by
+    /// --soap-training-step) holding the forward convolution's
+    /// #soap.config: the partitioner runs each forward task's part of the
+    /// gradient (its adjoint block through its filter block into the input
+    /// box it read; partial sums where boxes overlap), as the simulator
+    /// prices the convolution's backward task.
+    static constexpr ::llvm::StringLiteral getTransposedConfigAttrName() {
+      return ::llvm::StringLiteral("soap.transposed_config");
+    }
     /// Name of the module attribute declaring the number of devices.
     static constexpr ::llvm::StringLiteral getNumDevicesAttrName() {
       return ::llvm::StringLiteral("soap.num_devices");

@@ -131,7 +131,8 @@ static Value copyThrough(OpBuilder &b, Location loc, Value source,
 static Value convInputGradient(GradientBuilder &g, Location loc, Value adjoint,
                                Value flipped, const Window &w,
                                RankedTensorType inputType,
-                               ConfigAttr config = nullptr) {
+                               ConfigAttr config = nullptr,
+                               ConfigAttr transposedConfig = nullptr) {
   auto adjointType = cast<RankedTensorType>(adjoint.getType());
   ArrayRef<int64_t> dy = adjointType.getShape();
   int64_t padH = w.dilationH * (w.kernelH - 1);
@@ -156,6 +157,8 @@ static Value convInputGradient(GradientBuilder &g, Location loc, Value adjoint,
       b.getI64TensorAttr({w.dilationH, w.dilationW}));
   if (config)
     conv->setAttr(SoapDialect::getConfigAttrName(), config);
+  if (transposedConfig)
+    conv->setAttr(SoapDialect::getTransposedConfigAttrName(), transposedConfig);
   Value result = conv.getResult(0);
   if (usedH != inputType.getDimSize(2) || usedW != inputType.getDimSize(3))
     result = g.insertIntoZeros(loc, result, inputType, {0, 0, 0, 0},
@@ -215,11 +218,19 @@ static LogicalResult differentiateConv(GradientBuilder &g,
         AffineMap::get(4, 0, {f, c, w.kernelH - 1 - kh, w.kernelW - 1 - kw},
                        context);
     Value flipped = copyThrough(b, loc, filter, flippedType, read);
-    // Its loops n, c, h, w, f, kh, kw.
-    Value gradient =
-        convInputGradient(g, loc, adjoint, flipped, w, inputType,
-                          convGradientConfig(g, {0, 4, 2, 3, 1, 5, 6},
-                                             /*sameGeometry=*/false));
+    // Its loops n, c, h, w, f, kh, kw. A forward that splits rows or
+    // columns (not windows) gives its config as soap.transposed_config:
+    // the partitioner runs each forward task's part of the gradient.
+    ConfigAttr config =
+        convGradientConfig(g, {0, 4, 2, 3, 1, 5, 6}, /*sameGeometry=*/false);
+    ConfigAttr transposed;
+    if (!config && g.forwardConfig &&
+        g.forwardConfig.getDegrees().size() == 7 &&
+        g.forwardConfig.getDegrees()[5] == 1 &&
+        g.forwardConfig.getDegrees()[6] == 1)
+      transposed = g.forwardConfig;
+    Value gradient = convInputGradient(g, loc, adjoint, flipped, w, inputType,
+                                       config, transposed);
     g.accumulate(loc, input, gradient);
   }
 

@@ -29,6 +29,24 @@ static Value withForwardConfig(GradientBuilder &g, Value gradient) {
   return gradient;
 }
 
+/// Whether the parts of a dimension of `size`, padded by `low` and `high`,
+/// that `degree` even blocks of the padded dimension read are the even
+/// blocks of the dimension itself.
+static bool evenPadParts(int64_t size, int64_t low, int64_t high,
+                         int64_t degree) {
+  int64_t padded = size + low + high;
+  if (degree == 1)
+    return true;
+  if (ShapedType::isDynamic(high) || padded % degree || size % degree)
+    return false;
+  int64_t block = padded / degree, part = size / degree;
+  for (int64_t t = 0; t < degree; ++t)
+    if (std::max<int64_t>(0, t * block - low) != t * part ||
+        std::min<int64_t>(size, (t + 1) * block - low) != (t + 1) * part)
+      return false;
+  return true;
+}
+
 /// The config of the slice that takes input [offset, offset + length) of a
 /// concatenation along `dim` (of `size`) out of its adjoint, given the
 /// concatenation's `config`: the tasks whose blocks lie in that input, on
@@ -78,9 +96,23 @@ LogicalResult differentiateTensorOp(GradientBuilder &g, Operation *op) {
           return success();
         ArrayRef<int64_t> sizes = pad.getSourceType().getShape();
         SmallVector<int64_t> strides(sizes.size(), 1);
-        g.accumulate(loc, pad.getSource(),
-                     g.slice(loc, g.adjoint(pad.getResult()), *low, sizes,
-                             strides));
+        Value slice =
+            g.slice(loc, g.adjoint(pad.getResult()), *low, sizes, strides);
+        // The pad's config over the slice's loops (the source's) where each
+        // pad task's part of the source is the slice's even block (splits
+        // of unpadded dimensions; 2 blocks of a dimension padded alike on
+        // both sides): each task slices the source's part out of its block
+        // of the adjoint, as the simulator prices the pad's backward task.
+        if (g.forwardConfig &&
+            llvm::all_of(
+                llvm::enumerate(g.forwardConfig.getDegrees()), [&](auto item) {
+                  auto [dim, degree] = item;
+                  return evenPadParts(sizes[dim], (*low)[dim],
+                                      pad.getStaticHigh()[dim], degree);
+                }))
+          slice.getDefiningOp()->setAttr(SoapDialect::getConfigAttrName(),
+                                         g.forwardConfig);
+        g.accumulate(loc, pad.getSource(), slice);
         return success();
       })
       .Case([&](tensor::ExtractSliceOp slice) {

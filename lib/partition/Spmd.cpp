@@ -264,6 +264,8 @@ LogicalResult SpmdPartitioner::run() {
       dist[transpose->getResult(0)].transpose = transpose;
       continue;
     }
+    if (succeeded(partitionTransposedConv(op)))
+      continue;
     if (succeeded(addDisjointParts(op)))
       continue;
     if (succeeded(deferSum(op)))

@@ -70,25 +70,17 @@ LogicalResult SpmdPartitioner::followConfig(Operation *op) {
     return failure();
   // An insertion into zeros (a slice's gradient) at stride 1: each device
   // holds its blocks where they go, and the rest is zeros that nobody
-  // holds, as the simulator's gradient edges have it. A pad split only
-  // along dimensions it does not pad (a batch split): each task pads its
-  // block. Other insertions (a transposed convolution's strided spread of
-  // its adjoint) and pads follow a config of one task: whole on its device.
+  // holds, as the simulator's gradient edges have it. A pad with static
+  // padding: each task reads the part of the source its block covers and
+  // pads it (below, where those parts have one shape). Other insertions (a
+  // transposed convolution's strided spread of its adjoint) follow a
+  // config of one task: whole on its device.
   auto insert = dyn_cast<tensor::InsertSliceOp>(op);
   bool intoZeros =
       insert && isIdentityFill(insert.getDest(), ReductionKind::sum) &&
       llvm::all_of(insert.getStaticStrides(), [](int64_t s) { return s == 1; });
   auto pad = dyn_cast<tensor::PadOp>(op);
-  bool splitPad = false;
-  if (pad && pad.getLow().empty() && pad.getHigh().empty()) {
-    for (auto [dim, degree] : llvm::enumerate(config.getDegrees())) {
-      if (degree == 1)
-        continue;
-      splitPad = pad.getStaticLow()[dim] == 0 && pad.getStaticHigh()[dim] == 0;
-      if (!splitPad)
-        break;
-    }
-  }
+  bool splitPad = pad && pad.getLow().empty() && pad.getHigh().empty();
   if ((insert && !intoZeros) || (pad && !splitPad)) {
     if (config.getDevices().size() != 1 ||
         llvm::any_of(config.getDegrees(), [](int64_t d) { return d != 1; }))
@@ -182,6 +174,16 @@ LogicalResult SpmdPartitioner::followConfig(Operation *op) {
     for (int64_t device : slot.activeDevices)
       if (slot.written[device]->sizes != slot.localShape)
         return failure();
+    // A pad split along a padded dimension: the first and last blocks
+    // cover padding, so their parts of the source are smaller, except
+    // where each block covers as much padding (2 blocks, padded alike on
+    // both sides). Parts of other shapes would need per-device shapes.
+    if (pad) {
+      ArrayRef<int64_t> part = slot.reads[0][slot.activeDevices.front()]->sizes;
+      for (int64_t device : slot.activeDevices)
+        if (slot.reads[0][device]->sizes != part)
+          return failure();
+    }
     for (int64_t device : slot.activeDevices) {
       for (auto [number, boxes] : llvm::enumerate(slot.reads)) {
         if (insert && number == insert.getDestMutable().getOperandNumber())
@@ -264,13 +266,35 @@ LogicalResult SpmdPartitioner::followConfig(Operation *op) {
       local = tensor::CollapseShapeOp::create(
           b, loc, localType, locals[0], collapse.getReassociationIndices());
     } else if (pad) {
-      // The same padding around the task's block of the source.
+      // The same padding around the task's part of the source, then the
+      // task's block of that: local row j is row `part offset + j` of the
+      // padded tensor (the padding that stands for other devices' rows is
+      // not in the block).
       IRMapping mapping = plain;
       mapping.map(pad.getSource(), locals[0]);
       Operation *clone = b.clone(*op, mapping);
       clone->removeAttr(SoapDialect::getConfigAttrName());
-      clone->getResult(0).setType(localType);
+      ArrayRef<int64_t> part =
+          cast<RankedTensorType>(locals[0].getType()).getShape();
+      SmallVector<int64_t> padded;
+      for (auto [dim, size] : llvm::enumerate(part))
+        padded.push_back(size + pad.getStaticLow()[dim] +
+                         pad.getStaticHigh()[dim]);
+      clone->getResult(0).setType(
+          RankedTensorType::get(padded, resultType.getElementType()));
       local = clone->getResult(0);
+      if (padded != slot.localShape) {
+        SmallVector<SmallVector<int64_t>> offsets(
+            numDevices, SmallVector<int64_t>(padded.size(), 0));
+        for (int64_t device : slot.activeDevices)
+          for (size_t dim = 0; dim < padded.size(); ++dim)
+            offsets[device][dim] = slot.written[device]->offsets[dim] -
+                                   slot.reads[0][device]->offsets[dim];
+        local = tensor::ExtractSliceOp::create(
+            b, loc, localType, local, offsetsPerDevice(offsets, loc),
+            indexAttrs(slot.localShape),
+            indexAttrs(SmallVector<int64_t>(padded.size(), 1)));
+      }
     } else if (insert) {
       // The block itself, with the unit dimensions the insertion drops.
       local = locals[0];

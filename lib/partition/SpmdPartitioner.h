@@ -296,6 +296,12 @@ private:
   DeviceBoxes completeLayout(const DistValue &value,
                              RankedTensorType type) const;
   LogicalResult partitionScatterAdd(scf::ForOp loop);
+  /// A convolution's input gradient that carries its forward's config
+  /// (soap.transposed_config): each device computes its forward task's
+  /// part (TransposedConv.cpp), and the training step's insertion of it
+  /// into the input's shape keeps those pieces. Fails, changing nothing,
+  /// for any other op.
+  LogicalResult partitionTransposedConv(Operation *op);
   /// The scatter-add nest `loop` (`nest`) when its forward gather splits
   /// the table's rows over the devices: each device scatters into its rows
   /// only.
@@ -378,6 +384,9 @@ private:
   OpBuilder b;
   Value rank;
   llvm::DenseMap<Value, DistValue> dist;
+  /// Insertions into zeros of gradients that partitionTransposedConv
+  /// handled: they keep the gradient's pieces.
+  llvm::SmallPtrSet<Operation *, 4> embeddedGradients;
   /// The tag of the next point-to-point round (MPI tags stay small).
   int64_t nextTag = 1;
 

@@ -11,7 +11,9 @@
 // (each task reads the input rows, with their halo, and the adjoint rows
 // its forward task read and wrote; its split loop is a reduction); the
 // input gradient's rows are another loop (its tasks would read the adjoint
-// with halos), so it is left to follow its operands.
+// with halos), so it carries the forward's config as
+// soap.transposed_config instead, with which the partitioner runs each
+// forward task's part of it (test/Passes/partition/conv-row-gradient.test).
 // RUN: soap-opt %s --split-input-file --soap-training-step="loss=mse" | FileCheck %s
 
 // CHECK-LABEL: func.func @train_step
@@ -48,7 +50,7 @@ func.func @f(%x0: tensor<4x3x9x9xf32>, %w: tensor<2x3x3x3xf32> {soap.param},
 
 // CHECK-LABEL: func.func @train_step
 // CHECK: linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, soap.config = #soap.config<degrees = [1, 1, 2, 1, 1, 1, 1], devices = [0, 1]>, strides = dense<2> : vector<2xi64>}
-// CHECK: linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+// CHECK: linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, soap.transposed_config = #soap.config<degrees = [1, 1, 2, 1, 1, 1, 1], devices = [0, 1]>, strides = dense<1> : tensor<2xi64>}
 // CHECK-SAME: -> tensor<4x3x9x9xf32>
 // CHECK: linalg.conv_2d_nchw_fchw {dilations = dense<2> : tensor<2xi64>, soap.config = #soap.config<degrees = [1, 1, 1, 1, 1, 2, 1], devices = [0, 1]>, strides = dense<1> : tensor<2xi64>}
 // CHECK-SAME: -> tensor<3x2x3x3xf32>
