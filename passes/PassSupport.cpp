@@ -62,7 +62,8 @@ std::optional<Machine> loadMachineByName(const std::string &name, int devices,
 bool carriesConfigs(Operation *root) {
   return root
       ->walk([](Operation *op) {
-        return op->hasAttr(SoapDialect::getConfigAttrName())
+        return op->hasAttr(SoapDialect::getConfigAttrName()) ||
+                       op->hasAttr(SoapDialect::getReplicatedAttrName())
                    ? WalkResult::interrupt()
                    : WalkResult::advance();
       })

@@ -387,6 +387,13 @@ LogicalResult SoapDialect::verifyOperationAttribute(Operation *op,
              << "'" << name << "' must be a #soap.config attribute";
     return verifyConfigOnOp(op, config);
   }
+  if (name == getReplicatedAttrName()) {
+    if (!isa<UnitAttr>(attr.getValue()) || op->hasAttr(getConfigAttrName()))
+      return op->emitError() << "'" << name
+                             << "' must be a unit attribute on an op without "
+                                "a #soap.config";
+    return success();
+  }
   if (name == getTransposedConfigAttrName()) {
     auto config = dyn_cast<ConfigAttr>(attr.getValue());
     if (!config || !isa<linalg::Conv2DNchwFchwOp>(op) ||

@@ -64,6 +64,14 @@ def Soap_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral getTransposedConfigAttrName() {
       return ::llvm::StringLiteral("soap.transposed_config");
     }
+    /// Name of the unit attribute on an op that a strategy runs whole on
+    /// every device (a replicated config: no #soap.config can say so): the
+    /// partitioner brings its operands whole everywhere and runs it there,
+    /// as the simulator prices it. --soap-training-step puts it on the ops
+    /// of the op's gradient too.
+    static constexpr ::llvm::StringLiteral getReplicatedAttrName() {
+      return ::llvm::StringLiteral("soap.replicated");
+    }
     /// Name of the module attribute declaring the number of devices.
     static constexpr ::llvm::StringLiteral getNumDevicesAttrName() {
       return ::llvm::StringLiteral("soap.num_devices");

@@ -200,8 +200,9 @@ namespace {
 /// (a single task: model parallelism, a pipeline stage), each op the rule
 /// inserts gets a config whole on that device, whatever its loops (a
 /// convolution's filter gradient, a transposed convolution), as the
-/// simulator prices the op's backward work. A rule that builds an op over
-/// the forward loops sets the forward config on it afterwards, which
+/// simulator prices the op's backward work; when it runs whole on every
+/// device (soap.replicated), each gets soap.replicated. A rule that builds an
+/// op over the forward loops sets the forward config on it afterwards, which
 /// replaces this one. Adjoint sums (accumulate) keep running where their
 /// operands are, and transposes stay lazy: each reader transposes what it
 /// reads, and the CPU lowering folds them into the contractions (a config
@@ -218,13 +219,20 @@ struct OnOneDevice : OpBuilder::Listener {
   }
   void place(Operation *op) {
     ConfigAttr config = g.forwardConfig;
-    if (g.accumulating || !config || config.getDevices().size() != 1)
+    bool oneDevice = config && config.getDevices().size() == 1;
+    if (g.accumulating || (!oneDevice && !g.forwardReplicated))
       return;
     auto partitionable = dyn_cast<PartitionableOpInterface>(op);
     if (!partitionable || isa<linalg::TransposeOp>(op) ||
         op->hasAttr(SoapDialect::getConfigAttrName()) ||
         !isa_and_nonnull<func::FuncOp>(op->getParentOp()))
       return;
+    if (!oneDevice) {
+      // Whole on every device, as the forward op.
+      op->setAttr(SoapDialect::getReplicatedAttrName(),
+                  UnitAttr::get(op->getContext()));
+      return;
+    }
     SmallVector<int64_t> ones(partitionable.getLoopSizes().size(), 1);
     op->setAttr(SoapDialect::getConfigAttrName(),
                 ConfigAttr::get(op->getContext(), ones, config.getDevices()));
@@ -341,11 +349,13 @@ FailureOr<SmallVector<Value>> buildGradients(OpBuilder &builder, Value loss,
       });
       g.forwardConfig =
           op->getAttrOfType<ConfigAttr>(SoapDialect::getConfigAttrName());
+      g.forwardReplicated = op->hasAttr(SoapDialect::getReplicatedAttrName());
       OnOneDevice listener(g, builder.getListener());
       builder.setListener(&listener);
       result = differentiateOp(g, op);
       builder.setListener(listener.previous);
       g.forwardConfig = nullptr;
+      g.forwardReplicated = false;
     }
     if (failed(result)) {
       failures.push_back(std::move(diagnostics));

@@ -67,6 +67,10 @@ public:
   /// are), so that the partitioned backward pass splits the loops the
   /// forward op split, on the same devices, as the simulator prices it.
   ConfigAttr forwardConfig;
+  /// Whether the op being differentiated carries soap.replicated (a
+  /// strategy runs it whole on every device): the ops of its gradient do
+  /// too.
+  bool forwardReplicated = false;
   /// Values whose readers' #soap.configs interleave (a layout comes back
   /// after another: Megatron alternating an RNN weight's split from one time
   /// step to the next). A contraction's gradient of such a value

@@ -580,8 +580,13 @@ LogicalResult codegen::prepareEntry(ModuleOp module, StringRef entryName,
   // Partition configs say how to split ops that are split by now (or that
   // run whole on one device): the lowering rewrites the ops they describe
   // (a gather's table becomes a buffer), so they go first.
-  module.walk(
-      [](Operation *op) { op->removeAttr(SoapDialect::getConfigAttrName()); });
+  module.walk([](Operation *op) {
+    for (StringRef name : {SoapDialect::getConfigAttrName(),
+                           SoapDialect::getScatterConfigAttrName(),
+                           SoapDialect::getTransposedConfigAttrName(),
+                           SoapDialect::getReplicatedAttrName()})
+      op->removeAttr(name);
+  });
 
   // SPMD programs: guards, the rank and communication (on tensors, so that
   // bufferization gives every result a buffer of its own).

@@ -356,9 +356,17 @@ void attachStrategy(const BuiltOpGraph &built, const Strategy &strategy) {
   for (size_t n = 0; n < built.ops.size(); ++n) {
     Operation *op = built.ops[n];
     const ParallelConfig &config = strategy.configs[n];
+    op->removeAttr(SoapDialect::getReplicatedAttrName());
     if (Strategy::isReplicated(config) ||
         !isa<PartitionableOpInterface>(op)) {
       op->removeAttr(SoapDialect::getConfigAttrName());
+      // A partitionable op the strategy runs whole on every device says
+      // so: without a config the partitioner would have it follow its
+      // operands. (Transposes without a config stay lazy, as the simulator
+      // prices them.)
+      if (isa<PartitionableOpInterface>(op) && !isa<linalg::TransposeOp>(op))
+        op->setAttr(SoapDialect::getReplicatedAttrName(),
+                    UnitAttr::get(op->getContext()));
       continue;
     }
     op->setAttr(SoapDialect::getConfigAttrName(),

@@ -67,9 +67,12 @@ static SmallVector<Value> valuesRead(Operation *op) {
 
 FailureOr<IRMapping> SpmdPartitioner::localReads(
     Operation *op, function_ref<DeviceBoxes(Value, RankedTensorType)> targetOf,
-    bool &moved) {
+    bool &moved, const IRMapping *given) {
   Location loc = op->getLoc();
   IRMapping mapping = plain;
+  if (given)
+    for (auto [from, to] : given->getValueMap())
+      mapping.map(from, to);
   for (Value value : valuesRead(op)) {
     auto type = dyn_cast<RankedTensorType>(value.getType());
     if (!type || mapping.contains(value))
@@ -164,18 +167,40 @@ LogicalResult SpmdPartitioner::runOnHolders(Operation *op) {
   return success();
 }
 
-LogicalResult SpmdPartitioner::runReplicated(Operation *op) {
+LogicalResult SpmdPartitioner::runReplicated(Operation *op, bool chosen) {
   b.setInsertionPoint(op);
+  // An op a strategy runs everywhere reads no data of operands its body
+  // does not use (a batch norm's divisor, counted by a generic that reads
+  // only its input's shape): an empty tensor of their shape stands in, as
+  // the simulator moves none of them.
+  llvm::SmallDenseSet<Value> unread;
+  if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op); chosen && linalgOp)
+    for (OpOperand &operand : linalgOp->getOpOperands())
+      if (isa<RankedTensorType>(operand.get().getType()) &&
+          !linalgOp.payloadUsesValueFromOperand(&operand) &&
+          llvm::none_of(linalgOp->getOpOperands(), [&](OpOperand &other) {
+            return other.get() == operand.get() &&
+                   linalgOp.payloadUsesValueFromOperand(&other);
+          }))
+        unread.insert(operand.get());
+  IRMapping stand;
+  for (Value value : unread) {
+    auto type = cast<RankedTensorType>(value.getType());
+    stand.map(value, tensor::EmptyOp::create(b, op->getLoc(), type.getShape(),
+                                             type.getElementType())
+                         .getResult());
+  }
   bool moved = false;
   FailureOr<IRMapping> mapping = localReads(
-      op, [&](Value, RankedTensorType type) { return everywhere(type); },
-      moved);
+      op, [&](Value, RankedTensorType type) { return everywhere(type); }, moved,
+      &stand);
   if (failed(mapping))
     return failure();
-  if (moved && !isa<func::ReturnOp>(op))
+  if (moved && !chosen && !isa<func::ReturnOp>(op))
     ++replicatedOps[op->getName().getStringRef()];
   Operation *local = b.clone(*op, *mapping);
   local->removeAttr(SoapDialect::getConfigAttrName());
+  local->removeAttr(SoapDialect::getReplicatedAttrName());
   for (auto [result, localResult] :
        llvm::zip(op->getResults(), local->getResults())) {
     auto type = dyn_cast<RankedTensorType>(result.getType());
@@ -262,6 +287,13 @@ LogicalResult SpmdPartitioner::run() {
         transpose && transpose.hasPureTensorSemantics() &&
         !op->hasAttr(SoapDialect::getConfigAttrName())) {
       dist[transpose->getResult(0)].transpose = transpose;
+      continue;
+    }
+    if (op->hasAttr(SoapDialect::getReplicatedAttrName())) {
+      // Whole on every device, as the strategy says.
+      normalizeOperands(op);
+      if (failed(runReplicated(op, /*chosen=*/true)))
+        return failure();
       continue;
     }
     if (succeeded(partitionTransposedConv(op)))

@@ -247,12 +247,13 @@ private:
   LocalTable localTable(const GatherLookup &gather, const DeviceBoxes &boxes,
                         Location loc);
   /// Every tensor `op` reads (operands, values its regions capture) as a
-  /// local value holding `targetOf(value, type)` on each device; `moved` is
-  /// set when one was not there already.
+  /// local value holding `targetOf(value, type)` on each device, except
+  /// those `given` maps already; `moved` is set when one was not there
+  /// already.
   FailureOr<IRMapping>
   localReads(Operation *op,
              function_ref<DeviceBoxes(Value, RankedTensorType)> targetOf,
-             bool &moved);
+             bool &moved, const IRMapping *given = nullptr);
   /// An elementwise sum of partial sums in one layout (an RNN bias
   /// gradient summed over the time steps) stays a partial sum: each device
   /// adds its own. Fails, changing nothing, for any other op.
@@ -262,7 +263,9 @@ private:
   /// loop), runs whole on those devices alone, where the op it belongs to
   /// ran, instead of everywhere. Fails, changing nothing, otherwise.
   LogicalResult runOnHolders(Operation *op);
-  LogicalResult runReplicated(Operation *op);
+  /// `op` whole on every device, its operands brought there whole; counted
+  /// for the pass's warning unless a strategy `chosen` it (soap.replicated).
+  LogicalResult runReplicated(Operation *op, bool chosen = false);
   /// An elementwise add of two values that are zero elsewhere and hold
   /// disjoint elements (the gradients of an LSTM's gate slices): the sum
   /// is both sets of pieces, with nothing computed or moved. Fails,

@@ -171,3 +171,27 @@ func.func @invalid_reduce(%a: tensor<4x8xf32>, %init: tensor<4xf32>) -> tensor<4
     }
   return %0 : tensor<4xf32>
 }
+
+// -----
+
+func.func @replicated_with_config(%a: tensor<8x8xf32>, %b: tensor<8x8xf32>) -> tensor<8x8xf32> {
+  // expected-error @+1 {{'soap.replicated' must be a unit attribute on an op without a #soap.config}}
+  %0 = linalg.matmul {soap.replicated, soap.config = #soap.config<degrees = [1, 1, 1], devices = [0]>} ins(%a, %b : tensor<8x8xf32>, tensor<8x8xf32>) outs(%a : tensor<8x8xf32>) -> tensor<8x8xf32>
+  return %0 : tensor<8x8xf32>
+}
+
+// -----
+
+func.func @replicated_not_unit(%a: tensor<8x8xf32>, %b: tensor<8x8xf32>) -> tensor<8x8xf32> {
+  // expected-error @+1 {{'soap.replicated' must be a unit attribute on an op without a #soap.config}}
+  %0 = linalg.matmul {soap.replicated = 1 : i64} ins(%a, %b : tensor<8x8xf32>, tensor<8x8xf32>) outs(%a : tensor<8x8xf32>) -> tensor<8x8xf32>
+  return %0 : tensor<8x8xf32>
+}
+
+// -----
+
+func.func @transposed_config_not_conv(%a: tensor<8x8xf32>, %b: tensor<8x8xf32>) -> tensor<8x8xf32> {
+  // expected-error @+1 {{'soap.transposed_config' must be a #soap.config of 7 degrees (the forward convolution's loops) on a linalg.conv_2d_nchw_fchw}}
+  %0 = linalg.matmul {soap.transposed_config = #soap.config<degrees = [1, 1, 1], devices = [0]>} ins(%a, %b : tensor<8x8xf32>, tensor<8x8xf32>) outs(%a : tensor<8x8xf32>) -> tensor<8x8xf32>
+  return %0 : tensor<8x8xf32>
+}
