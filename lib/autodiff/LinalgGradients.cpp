@@ -166,6 +166,15 @@ static Value convInputGradient(GradientBuilder &g, Location loc, Value adjoint,
   return result;
 }
 
+/// Whether `config` is a conv_2d_nchw_fchw's (7 loops) and splits none of
+/// `loops`.
+static bool unsplitConvLoops(ConfigAttr config, ArrayRef<unsigned> loops) {
+  return config && config.getDegrees().size() == 7 &&
+         llvm::all_of(loops, [&](unsigned loop) {
+           return config.getDegrees()[loop] == 1;
+         });
+}
+
 /// The forward config of a conv_2d_nchw_fchw (loops n, f, oh, ow, c, kh, kw)
 /// over a gradient convolution's loops, gradient loop l being the forward
 /// loop `forwardLoops[l]`, as the simulator prices the op's backward task:
@@ -181,12 +190,9 @@ static ConfigAttr convGradientConfig(GradientBuilder &g,
                                      ArrayRef<unsigned> forwardLoops,
                                      bool sameGeometry) {
   ConfigAttr config = g.forwardConfig;
-  if (!config || config.getDegrees().size() != 7)
+  if (!unsplitConvLoops(config, sameGeometry ? ArrayRef<unsigned>{}
+                                             : ArrayRef<unsigned>{2, 3, 5, 6}))
     return nullptr;
-  if (!sameGeometry)
-    for (unsigned loop : {2u, 3u, 5u, 6u})
-      if (config.getDegrees()[loop] != 1)
-        return nullptr;
   return reorderedConfig(config, forwardLoops);
 }
 
@@ -224,10 +230,7 @@ static LogicalResult differentiateConv(GradientBuilder &g,
     ConfigAttr config =
         convGradientConfig(g, {0, 4, 2, 3, 1, 5, 6}, /*sameGeometry=*/false);
     ConfigAttr transposed;
-    if (!config && g.forwardConfig &&
-        g.forwardConfig.getDegrees().size() == 7 &&
-        g.forwardConfig.getDegrees()[5] == 1 &&
-        g.forwardConfig.getDegrees()[6] == 1)
+    if (!config && unsplitConvLoops(g.forwardConfig, {5, 6}))
       transposed = g.forwardConfig;
     Value gradient = convInputGradient(g, loc, adjoint, flipped, w, inputType,
                                        config, transposed);

@@ -12,6 +12,8 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/SymbolTable.h"
 
 #include <limits>
 
@@ -266,6 +268,46 @@ Value addScalars(OpBuilder &b, Location loc, Value lhs, Value rhs) {
                    arith::AddFOp::create(nb, l, args[0], args[1]).getResult());
              })
       .getResult(0);
+}
+
+LogicalResult pointCallersAtOutputCopy(func::FuncOp function) {
+  auto module = function->getParentOfType<ModuleOp>();
+  std::optional<SymbolTable::UseRange> uses =
+      module ? SymbolTable::getSymbolUses(function, module) : std::nullopt;
+  if (!uses || uses->empty())
+    return success();
+  std::string outputName = (function.getSymName() + ".output").str();
+  if (module.lookupSymbol(outputName))
+    return function.emitError()
+           << "soap-append-loss: @" << function.getSymName()
+           << " has callers, and the name for the copy they would call, @"
+           << outputName << ", is taken";
+  OpBuilder builder(function);
+  auto output = cast<func::FuncOp>(builder.clone(*function));
+  output.setSymName(outputName);
+  output.setPrivate();
+  auto soapNames = [](DictionaryAttr attrs) {
+    SmallVector<StringAttr> names;
+    if (attrs)
+      for (NamedAttribute attr : attrs)
+        if (attr.getName().strref().starts_with("soap."))
+          names.push_back(attr.getName());
+    return names;
+  };
+  for (StringAttr name : soapNames(output->getDiscardableAttrDictionary()))
+    output->removeDiscardableAttr(name);
+  for (unsigned i = 0; i < output.getNumArguments(); ++i)
+    for (StringAttr name : soapNames(output.getArgAttrDict(i)))
+      output.removeArgAttr(i, name);
+  for (unsigned i = 0; i < output.getNumResults(); ++i)
+    for (StringAttr name : soapNames(output.getResultAttrDict(i)))
+      output.removeResultAttr(i, name);
+  if (failed(SymbolTable::replaceAllSymbolUses(
+          function, output.getSymNameAttr(), module)))
+    return function.emitError()
+           << "soap-append-loss: cannot point the callers of @"
+           << function.getSymName() << " at @" << outputName;
+  return success();
 }
 
 } // namespace soap::autodiff

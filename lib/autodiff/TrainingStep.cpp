@@ -454,46 +454,8 @@ FailureOr<func::FuncOp> appendLoss(func::FuncOp function, LossKind loss,
   }
   rewritten.setResultAttr(0, kNameAttr, b.getStringAttr("loss"));
   StringAttr originalName = function.getSymNameAttr();
-  // Callers (an exporter's driver, such as an IREE-style @main that runs
-  // the model and prints its output) keep calling what returns the model's
-  // output: a private copy of the function, `<name>.output`, without the
-  // soap.* marks that would make it a second model to train.
-  auto module = function->getParentOfType<ModuleOp>();
-  std::optional<SymbolTable::UseRange> uses =
-      module ? SymbolTable::getSymbolUses(function, module) : std::nullopt;
-  if (uses && !uses->empty()) {
-    std::string outputName = (originalName.getValue() + ".output").str();
-    if (module.lookupSymbol(outputName))
-      return function.emitError()
-             << "soap-append-loss: @" << originalName.getValue()
-             << " has callers, and the name for the copy they would call, @"
-             << outputName << ", is taken";
-    OpBuilder builder(function);
-    auto output = cast<func::FuncOp>(builder.clone(*function));
-    output.setSymName(outputName);
-    output.setPrivate();
-    auto soapNames = [](DictionaryAttr attrs) {
-      SmallVector<StringAttr> names;
-      if (attrs)
-        for (NamedAttribute attr : attrs)
-          if (attr.getName().strref().starts_with("soap."))
-            names.push_back(attr.getName());
-      return names;
-    };
-    for (StringAttr name : soapNames(output->getDiscardableAttrDictionary()))
-      output->removeDiscardableAttr(name);
-    for (unsigned i = 0; i < output.getNumArguments(); ++i)
-      for (StringAttr name : soapNames(output.getArgAttrDict(i)))
-        output.removeArgAttr(i, name);
-    for (unsigned i = 0; i < output.getNumResults(); ++i)
-      for (StringAttr name : soapNames(output.getResultAttrDict(i)))
-        output.removeResultAttr(i, name);
-    if (failed(SymbolTable::replaceAllSymbolUses(
-            function, output.getSymNameAttr(), module)))
-      return function.emitError()
-             << "soap-append-loss: cannot point the callers of @"
-             << originalName.getValue() << " at @" << outputName;
-  }
+  if (failed(pointCallersAtOutputCopy(function)))
+    return failure();
   function.erase();
   rewritten.setSymNameAttr(originalName);
   return rewritten;

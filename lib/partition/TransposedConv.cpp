@@ -21,7 +21,6 @@
 #include "Reductions.h"
 #include "SpmdPartitioner.h"
 
-#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 
 using namespace mlir;
@@ -43,7 +42,7 @@ static tensor::InsertSliceOp insertionIntoZeros(Value value) {
 namespace {
 /// A convolution's input gradient that partitionTransposedConv handles.
 struct TransposedConv {
-  linalg::Conv2DNchwFchwOp conv;
+  ArrayRef<int64_t> degrees; // the forward config's
   Value adjoint, filter;
   Plan plan;
   SmallVector<int64_t> offsets, strides; // of the spread
@@ -70,7 +69,7 @@ matchTransposedConv(linalg::Conv2DNchwFchwOp conv, int64_t numDevices) {
   if (degrees.size() != 7 || degrees[5] != 1 || degrees[6] != 1)
     return std::nullopt;
   TransposedConv match;
-  match.conv = conv;
+  match.degrees = degrees;
   match.plan = planForTasks(degrees, config.getDevices(), numDevices);
   if (match.plan.slots.size() != 1)
     return std::nullopt; // a device with several tasks
@@ -146,9 +145,7 @@ LogicalResult SpmdPartitioner::partitionTransposedConv(Operation *op) {
   std::optional<TransposedConv> match = matchTransposedConv(conv, numDevices);
   if (!match)
     return failure();
-  auto config =
-      op->getAttrOfType<ConfigAttr>(SoapDialect::getTransposedConfigAttrName());
-  ArrayRef<int64_t> degrees = config.getDegrees();
+  ArrayRef<int64_t> degrees = match->degrees;
   Value adjoint = match->adjoint, filter = match->filter;
   auto resultType = cast<RankedTensorType>(conv.getResult(0).getType());
   ArrayRef<int64_t> w = cast<RankedTensorType>(filter.getType()).getShape();
@@ -178,16 +175,11 @@ LogicalResult SpmdPartitioner::partitionTransposedConv(Operation *op) {
   }
   // Partial sums where two tasks' boxes overlap (halos, or a split of the
   // output channels), as the simulator's gradient edges have it.
+  layout::Layout parts = layoutOfBoxes(resultBoxes);
   bool overlap = false;
   for (size_t i = 0; i < active.size() && !overlap; ++i)
-    for (size_t j = i + 1; j < active.size() && !overlap; ++j) {
-      const Box &x = *resultBoxes[active[i]], &y = *resultBoxes[active[j]];
-      bool meets = true;
-      for (size_t d = 0; d < x.offsets.size(); ++d)
-        meets = meets && x.offsets[d] < y.offsets[d] + y.sizes[d] &&
-                y.offsets[d] < x.offsets[d] + x.sizes[d];
-      overlap = meets;
-    }
+    for (size_t j = i + 1; j < active.size() && !overlap; ++j)
+      overlap = parts.blocks[active[i]]->overlaps(*parts.blocks[active[j]]);
 
   Location loc = op->getLoc();
   b.setInsertionPoint(op);
@@ -201,11 +193,9 @@ LogicalResult SpmdPartitioner::partitionTransposedConv(Operation *op) {
   Value local = onDevices(
       active, localType,
       [&]() -> Value {
-        auto zeros = [&](ArrayRef<int64_t> shape) -> Value {
-          Value empty = tensor::EmptyOp::create(b, loc, shape, element);
-          Value zero =
-              arith::ConstantOp::create(b, loc, b.getZeroAttr(element));
-          return linalg::FillOp::create(b, loc, zero, empty).getResult(0);
+        auto zeros = [&](ArrayRef<int64_t> shape) {
+          return identityFilled(b, loc, RankedTensorType::get(shape, element),
+                                ReductionKind::sum);
         };
         // The task's adjoint block, spread as the whole adjoint is.
         SmallVector<int64_t> spreadShape = {
