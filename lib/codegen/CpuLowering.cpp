@@ -253,11 +253,25 @@ void unshareInits(ModuleOp module) {
       return dps.isDpsInit(&use);
     return false;
   };
+  // An insertion into the fill at the slice that an extraction of the fill
+  // gives the op computing what is inserted (a max pool's gradient, one
+  // window at a time) updates it in place: its own fill would make
+  // bufferization copy the extracted slice into the new buffer.
+  auto updatesInPlace = [](OpOperand &use) {
+    auto insert = dyn_cast<tensor::InsertSliceOp>(use.getOwner());
+    return insert && llvm::any_of(use.get().getUsers(), [&](Operation *user) {
+             auto extract = dyn_cast<tensor::ExtractSliceOp>(user);
+             return extract && extract.getSource() == use.get() &&
+                    extract.getMixedOffsets() == insert.getMixedOffsets() &&
+                    extract.getMixedSizes() == insert.getMixedSizes() &&
+                    extract.getMixedStrides() == insert.getMixedStrides();
+           });
+  };
   for (linalg::FillOp fill : shared) {
     Operation *empty = fill.getOutputs()[0].getDefiningOp();
     for (OpOperand &use :
          llvm::make_early_inc_range(fill->getResult(0).getUses())) {
-      if (!writesInto(use))
+      if (!writesInto(use) || updatesInPlace(use))
         continue;
       rewriter.setInsertionPoint(use.getOwner());
       Operation *ownEmpty = rewriter.clone(*empty);
@@ -268,6 +282,30 @@ void unshareInits(ModuleOp module) {
     }
     if (fill->use_empty())
       rewriter.eraseOp(fill);
+  }
+}
+
+/// An empty tensor with several users (CSE merges equal ones: the
+/// training step's forward and backward ops write results of one shape
+/// into one tensor.empty) becomes one per user, right before it. Shared,
+/// bufferization gives them one buffer, allocated where the first is made
+/// and reused by later writers, which holds a forward result (a ReLU's
+/// output that only a pad reads) until the backward pass writes its
+/// gradient there: the step's peak memory then exceeds what liveness needs
+/// (the simulator's memory model, lib/sim/Memory.cpp).
+void emptyTensorPerUser(ModuleOp module) {
+  SmallVector<tensor::EmptyOp> shared;
+  module.walk([&](tensor::EmptyOp empty) {
+    if (!empty->hasOneUse() && !empty->use_empty())
+      shared.push_back(empty);
+  });
+  IRRewriter rewriter(module.getContext());
+  for (tensor::EmptyOp empty : shared) {
+    for (OpOperand &use : llvm::make_early_inc_range(empty->getUses())) {
+      rewriter.setInsertionPoint(use.getOwner());
+      use.set(rewriter.clone(*empty)->getResult(0));
+    }
+    rewriter.eraseOp(empty);
   }
 }
 
@@ -623,6 +661,7 @@ LogicalResult lowerModuleForCpu(ModuleOp module,
   if (options.planeUpdates)
     codegen::runUpdatesByPlanes(module);
   codegen::writeIntoDyingInputs(module);
+  codegen::emptyTensorPerUser(module);
   if (options.stopAfterKernels)
     return success();
   // Hooks first, so that they bracket the loop nests of vectorized ops.
@@ -635,6 +674,8 @@ LogicalResult lowerModuleForCpu(ModuleOp module,
     codegen::unshareInits(module);
   if (failed(codegen::runParsed(module, kBufferizePipeline, runPipeline)))
     return failure();
+  if (auto entry = module.lookupSymbol<func::FuncOp>(codegen::kEntrySymbol))
+    codegen::writeGuardedResultsIntoOutParams(entry);
   // Temporaries are freed after their last use, not when the step returns
   // (lib/codegen/Deallocations.cpp; the GPU lowering keeps its order).
   if (failed(codegen::runParsed(

@@ -238,6 +238,82 @@ void moveDeallocationsUp(Block &block, AliasClasses &classes) {
   }
 }
 
+/// Records `op` as the last op in `last` to touch (take or make, itself or
+/// an op nested in it) each buffer class it touches.
+static void noteTouches(Operation *op, AliasClasses &classes,
+                        llvm::DenseMap<Value, Operation *> &last) {
+  op->walk([&](Operation *nested) {
+    for (Value value : nested->getOperands())
+      if (isBuffer(value))
+        last[classes.leader(value)] = op;
+    for (Value value : nested->getResults())
+      if (isBuffer(value))
+        last[classes.leader(value)] = op;
+  });
+}
+
+/// A conditional free (scf.if %c { memref.dealloc ... }) of a buffer a
+/// guard made (its ownership is the guard's condition) whose class a later
+/// guard on the same condition touched last (a forward result that
+/// backward ops on the same devices read) goes into that guard, right
+/// after the last op there that touches it. CommunicationOps.cpp merges
+/// the guards of consecutive ops: without this, what the forward pass of a
+/// device subset saves lives until its whole backward guard is done.
+void sinkFreesIntoGuards(Block &block, AliasClasses &classes) {
+  llvm::DenseMap<Value, Operation *> lastTouch;
+  // Per guard, the last op of its then-block to touch each class.
+  llvm::DenseMap<Operation *, llvm::DenseMap<Value, Operation *>> inGuard;
+  for (Operation &op : llvm::make_early_inc_range(block)) {
+    auto free = dyn_cast<scf::IfOp>(&op);
+    if (!free || !onlyDeallocates(free) || !free.getElseRegion().empty()) {
+      if (!onlyDeallocates(&op) && !deallocationOfHelper(&op))
+        noteTouches(&op, classes, lastTouch);
+      continue;
+    }
+    SmallVector<memref::DeallocOp> deallocs(
+        free.getThenRegion().getOps<memref::DeallocOp>());
+    for (memref::DeallocOp dealloc : deallocs) {
+      // The buffer, and the base-buffer helper that frees it.
+      Value buffer = dealloc.getMemref();
+      auto helper = buffer.getDefiningOp<memref::ExtractStridedMetadataOp>();
+      if (helper && helper->getBlock() == &block)
+        buffer = helper.getSource();
+      else
+        helper = nullptr;
+      if (classes.isExternal(buffer))
+        continue;
+      Value leader = classes.leader(buffer);
+      auto guard = dyn_cast_or_null<scf::IfOp>(lastTouch.lookup(leader));
+      Operation *def = buffer.getDefiningOp();
+      if (!guard || guard.getCondition() != free.getCondition() || !def ||
+          def->getBlock() != &block || !def->isBeforeInBlock(guard) ||
+          llvm::any_of(guard->getResults(), [&](Value r) {
+            return isBuffer(r) && classes.leader(r) == leader;
+          }))
+        continue;
+      auto [cached, fresh] = inGuard.try_emplace(guard);
+      if (fresh)
+        for (Operation &inner :
+             guard.getThenRegion().front().without_terminator())
+          noteTouches(&inner, classes, cached->second);
+      Operation *last = cached->second.lookup(leader);
+      if (!last)
+        continue;
+      OpBuilder builder(last->getContext());
+      builder.setInsertionPointAfter(last);
+      Value freed = buffer;
+      if (helper)
+        freed = builder.clone(*helper)->getResult(0);
+      memref::DeallocOp::create(builder, dealloc.getLoc(), freed);
+      dealloc.erase();
+      if (helper && helper->use_empty())
+        helper.erase();
+    }
+    if (llvm::hasSingleElement(free.getThenRegion().front()))
+      free.erase();
+  }
+}
+
 /// Moves the deallocations of a function up (moveDeallocationsUp).
 struct DeallocAfterLastUsePass
     : PassWrapper<DeallocAfterLastUsePass, OperationPass<func::FuncOp>> {
@@ -258,8 +334,10 @@ struct DeallocAfterLastUsePass
     if (function.isExternal())
       return;
     AliasClasses classes(function);
-    for (Block &block : function.getBody())
+    for (Block &block : function.getBody()) {
       moveDeallocationsUp(block, classes);
+      sinkFreesIntoGuards(block, classes);
+    }
   }
 };
 

@@ -70,6 +70,77 @@ bool usedOnlyOnOneSide(Block &body, Value value, Operation *copy, bool before) {
 
 } // namespace
 
+int writeGuardedResultsIntoOutParams(func::FuncOp entry) {
+  if (!entry.getBody().hasOneBlock())
+    return 0;
+  Block &body = entry.getBody().front();
+  SmallVector<memref::CopyOp> copies(body.getOps<memref::CopyOp>());
+  int rewritten = 0;
+  for (memref::CopyOp copy : copies) {
+    auto out = dyn_cast<BlockArgument>(copy.getTarget());
+    if (!out || out.getOwner() != &body || !out.hasOneUse())
+      continue;
+    // The guards' results that hold the copied buffer, back to the guard
+    // that allocates it: an update that writes into its gradient's buffer
+    // (writeIntoDyingInputs) yields the buffer that an earlier guard, the
+    // gradient's, allocated.
+    SmallVector<OpResult> chain;
+    memref::AllocOp alloc;
+    Value value = copy.getSource();
+    while (!alloc) {
+      auto made = dyn_cast<OpResult>(value);
+      auto guard = made ? dyn_cast<scf::IfOp>(made.getOwner()) : nullptr;
+      if (!guard || guard->getBlock() != &body || guard.getElseRegion().empty())
+        break;
+      chain.push_back(made);
+      value = guard.thenYield().getOperand(made.getResultNumber());
+      if (llvm::count(guard.thenYield().getOperands(), value) != 1)
+        break;
+      if (auto allocated = value.getDefiningOp<memref::AllocOp>();
+          allocated && allocated->getBlock() == guard.thenBlock())
+        alloc = allocated;
+    }
+    if (!alloc || alloc.getType() != out.getType() ||
+        llvm::any_of(alloc->getUsers(), [](Operation *user) {
+          return isa<memref::DeallocOp, memref::ExtractStridedMetadataOp>(user);
+        }))
+      continue;
+    // The frees of those results: memref.dealloc of one, or of its base
+    // buffer (bufferization-lower-deallocations' helper).
+    SmallVector<Operation *> frees, helpers;
+    for (OpResult made : chain)
+      for (Operation *user : made.getUsers()) {
+        if (isa<memref::DeallocOp>(user)) {
+          frees.push_back(user);
+        } else if (isa<memref::ExtractStridedMetadataOp>(user)) {
+          helpers.push_back(user);
+          for (Operation *use : user->getUsers())
+            if (isa<memref::DeallocOp>(use))
+              frees.push_back(use);
+        }
+      }
+    alloc.getResult().replaceAllUsesWith(out);
+    alloc.erase();
+    copy.erase();
+    for (Operation *free : frees) {
+      Operation *parent = free->getParentOp();
+      free->erase();
+      // A conditional free left with nothing to free.
+      if (auto empty = dyn_cast<scf::IfOp>(parent);
+          empty && empty->getNumResults() == 0 &&
+          llvm::hasSingleElement(empty.getThenRegion().front()) &&
+          (empty.getElseRegion().empty() ||
+           llvm::hasSingleElement(empty.getElseRegion().front())))
+        empty.erase();
+    }
+    for (Operation *helper : helpers)
+      if (helper->use_empty())
+        helper->erase();
+    ++rewritten;
+  }
+  return rewritten;
+}
+
 int markInPlaceResults(func::FuncOp entry, ModelDescription &description) {
   size_t numArgs = description.args.size();
   if (entry.getNumArguments() != numArgs + description.results.size() ||

@@ -102,6 +102,15 @@ void collapseLoopNests(mlir::ModuleOp module);
 /// soap-register-reductions (on functions).
 std::unique_ptr<mlir::Pass> createRegisterReductionsPass();
 
+/// After bufferization: a result that a guard (a lowered soap.on_devices)
+/// makes in a buffer of its own, which a top-level copy then fills the
+/// out-parameter from (buffer-results-to-out-params cannot see through the
+/// guard), is made in the out-parameter itself: the guard writes it there,
+/// the copy and the buffer's frees go. A parameter updated on a device
+/// subset (model parallelism) no longer holds a third copy and copies
+/// itself every step (InPlaceResults.cpp). Returns how many.
+int writeGuardedResultsIntoOutParams(mlir::func::FuncOp entry);
+
 /// After bufferization: a result filled by a top-level copy of the
 /// argument it replaces, where the argument is read only before the copy
 /// and the result only from it on, is marked inPlace and the copy runs
@@ -189,6 +198,9 @@ std::unique_ptr<mlir::Pass> createKernelCallsPass();
 /// is its own and the convolution that reads it can read its source
 /// instead (KernelCalls.cpp).
 void unshareInits(mlir::ModuleOp module);
+
+/// One tensor.empty per user, made right before it (CpuLowering.cpp).
+void emptyTensorPerUser(mlir::ModuleOp module);
 
 /// How a relayout copy reads its source: for each source dimension, the
 /// loop (= the copy's result dimension) it holds and whether it is read

@@ -23,6 +23,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
@@ -96,7 +97,10 @@ Value copiedInput(linalg::GenericOp op) {
 /// bufferization updates its buffer in place rather than allocating
 /// another (an optimizer update into its weight gradient's buffer: with
 /// hoisted results, the gradient is then computed right in the parameter's
-/// out-param, as the training step's shared inits do on one device).
+/// out-param, as the training step's shared inits do on one device). The
+/// result of a guard (a lowered soap.on_devices, an scf.if) counts as a
+/// linalg op's: a gradient made on a device subset
+/// (writeGuardedResultsIntoOutParams follows it into the out-param).
 bool writeIntoDyingInput(linalg::GenericOp op) {
   OpOperand *init = op.getDpsInitOperand(0);
   if (!init->get().getDefiningOp<tensor::EmptyOp>() ||
@@ -105,9 +109,9 @@ bool writeIntoDyingInput(linalg::GenericOp op) {
   AffineMap outputMap = op.getMatchingIndexingMap(init);
   for (OpOperand *input : op.getDpsInputOperands()) {
     Value value = input->get();
-    auto producer = value.getDefiningOp<linalg::LinalgOp>();
-    if (!producer || !value.hasOneUse() ||
-        value.getType() != op->getResult(0).getType() ||
+    Operation *producer = value.getDefiningOp();
+    if (!isa_and_nonnull<linalg::LinalgOp, scf::IfOp>(producer) ||
+        !value.hasOneUse() || value.getType() != op->getResult(0).getType() ||
         op.getMatchingIndexingMap(input) != outputMap)
       continue;
     init->set(value);

@@ -70,11 +70,17 @@ static OpClass classify(Operation *op, double flopsPerIteration,
 /// Whether `op`'s result is an affine function of its inputs (a sum of
 /// inputs times values that depend on none), so that its gradient needs
 /// none of their values: a body of adds, subtractions, negations, float
-/// casts and products or quotients by input-independent values; named ops
-/// that only move data. Contractions and convolutions are not (their
+/// casts and products or quotients by input-independent values; ops that
+/// only move data. Contractions and convolutions are not (their
 /// gradients read the other operand), nor is anything else (a ReLU's
 /// select, a gather's index cast).
 static bool isAffineInInputs(Operation *op) {
+  // Pads, concatenations, slices and reshapes: their gradients slice,
+  // pad or reshape the adjoint.
+  if (isa<tensor::PadOp, tensor::ConcatOp, tensor::InsertSliceOp,
+          tensor::ExtractSliceOp, tensor::CollapseShapeOp,
+          tensor::ExpandShapeOp>(op))
+    return true;
   auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
   if (!linalgOp || linalg::isaContractionOpInterface(linalgOp) ||
       linalg::isaConvolutionOpInterface(linalgOp))
