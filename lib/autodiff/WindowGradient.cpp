@@ -347,15 +347,53 @@ static FailureOr<Value> maskedGradient(GradientBuilder &g, linalg::GenericOp op,
   SmallVector<utils::IteratorType> iterators(numNewLoops,
                                              utils::IteratorType::parallel);
 
-  Value gradient = g.zeros(loc, operandType);
+  // The forward config, where it splits neither a window offset nor an
+  // output position a window reads (a batch or channel split): the
+  // updates' loops are the forward loops but the window offsets, the
+  // slices' and the gradient's dimensions the input's, each read by one
+  // forward loop. Each device then updates its part of the gradient in
+  // place, as the simulator prices the pooling's backward task; unset, the
+  // partitioner made the gradient's zeros whole on every device.
+  ConfigAttr updateConfig, sliceConfig;
+  if (ConfigAttr config = g.forwardConfig) {
+    ArrayRef<int64_t> degrees = config.getDegrees();
+    bool plain = llvm::all_of(windowed.windows, [&](const Window &w) {
+      return degrees[w.windowLoop] == 1 && degrees[w.outLoop] == 1;
+    });
+    if (plain) {
+      SmallVector<unsigned> kept, dims;
+      for (unsigned loop = 0; loop < numLoops; ++loop)
+        if (!isWindowLoop(loop))
+          kept.push_back(loop);
+      for (AffineExpr expr : windowed.projected.getResults())
+        dims.push_back(cast<AffineDimExpr>(expr).getPosition());
+      // Every split loop must be one of the input's dimensions.
+      bool covered = true;
+      for (unsigned loop = 0; loop < numLoops; ++loop)
+        covered &= degrees[loop] == 1 || llvm::is_contained(dims, loop);
+      if (covered) {
+        updateConfig = reorderedConfig(config, kept);
+        sliceConfig = reorderedConfig(config, dims);
+      }
+    }
+  }
+  auto configure = [](Value value, ConfigAttr config) {
+    if (config)
+      value.getDefiningOp()->setAttr(SoapDialect::getConfigAttrName(), config);
+    return value;
+  };
+
+  Value gradient = configure(g.zeros(loc, operandType), sliceConfig);
   // Every combination of window offsets.
   SmallVector<int64_t> offsetOf(windowed.windows.size(), 0);
   while (true) {
     SmallVector<int64_t> offsets(operandType.getRank(), 0);
     for (auto [w, k] : llvm::zip(windowed.windows, offsetOf))
       offsets[w.result] = w.dilation * k + w.offset;
-    Value window = g.slice(loc, operand.get(), offsets, sizes, strides);
-    Value current = g.slice(loc, gradient, offsets, sizes, strides);
+    Value window = configure(
+        g.slice(loc, operand.get(), offsets, sizes, strides), sliceConfig);
+    Value current =
+        configure(g.slice(loc, gradient, offsets, sizes, strides), sliceConfig);
     SmallVector<Value> inputs;
     for (unsigned index : readInputs)
       inputs.push_back(op->getOperand(index));
@@ -384,11 +422,13 @@ static FailureOr<Value> maskedGradient(GradientBuilder &g, linalg::GenericOp op,
       update->erase();
       return failure();
     }
-    gradient = tensor::InsertSliceOp::create(
-        b, loc, update.getResult(0), gradient,
-        getAsIndexOpFoldResult(context, offsets),
-        getAsIndexOpFoldResult(context, sizes),
-        getAsIndexOpFoldResult(context, strides));
+    configure(update.getResult(0), updateConfig);
+    gradient = configure(
+        tensor::InsertSliceOp::create(b, loc, update.getResult(0), gradient,
+                                      getAsIndexOpFoldResult(context, offsets),
+                                      getAsIndexOpFoldResult(context, sizes),
+                                      getAsIndexOpFoldResult(context, strides)),
+        sliceConfig);
     // The next combination.
     unsigned w = 0;
     for (; w < offsetOf.size(); ++w) {

@@ -81,6 +81,9 @@ LogicalResult SpmdPartitioner::followConfig(Operation *op) {
       llvm::all_of(insert.getStaticStrides(), [](int64_t s) { return s == 1; });
   auto pad = dyn_cast<tensor::PadOp>(op);
   bool splitPad = pad && pad.getLow().empty() && pad.getHigh().empty();
+  if (insert && !intoZeros &&
+      succeeded(followInsertAlongWholeDims(insert, config)))
+    return success();
   if ((insert && !intoZeros) || (pad && !splitPad)) {
     if (config.getDevices().size() != 1 ||
         llvm::any_of(config.getDegrees(), [](int64_t d) { return d != 1; }))
@@ -97,13 +100,12 @@ LogicalResult SpmdPartitioner::followConfig(Operation *op) {
   // Views of values their producers left whole on every device (arguments,
   // replicated results) cost nothing where they are: the op runs whole
   // everywhere. (Not so for a whole copy an earlier reader gathered: the
-  // simulator keeps the config's layout there too.)
+  // simulator keeps the config's layout there too; nor for a fill, which
+  // each device makes in its block alone.)
   if (llvm::all_of(op->getOperands(), [&](Value operand) {
         auto found = dist.find(operand);
-        if (found == dist.end())
+        if (found == dist.end() || found->second.splat)
           return false;
-        if (found->second.splat)
-          return true;
         auto type = cast<RankedTensorType>(operand.getType());
         return !found->second.pieces.empty() &&
                covers(found->second.pieces.front(), everywhere(type));
@@ -588,4 +590,95 @@ void SpmdPartitioner::normalizeOperands(Operation *op, bool viewsByConfig) {
                           SmallVector<int64_t>(numDevices, 0), std::nullopt}};
     value.zerosElsewhere = false;
   }
+}
+
+LogicalResult
+SpmdPartitioner::followInsertAlongWholeDims(tensor::InsertSliceOp insert,
+                                            ConfigAttr config) {
+  RankedTensorType sourceType = insert.getSourceType();
+  RankedTensorType destType = insert.getDestType();
+  if (!sourceType.hasStaticShape() || !destType.hasStaticShape() ||
+      sourceType.getRank() != destType.getRank() ||
+      insert.getDroppedDims().any())
+    return failure();
+  ArrayRef<int64_t> offsets = insert.getStaticOffsets();
+  ArrayRef<int64_t> strides = insert.getStaticStrides();
+  std::string why;
+  FailureOr<Plan> plan = planFromConfig(sourceType.getShape(), config, why);
+  if (failed(plan))
+    return failure();
+  for (auto [dim, degree] : llvm::enumerate(plan->degrees))
+    if (degree != 1 && (offsets[dim] != 0 || strides[dim] != 1 ||
+                        sourceType.getDimSize(dim) != destType.getDimSize(dim)))
+      return failure();
+  // Per slot and device, its block of the source, and the same block of
+  // the destination, whole along the dimensions the config does not split.
+  AffineMap identity =
+      AffineMap::getMultiDimIdentityMap(sourceType.getRank(), b.getContext());
+  struct Slot {
+    DeviceBoxes source, dest;
+    SmallVector<int64_t> activeDevices;
+  };
+  SmallVector<Slot, 2> slots;
+  SmallVector<int64_t> localShape;
+  for (ArrayRef<int64_t> tasks : plan->slots) {
+    Slot &slot = slots.emplace_back();
+    slot.source.resize(numDevices);
+    slot.dest.resize(numDevices);
+    for (auto [device, task] : llvm::enumerate(tasks)) {
+      if (task < 0)
+        continue;
+      std::optional<Box> block =
+          regionOf(identity, sourceType.getShape(), plan->degrees, task,
+                   sourceType.getShape());
+      if (!block)
+        return failure();
+      Box whole = wholeBox(destType);
+      for (auto [dim, degree] : llvm::enumerate(plan->degrees))
+        if (degree != 1) {
+          whole.offsets[dim] = block->offsets[dim];
+          whole.sizes[dim] = block->sizes[dim];
+        }
+      if (!localShape.empty() && whole.sizes != localShape)
+        return failure();
+      localShape = whole.sizes;
+      slot.source[device] = std::move(*block);
+      slot.dest[device] = std::move(whole);
+      slot.activeDevices.push_back(device);
+    }
+    if (slot.activeDevices.empty())
+      return failure();
+  }
+  Location loc = insert.getLoc();
+  auto localType = RankedTensorType::get(localShape, destType.getElementType());
+  DistValue result;
+  for (auto [slot, tasks] : llvm::zip(slots, plan->slots)) {
+    b.setInsertionPoint(insert);
+    Value source = materialize(insert.getSource(), slot.source, loc);
+    Value dest = materialize(insert.getDest(), slot.dest, loc);
+    OpBuilder::InsertionGuard insertion(b);
+    OnDevicesOp guard;
+    if (static_cast<int64_t>(slot.activeDevices.size()) != numDevices) {
+      guard = OnDevicesOp::create(b, loc, TypeRange{localType},
+                                  b.getDenseI64ArrayAttr(slot.activeDevices));
+      b.setInsertionPointToStart(&guard.getBody().emplaceBlock());
+    }
+    Value local = tensor::InsertSliceOp::create(
+        b, loc, source, dest, insert.getMixedOffsets(),
+        getAsIndexOpFoldResult(
+            b.getContext(),
+            cast<RankedTensorType>(source.getType()).getShape()),
+        insert.getMixedStrides());
+    if (guard) {
+      YieldOp::create(b, loc, local);
+      local = guard.getResult(0);
+    }
+    Piece piece{local, std::move(slot.dest), {}, std::nullopt};
+    piece.tasks.append(tasks.begin(), tasks.end());
+    result.pieces.push_back(std::move(piece));
+  }
+  DistValue &value = dist[insert.getResult()];
+  value.pieces = std::move(result.pieces);
+  value.zerosElsewhere = false;
+  return success();
 }

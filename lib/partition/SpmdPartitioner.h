@@ -212,6 +212,12 @@ public:
   /// partitionByConfig's rewrite; fails, changing nothing, when it cannot
   /// follow the config.
   LogicalResult followConfig(Operation *op);
+  /// followConfig for an insertion into a value that is not zeros (a max
+  /// pool's gradient, one window offset after the other) whose config
+  /// splits only dimensions the insertion covers whole: each device inserts
+  /// its block of the source into its block of the destination.
+  LogicalResult followInsertAlongWholeDims(tensor::InsertSliceOp insert,
+                                           ConfigAttr config);
 
 private:
   // Plans.
