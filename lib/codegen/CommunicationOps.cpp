@@ -71,24 +71,19 @@ Value rankIndex(OpBuilder &b, Location loc, ModuleOp module) {
   // test one value (CSE merges their conditions), which lets a buffer a
   // guard made be freed inside a later guard of the same devices
   // (Deallocations.cpp, sinkFreesIntoGuards).
-  Operation *at = b.getInsertionBlock()->getParentOp();
-  auto function = isa<func::FuncOp>(at) ? cast<func::FuncOp>(at)
-                                        : at->getParentOfType<func::FuncOp>();
-  if (!function) {
-    Value rank =
-        func::CallOp::create(b, loc, callee, ValueRange{}).getResult(0);
-    return arith::IndexCastOp::create(b, loc, b.getIndexType(), rank);
-  }
-  Block &entry = function.getBody().front();
-  if (entry.getOperations().size() >= 2) {
-    auto call = dyn_cast<func::CallOp>(&entry.front());
-    auto cast = dyn_cast<arith::IndexCastOp>(entry.front().getNextNode());
-    if (call && cast && call.getCallee() == callee.getSymName() &&
-        cast.getIn() == call.getResult(0))
-      return cast;
-  }
   OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(&entry);
+  if (auto function =
+          b.getInsertionBlock()->getParent()->getParentOfType<func::FuncOp>()) {
+    Block &entry = function.getBody().front();
+    if (entry.getOperations().size() >= 2) {
+      auto call = dyn_cast<func::CallOp>(&entry.front());
+      auto cast = dyn_cast<arith::IndexCastOp>(entry.front().getNextNode());
+      if (call && cast && call.getCallee() == callee.getSymName() &&
+          cast.getIn() == call.getResult(0))
+        return cast;
+    }
+    b.setInsertionPointToStart(&entry);
+  }
   Value rank = func::CallOp::create(b, loc, callee, ValueRange{}).getResult(0);
   return arith::IndexCastOp::create(b, loc, b.getIndexType(), rank);
 }

@@ -218,33 +218,21 @@ static void foldInputTransposes(linalg::GenericOp generic) {
       Builder(generic.getContext()).getAffineMapArrayAttr(maps));
 }
 
-/// CSE merges equal fills and empty tensors; bufferization would then fill
-/// one buffer and copy it into a new buffer for each use that writes into
-/// it (twice the memory traffic of a fill), the convolution over an adjoint
-/// spread into zeros would not see its image's fill (spreadImage), and a
-/// flipped filter's copy could share a buffer with a later result.
+/// CSE merges equal fills; bufferization would then fill one buffer and
+/// copy it into a new buffer for each use that writes into it (twice the
+/// memory traffic of a fill), and the convolution over an adjoint spread
+/// into zeros would not see its image's fill (spreadImage). (Empty tensors
+/// are one per user by then: emptyTensorPerUser, which also gives a flipped
+/// filter's copy a buffer of its own.)
 void unshareInits(ModuleOp module) {
   SmallVector<linalg::FillOp> shared;
-  SmallVector<linalg::GenericOp> relayouts;
-  module.walk([&](linalg::LinalgOp op) {
-    if (!op.hasPureTensorSemantics() || op.getNumDpsInits() != 1)
-      return;
-    auto empty = op.getDpsInits().front().getDefiningOp<tensor::EmptyOp>();
-    if (!empty)
-      return;
-    if (auto fill = dyn_cast<linalg::FillOp>(op.getOperation());
-        fill && !fill->hasOneUse())
+  module.walk([&](linalg::FillOp fill) {
+    if (fill.hasPureTensorSemantics() &&
+        fill.getOutputs()[0].getDefiningOp<tensor::EmptyOp>() &&
+        !fill->hasOneUse())
       shared.push_back(fill);
-    if (auto generic = dyn_cast<linalg::GenericOp>(op.getOperation());
-        generic && !empty->hasOneUse() && copyRelayout(generic))
-      relayouts.push_back(generic);
   });
   IRRewriter rewriter(module.getContext());
-  for (linalg::GenericOp relayout : relayouts) {
-    OpOperand &init = relayout.getDpsInitsMutable()[0];
-    rewriter.setInsertionPoint(relayout);
-    init.set(rewriter.clone(*init.get().getDefiningOp())->getResult(0));
-  }
   auto writesInto = [](OpOperand &use) {
     Operation *owner = use.getOwner();
     if (auto insert = dyn_cast<tensor::InsertSliceOp>(owner))

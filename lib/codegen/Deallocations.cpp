@@ -162,6 +162,20 @@ Operation *deallocationOfHelper(Operation *op) {
   return deallocation;
 }
 
+/// Records `op` as the last op in `last` to touch (take or make, itself or
+/// an op nested in it) each buffer class it touches.
+static void noteTouches(Operation *op, AliasClasses &classes,
+                        llvm::DenseMap<Value, Operation *> &last) {
+  op->walk([&](Operation *nested) {
+    for (Value value : nested->getOperands())
+      if (isBuffer(value))
+        last[classes.leader(value)] = op;
+    for (Value value : nested->getResults())
+      if (isBuffer(value))
+        last[classes.leader(value)] = op;
+  });
+}
+
 /// Moves the deallocations of `block` (and of the blocks nested in it) up
 /// to right after the last op of their block before them that touches
 /// their buffers' classes or defines one of their operands; the base
@@ -182,14 +196,7 @@ void moveDeallocationsUp(Block &block, AliasClasses &classes) {
       continue;
     }
     if (!onlyDeallocates(&op)) {
-      op.walk([&](Operation *nested) {
-        for (Value operand : nested->getOperands())
-          if (isBuffer(operand))
-            lastTouch[classes.leader(operand)] = &op;
-        for (Value result : nested->getResults())
-          if (isBuffer(result))
-            lastTouch[classes.leader(result)] = &op;
-      });
+      noteTouches(&op, classes, lastTouch);
       for (Region &region : op.getRegions())
         for (Block &nested : region)
           moveDeallocationsUp(nested, classes);
@@ -236,20 +243,6 @@ void moveDeallocationsUp(Block &block, AliasClasses &classes) {
       for (Operation *helper : found->second)
         helper->moveBefore(deallocation);
   }
-}
-
-/// Records `op` as the last op in `last` to touch (take or make, itself or
-/// an op nested in it) each buffer class it touches.
-static void noteTouches(Operation *op, AliasClasses &classes,
-                        llvm::DenseMap<Value, Operation *> &last) {
-  op->walk([&](Operation *nested) {
-    for (Value value : nested->getOperands())
-      if (isBuffer(value))
-        last[classes.leader(value)] = op;
-    for (Value value : nested->getResults())
-      if (isBuffer(value))
-        last[classes.leader(value)] = op;
-  });
 }
 
 /// A conditional free (scf.if %c { memref.dealloc ... }) of a buffer a

@@ -193,10 +193,12 @@ std::unique_ptr<mlir::Pass> createKernelCallsPass();
 
 /// kernels=blas, before bufferization: a fill of a fresh tensor that
 /// several ops write into becomes one fill per such use, so bufferization
-/// fills each buffer instead of copying one filled buffer; a relayout copy
-/// (copyRelayout) writes into a fresh tensor of its own, so that its buffer
-/// is its own and the convolution that reads it can read its source
-/// instead (KernelCalls.cpp).
+/// fills each buffer instead of copying one filled buffer (but an
+/// insertion into the fill at the slice an extraction of it feeds, which
+/// updates it in place). A relayout copy (copyRelayout) already writes into
+/// a fresh tensor of its own (emptyTensorPerUser), so that its buffer is
+/// its own and the convolution that reads it can read its source instead
+/// (KernelCalls.cpp).
 void unshareInits(mlir::ModuleOp module);
 
 /// One tensor.empty per user, made right before it (CpuLowering.cpp).

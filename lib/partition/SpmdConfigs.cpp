@@ -364,20 +364,11 @@ LogicalResult SpmdPartitioner::runWholeOn(Operation *op, int64_t device) {
     mapping.map(operand, materialize(operand, target, loc));
   }
   auto resultType = cast<RankedTensorType>(op->getResult(0).getType());
-  OnDevicesOp guard;
-  OpBuilder::InsertionGuard insertion(b);
-  if (numDevices > 1) {
-    guard = OnDevicesOp::create(b, loc, TypeRange{resultType},
-                                b.getDenseI64ArrayAttr({device}));
-    b.setInsertionPointToStart(&guard.getBody().emplaceBlock());
-  }
-  Operation *local = b.clone(*op, mapping);
-  local->removeAttr(SoapDialect::getConfigAttrName());
-  Value result = local->getResult(0);
-  if (guard) {
-    YieldOp::create(b, loc, result);
-    result = guard.getResult(0);
-  }
+  Value result = onDevices({device}, resultType, loc, [&] {
+    Operation *local = b.clone(*op, mapping);
+    local->removeAttr(SoapDialect::getConfigAttrName());
+    return local->getResult(0);
+  });
   DeviceBoxes boxes(numDevices);
   boxes[device] = wholeBox(resultType);
   SmallVector<int64_t> tasks(numDevices, -1);
@@ -656,23 +647,14 @@ SpmdPartitioner::followInsertAlongWholeDims(tensor::InsertSliceOp insert,
     b.setInsertionPoint(insert);
     Value source = materialize(insert.getSource(), slot.source, loc);
     Value dest = materialize(insert.getDest(), slot.dest, loc);
-    OpBuilder::InsertionGuard insertion(b);
-    OnDevicesOp guard;
-    if (static_cast<int64_t>(slot.activeDevices.size()) != numDevices) {
-      guard = OnDevicesOp::create(b, loc, TypeRange{localType},
-                                  b.getDenseI64ArrayAttr(slot.activeDevices));
-      b.setInsertionPointToStart(&guard.getBody().emplaceBlock());
-    }
-    Value local = tensor::InsertSliceOp::create(
-        b, loc, source, dest, insert.getMixedOffsets(),
-        getAsIndexOpFoldResult(
-            b.getContext(),
-            cast<RankedTensorType>(source.getType()).getShape()),
-        insert.getMixedStrides());
-    if (guard) {
-      YieldOp::create(b, loc, local);
-      local = guard.getResult(0);
-    }
+    Value local = onDevices(slot.activeDevices, localType, loc, [&]() -> Value {
+      return tensor::InsertSliceOp::create(
+          b, loc, source, dest, insert.getMixedOffsets(),
+          getAsIndexOpFoldResult(
+              b.getContext(),
+              cast<RankedTensorType>(source.getType()).getShape()),
+          insert.getMixedStrides());
+    });
     Piece piece{local, std::move(slot.dest), {}, std::nullopt};
     piece.tasks.append(tasks.begin(), tasks.end());
     result.pieces.push_back(std::move(piece));
@@ -681,4 +663,17 @@ SpmdPartitioner::followInsertAlongWholeDims(tensor::InsertSliceOp insert,
   value.pieces = std::move(result.pieces);
   value.zerosElsewhere = false;
   return success();
+}
+
+Value SpmdPartitioner::onDevices(ArrayRef<int64_t> devices, Type type,
+                                 Location loc,
+                                 llvm::function_ref<Value()> build) {
+  if (static_cast<int64_t>(devices.size()) == numDevices)
+    return build();
+  OpBuilder::InsertionGuard insertion(b);
+  auto guard = OnDevicesOp::create(b, loc, TypeRange{type},
+                                   b.getDenseI64ArrayAttr(devices));
+  b.setInsertionPointToStart(&guard.getBody().emplaceBlock());
+  YieldOp::create(b, loc, build());
+  return guard.getResult(0);
 }

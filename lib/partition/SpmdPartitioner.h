@@ -218,6 +218,11 @@ public:
   /// its block of the source into its block of the destination.
   LogicalResult followInsertAlongWholeDims(tensor::InsertSliceOp insert,
                                            ConfigAttr config);
+  /// `build`'s value (built at the insertion point) computed on `devices`
+  /// alone: inside a soap.on_devices guard of result type `type` unless
+  /// they are all devices; the guard's result.
+  Value onDevices(ArrayRef<int64_t> devices, Type type, Location loc,
+                  llvm::function_ref<Value()> build);
 
 private:
   // Plans.
