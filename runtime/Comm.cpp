@@ -392,15 +392,19 @@ void soaprt_all_reduce(const void *in, void *out, int64_t count, int64_t dtype,
   ScopedEvent event("soap.all_reduce", "comm", bytes);
 #if SOAP_HAVE_MPI
   if (groupSize > 1) {
-    check(MPI_Allreduce(in, out, checkedCount(count), mpiType(dtype),
-                        mpiOp(op, dtype), groupComm(group, groupSize)),
+    // The lowering reduces a buffer that dies at the call in place (the
+    // same pointer twice): MPI wants MPI_IN_PLACE for that.
+    check(MPI_Allreduce(in == out ? MPI_IN_PLACE : in, out, checkedCount(count),
+                        mpiType(dtype), mpiOp(op, dtype),
+                        groupComm(group, groupSize)),
           "MPI_Allreduce");
     if (op == SOAPRT_MEAN)
       divideBy(out, count, dtype, groupSize);
     return;
   }
 #endif
-  std::memcpy(out, in, bytes); // a group of one
+  if (in != out)
+    std::memcpy(out, in, bytes); // a group of one
 }
 
 int64_t soaprt_all_reduce_start(const void *in, void *out, int64_t count,
@@ -418,13 +422,14 @@ int64_t soaprt_all_reduce_start(const void *in, void *out, int64_t count,
     if (!enter("soap.all_reduce", group, groupSize))
       return 0;
     if (groupSize == 1) {
-      std::memcpy(out, in, count * elementBytes(dtype));
+      if (in != out)
+        std::memcpy(out, in, count * elementBytes(dtype));
       return 0;
     }
     ScopedEvent event("soap.all_reduce", "comm", count * elementBytes(dtype));
-    check(MPI_Iallreduce(in, out, checkedCount(count), mpiType(dtype),
-                         mpiOp(op, dtype), groupComm(group, groupSize),
-                         &pending.request),
+    check(MPI_Iallreduce(in == out ? MPI_IN_PLACE : in, out,
+                         checkedCount(count), mpiType(dtype), mpiOp(op, dtype),
+                         groupComm(group, groupSize), &pending.request),
           "MPI_Iallreduce");
     if (op == SOAPRT_MEAN) {
       pending.out = out;

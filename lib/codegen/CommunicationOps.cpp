@@ -21,6 +21,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "AliasClasses.h"
 #include "LoweringSteps.h"
 
 #include "soap/Dialect/SoapDialect.h"
@@ -500,6 +501,74 @@ LogicalResult lowerCommunicationOps(ModuleOp module, bool hostBuffers) {
   return success();
 }
 
+/// Whether `op` (or an op nested in it) takes or makes a buffer of
+/// `buffer`'s class.
+static bool touches(Operation *op, Value buffer, AliasClasses &classes) {
+  Value leader = classes.leader(buffer);
+  return op
+      ->walk([&](Operation *nested) {
+        for (Value value :
+             llvm::concat<Value>(nested->getOperands(), nested->getResults()))
+          if (isBuffer(value) && classes.leader(value) == leader)
+            return WalkResult::interrupt();
+        return WalkResult::advance();
+      })
+      .wasInterrupted();
+}
+
+/// An all-reduce whose input buffer dies at it (an allocation of the
+/// result's type that the next op of the call's block touching it frees: a
+/// gradient that only its all-reduce reads) reduces in place: the result is
+/// that buffer, the result's own allocation goes and the input's free
+/// with it (the result's free frees it later). libsoaprt passes MPI_IN_PLACE
+/// when the two pointers are equal. A gradient's bytes were held twice
+/// while it was reduced (the simulator's memory model, Memory.cpp, counts
+/// them once).
+static void reduceInPlaceWhereInputsDie(ArrayRef<func::CallOp> calls,
+                                        ModuleOp module) {
+  llvm::DenseMap<Operation *, std::unique_ptr<AliasClasses>> classesOf;
+  struct Rewrite {
+    func::CallOp call;
+    memref::AllocOp in, out;
+    memref::DeallocOp free;
+  };
+  SmallVector<Rewrite> rewrites;
+  for (func::CallOp call : calls) {
+    auto placeholder = module.lookupSymbol<func::FuncOp>(call.getCallee());
+    if (placeholder->getAttrOfType<StringAttr>(kCallAttr).getValue() !=
+            "soaprt_all_reduce" ||
+        call.getNumOperands() != 2)
+      continue;
+    auto in = call.getOperand(0).getDefiningOp<memref::AllocOp>();
+    auto out = call.getOperand(1).getDefiningOp<memref::AllocOp>();
+    if (!in || !out || in.getType() != out.getType() ||
+        !in.getType().getLayout().isIdentity())
+      continue;
+    auto function = call->getParentOfType<func::FuncOp>();
+    std::unique_ptr<AliasClasses> &classes = classesOf[function];
+    if (!classes)
+      classes = std::make_unique<AliasClasses>(function);
+    if (classes->isExternal(in) || classes->mayAlias(in, out))
+      continue;
+    memref::DeallocOp free;
+    for (Operation *op = call->getNextNode(); op; op = op->getNextNode())
+      if (touches(op, in, *classes)) {
+        free = dyn_cast<memref::DeallocOp>(op);
+        break;
+      }
+    if (free && free.getMemref() == in.getResult())
+      rewrites.push_back({call, in, out, free});
+  }
+  for (Rewrite &r : rewrites) {
+    std::optional<uint64_t> alignment = r.out.getAlignment();
+    if (alignment && r.in.getAlignment().value_or(0) < *alignment)
+      r.in.setAlignment(*alignment);
+    r.out.getResult().replaceAllUsesWith(r.in.getResult());
+    r.out.erase();
+    r.free.erase();
+  }
+}
+
 void replaceCommunicationPlaceholders(ModuleOp module, bool startAllReduces) {
   SmallVector<func::CallOp> calls;
   module.walk([&](func::CallOp call) {
@@ -507,6 +576,7 @@ void replaceCommunicationPlaceholders(ModuleOp module, bool startAllReduces) {
     if (callee && callee->hasAttr(kCallAttr))
       calls.push_back(call);
   });
+  reduceInPlaceWhereInputsDie(calls, module);
   SmallVector<func::FuncOp> placeholders;
   for (func::CallOp call : calls) {
     auto placeholder = module.lookupSymbol<func::FuncOp>(call.getCallee());

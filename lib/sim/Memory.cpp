@@ -7,8 +7,10 @@
 // over a range of those points:
 //
 //   - state, the whole step: every argument, as the step's argument type
-//     has it (the device's part where the readers split it regularly over
-//     all devices, else the whole tensor, even where nothing reads it); a
+//     has it (a trained parameter's block where the partitioner keeps it
+//     in its gradients' layout, or its part where the readers split it
+//     regularly over all devices; else the whole tensor, even where
+//     nothing reads it, as inputs and labels always are); a
 //     trained parameter twice (the step's argument and its result) with
 //     its optimizer state twice;
 //   - an op's output on a device, from its forward work to its last use:
@@ -24,7 +26,7 @@
 //   - a parameter's gradient where devices synchronize it (another device
 //     reads an overlapping region), from the backward work of its last
 //     reader to the updates, which all-reduce them one by one in argument
-//     order (each result buffer on top of the gradients not yet reduced);
+//     order, each in place (the CPU lowering's reduceInPlaceWhereInputsDie);
 //     unsynchronized gradients go into the update in place;
 //   - data received for a reader (transfers), from the reader's forward
 //     work to its backward work (or to its forward work when it has none);
@@ -231,11 +233,13 @@ void Simulator::accountMemory(std::vector<MemoryPoint> *timeline) {
       }
   }
 
-  // State and parameter gradients. Every rank holds every argument: its
+  // State and parameter gradients. Every rank holds every argument: a
+  // parameter whose readers' gradients are summed in one layout it stays in
+  // across steps (buildOwnedParameter), a block of that layout; else its
   // part where the readers split it regularly over all devices (the
   // partitioner then keeps a trained parameter's state split), else the
-  // whole tensor (the step's argument type), even on devices that do not
-  // read it.
+  // whole tensor (the step's argument type: inputs and labels always), even
+  // on devices that do not read it.
   int64_t stateCopies =
       training ? 2 * optimizerStateCopies(cost.optimizer()) : 0;
   for (size_t slot = 0; slot < numSlots; ++slot) {
@@ -255,17 +259,46 @@ void Simulator::accountMemory(std::vector<MemoryPoint> *timeline) {
         differ |= other[i].first != first[i].first;
       }
     }
-    split &= differ;
     bool updated = training && tensor.isParameter &&
                    std::any_of(lastReaders, lastReaders + numDevices,
                                [](int r) { return r >= 0; });
+    // Only trained state stays split across steps (inputs arrive whole).
+    split &= differ && updated;
     int64_t copies = updated ? 2 + stateCopies : 1;
+    const std::vector<int64_t> &kept =
+        parameterTasks[plan.argTensor[slot]].keptBytes;
+    // The step's argument type: one block's (a device that holds none gets
+    // a buffer of that type too, unused).
+    int64_t keptType =
+        kept.empty() ? 0 : *std::max_element(kept.begin(), kept.end());
     for (int d = 0; d < numDevices; ++d) {
       BoxRef mine{boxAt(slot, d), rank};
-      int64_t bytes =
-          split ? boxVolume(mine) * tensor.elementBytes : tensor.bytes();
+      int64_t bytes = !kept.empty() ? keptType
+                      : split       ? boxVolume(mine) * tensor.elementBytes
+                                    : tensor.bytes();
       hold(d, 0, numPoints - 1, bytes * copies);
-      if (!updated || lastReaders[d] < 0)
+      if (!updated)
+        continue;
+      // A parameter kept where its gradients are summed: a device that
+      // holds a block of it holds that block of the sum, from the backward
+      // work of the last reader (the first to add to it) to its update; a
+      // device that only reads it, what it adds (its part), from its last
+      // reader's backward work on (until the updates: the sum may take it
+      // earlier).
+      if (!kept.empty()) {
+        int last = *std::max_element(lastReaders, lastReaders + numDevices);
+        int64_t gradient = kept[d] ? kept[d]
+                           : lastReaders[d] >= 0
+                               ? boxVolume(mine) * tensor.elementBytes
+                               : 0;
+        if (gradient == 0)
+          continue;
+        hold(d, backwardAt(kept[d] ? last : lastReaders[d]), updatesAt - 1,
+             gradient);
+        plan.gradient[slot * numDevices + d] = gradient;
+        continue;
+      }
+      if (lastReaders[d] < 0)
         continue;
       // Devices that read overlapping regions all-reduce the gradient at
       // the updates; elsewhere the update takes it in place.
@@ -280,17 +313,15 @@ void Simulator::accountMemory(std::vector<MemoryPoint> *timeline) {
       plan.gradient[slot * numDevices + d] = gradient;
     }
   }
-  // At the updates, the all-reduces run one by one in argument order: each
-  // result joins the gradients not yet reduced (each is freed once its
-  // update ran).
+  // At the updates, the all-reduces run one by one in argument order, each
+  // in its gradient's buffer (the gradient dies there), which is freed
+  // once its update ran: the most they hold is every gradient, before the
+  // first.
   for (int d = 0; d < numDevices; ++d) {
-    int64_t remaining = 0, peak = 0;
-    for (size_t slot = numSlots; slot-- > 0;) {
-      int64_t g = plan.gradient[slot * numDevices + d];
-      remaining += g;
-      peak = std::max(peak, remaining + g);
-    }
-    hold(d, updatesAt, updatesAt, peak);
+    int64_t gradients = 0;
+    for (size_t slot = 0; slot < numSlots; ++slot)
+      gradients += plan.gradient[slot * numDevices + d];
+    hold(d, updatesAt, updatesAt, gradients);
   }
 
   // Running sums: the peak per device, and the timeline when asked for.

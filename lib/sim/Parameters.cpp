@@ -263,6 +263,10 @@ bool Simulator::buildOwnedParameter(int tensorId) {
   steps.push_back(std::move(updateIds));
 
   if (layout::keptAcrossSteps(target)) {
+    sync.keptBytes.assign(numDevices, 0);
+    for (int d = 0; d < numDevices; ++d)
+      if (target.blocks[d])
+        sync.keptBytes[d] = target.blocks[d]->volume() * tensor.elementBytes;
     // The next step reads the parameter from there, each reader its blocks
     // (at the start of the step: the previous step's update is done), and
     // later readers also from the copies earlier ones made.

@@ -389,6 +389,10 @@ struct Simulator::Placement {
 struct Simulator::ParameterTasks {
   std::vector<int> groups;
   std::vector<std::array<int, 3>> forwardDeps, backwardDeps;
+  /// Per device, the bytes of the parameter it holds across steps where
+  /// buildOwnedParameter keeps it in its gradients' layout; empty where the
+  /// parameter's readers decide (accountMemory).
+  std::vector<int64_t> keptBytes;
 };
 
 /// What simulateDelta changed, to put it back.
