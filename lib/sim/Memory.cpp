@@ -29,11 +29,14 @@
 //     order, each in place (the CPU lowering's reduceInPlaceWhereInputsDie);
 //     unsynchronized gradients go into the update in place;
 //   - data received for a reader (transfers), from the reader's forward
-//     work to its backward work (or to its forward work when it has none);
+//     work to its backward work where that keeps it (else to its forward
+//     work);
 //     gradients received, from the reader's to the producer's backward.
 //
-// Collectives' result buffers are not counted yet (a reshard by all_gather
-// or all_to_all holds its result like a transfer does).
+// A reshard's collectives hold their results on each member (an
+// all-gather's gathered block, a reduce-scatter's share) over the reader's
+// forward work, or from its backward work to the producer's for a
+// gradient.
 //
 //===----------------------------------------------------------------------===//
 
@@ -354,25 +357,63 @@ void Simulator::accountMemory(std::vector<MemoryPoint> *timeline) {
 }
 
 void Simulator::accountReceived(const Task &task, int sign) {
-  // Keys (Reshards.cpp): a forward transfer's names its consumer, then its
-  // producer; a gradient's its producer, then its consumer.
+  // Keys (Reshards.cpp): a forward edge's (2) names its consumer, then its
+  // producer; a gradient edge's (3) its producer, then its consumer. What
+  // a reader receives of a parameter (4, key[2] == 1) is the reader's (the
+  // key[3]-th); a gradient sum's move (4, 0) lands where the sum is kept
+  // (accountMemory holds it there), and a result returned whole (4, 2; 7)
+  // is the step's result type (state).
+  if (task.intermediate)
+    return;
   int numNodes = static_cast<int>(graph.nodes.size());
   size_t stride = memoryStride();
   auto backwardAt = [&](int node) { return 2 * numNodes - 1 - node; };
-  int from, to;
-  if (task.kind == TaskKind::Transfer) {
-    int consumer = task.key[1];
-    from = consumer;
-    to = options.training && graph.nodes[consumer].needsBackward
-             ? backwardAt(consumer)
-             : consumer;
-  } else {
-    from = backwardAt(task.key[2]);
-    to = backwardAt(task.key[1]);
+  // What a reader receives for its `access`-th operand: until its forward
+  // work is done, or its backward work where that keeps the operand.
+  auto readerSpan = [&](int reader, int access) {
+    const OpNode &node = graph.nodes[reader];
+    bool saved = options.training && node.needsBackward &&
+                 (access < 0 || node.accesses[access].savedForBackward);
+    return std::pair<int, int>{reader, saved ? backwardAt(reader) : reader};
+  };
+  std::pair<int, int> span;
+  switch (task.key[0] % 8) {
+  case 2:
+    span = readerSpan(task.key[1], task.key[3]);
+    break;
+  case 3:
+    span = {backwardAt(task.key[2]), backwardAt(task.key[1])};
+    break;
+  case 4:
+    if (task.key[2] != 1)
+      return;
+    span = readerSpan(parameterReaders[task.key[1]][task.key[3]].first,
+                      parameterReaders[task.key[1]][task.key[3]].second);
+    break;
+  default:
+    return;
   }
-  std::vector<int64_t> &received = accounts->received;
-  received[task.dst * stride + from] += sign * task.bytes;
-  received[task.dst * stride + to + 1] -= sign * task.bytes;
+  // Each device that receives: a transfer's target, a collective's members
+  // (each with its part of the result).
+  auto receive = [&](int device, int64_t bytes) {
+    std::vector<int64_t> &received = accounts->received;
+    received[device * stride + span.first] += sign * bytes;
+    received[device * stride + span.second + 1] -= sign * bytes;
+  };
+  if (task.kind != TaskKind::Collective) {
+    receive(task.dst, task.bytes);
+    return;
+  }
+  // A collective's result for a reader's forward work dies there: the
+  // partitioned program reshards the operand again for the backward ops
+  // that read it (each op's operands are materialized for it).
+  if (task.key[0] % 8 != 3)
+    span.second = span.first;
+  int64_t bytes = task.collective == CollectiveKind::ReduceScatter
+                      ? task.bytes / std::max(task.groupSize, 1)
+                      : task.bytes;
+  for (int device : task.members)
+    receive(device, bytes);
 }
 
 std::vector<MemoryPoint> Simulator::memoryTimeline() {

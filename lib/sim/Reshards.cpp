@@ -251,6 +251,8 @@ Simulator::addPlanTasks(const layout::ReshardPlan &plan, bool forward,
         if (step.result.blocks[d])
           ready[d] = std::move(received[d]);
     }
+    for (int id : ids)
+      tasks[id].intermediate = s + 1 < plan.steps.size();
     if (!ids.empty())
       groups.push_back(std::move(ids));
   }

@@ -336,6 +336,7 @@ void Simulator::accountTask(const Task &t, int sign) {
     for (int res : t.resources)
       if (res >= numDevices)
         acc.linkBytes[res - numDevices] += sign * perDevice;
+    accountReceived(t, sign);
     break;
   }
   case TaskKind::AllReduce: {

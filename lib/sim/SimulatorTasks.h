@@ -174,6 +174,9 @@ struct Simulator::Task {
   int groupSize = 0; ///< all-reduce, collective
   TaskInts members;  ///< all-reduce, collective: the devices, in group order
   CollectiveKind collective = CollectiveKind::AllReduce; ///< collective
+  /// A reshard's step before its plan's last: what it makes dies at the
+  /// next step (accountReceived holds nothing for it).
+  bool intermediate = false;
 };
 
 /// The tasks of one op and kind (an op's forward shards, its backward
