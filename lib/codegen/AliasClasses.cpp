@@ -42,6 +42,19 @@ bool AliasClasses::mayAlias(Value a, Value b) {
   return leader(a) == leader(b);
 }
 
+bool AliasClasses::touches(Operation *op, Value buffer) {
+  Value target = leader(buffer);
+  return op
+      ->walk([&](Operation *nested) {
+        for (Value value :
+             llvm::concat<Value>(nested->getOperands(), nested->getResults()))
+          if (isBuffer(value) && leader(value) == target)
+            return WalkResult::interrupt();
+        return WalkResult::advance();
+      })
+      .wasInterrupted();
+}
+
 void AliasClasses::join(Value a, Value b) {
   parent.try_emplace(a, a);
   parent.try_emplace(b, b);

@@ -45,6 +45,10 @@ public:
   /// a value the classes did not see (made after they were built).
   bool mayAlias(mlir::Value a, mlir::Value b);
 
+  /// Whether `op` (or an op nested in it) takes or makes a buffer of
+  /// `buffer`'s class.
+  bool touches(mlir::Operation *op, mlir::Value buffer);
+
 private:
   void join(mlir::Value a, mlir::Value b);
   void markExternal(mlir::Value value);

@@ -14,7 +14,9 @@
 //   fresh result (never aliasing the input), and deallocation keeps both
 //   buffers alive across the call;
 //
-//   after bufferization and deallocation: each placeholder call becomes the
+//   after bufferization and deallocation: an all-reduce whose input buffer
+//   dies at the call reduces in place (reduceInPlaceWhereInputsDie), then
+//   each placeholder call becomes the
 //   soaprt_* call its declaration describes, with the buffers as pointers,
 //   sizes as i64 constants and device lists as pointers to constant
 //   globals.
@@ -501,21 +503,6 @@ LogicalResult lowerCommunicationOps(ModuleOp module, bool hostBuffers) {
   return success();
 }
 
-/// Whether `op` (or an op nested in it) takes or makes a buffer of
-/// `buffer`'s class.
-static bool touches(Operation *op, Value buffer, AliasClasses &classes) {
-  Value leader = classes.leader(buffer);
-  return op
-      ->walk([&](Operation *nested) {
-        for (Value value :
-             llvm::concat<Value>(nested->getOperands(), nested->getResults()))
-          if (isBuffer(value) && classes.leader(value) == leader)
-            return WalkResult::interrupt();
-        return WalkResult::advance();
-      })
-      .wasInterrupted();
-}
-
 /// An all-reduce whose input buffer dies at it (an allocation of the
 /// result's type that the next op of the call's block touching it frees: a
 /// gradient that only its all-reduce reads) reduces in place: the result is
@@ -552,7 +539,7 @@ static void reduceInPlaceWhereInputsDie(ArrayRef<func::CallOp> calls,
       continue;
     memref::DeallocOp free;
     for (Operation *op = call->getNextNode(); op; op = op->getNextNode())
-      if (touches(op, in, *classes)) {
+      if (classes->touches(op, in)) {
         free = dyn_cast<memref::DeallocOp>(op);
         break;
       }

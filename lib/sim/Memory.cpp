@@ -262,9 +262,10 @@ void Simulator::accountMemory(std::vector<MemoryPoint> *timeline) {
         differ |= other[i].first != first[i].first;
       }
     }
-    bool updated = training && tensor.isParameter &&
-                   std::any_of(lastReaders, lastReaders + numDevices,
-                               [](int r) { return r >= 0; });
+    // The last reader with backward work on any device (the first to add
+    // to the gradient), or -1.
+    int lastReader = *std::max_element(lastReaders, lastReaders + numDevices);
+    bool updated = training && tensor.isParameter && lastReader >= 0;
     // Only trained state stays split across steps (inputs arrive whole).
     split &= differ && updated;
     int64_t copies = updated ? 2 + stateCopies : 1;
@@ -289,15 +290,14 @@ void Simulator::accountMemory(std::vector<MemoryPoint> *timeline) {
       // reader's backward work on (until the updates: the sum may take it
       // earlier).
       if (!kept.empty()) {
-        int last = *std::max_element(lastReaders, lastReaders + numDevices);
         int64_t gradient = kept[d] ? kept[d]
                            : lastReaders[d] >= 0
                                ? boxVolume(mine) * tensor.elementBytes
                                : 0;
         if (gradient == 0)
           continue;
-        hold(d, backwardAt(kept[d] ? last : lastReaders[d]), updatesAt - 1,
-             gradient);
+        hold(d, backwardAt(kept[d] ? lastReader : lastReaders[d]),
+             updatesAt - 1, gradient);
         plan.gradient[slot * numDevices + d] = gradient;
         continue;
       }
@@ -384,12 +384,13 @@ void Simulator::accountReceived(const Task &task, int sign) {
   case 3:
     span = {backwardAt(task.key[2]), backwardAt(task.key[1])};
     break;
-  case 4:
+  case 4: {
     if (task.key[2] != 1)
       return;
-    span = readerSpan(parameterReaders[task.key[1]][task.key[3]].first,
-                      parameterReaders[task.key[1]][task.key[3]].second);
+    auto [reader, access] = parameterReaders[task.key[1]][task.key[3]];
+    span = readerSpan(reader, access);
     break;
+  }
   default:
     return;
   }
