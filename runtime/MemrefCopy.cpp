@@ -35,6 +35,17 @@ StridedView view(const UnrankedMemref &memref, int64_t elemSize) {
   return {aligned + ints[0] * elemSize, ints + 1, ints + 1 + memref.rank};
 }
 
+/// `count` elements of type T, `fromStride` and `toStride` bytes apart.
+template <typename T>
+void copyElements(char *to, int64_t toStride, const char *from,
+                  int64_t fromStride, int64_t count) {
+  for (int64_t r = 0; r < count; ++r) {
+    T value;
+    std::memcpy(&value, from + r * fromStride, sizeof(T));
+    std::memcpy(to + r * toStride, &value, sizeof(T));
+  }
+}
+
 } // namespace
 
 extern "C" void memrefCopy(int64_t elemSize, UnrankedMemref *src,
@@ -73,8 +84,15 @@ extern "C" void memrefCopy(int64_t elemSize, UnrankedMemref *src,
   for (int64_t i = 0; i < total; i += run * rows) {
     const char *source = from.data + fromOffset * elemSize;
     char *target = to.data + toOffset * elemSize;
-    for (int64_t r = 0; r < rows; ++r)
-      std::memcpy(target + r * toRow, source + r * fromRow, runBytes);
+    // Single elements (a strided window, a transposed view) move as
+    // values, not through a call of memcpy each.
+    if (run == 1 && elemSize == 4)
+      copyElements<uint32_t>(target, toRow, source, fromRow, rows);
+    else if (run == 1 && elemSize == 8)
+      copyElements<uint64_t>(target, toRow, source, fromRow, rows);
+    else
+      for (int64_t r = 0; r < rows; ++r)
+        std::memcpy(target + r * toRow, source + r * fromRow, runBytes);
     for (int64_t d = outer - 1; d >= 0; --d) {
       ++index[d];
       fromOffset += from.strides[d];

@@ -39,6 +39,9 @@
 #include "soap/Dialect/PartitionableInterface.h"
 #include "soap/Dialect/SoapDialect.h"
 
+#include "mlir/Dialect/Tensor/Transforms/Transforms.h"
+#include "mlir/Transforms/WalkPatternRewriteDriver.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -453,6 +456,20 @@ LogicalResult soap::partitionByConfigs(func::FuncOp function,
   }
   if (failed(partitioner.run()))
     return failure();
+  // A local slice of a strided window (an op's box, then its stride) is one
+  // slice: bufferization then sees the insertion of a max-pool gradient's
+  // window back where it was extracted as in place, instead of copying the
+  // whole window each time.
+  RewritePatternSet merges(function.getContext());
+  tensor::populateMergeConsecutiveInsertExtractSlicePatterns(merges);
+  walkAndApplyPatterns(function, std::move(merges));
+  // What the merged slices read from is left unread: last first, so that a
+  // chain of them goes.
+  SmallVector<tensor::ExtractSliceOp> slices;
+  function.walk([&](tensor::ExtractSliceOp slice) { slices.push_back(slice); });
+  for (tensor::ExtractSliceOp slice : llvm::reverse(slices))
+    if (slice->use_empty())
+      slice->erase();
   for (auto [state, attr] : llvm::zip(kept, shardAttrs)) {
     function.setArgAttr(state.arg, SoapDialect::getShardAttrName(), attr);
     function.setResultAttr(state.result, SoapDialect::getShardAttrName(),

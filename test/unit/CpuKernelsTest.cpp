@@ -644,3 +644,67 @@ TEST(CpuKernelsDeathTest, GroupedConvolutionRefusesBlockedWeights) {
                    /*outBlock=*/16),
                "soaprt_conv2d_spread_f32: a grouped convolution");
 }
+
+// memrefCopy (runtime/MemrefCopy.cpp) on MLIR's descriptors: into a window
+// of stride 2 (a max-pool gradient's window, single elements), out of a
+// transposed view, and rows of a padded image (whole-row runs); every
+// element lands where the strides say and nothing else is written.
+extern "C" void memrefCopy(int64_t elemSize, void *src, void *dst);
+
+namespace {
+template <int Rank> struct Descriptor {
+  float *allocated, *aligned;
+  int64_t offset, sizes[Rank], strides[Rank];
+};
+struct Unranked {
+  int64_t rank;
+  void *descriptor;
+};
+
+template <int Rank>
+void copyAndCheck(const std::array<int64_t, Rank> &sizes,
+                  const std::array<int64_t, Rank> &fromStrides,
+                  int64_t fromOffset,
+                  const std::array<int64_t, Rank> &toStrides,
+                  int64_t toOffset) {
+  int64_t span = 1, fromSpan = fromOffset + 1, toSpan = toOffset + 1;
+  for (int d = 0; d < Rank; ++d) {
+    span *= sizes[d];
+    fromSpan += (sizes[d] - 1) * fromStrides[d];
+    toSpan += (sizes[d] - 1) * toStrides[d];
+  }
+  std::vector<float> from(fromSpan), to(toSpan, -1.0f), expected(toSpan, -1.0f);
+  for (size_t i = 0; i < from.size(); ++i)
+    from[i] = static_cast<float>(i) + 0.5f;
+  std::array<int64_t, Rank> index{};
+  for (int64_t i = 0; i < span; ++i) {
+    int64_t f = fromOffset, t = toOffset;
+    for (int d = 0; d < Rank; ++d) {
+      f += index[d] * fromStrides[d];
+      t += index[d] * toStrides[d];
+    }
+    expected[t] = from[f];
+    for (int d = Rank - 1; d >= 0 && ++index[d] == sizes[d]; --d)
+      index[d] = 0;
+  }
+  Descriptor<Rank> source{from.data(), from.data(), fromOffset, {}, {}},
+      target{to.data(), to.data(), toOffset, {}, {}};
+  for (int d = 0; d < Rank; ++d) {
+    source.sizes[d] = target.sizes[d] = sizes[d];
+    source.strides[d] = fromStrides[d];
+    target.strides[d] = toStrides[d];
+  }
+  Unranked src{Rank, &source}, dst{Rank, &target};
+  memrefCopy(sizeof(float), &src, &dst);
+  EXPECT_EQ(to, expected);
+}
+} // namespace
+
+TEST(CpuKernels, MemrefCopyFollowsStrides) {
+  // 2x3x4x4 into every other row and column of a 2x3x9x9 buffer, at (1, 0).
+  copyAndCheck<4>({2, 3, 4, 4}, {48, 16, 4, 1}, 0, {243, 81, 18, 2}, 9);
+  // Out of a transposed 5x7 view into a dense 7x5.
+  copyAndCheck<2>({7, 5}, {1, 7}, 0, {5, 1}, 0);
+  // Rows of 6 out of a padded 4x8 image (offset 9) into a dense 4x6.
+  copyAndCheck<2>({4, 6}, {8, 1}, 9, {6, 1}, 0);
+}
