@@ -31,12 +31,15 @@
 #                     [--strategies "data-parallel owt ..."]
 #                     [--search-budget N]
 #                     [--wait-idle SECONDS] [--keep DIR]
-#                     [--profile-mode program|ops]
-# --profile-mode: how soap-profile fills the database: program (default:
-# the kernels of each training step as --soap-lower-cpu forms them, fused
-# elementwise chains and merged reductions included, each counted for its
-# op; soap-profile --program) or ops (each op and its backward ops
-# compiled alone).
+#                     [--profile-mode run|program|ops]
+# --profile-mode: how soap-profile fills the database: run (default: each
+# training step runs, its baselines on 2 ranks, and each kernel is timed
+# where the step runs it, from the executable's trace; soap-profile
+# --program --run), program (the kernels of each training step as
+# --soap-lower-cpu forms them, fused elementwise chains and merged
+# reductions included, each timed alone and counted for its op;
+# soap-profile --program) or ops (each op and its backward ops compiled
+# alone).
 # --runs: run each executable N times (3) and keep the run with the lowest
 # median step (this VM's host sometimes slows one core for a while);
 # --wait-idle: wait up to SECONDS for no `ninja` process and >= 80 % idle
@@ -52,7 +55,7 @@ SEARCH_BUDGET=2000
 STRATEGIES="data-parallel owt megatron model-parallel"
 WAIT_IDLE=300
 KEEP=""
-PROFILE_MODE=program
+PROFILE_MODE=run
 while [ $# -gt 0 ]; do
   case $1 in
     --build) BUILD=$2; shift 2 ;;
@@ -69,8 +72,8 @@ while [ $# -gt 0 ]; do
   esac
 done
 case $PROFILE_MODE in
-  program|ops) ;;
-  *) echo "--profile-mode must be program or ops, got '$PROFILE_MODE'" >&2; exit 2 ;;
+  run|program|ops) ;;
+  *) echo "--profile-mode must be run, program or ops, got '$PROFILE_MODE'" >&2; exit 2 ;;
 esac
 BIN=$BUILD/bin
 if [ -n "$KEEP" ]; then
@@ -168,6 +171,7 @@ for m in $MODELS; do
   for st in $STRATEGIES; do profile_strategies+=(--strategy "$st"); done
   program=()
   [ "$PROFILE_MODE" = program ] && program=(--program)
+  [ "$PROFILE_MODE" = run ] && program=(--program --run --mpirun "${MPIRUN[*]}" --repeat 10)
   "$BIN/soap-profile" "$WORK/$m.mlir" -o "$WORK/$m.profile.json" --machine "$MACHINE" \
     "${profile_strategies[@]}" "${program[@]}" --devices 2 --max-seconds 60 --quiet > "$WORK/$m.profile.txt" 2>&1
   keys="1 $(for st in $STRATEGIES; do echo "2.$st"; done)"

@@ -224,11 +224,17 @@ w("Simulated: `--soap-apply-strategy=\"strategy=S devices=N\" "
   "--soap-simulate=\"machine=<calibrated cpu-local> devices=N\"` on the model's loss "
   "function, with the roofline alone and with a profile database of the model's "
   "kernels (soap-profile: whole ops and the shards of every strategy measured; "
-  + ("`--program`: the kernels of each strategy's training step as "
-     "`--soap-lower-cpu` forms them, fused elementwise chains and merged "
-     "reductions included, each counted for the op it comes from"
-     if args.profile_mode == "program" else
-     "each op and its backward ops compiled and timed alone") + ").")
+  + ({"run": "`--program --run`: each strategy's training step run (on 2 "
+            "ranks for the strategies, 10 steps after 3 warm-up steps, not "
+            "the executables measured below) and each of its kernels timed "
+            "where the step runs it, from the step's trace, each counted for "
+            "the op it comes from; the runtime's copies are charged to no op",
+     "program": "`--program`: the kernels of each strategy's training step "
+                "as `--soap-lower-cpu` forms them, fused elementwise chains "
+                "and merged reductions included, each timed alone and counted "
+                "for the op it comes from",
+     }.get(args.profile_mode,
+           "each op and its backward ops compiled and timed alone")) + ").")
 w("")
 w("| model | strategy | simulated ms (profile) | simulated ms (roofline) | measured ms | error (profile) | error (roofline) |")
 w("| --- | --- | --- | --- | --- | --- | --- |")

@@ -121,7 +121,8 @@ reportProfileCoverage(llvm::StringRef tool, const OpGraph &graph,
   ProfileCoverage coverage = profileCoverage(graph, configs, *setup.profile,
                                              setup.machine->deviceType().name);
   llvm::errs() << tool << ": profile: " << coverage.measured
-               << " op(s) measured, " << coverage.roofline
+               << " op(s) measured, " << coverage.scaled
+               << " scaled from another shard of the op, " << coverage.roofline
                << " priced by the roofline";
   const char *separator = ": ";
   for (const auto &[op, count] : coverage.rooflineByOp) {

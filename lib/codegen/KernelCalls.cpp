@@ -50,10 +50,12 @@ static std::string locationString(Location loc) {
        << file.getColumn();
   else if (auto name = dyn_cast<NameLoc>(loc))
     os << name.getName().getValue();
-  else if (auto fused = dyn_cast<FusedLoc>(loc))
-    return fused.getLocations().empty()
-               ? ""
-               : locationString(fused.getLocations().front());
+  else if (auto fused = dyn_cast<FusedLoc>(loc)) {
+    // A kernel that merged ops (sibling reductions) names each.
+    llvm::interleave(
+        fused.getLocations(), os,
+        [&](Location part) { os << locationString(part); }, ", ");
+  }
   return s;
 }
 

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <sstream>
 
@@ -232,6 +233,58 @@ double CostModel::rooflineTime(double flops, double bytes,
   return type.launchOverhead + std::max(computeTime, memoryTime);
 }
 
+std::optional<ProfiledShard> findProfiledShard(
+    const OpGraph &graph, int node, const std::vector<int64_t> &shard,
+    const ProfileDatabase &profile, const std::string &deviceKind) {
+  auto measured = [&](const std::vector<int64_t> &candidate) {
+    return profile.lookup(
+        ProfileDatabase::key(graph, node, candidate, deviceKind));
+  };
+  if (auto entry = measured(shard))
+    return ProfiledShard{*entry, shard, true};
+  const OpNode &n = graph.nodes[node];
+  if (!n.partitionable || n.loopSizes.empty())
+    return std::nullopt;
+  // The same number of tasks with the split on one loop (the shards of
+  // soap-profile's named strategies), then the whole op; the nearest in
+  // work (iteration points; a gather's lookup loop is no work) wins, a
+  // split on a loop `shard` splits too before another.
+  LoopNest nest = n.loopNest(graph.tensors);
+  auto work = [&](const std::vector<int64_t> &sizes) {
+    return std::max(nest.points(sizes), 1.0);
+  };
+  int64_t degree = 1;
+  for (size_t l = 0; l < n.loopSizes.size() && l < shard.size(); ++l)
+    degree *= (n.loopSizes[l] + std::max<int64_t>(shard[l], 1) - 1) /
+              std::max<int64_t>(shard[l], 1);
+  std::vector<std::vector<int64_t>> candidates;
+  if (degree > 1)
+    for (size_t l = 0; l < n.loopSizes.size(); ++l)
+      if (n.loopSizes[l] % degree == 0) {
+        candidates.push_back(n.loopSizes);
+        candidates.back()[l] /= degree;
+      }
+  candidates.push_back(n.loopSizes);
+  std::optional<ProfiledShard> best;
+  double bestScore = 0;
+  for (const std::vector<int64_t> &candidate : candidates) {
+    if (candidate == shard)
+      continue;
+    auto entry = measured(candidate);
+    if (!entry)
+      continue;
+    double score = std::fabs(std::log(work(candidate) / work(shard)));
+    for (size_t l = 0; l < candidate.size() && l < shard.size(); ++l)
+      if (candidate[l] != n.loopSizes[l] && shard[l] == n.loopSizes[l])
+        score += 0.01;
+    if (!best || score < bestScore) {
+      best = ProfiledShard{*entry, candidate, false};
+      bestScore = score;
+    }
+  }
+  return best;
+}
+
 ProfileCoverage profileCoverage(const OpGraph &graph,
                                 const std::vector<ParallelConfig> &configs,
                                 const ProfileDatabase &profile,
@@ -243,9 +296,9 @@ ProfileCoverage profileCoverage(const OpGraph &graph,
                                      ? Strategy::shardOf(node, configs[n])
                                      : node.loopSizes;
     // As forwardTime prices it.
-    if (profile.lookup(ProfileDatabase::key(graph, static_cast<int>(n), shard,
-                                            deviceKind))) {
-      ++coverage.measured;
+    if (auto found = findProfiledShard(graph, static_cast<int>(n), shard,
+                                       profile, deviceKind)) {
+      ++(found->exact ? coverage.measured : coverage.scaled);
       continue;
     }
     ShardCost cost = shardCost(node.loopNest(graph.tensors), shard);
@@ -263,16 +316,37 @@ static std::string nodeDtype(const OpGraph &graph, int node) {
   return "f32";
 }
 
+std::optional<std::pair<ProfileDatabase::Entry, double>>
+CostModel::profiled(const OpGraph &graph, int node,
+                    const std::vector<int64_t> &shard, int device) const {
+  if (!profile)
+    return std::nullopt;
+  std::optional<ProfiledShard> found =
+      findProfiledShard(graph, node, shard, *profile, target.deviceType().name);
+  if (!found)
+    return std::nullopt;
+  if (found->exact)
+    return std::make_pair(found->entry, 1.0);
+  // Another shard of the op: its times, scaled as the roofline scales
+  // from that shard to this one.
+  const OpNode &n = graph.nodes[node];
+  LoopNest nest = n.loopNest(graph.tensors);
+  auto roofline = [&](const std::vector<int64_t> &sizes) {
+    ShardCost cost = shardCost(nest, sizes);
+    return rooflineTime(cost.flops, cost.bytes(), nodeDtype(graph, node),
+                        n.opClass, device);
+  };
+  double from = roofline(found->shard);
+  double scale = from > 0 ? roofline(shard) / from : 1.0;
+  return std::make_pair(found->entry, scale);
+}
+
 double CostModel::forwardTime(const OpGraph &graph, int node,
                               const std::vector<int64_t> &shard,
                               int device) const {
   const OpNode &n = graph.nodes[node];
-  if (profile) {
-    auto entry = profile->lookup(ProfileDatabase::key(
-        graph, node, shard, target.deviceType().name));
-    if (entry)
-      return entry->forward;
-  }
+  if (auto found = profiled(graph, node, shard, device))
+    return found->first.forward * found->second;
   ShardCost cost = shardCost(n.loopNest(graph.tensors), shard);
   if (cost.flops == 0 && cost.bytes() == 0)
     return 0; // views and allocations launch no kernel
@@ -320,12 +394,9 @@ double CostModel::backwardTime(const OpGraph &graph, int node,
             : accessFootprint(loopNest(), a, shard) * a.elementBytes;
     sums += accumulateTime(bytes, device);
   }
-  if (profile) {
-    auto entry = profile->lookup(ProfileDatabase::key(
-        graph, node, shard, target.deviceType().name));
-    if (entry)
-      return entry->backward + (entry->includesGradientSums ? 0 : sums);
-  }
+  if (auto found = profiled(graph, node, shard, device))
+    return found->first.backward * found->second +
+           (found->first.includesGradientSums ? 0 : sums);
   ShardCost cost = shardCost(loopNest(), shard);
   if (cost.flops == 0 && cost.bytes() == 0)
     return sums;

@@ -77,6 +77,7 @@ std::string SimReport::toJSON(const Machine &machine) const {
     for (const auto &[op, count] : coverage->rooflineByOp)
       byOp[op] = count;
     j["profile_coverage"] = {{"measured_ops", coverage->measured},
+                             {"scaled_ops", coverage->scaled},
                              {"roofline_ops", coverage->roofline},
                              {"roofline_by_op", byOp}};
   }

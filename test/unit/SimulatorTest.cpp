@@ -689,6 +689,60 @@ TEST_F(SimulatorIR, GradientSumsOfATensorWithSeveralReaders) {
   EXPECT_DOUBLE_EQ(fromProgram.backwardTime(g, 2, half, 0), 5e-6);
 }
 
+// A shard the profile has no entry for takes the entry of another shard of
+// the same op, scaled by the two shards' roofline ratio: the same number of
+// tasks split along another loop first (the nearest in work), else the
+// whole op; only an op with no measured shard gets the roofline.
+TEST_F(SimulatorIR, MissingShardsScaleAMeasuredShardOfTheirOp) {
+  OpGraph g = graphOfFile("docs/examples/mlp.mlir");
+  int matmul = -1;
+  for (size_t n = 0; n < g.nodes.size() && matmul < 0; ++n)
+    if (g.nodes[n].opName == "linalg.matmul")
+      matmul = static_cast<int>(n);
+  ASSERT_GE(matmul, 0);
+  const OpNode &node = g.nodes[matmul];
+  ASSERT_EQ(node.loopSizes, (std::vector<int64_t>{64, 256, 784}));
+  Machine machine = loadMachine("cpu-local", 2);
+  const std::string kind = machine.deviceType().name;
+  CostModel roofline(machine);
+  std::vector<int64_t> whole = node.loopSizes, byBatch = {32, 256, 784},
+                       byColumn = {64, 128, 784}, byFour = {16, 256, 784};
+  ProfileDatabase db;
+  db.record(ProfileDatabase::key(g, matmul, whole, kind), {8e-4, 2e-3});
+  CostModel cost(machine, &db);
+  auto scaledFrom = [&](const std::vector<int64_t> &from,
+                        const std::vector<int64_t> &to) {
+    return roofline.forwardTime(g, matmul, to, 0) /
+           roofline.forwardTime(g, matmul, from, 0);
+  };
+  // From the whole op alone.
+  EXPECT_DOUBLE_EQ(cost.forwardTime(g, matmul, byColumn, 0),
+                   8e-4 * scaledFrom(whole, byColumn));
+  EXPECT_DOUBLE_EQ(cost.forwardTime(g, matmul, byFour, 0),
+                   8e-4 * scaledFrom(whole, byFour));
+  // The batch-split shard (data parallelism's) is nearer a column split of
+  // the same degree than the whole op is; the backward scales alike.
+  db.record(ProfileDatabase::key(g, matmul, byBatch, kind), {5e-4, 1e-3});
+  CostModel withBatch(machine, &db);
+  EXPECT_DOUBLE_EQ(withBatch.forwardTime(g, matmul, byColumn, 0),
+                   5e-4 * scaledFrom(byBatch, byColumn));
+  EXPECT_DOUBLE_EQ(withBatch.backwardTime(g, matmul, byColumn, 0),
+                   1e-3 * scaledFrom(byBatch, byColumn));
+  EXPECT_DOUBLE_EQ(withBatch.forwardTime(g, matmul, byBatch, 0), 5e-4);
+  // Coverage counts the scaled shard apart; an op without any measured
+  // shard stays with the roofline.
+  std::vector<ParallelConfig> configs(g.nodes.size());
+  for (size_t n = 0; n < g.nodes.size(); ++n)
+    configs[n] = ParallelConfig{
+        std::vector<int64_t>(g.nodes[n].loopSizes.size(), 1), {0}};
+  configs[matmul] = ParallelConfig{{1, 2, 1}, {0, 1}};
+  ProfileCoverage coverage = profileCoverage(g, configs, db, kind);
+  EXPECT_EQ(coverage.measured, 0);
+  EXPECT_EQ(coverage.scaled, 1);
+  EXPECT_GT(coverage.roofline, 0);
+  EXPECT_EQ(coverage.rooflineByOp.count("linalg.matmul"), 1u);
+}
+
 TEST(OpGraphJson, ErrorsNameTheField) {
   std::string error;
   EXPECT_FALSE(OpGraph::fromJSON("{", error));

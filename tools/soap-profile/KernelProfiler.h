@@ -53,6 +53,13 @@ struct KernelProfileOptions {
   /// When set (--device gpu), kernels are compiled for and timed on the
   /// GPU by it instead of on this CPU (`codegen` and `check` do not apply).
   GpuShardTimer *gpu = nullptr;
+  /// --program --run: time each kernel inside the running training step
+  /// (the executable soap-translate links, run with --trace for `repeat`
+  /// steps after `warmup`; several ranks through `launcher`) instead of
+  /// each kernel alone.
+  bool runPrograms = false;
+  /// The MPI launcher and its options, before "-np N executable ...".
+  std::vector<std::string> launcher = {"mpirun"};
 };
 
 /// The strategies of `options` (named ones at each device count, and

@@ -10,10 +10,19 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/IR/Matchers.h"
 
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
 
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
 #include <map>
 #include <set>
+
+extern char **environ;
 
 using namespace mlir;
 
@@ -72,6 +81,23 @@ void tagsOf(Location loc, std::vector<Tag> &tags) {
   }
   if (auto call = dyn_cast<CallSiteLoc>(loc))
     tagsOf(call.getCallee(), tags);
+}
+
+/// The tags of a kernel's name in the executable's trace: "linalg.generic
+/// (soap.node.3.backward@0,1)", several separated by ", " where the kernel
+/// merged ops (insertTraceHooks prints a fused location's parts).
+std::vector<Tag> tagsOfTraceName(StringRef name) {
+  std::vector<Tag> tags;
+  size_t open = name.find(" (");
+  if (open == StringRef::npos || !name.ends_with(")"))
+    return tags;
+  StringRef where = name.drop_front(open + 2).drop_back();
+  SmallVector<StringRef> parts;
+  where.split(parts, ", ");
+  for (StringRef part : parts)
+    if (std::optional<Tag> tag = parseTag(part.trim()))
+      tags.push_back(*tag);
+  return tags;
 }
 
 /// The first tag `loc` carries.
@@ -134,6 +160,195 @@ double slowestDevice(const std::map<int64_t, double> &byDevice) {
     if (device >= 0)
       slowest = std::max(slowest, everywhere + seconds);
   return slowest;
+}
+
+/// The median of `values` (not empty).
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  size_t n = values.size();
+  return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+
+/// Runs `program` and waits, its output in `log`; false with `error` (the
+/// end of the log) when it cannot start or fails.
+bool runAndWait(StringRef program, ArrayRef<StringRef> args,
+                std::optional<ArrayRef<StringRef>> environment, StringRef log,
+                StringRef what, std::string &error) {
+  std::optional<StringRef> redirects[] = {std::nullopt, log, log};
+  std::string message;
+  int status = llvm::sys::ExecuteAndWait(program, args, environment, redirects,
+                                         /*SecondsToWait=*/1800,
+                                         /*MemoryLimit=*/0, &message);
+  if (status == 0)
+    return true;
+  error = what.str() + " failed" +
+          (message.empty() ? " (exit status " + std::to_string(status) + ")"
+                           : ": " + message);
+  if (auto text = llvm::MemoryBuffer::getFile(log)) {
+    StringRef out = (*text)->getBuffer().trim();
+    error += out.empty() ? "" : ":\n" + out.take_back(2000).str();
+  }
+  return false;
+}
+
+/// --program --run: links `module` (lowered, trace hooks in) as
+/// soap-translate does, runs it on `numDevices` ranks (through the
+/// launcher beyond one) for `options.repeat` steps after `options.warmup`
+/// with --trace, and adds each kernel's time in the median step to the work
+/// of the node its name carries, on the rank it ran on: times measured
+/// where the step runs them, with the operands the previous kernels left
+/// in the caches, the weights in the layout the step keeps them in and the
+/// other ranks busy beside it. The runtime's copies carry no node; the
+/// summary counts their time.
+bool timeKernelsInProgram(ModuleOp module, int numDevices, size_t numNodes,
+                          const KernelProfileOptions &options,
+                          std::map<int, NodeTimes> &times, int &kernels,
+                          ProgramProfileSummary &summary, std::string &error) {
+  SmallString<128> dir;
+  if (std::error_code ec =
+          llvm::sys::fs::createUniqueDirectory("soap-profile", dir)) {
+    error = "cannot make a temporary directory: " + ec.message();
+    return false;
+  }
+  struct Cleanup {
+    SmallString<128> dir;
+    ~Cleanup() { llvm::sys::fs::remove_directories(dir); }
+  } cleanup{dir};
+  auto inDir = [&](StringRef name) {
+    SmallString<128> path(dir);
+    llvm::sys::path::append(path, name);
+    return path.str().str();
+  };
+  std::string source = inDir("step.mlir"), exe = inDir("step"),
+              trace = inDir("trace.json"), log = inDir("log.txt");
+  {
+    std::error_code ec;
+    llvm::raw_fd_ostream os(source, ec);
+    if (ec) {
+      error = "cannot write " + source + ": " + ec.message();
+      return false;
+    }
+    module->print(os);
+  }
+  // soap-translate lies beside this tool.
+  std::string self = llvm::sys::fs::getMainExecutable(
+      nullptr, reinterpret_cast<void *>(&timeKernelsInProgram));
+  SmallString<128> translate(llvm::sys::path::parent_path(self));
+  llvm::sys::path::append(translate, "soap-translate");
+  if (!runAndWait(translate,
+                  {translate, "--soap-to-executable", source, "-o", exe},
+                  std::nullopt, log, "soap-translate", error))
+    return false;
+
+  // One BLAS thread per rank, as the simulator's devices are one core.
+  std::vector<std::string> environment;
+  for (char **e = environ; *e; ++e)
+    if (!StringRef(*e).starts_with("OPENBLAS_NUM_THREADS="))
+      environment.push_back(*e);
+  environment.push_back("OPENBLAS_NUM_THREADS=1");
+  std::vector<std::string> command;
+  if (numDevices > 1) {
+    command = options.launcher;
+    command.insert(command.end(), {"-np", std::to_string(numDevices)});
+  }
+  command.insert(command.end(),
+                 {exe, "--steps", std::to_string(options.repeat), "--warmup",
+                  std::to_string(options.warmup), "--trace", trace});
+  llvm::ErrorOr<std::string> program =
+      llvm::sys::findProgramByName(command.front());
+  if (!program) {
+    error = "cannot find '" + command.front() + "' to run the step";
+    return false;
+  }
+  std::vector<StringRef> args(command.begin(), command.end());
+  std::vector<StringRef> env(environment.begin(), environment.end());
+  if (!runAndWait(*program, args, ArrayRef<StringRef>(env), log,
+                  "running the training step", error))
+    return false;
+
+  for (int rank = 0; rank < numDevices; ++rank) {
+    std::string path =
+        numDevices == 1 ? trace
+                        : inDir("trace.rank" + std::to_string(rank) + ".json");
+    auto text = llvm::MemoryBuffer::getFile(path);
+    if (!text) {
+      error = "the step wrote no trace " + path;
+      return false;
+    }
+    nlohmann::json json = nlohmann::json::parse(
+        (*text)->getBuffer().begin(), (*text)->getBuffer().end(), nullptr,
+        /*allow_exceptions=*/false);
+    if (json.is_discarded() || !json.contains("traceEvents")) {
+      error = path + ": not a Chrome trace";
+      return false;
+    }
+    // Steps (thread 0), then each kernel's time per step (thread 1).
+    std::vector<std::pair<double, double>> steps;
+    for (const nlohmann::json &e : json["traceEvents"])
+      if (e.value("ph", "") == "X" && e.value("tid", -1) == 0)
+        steps.emplace_back(e.value("ts", 0.0),
+                           e.value("ts", 0.0) + e.value("dur", 0.0));
+    std::sort(steps.begin(), steps.end());
+    if (steps.empty()) {
+      error = path + ": no step in the trace";
+      return false;
+    }
+    auto stepOf = [&](double ts) -> int {
+      auto it = std::upper_bound(steps.begin(), steps.end(),
+                                 std::make_pair(ts, 1e300));
+      if (it == steps.begin() || ts > std::prev(it)->second)
+        return -1;
+      return static_cast<int>(std::prev(it) - steps.begin());
+    };
+    std::map<int64_t, std::vector<double>> perStep;
+    std::map<int64_t, std::string> names;
+    std::vector<double> copies(steps.size(), 0);
+    for (const nlohmann::json &e : json["traceEvents"]) {
+      if (e.value("ph", "") != "X" || e.value("tid", -1) != 1)
+        continue;
+      int step = stepOf(e.value("ts", 0.0));
+      if (step < 0)
+        continue;
+      double seconds = e.value("dur", 0.0) * 1e-6;
+      const nlohmann::json &args = e.contains("args") ? e["args"] : e;
+      if (!args.contains("id")) {
+        if (e.value("cat", "") == "copy")
+          copies[step] += seconds;
+        continue;
+      }
+      int64_t id = args.value("id", int64_t(-1));
+      std::vector<double> &sums = perStep[id];
+      sums.resize(steps.size(), 0);
+      sums[step] += seconds;
+      names.try_emplace(id, e.value("name", ""));
+    }
+    summary.copySecondsPerStep += median(copies) / numDevices;
+    for (const auto &[id, sums] : perStep) {
+      const std::string &name = names[id];
+      std::vector<Tag> tags = tagsOfTraceName(name);
+      llvm::erase_if(tags, [&](const Tag &tag) {
+        return tag.node < 0 || static_cast<size_t>(tag.node) >= numNodes;
+      });
+      if (tags.empty()) {
+        if (rank == 0) {
+          ++summary.unattributed;
+          ++summary.unattributedByOp[name.substr(0, name.find(' '))];
+        }
+        continue;
+      }
+      if (rank == 0) {
+        ++kernels;
+        summary.mergedKernels += tags.size() > 1;
+      }
+      double seconds = median(sums);
+      for (const Tag &tag : tags) {
+        NodeTimes &node = times[tag.node];
+        (tag.backward ? node.backward : node.forward)[rank] +=
+            seconds / static_cast<double>(tags.size());
+      }
+    }
+  }
+  return true;
 }
 
 } // namespace
@@ -225,9 +440,10 @@ profilePrograms(ModuleOp module, const BuiltOpGraph &built,
         });
       });
     }
+    // --run: the whole lowering, with the trace hooks around every kernel.
     CpuLoweringOptions lowering;
-    lowering.traceOps = false;
-    lowering.stopAfterKernels = true;
+    lowering.traceOps = options.runPrograms;
+    lowering.stopAfterKernels = !options.runPrograms;
     {
       DiagnosticCollector diagnostics(context);
       auto run = [&](OpPassManager &pm) { return runPasses(*copy, pm); };
@@ -241,65 +457,74 @@ profilePrograms(ModuleOp module, const BuiltOpGraph &built,
     // Time every kernel left and add it to its node's work.
     std::map<int, NodeTimes> times;
     int kernels = 0;
-    // prepareEntry renamed the step (codegen's kEntrySymbol).
-    Operation *entry = copy->lookupSymbol("soap_train_step");
-    if (!entry)
-      entry = copy->getOperation();
-    std::vector<linalg::LinalgOp> work;
-    walkOps(entry, [&](Operation *op) {
-      if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op))
-        if (linalgOp.hasPureTensorSemantics())
-          work.push_back(linalgOp);
-    });
-    for (linalg::LinalgOp op : work) {
-      // A zero fill that only products and convolutions BLAS takes start
-      // from: they overwrite their output instead, and the fill goes
-      // (zeroFillBefore).
-      if (auto fill = dyn_cast<linalg::FillOp>(op.getOperation()))
-        if (matchPattern(fill.value(), m_AnyZeroFloat()) &&
-            llvm::all_of(fill->getUses(), [](OpOperand &use) {
-              auto user = dyn_cast<linalg::LinalgOp>(use.getOwner());
-              return user && user.isDpsInit(&use) && codegen::blasTakes(user);
-            }))
-          continue;
-      std::vector<Tag> tags;
-      tagsOf(op->getLoc(), tags);
-      llvm::erase_if(tags, [&](const Tag &tag) {
-        return tag.node < 0 || tag.node >= static_cast<int>(graph.nodes.size());
+    if (options.runPrograms) {
+      if (!timeKernelsInProgram(*copy, numDevices, graph.nodes.size(), options,
+                                times, kernels, summary, error)) {
+        error = program.name + ": " + error;
+        return std::nullopt;
+      }
+    } else {
+      // prepareEntry renamed the step (codegen's kEntrySymbol).
+      Operation *entry = copy->lookupSymbol("soap_train_step");
+      if (!entry)
+        entry = copy->getOperation();
+      std::vector<linalg::LinalgOp> work;
+      walkOps(entry, [&](Operation *op) {
+        if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op))
+          if (linalgOp.hasPureTensorSemantics())
+            work.push_back(linalgOp);
       });
-      if (tags.empty()) {
-        ++summary.unattributed;
-        ++summary.unattributedByOp[op->getName().getStringRef().str()];
-        continue;
-      }
-      const OpNode &first = graph.nodes[tags.front().node];
-      Codegen used;
-      std::string why;
-      std::unique_ptr<CompiledKernel> kernel = compileOpKernel(
-          op, tensorOperandShapes(op), options.codegen, used, why);
-      if (!kernel) {
-        summary.notes.push_back(program.name + ": " +
-                                op->getName().getStringRef().str() + " of " +
-                                first.opName + " at " + first.location +
-                                " not timed: " + why.substr(0, why.find('\n')));
-        continue;
-      }
-      double seconds = kernel->medianSeconds(options.warmup, options.repeat);
-      ++kernels;
-      // A kernel that merged several ops' work counts for each in equal
-      // parts.
-      if (tags.size() > 1)
-        ++summary.mergedKernels;
-      for (const Tag &tag : tags) {
-        NodeTimes &node = times[tag.node];
-        std::map<int64_t, double> &byDevice =
-            tag.backward ? node.backward : node.forward;
-        double share = seconds / static_cast<double>(tags.size());
-        if (tag.devices.empty())
-          byDevice[-1] += share;
-        else
-          for (int64_t device : tag.devices)
-            byDevice[device] += share;
+      for (linalg::LinalgOp op : work) {
+        // A zero fill that only products and convolutions BLAS takes start
+        // from: they overwrite their output instead, and the fill goes
+        // (zeroFillBefore).
+        if (auto fill = dyn_cast<linalg::FillOp>(op.getOperation()))
+          if (matchPattern(fill.value(), m_AnyZeroFloat()) &&
+              llvm::all_of(fill->getUses(), [](OpOperand &use) {
+                auto user = dyn_cast<linalg::LinalgOp>(use.getOwner());
+                return user && user.isDpsInit(&use) && codegen::blasTakes(user);
+              }))
+            continue;
+        std::vector<Tag> tags;
+        tagsOf(op->getLoc(), tags);
+        llvm::erase_if(tags, [&](const Tag &tag) {
+          return tag.node < 0 ||
+                 tag.node >= static_cast<int>(graph.nodes.size());
+        });
+        if (tags.empty()) {
+          ++summary.unattributed;
+          ++summary.unattributedByOp[op->getName().getStringRef().str()];
+          continue;
+        }
+        const OpNode &first = graph.nodes[tags.front().node];
+        Codegen used;
+        std::string why;
+        std::unique_ptr<CompiledKernel> kernel = compileOpKernel(
+            op, tensorOperandShapes(op), options.codegen, used, why);
+        if (!kernel) {
+          summary.notes.push_back(
+              program.name + ": " + op->getName().getStringRef().str() +
+              " of " + first.opName + " at " + first.location +
+              " not timed: " + why.substr(0, why.find('\n')));
+          continue;
+        }
+        double seconds = kernel->medianSeconds(options.warmup, options.repeat);
+        ++kernels;
+        // A kernel that merged several ops' work counts for each in equal
+        // parts.
+        if (tags.size() > 1)
+          ++summary.mergedKernels;
+        for (const Tag &tag : tags) {
+          NodeTimes &node = times[tag.node];
+          std::map<int64_t, double> &byDevice =
+              tag.backward ? node.backward : node.forward;
+          double share = seconds / static_cast<double>(tags.size());
+          if (tag.devices.empty())
+            byDevice[-1] += share;
+          else
+            for (int64_t device : tag.devices)
+              byDevice[device] += share;
+        }
       }
     }
     summary.kernels += kernels;

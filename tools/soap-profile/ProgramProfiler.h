@@ -44,6 +44,10 @@ struct ProgramProfileSummary {
   /// the optimizer update, which has entries of its own).
   int unattributed = 0;
   std::map<std::string, int> unattributedByOp;
+  /// --run: the runtime's copies (pads, concatenations, slices the
+  /// bufferization could not do in place), which carry no op, in seconds
+  /// per step and rank, summed over the programs.
+  double copySecondsPerStep = 0;
   /// Database entries written.
   int entries = 0;
   std::vector<std::string> notes;

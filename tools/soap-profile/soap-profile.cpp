@@ -107,6 +107,15 @@ static void printHelp(llvm::raw_ostream &os) {
         "                       their fused elementwise chains and merged\n"
         "                       reductions), each counted for the op it comes\n"
         "                       from, instead of each op alone\n"
+        "  --run                with --program: run each training step (linked "
+        "as\n"
+        "                       soap-translate links it; strategies on their\n"
+        "                       ranks through --mpirun) for --repeat steps\n"
+        "                       after --warmup, and time each kernel where\n"
+        "                       the step runs it (its trace), instead of each\n"
+        "                       kernel alone\n"
+        "  --mpirun CMD         with --run: the MPI launcher and its options,\n"
+        "                       split at spaces, before -np N (mpirun)\n"
         "  --loss L             with --program: the loss the training step\n"
         "                       appends to a model that returns no scalar (an\n"
         "                       export's logits): --soap-training-step's "
@@ -175,7 +184,7 @@ namespace {
 struct CommandLine {
   bool mpi = false, help = false, noBackward = false, warmCache = false,
        merge = false, quiet = false, check = false, verbose = false,
-       calibrate = false, program = false;
+       calibrate = false, program = false, run = false;
   std::vector<std::string> positionals;
   std::map<std::string, std::vector<std::string>> values;
 
@@ -201,6 +210,7 @@ static const std::vector<std::string> &flagsWithValues() {
                                                  "--max-buffer-mb",
                                                  "--codegen",
                                                  "--optimizer",
+                                                 "--mpirun",
                                                  "--loss",
                                                  "--base",
                                                  "--max-message-bytes",
@@ -237,6 +247,10 @@ static std::optional<CommandLine> parseCommandLine(int argc, char **argv,
     }
     if (arg == "--program") {
       cl.program = true;
+      continue;
+    }
+    if (arg == "--run") {
+      cl.run = true;
       continue;
     }
     if (arg == "--mpi" || arg == "--merge" || arg == "--quiet" ||
@@ -474,6 +488,21 @@ static int runKernelMode(const CommandLine &cl, bool onGpu) {
   options.check = cl.check;
   options.verbose = cl.verbose;
   options.backward = !cl.noBackward;
+  options.runPrograms = cl.run;
+  if (std::optional<std::string> launcher = cl.last("--mpirun")) {
+    options.launcher.clear();
+    for (llvm::StringRef part : llvm::split(*launcher, ' '))
+      if (!part.empty())
+        options.launcher.push_back(part.str());
+    if (options.launcher.empty())
+      return fail("--mpirun needs a command, got '" + *launcher + "'");
+  }
+  if ((cl.run || cl.last("--mpirun")) && !cl.program)
+    return fail(std::string(cl.run ? "--run" : "--mpirun") +
+                " runs the training steps --program builds; it needs "
+                "--program");
+  if (cl.last("--mpirun") && !cl.run)
+    return fail("--mpirun is the launcher of --run; it needs --run");
   CompiledKernel::coldCaches = !cl.warmCache;
   std::optional<Codegen> codegen = parseCodegen(cl, "blas", error);
   if (!codegen)
@@ -637,7 +666,12 @@ static int runKernelMode(const CommandLine &cl, bool onGpu) {
     for (const auto &[name, count] : programs->unattributedByOp)
       os << (name == programs->unattributedByOp.begin()->first ? ": " : ", ")
          << count << " " << name;
-    os << ") in " << llvm::formatv("{0:F1}", seconds) << " s; "
+    os << ")";
+    if (cl.run)
+      os << llvm::formatv("; the runtime's copies, which no op is charged "
+                          "for: {0:F3} ms per step and rank",
+                          programs->copySecondsPerStep * 1e3);
+    os << " in " << llvm::formatv("{0:F1}", seconds) << " s; "
        << programs->entries << " op shard(s) recorded";
     if (updates)
       os << "; the " << optimizer << " update at " << updates << " size(s)";

@@ -73,13 +73,29 @@ private:
   std::map<std::string, Entry> entries;
 };
 
+/// A database entry that prices a shard of a node: measured for that shard
+/// (`shard` is the one asked for), or for another shard of the same node,
+/// the nearest in work: the same number of tasks split along another loop,
+/// or the whole op (what soap-profile measures of every op). CostModel
+/// scales the latter by the ratio of the two shards' roofline times.
+struct ProfiledShard {
+  ProfileDatabase::Entry entry;
+  std::vector<int64_t> shard;
+  bool exact = true;
+};
+std::optional<ProfiledShard> findProfiledShard(
+    const OpGraph &graph, int node, const std::vector<int64_t> &shard,
+    const ProfileDatabase &profile, const std::string &deviceKind);
+
 /// How the ops of a strategy are priced: from the profile database (the
-/// shard each op runs is in it) or by the roofline (it is not: an op kind
-/// soap-profile skips, or a shard it was not asked for), as
-/// CostModel::forwardTime prices them. Ops that move no data and compute
-/// nothing (views) are in neither.
+/// shard each op runs is in it), from another shard of the same op in it,
+/// scaled (findProfiledShard), or by the roofline (no shard of the op was
+/// measured: an op kind soap-profile skips), as CostModel::forwardTime
+/// prices them. Ops that move no data and compute nothing (views) are in
+/// none.
 struct ProfileCoverage {
   int measured = 0;
+  int scaled = 0;
   int roofline = 0;
   /// The ops priced by the roofline, by op name.
   std::map<std::string, int> rooflineByOp;
@@ -102,7 +118,10 @@ public:
   CostModel(const Machine &machine, const ProfileDatabase *profile = nullptr,
             Optimizer optimizer = Optimizer::SGD);
 
-  /// Seconds to run one forward task of `node` with loop extents `shard`.
+  /// Seconds to run one forward task of `node` with loop extents `shard`:
+  /// the profile's time of that shard, or of the nearest shard of the node
+  /// it measured scaled by the two shards' roofline ratio
+  /// (findProfiledShard), else the roofline.
   double forwardTime(const OpGraph &graph, int node,
                      const std::vector<int64_t> &shard, int device) const;
   /// Seconds of its backward work: the gradient for every input that needs
@@ -131,6 +150,12 @@ public:
   static int gradientCount(const OpGraph &graph, int node);
 
 private:
+  /// The profile's entry for `shard` of `node` and the factor its times
+  /// take (1 when measured for this shard).
+  std::optional<std::pair<ProfileDatabase::Entry, double>>
+  profiled(const OpGraph &graph, int node, const std::vector<int64_t> &shard,
+           int device) const;
+
   const Machine &target;
   const ProfileDatabase *profile;
   Optimizer optimizerKind;
