@@ -171,7 +171,7 @@ for m in $MODELS; do
   for st in $STRATEGIES; do profile_strategies+=(--strategy "$st"); done
   program=()
   [ "$PROFILE_MODE" = program ] && program=(--program)
-  [ "$PROFILE_MODE" = run ] && program=(--program --run --mpirun "${MPIRUN[*]}" --repeat 10)
+  [ "$PROFILE_MODE" = run ] && program=(--program --run --mpirun "${MPIRUN[*]}" --repeat 10 --runs "$RUNS")
   "$BIN/soap-profile" "$WORK/$m.mlir" -o "$WORK/$m.profile.json" --machine "$MACHINE" \
     "${profile_strategies[@]}" "${program[@]}" --devices 2 --max-seconds 60 --quiet > "$WORK/$m.profile.txt" 2>&1
   keys="1 $(for st in $STRATEGIES; do echo "2.$st"; done)"

@@ -58,6 +58,8 @@ struct KernelProfileOptions {
   /// steps after `warmup`; several ranks through `launcher`) instead of
   /// each kernel alone.
   bool runPrograms = false;
+  /// Runs of each step; the one with the lowest median step is kept.
+  int runs = 3;
   /// The MPI launcher and its options, before "-np N executable ...".
   std::vector<std::string> launcher = {"mpirun"};
 };

@@ -191,10 +191,104 @@ bool runAndWait(StringRef program, ArrayRef<StringRef> args,
   return false;
 }
 
+/// Reads rank `rank`'s trace at `path`: each kernel's time in the median
+/// step goes to the nodes its name carries, on that rank; `step` becomes the
+/// slowest rank's median step so far, `copySeconds` gains the rank's share
+/// of the runtime's copies per step; kernels of no node are counted.
+bool parseRankTrace(const std::string &path, int rank, int numDevices,
+                    size_t numNodes, std::map<int, NodeTimes> &times,
+                    double &step, int &kernels, int &merged, int &unattributed,
+                    std::map<std::string, int> &unattributedByOp,
+                    double &copySeconds, std::string &error) {
+  auto text = llvm::MemoryBuffer::getFile(path);
+  if (!text) {
+    error = "the step wrote no trace " + path;
+    return false;
+  }
+  nlohmann::json json = nlohmann::json::parse(
+      (*text)->getBuffer().begin(), (*text)->getBuffer().end(), nullptr,
+      /*allow_exceptions=*/false);
+  if (json.is_discarded() || !json.contains("traceEvents")) {
+    error = path + ": not a Chrome trace";
+    return false;
+  }
+  // Steps (thread 0), then each kernel's time per step (thread 1).
+  std::vector<std::pair<double, double>> steps;
+  for (const nlohmann::json &e : json["traceEvents"])
+    if (e.value("ph", "") == "X" && e.value("tid", -1) == 0)
+      steps.emplace_back(e.value("ts", 0.0),
+                         e.value("ts", 0.0) + e.value("dur", 0.0));
+  std::sort(steps.begin(), steps.end());
+  if (steps.empty()) {
+    error = path + ": no step in the trace";
+    return false;
+  }
+  std::vector<double> durations;
+  for (auto [begin, end] : steps)
+    durations.push_back((end - begin) * 1e-6);
+  step = std::max(step, median(durations));
+  auto stepOf = [&](double ts) -> int {
+    auto it =
+        std::upper_bound(steps.begin(), steps.end(), std::make_pair(ts, 1e300));
+    if (it == steps.begin() || ts > std::prev(it)->second)
+      return -1;
+    return static_cast<int>(std::prev(it) - steps.begin());
+  };
+  std::map<int64_t, std::vector<double>> perStep;
+  std::map<int64_t, std::string> names;
+  std::vector<double> copies(steps.size(), 0);
+  for (const nlohmann::json &e : json["traceEvents"]) {
+    if (e.value("ph", "") != "X" || e.value("tid", -1) != 1)
+      continue;
+    int at = stepOf(e.value("ts", 0.0));
+    if (at < 0)
+      continue;
+    double seconds = e.value("dur", 0.0) * 1e-6;
+    const nlohmann::json &args = e.contains("args") ? e["args"] : e;
+    if (!args.contains("id")) {
+      if (e.value("cat", "") == "copy")
+        copies[at] += seconds;
+      continue;
+    }
+    int64_t id = args.value("id", int64_t(-1));
+    std::vector<double> &sums = perStep[id];
+    sums.resize(steps.size(), 0);
+    sums[at] += seconds;
+    names.try_emplace(id, e.value("name", ""));
+  }
+  copySeconds += median(copies) / numDevices;
+  for (const auto &[id, sums] : perStep) {
+    const std::string &name = names[id];
+    std::vector<Tag> tags = tagsOfTraceName(name);
+    llvm::erase_if(tags, [&](const Tag &tag) {
+      return tag.node < 0 || static_cast<size_t>(tag.node) >= numNodes;
+    });
+    if (tags.empty()) {
+      if (rank == 0) {
+        ++unattributed;
+        ++unattributedByOp[name.substr(0, name.find(' '))];
+      }
+      continue;
+    }
+    if (rank == 0) {
+      ++kernels;
+      merged += tags.size() > 1;
+    }
+    double seconds = median(sums);
+    for (const Tag &tag : tags) {
+      NodeTimes &node = times[tag.node];
+      (tag.backward ? node.backward : node.forward)[rank] +=
+          seconds / static_cast<double>(tags.size());
+    }
+  }
+  return true;
+}
+
 /// --program --run: links `module` (lowered, trace hooks in) as
-/// soap-translate does, runs it on `numDevices` ranks (through the
-/// launcher beyond one) for `options.repeat` steps after `options.warmup`
-/// with --trace, and adds each kernel's time in the median step to the work
+/// soap-translate does, runs it `options.runs` times on `numDevices` ranks
+/// (through the launcher beyond one) for `options.repeat` steps after
+/// `options.warmup` with --trace, and, from the run with the lowest median
+/// step, adds each kernel's time in the median step to the work
 /// of the node its name carries, on the rank it ran on: times measured
 /// where the step runs them, with the operands the previous kernels left
 /// in the caches, the weights in the layout the step keeps them in and the
@@ -262,92 +356,42 @@ bool timeKernelsInProgram(ModuleOp module, int numDevices, size_t numNodes,
   }
   std::vector<StringRef> args(command.begin(), command.end());
   std::vector<StringRef> env(environment.begin(), environment.end());
-  if (!runAndWait(*program, args, ArrayRef<StringRef>(env), log,
-                  "running the training step", error))
-    return false;
 
-  for (int rank = 0; rank < numDevices; ++rank) {
-    std::string path =
-        numDevices == 1 ? trace
-                        : inDir("trace.rank" + std::to_string(rank) + ".json");
-    auto text = llvm::MemoryBuffer::getFile(path);
-    if (!text) {
-      error = "the step wrote no trace " + path;
+  // What one run measured; the run with the lowest median step is kept (a
+  // host that slowed the step down for a while does not count).
+  struct Run {
+    double step = 0;
+    std::map<int, NodeTimes> times;
+    int kernels = 0, merged = 0, unattributed = 0;
+    std::map<std::string, int> unattributedByOp;
+    double copySeconds = 0;
+  };
+  std::optional<Run> best;
+  for (int attempt = 0; attempt < std::max(options.runs, 1); ++attempt) {
+    if (!runAndWait(*program, args, ArrayRef<StringRef>(env), log,
+                    "running the training step", error))
       return false;
+    Run run;
+    for (int rank = 0; rank < numDevices; ++rank) {
+      std::string path =
+          numDevices == 1
+              ? trace
+              : inDir("trace.rank" + std::to_string(rank) + ".json");
+      if (!parseRankTrace(path, rank, numDevices, numNodes, run.times, run.step,
+                          run.kernels, run.merged, run.unattributed,
+                          run.unattributedByOp, run.copySeconds, error))
+        return false;
     }
-    nlohmann::json json = nlohmann::json::parse(
-        (*text)->getBuffer().begin(), (*text)->getBuffer().end(), nullptr,
-        /*allow_exceptions=*/false);
-    if (json.is_discarded() || !json.contains("traceEvents")) {
-      error = path + ": not a Chrome trace";
-      return false;
-    }
-    // Steps (thread 0), then each kernel's time per step (thread 1).
-    std::vector<std::pair<double, double>> steps;
-    for (const nlohmann::json &e : json["traceEvents"])
-      if (e.value("ph", "") == "X" && e.value("tid", -1) == 0)
-        steps.emplace_back(e.value("ts", 0.0),
-                           e.value("ts", 0.0) + e.value("dur", 0.0));
-    std::sort(steps.begin(), steps.end());
-    if (steps.empty()) {
-      error = path + ": no step in the trace";
-      return false;
-    }
-    auto stepOf = [&](double ts) -> int {
-      auto it = std::upper_bound(steps.begin(), steps.end(),
-                                 std::make_pair(ts, 1e300));
-      if (it == steps.begin() || ts > std::prev(it)->second)
-        return -1;
-      return static_cast<int>(std::prev(it) - steps.begin());
-    };
-    std::map<int64_t, std::vector<double>> perStep;
-    std::map<int64_t, std::string> names;
-    std::vector<double> copies(steps.size(), 0);
-    for (const nlohmann::json &e : json["traceEvents"]) {
-      if (e.value("ph", "") != "X" || e.value("tid", -1) != 1)
-        continue;
-      int step = stepOf(e.value("ts", 0.0));
-      if (step < 0)
-        continue;
-      double seconds = e.value("dur", 0.0) * 1e-6;
-      const nlohmann::json &args = e.contains("args") ? e["args"] : e;
-      if (!args.contains("id")) {
-        if (e.value("cat", "") == "copy")
-          copies[step] += seconds;
-        continue;
-      }
-      int64_t id = args.value("id", int64_t(-1));
-      std::vector<double> &sums = perStep[id];
-      sums.resize(steps.size(), 0);
-      sums[step] += seconds;
-      names.try_emplace(id, e.value("name", ""));
-    }
-    summary.copySecondsPerStep += median(copies) / numDevices;
-    for (const auto &[id, sums] : perStep) {
-      const std::string &name = names[id];
-      std::vector<Tag> tags = tagsOfTraceName(name);
-      llvm::erase_if(tags, [&](const Tag &tag) {
-        return tag.node < 0 || static_cast<size_t>(tag.node) >= numNodes;
-      });
-      if (tags.empty()) {
-        if (rank == 0) {
-          ++summary.unattributed;
-          ++summary.unattributedByOp[name.substr(0, name.find(' '))];
-        }
-        continue;
-      }
-      if (rank == 0) {
-        ++kernels;
-        summary.mergedKernels += tags.size() > 1;
-      }
-      double seconds = median(sums);
-      for (const Tag &tag : tags) {
-        NodeTimes &node = times[tag.node];
-        (tag.backward ? node.backward : node.forward)[rank] +=
-            seconds / static_cast<double>(tags.size());
-      }
-    }
+    if (!best || run.step < best->step)
+      best = std::move(run);
   }
+  times = std::move(best->times);
+  kernels = best->kernels;
+  summary.mergedKernels += best->merged;
+  summary.unattributed += best->unattributed;
+  for (const auto &[name, count] : best->unattributedByOp)
+    summary.unattributedByOp[name] += count;
+  summary.copySecondsPerStep += best->copySeconds;
   return true;
 }
 

@@ -114,6 +114,8 @@ static void printHelp(llvm::raw_ostream &os) {
         "                       after --warmup, and time each kernel where\n"
         "                       the step runs it (its trace), instead of each\n"
         "                       kernel alone\n"
+        "  --runs N             with --run: runs of each step; the one with\n"
+        "                       the lowest median step is kept (3)\n"
         "  --mpirun CMD         with --run: the MPI launcher and its options,\n"
         "                       split at spaces, before -np N (mpirun)\n"
         "  --loss L             with --program: the loss the training step\n"
@@ -211,6 +213,7 @@ static const std::vector<std::string> &flagsWithValues() {
                                                  "--codegen",
                                                  "--optimizer",
                                                  "--mpirun",
+                                                 "--runs",
                                                  "--loss",
                                                  "--base",
                                                  "--max-message-bytes",
@@ -489,6 +492,10 @@ static int runKernelMode(const CommandLine &cl, bool onGpu) {
   options.verbose = cl.verbose;
   options.backward = !cl.noBackward;
   options.runPrograms = cl.run;
+  if (!parseNumber<int>(cl, "--runs", 1, 1000, options.runs, error))
+    return fail(error);
+  if (cl.last("--runs") && !cl.run)
+    return fail("--runs counts the runs of --run; it needs --run");
   if (std::optional<std::string> launcher = cl.last("--mpirun")) {
     options.launcher.clear();
     for (llvm::StringRef part : llvm::split(*launcher, ' '))
