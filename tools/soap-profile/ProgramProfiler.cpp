@@ -1,6 +1,7 @@
 //===- ProgramProfiler.cpp - time the kernels a training step runs --------===//
 
 #include "ProgramProfiler.h"
+#include "CalibrationMath.h"
 
 #include "soap/Dialect/SoapDialect.h"
 #include "soap/codegen/BlasKernels.h"
@@ -162,11 +163,54 @@ double slowestDevice(const std::map<int64_t, double> &byDevice) {
   return slowest;
 }
 
-/// The median of `values` (not empty).
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  size_t n = values.size();
-  return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+/// What timing a program's kernels found, before it goes into the summary.
+struct KernelTimes {
+  std::map<int, NodeTimes> times;
+  /// Kernels timed, and those of them that merged several ops' work.
+  int kernels = 0, merged = 0;
+  /// Kernels of no op of the model, by op name.
+  int unattributed = 0;
+  std::map<std::string, int> unattributedByOp;
+  /// --run: the runtime's copies per step and rank (seconds), and the
+  /// slowest rank's median step.
+  double copySeconds = 0, step = 0;
+};
+
+/// Charges `seconds` of a kernel to the ops `tags` name (those of no node
+/// of the `numNodes` dropped), an equal part each: on `rank` when given
+/// (a kernel timed in the running step), else on each tag's devices (-1:
+/// every device). A kernel of no op is counted under `opName`.
+void chargeKernel(std::vector<Tag> tags, double seconds, size_t numNodes,
+                  std::optional<int64_t> rank, StringRef opName,
+                  KernelTimes &out) {
+  llvm::erase_if(tags, [&](const Tag &tag) {
+    return tag.node < 0 || static_cast<size_t>(tag.node) >= numNodes;
+  });
+  bool counted = !rank || *rank == 0;
+  if (tags.empty()) {
+    if (counted) {
+      ++out.unattributed;
+      ++out.unattributedByOp[opName.str()];
+    }
+    return;
+  }
+  if (counted) {
+    ++out.kernels;
+    out.merged += tags.size() > 1;
+  }
+  double share = seconds / static_cast<double>(tags.size());
+  for (const Tag &tag : tags) {
+    NodeTimes &node = out.times[tag.node];
+    std::map<int64_t, double> &byDevice =
+        tag.backward ? node.backward : node.forward;
+    if (rank)
+      byDevice[*rank] += share;
+    else if (tag.devices.empty())
+      byDevice[-1] += share;
+    else
+      for (int64_t device : tag.devices)
+        byDevice[device] += share;
+  }
 }
 
 /// Runs `program` and waits, its output in `log`; false with `error` (the
@@ -192,14 +236,11 @@ bool runAndWait(StringRef program, ArrayRef<StringRef> args,
 }
 
 /// Reads rank `rank`'s trace at `path`: each kernel's time in the median
-/// step goes to the nodes its name carries, on that rank; `step` becomes the
-/// slowest rank's median step so far, `copySeconds` gains the rank's share
-/// of the runtime's copies per step; kernels of no node are counted.
+/// step goes to the nodes its name carries, on that rank; `run.step`
+/// becomes the slowest rank's median step so far, `run.copySeconds` gains
+/// the rank's share of the runtime's copies per step.
 bool parseRankTrace(const std::string &path, int rank, int numDevices,
-                    size_t numNodes, std::map<int, NodeTimes> &times,
-                    double &step, int &kernels, int &merged, int &unattributed,
-                    std::map<std::string, int> &unattributedByOp,
-                    double &copySeconds, std::string &error) {
+                    size_t numNodes, KernelTimes &run, std::string &error) {
   auto text = llvm::MemoryBuffer::getFile(path);
   if (!text) {
     error = "the step wrote no trace " + path;
@@ -226,7 +267,7 @@ bool parseRankTrace(const std::string &path, int rank, int numDevices,
   std::vector<double> durations;
   for (auto [begin, end] : steps)
     durations.push_back((end - begin) * 1e-6);
-  step = std::max(step, median(durations));
+  run.step = std::max(run.step, median(durations));
   auto stepOf = [&](double ts) -> int {
     auto it =
         std::upper_bound(steps.begin(), steps.end(), std::make_pair(ts, 1e300));
@@ -256,30 +297,11 @@ bool parseRankTrace(const std::string &path, int rank, int numDevices,
     sums[at] += seconds;
     names.try_emplace(id, e.value("name", ""));
   }
-  copySeconds += median(copies) / numDevices;
+  run.copySeconds += median(copies) / numDevices;
   for (const auto &[id, sums] : perStep) {
-    const std::string &name = names[id];
-    std::vector<Tag> tags = tagsOfTraceName(name);
-    llvm::erase_if(tags, [&](const Tag &tag) {
-      return tag.node < 0 || static_cast<size_t>(tag.node) >= numNodes;
-    });
-    if (tags.empty()) {
-      if (rank == 0) {
-        ++unattributed;
-        ++unattributedByOp[name.substr(0, name.find(' '))];
-      }
-      continue;
-    }
-    if (rank == 0) {
-      ++kernels;
-      merged += tags.size() > 1;
-    }
-    double seconds = median(sums);
-    for (const Tag &tag : tags) {
-      NodeTimes &node = times[tag.node];
-      (tag.backward ? node.backward : node.forward)[rank] +=
-          seconds / static_cast<double>(tags.size());
-    }
+    StringRef name = names[id];
+    chargeKernel(tagsOfTraceName(name), median(sums), numNodes, rank,
+                 name.take_until([](char c) { return c == ' '; }), run);
   }
   return true;
 }
@@ -296,8 +318,7 @@ bool parseRankTrace(const std::string &path, int rank, int numDevices,
 /// summary counts their time.
 bool timeKernelsInProgram(ModuleOp module, int numDevices, size_t numNodes,
                           const KernelProfileOptions &options,
-                          std::map<int, NodeTimes> &times, int &kernels,
-                          ProgramProfileSummary &summary, std::string &error) {
+                          KernelTimes &out, std::string &error) {
   SmallString<128> dir;
   if (std::error_code ec =
           llvm::sys::fs::createUniqueDirectory("soap-profile", dir)) {
@@ -357,42 +378,82 @@ bool timeKernelsInProgram(ModuleOp module, int numDevices, size_t numNodes,
   std::vector<StringRef> args(command.begin(), command.end());
   std::vector<StringRef> env(environment.begin(), environment.end());
 
-  // What one run measured; the run with the lowest median step is kept (a
-  // host that slowed the step down for a while does not count).
-  struct Run {
-    double step = 0;
-    std::map<int, NodeTimes> times;
-    int kernels = 0, merged = 0, unattributed = 0;
-    std::map<std::string, int> unattributedByOp;
-    double copySeconds = 0;
-  };
-  std::optional<Run> best;
+  // The run with the lowest median step is kept (a host that slowed the
+  // step down for a while does not count).
+  std::optional<KernelTimes> best;
   for (int attempt = 0; attempt < std::max(options.runs, 1); ++attempt) {
     if (!runAndWait(*program, args, ArrayRef<StringRef>(env), log,
                     "running the training step", error))
       return false;
-    Run run;
+    KernelTimes run;
     for (int rank = 0; rank < numDevices; ++rank) {
       std::string path =
           numDevices == 1
               ? trace
               : inDir("trace.rank" + std::to_string(rank) + ".json");
-      if (!parseRankTrace(path, rank, numDevices, numNodes, run.times, run.step,
-                          run.kernels, run.merged, run.unattributed,
-                          run.unattributedByOp, run.copySeconds, error))
+      if (!parseRankTrace(path, rank, numDevices, numNodes, run, error))
         return false;
     }
     if (!best || run.step < best->step)
       best = std::move(run);
   }
-  times = std::move(best->times);
-  kernels = best->kernels;
-  summary.mergedKernels += best->merged;
-  summary.unattributed += best->unattributed;
-  for (const auto &[name, count] : best->unattributedByOp)
-    summary.unattributedByOp[name] += count;
-  summary.copySecondsPerStep += best->copySeconds;
+  out = std::move(*best);
   return true;
+}
+
+/// --program alone: compiles every linalg op left in `module` (lowered up
+/// to its kernels) as a kernel of its own, times it at its local shapes and
+/// charges it to the ops its location names, on their devices.
+void timeKernelsAlone(ModuleOp module, const OpGraph &graph,
+                      const std::string &programName,
+                      const KernelProfileOptions &options, KernelTimes &out,
+                      std::vector<std::string> &notes) {
+  // prepareEntry renamed the step (codegen's kEntrySymbol).
+  Operation *entry = module.lookupSymbol("soap_train_step");
+  if (!entry)
+    entry = module.getOperation();
+  std::vector<linalg::LinalgOp> work;
+  walkOps(entry, [&](Operation *op) {
+    if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op))
+      if (linalgOp.hasPureTensorSemantics())
+        work.push_back(linalgOp);
+  });
+  for (linalg::LinalgOp op : work) {
+    // A zero fill that only products and convolutions BLAS takes start
+    // from: they overwrite their output instead, and the fill goes
+    // (zeroFillBefore).
+    if (auto fill = dyn_cast<linalg::FillOp>(op.getOperation()))
+      if (matchPattern(fill.value(), m_AnyZeroFloat()) &&
+          llvm::all_of(fill->getUses(), [](OpOperand &use) {
+            auto user = dyn_cast<linalg::LinalgOp>(use.getOwner());
+            return user && user.isDpsInit(&use) && codegen::blasTakes(user);
+          }))
+        continue;
+    std::vector<Tag> tags;
+    tagsOf(op->getLoc(), tags);
+    StringRef opName = op->getName().getStringRef();
+    auto first = llvm::find_if(tags, [&](const Tag &tag) {
+      return tag.node >= 0 && static_cast<size_t>(tag.node) < graph.nodes.size();
+    });
+    if (first == tags.end()) {
+      chargeKernel({}, 0, graph.nodes.size(), std::nullopt, opName, out);
+      continue;
+    }
+    const OpNode &node = graph.nodes[first->node];
+    Codegen used;
+    std::string why;
+    std::unique_ptr<CompiledKernel> kernel = compileOpKernel(
+        op, tensorOperandShapes(op), options.codegen, used, why);
+    if (!kernel) {
+      notes.push_back(programName + ": " + opName.str() + " of " +
+                      node.opName + " at " + node.location +
+                      " not timed: " + why.substr(0, why.find('\n')));
+      continue;
+    }
+    chargeKernel(std::move(tags),
+                 kernel->medianSeconds(options.warmup, options.repeat),
+                 graph.nodes.size(), std::nullopt, opName, out);
+  }
 }
 
 } // namespace
@@ -499,79 +560,24 @@ profilePrograms(ModuleOp module, const BuiltOpGraph &built,
     ++summary.programs;
 
     // Time every kernel left and add it to its node's work.
-    std::map<int, NodeTimes> times;
-    int kernels = 0;
+    KernelTimes measured;
     if (options.runPrograms) {
       if (!timeKernelsInProgram(*copy, numDevices, graph.nodes.size(), options,
-                                times, kernels, summary, error)) {
+                                measured, error)) {
         error = program.name + ": " + error;
         return std::nullopt;
       }
     } else {
-      // prepareEntry renamed the step (codegen's kEntrySymbol).
-      Operation *entry = copy->lookupSymbol("soap_train_step");
-      if (!entry)
-        entry = copy->getOperation();
-      std::vector<linalg::LinalgOp> work;
-      walkOps(entry, [&](Operation *op) {
-        if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op))
-          if (linalgOp.hasPureTensorSemantics())
-            work.push_back(linalgOp);
-      });
-      for (linalg::LinalgOp op : work) {
-        // A zero fill that only products and convolutions BLAS takes start
-        // from: they overwrite their output instead, and the fill goes
-        // (zeroFillBefore).
-        if (auto fill = dyn_cast<linalg::FillOp>(op.getOperation()))
-          if (matchPattern(fill.value(), m_AnyZeroFloat()) &&
-              llvm::all_of(fill->getUses(), [](OpOperand &use) {
-                auto user = dyn_cast<linalg::LinalgOp>(use.getOwner());
-                return user && user.isDpsInit(&use) && codegen::blasTakes(user);
-              }))
-            continue;
-        std::vector<Tag> tags;
-        tagsOf(op->getLoc(), tags);
-        llvm::erase_if(tags, [&](const Tag &tag) {
-          return tag.node < 0 ||
-                 tag.node >= static_cast<int>(graph.nodes.size());
-        });
-        if (tags.empty()) {
-          ++summary.unattributed;
-          ++summary.unattributedByOp[op->getName().getStringRef().str()];
-          continue;
-        }
-        const OpNode &first = graph.nodes[tags.front().node];
-        Codegen used;
-        std::string why;
-        std::unique_ptr<CompiledKernel> kernel = compileOpKernel(
-            op, tensorOperandShapes(op), options.codegen, used, why);
-        if (!kernel) {
-          summary.notes.push_back(
-              program.name + ": " + op->getName().getStringRef().str() +
-              " of " + first.opName + " at " + first.location +
-              " not timed: " + why.substr(0, why.find('\n')));
-          continue;
-        }
-        double seconds = kernel->medianSeconds(options.warmup, options.repeat);
-        ++kernels;
-        // A kernel that merged several ops' work counts for each in equal
-        // parts.
-        if (tags.size() > 1)
-          ++summary.mergedKernels;
-        for (const Tag &tag : tags) {
-          NodeTimes &node = times[tag.node];
-          std::map<int64_t, double> &byDevice =
-              tag.backward ? node.backward : node.forward;
-          double share = seconds / static_cast<double>(tags.size());
-          if (tag.devices.empty())
-            byDevice[-1] += share;
-          else
-            for (int64_t device : tag.devices)
-              byDevice[device] += share;
-        }
-      }
+      timeKernelsAlone(*copy, graph, program.name, options, measured,
+                       summary.notes);
     }
-    summary.kernels += kernels;
+    const std::map<int, NodeTimes> &times = measured.times;
+    summary.kernels += measured.kernels;
+    summary.mergedKernels += measured.merged;
+    summary.unattributed += measured.unattributed;
+    for (const auto &[name, count] : measured.unattributedByOp)
+      summary.unattributedByOp[name] += count;
+    summary.copySecondsPerStep += measured.copySeconds;
 
     // An entry per op of the model that is a linalg op, at its shard. Ops
     // with the same key share the entry, so it holds their mean: a kernel
@@ -629,7 +635,7 @@ profilePrograms(ModuleOp module, const BuiltOpGraph &built,
       }
     }
     if (!options.quiet)
-      os << "soap-profile: program (" << program.name << "): " << kernels
+      os << "soap-profile: program (" << program.name << "): " << measured.kernels
          << " kernel(s) timed\n";
   }
   return summary;

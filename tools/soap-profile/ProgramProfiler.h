@@ -15,7 +15,9 @@
 // whose forward work fused into a later kernel costs nothing forward, and
 // the kernel it fused into costs what the fused loop nest takes. The sums
 // per op, per device, become the database's forward and backward times at
-// the op's shard (the slowest device's).
+// the op's shard (the slowest device's). With --run, each program is
+// lowered whole instead, linked by soap-translate and run (on its ranks),
+// and each kernel's time comes from the running step's trace.
 //
 //===----------------------------------------------------------------------===//
 
