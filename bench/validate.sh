@@ -12,7 +12,8 @@
 #   4. build the real executable ([soap-apply-strategy |] soap-training-step
 #      [| soap-partition] | soap-lower-cpu | soap-to-executable) and run it
 #      (OPENBLAS_NUM_THREADS=1: one core per rank, as the simulator's device
-#      is one core), taking the median step time after warm-up;
+#      is one core), --runs times, taking the median of the fastest quarter
+#      of the steps after warm-up;
 #   5. search a strategy for 2 devices with that machine and database
 #      (--soap-search; --search-budget proposals, 0: no search), build it
 #      and run it like the others, beside the search's reported speedup
@@ -40,8 +41,10 @@
 # reductions included, each timed alone and counted for its op;
 # soap-profile --program) or ops (each op and its backward ops compiled
 # alone).
-# --runs: run each executable N times (3) and keep the run with the lowest
-# median step (this VM's host sometimes slows one core for a while);
+# --runs: run each executable N times (3; a model's executables take turns);
+# measured is the median of the fastest quarter of all runs' steps (this
+# VM's host slows the machine down for seconds at a time), as soap-profile
+# --run times kernels;
 # --wait-idle: wait up to SECONDS for no `ninja` process and >= 80 % idle
 # CPUs before measuring (default 300); --keep DIR: keep the work files (executables, full traces).
 set -euo pipefail
@@ -199,20 +202,27 @@ for m in $MODELS; do
         --soap-simulate="machine=$MACHINE devices=$d report=$WORK/$m.$key.$src.report.json trace=$WORK/$m.$key.$src.sim.json$prof" \
         > /dev/null 2> "$WORK/$m.$key.$src.sim.txt"
     done
-    log "running $m, $strategy"
-    # RUNS runs; the one with the lowest median step is kept (with its
-    # traces): a run that the host slowed down does not count.
-    best=""
-    for run in $(seq 1 "$RUNS"); do
+    printf '%s\t%s\t%s\t%s\n' "$m" "$d" "$strategy" "$key" >> "$WORK/runs.tsv"
+    rm -f "$WORK/$m.$key.run.txt" "$WORK/$m.$key.steps.txt" "$WORK/$m.$key".trace*.json
+  done
+  # RUNS rounds in which each executable runs once (they take turns, so
+  # that one program's runs lie seconds apart). Every run's steps go into
+  # MODEL.KEY.steps.txt (the report takes the median of the fastest quarter
+  # of them); the run with the lowest median step keeps its traces.
+  log "running $m's executables ($RUNS rounds)"
+  for run in $(seq 1 "$RUNS"); do
+    for key in $keys; do
+      d=${key%%.*}
       if [ "$d" = 1 ]; then
         "$WORK/$m.$key.exe" --steps "$STEPS" --warmup "$WARMUP" --trace "$WORK/try.trace.json" > "$WORK/try.run.txt"
       else
         "${MPIRUN[@]}" -np "$d" "$WORK/$m.$key.exe" --steps "$STEPS" --warmup "$WARMUP" \
           --trace "$WORK/try.trace.json" > "$WORK/try.run.txt"
       fi
+      cat "$WORK/try.run.txt" >> "$WORK/$m.$key.steps.txt"
       median=$(sed -n 's/.*median_ms=\([0-9.]*\).*/\1/p' "$WORK/try.run.txt")
+      best=$(sed -n 's/.*median_ms=\([0-9.]*\).*/\1/p' "$WORK/$m.$key.run.txt" 2>/dev/null)
       if [ -z "$best" ] || awk -v a="$median" -v b="$best" 'BEGIN { exit !(a < b) }'; then
-        best=$median
         mv "$WORK/try.run.txt" "$WORK/$m.$key.run.txt"
         for f in "$WORK"/try.trace*.json; do
           mv "$f" "$WORK/$m.$key.trace${f#"$WORK"/try.trace}"
@@ -220,7 +230,6 @@ for m in $MODELS; do
       fi
       rm -f "$WORK"/try.*
     done
-    printf '%s\t%s\t%s\t%s\n' "$m" "$d" "$strategy" "$key" >> "$WORK/runs.tsv"
   done
 done
 LOAD_AFTER=$(cut -d' ' -f1-3 /proc/loadavg)

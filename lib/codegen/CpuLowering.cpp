@@ -625,10 +625,12 @@ LogicalResult lowerModuleForCpu(ModuleOp module,
   codegen::ModelDescription description;
   if (options.overlapComm)
     codegen::startAllReducesEarly(module);
-  if (failed(codegen::prepareEntry(module, options.entry, description)))
-    return failure();
+  // Before prepareEntry lowers device guards: a table's scatter and its
+  // update may lie in two guards on the same devices.
   if (options.sparseUpdates)
     scatterUpdatesIntoParameters(module);
+  if (failed(codegen::prepareEntry(module, options.entry, description)))
+    return failure();
   if (options.mergeAccumulations)
     codegen::mergeAccumulatingProducts(module);
 

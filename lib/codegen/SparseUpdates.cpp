@@ -10,7 +10,9 @@
 //
 // When the gradient's only use is such an update, an elementwise generic
 // computing p + f(g) or p - f(g) with f(g) = g, g * c or c * g (c a
-// constant), the nest starts from the parameter instead and applies each
+// constant), beside the nest or, in a partitioned program, in a device
+// guard after the nest's on the same devices (a table placed on a subset
+// of the devices), the nest starts from the parameter instead and applies each
 // contribution x to the element it reaches: p[i] = p[i] +- f(x). The zero
 // fill and the full-size gradient are gone; what is left of the table's
 // traffic is the copy of the parameter into the new parameter's buffer (the
@@ -24,6 +26,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "LoweringSteps.h"
+#include "soap/Dialect/SoapDialect.h"
 #include "soap/Partition/ScatterLoops.h"
 #include "soap/codegen/CpuLowering.h"
 
@@ -139,6 +142,32 @@ Value applyUpdate(OpBuilder &b, const AffineUpdate &update, Value old,
              : arith::AddFOp::create(b, loc, term, old, add.getFastmath());
 }
 
+/// The scatter nest that computes `gradient` for the update `generic`:
+/// defined beside it, or yielded by a device guard before the update's own
+/// guard on the same devices (an op placed on a subset of the devices, as
+/// the partitioner emits it). Its result must have no other use.
+scf::ForOp gradientNest(linalg::GenericOp generic, Value gradient) {
+  if (!gradient.hasOneUse())
+    return {};
+  Value result = gradient;
+  Operation *parent = generic->getParentOp();
+  if (auto guard = gradient.getDefiningOp<OnDevicesOp>()) {
+    auto mine = dyn_cast<OnDevicesOp>(parent);
+    if (!mine || mine == guard || mine->getBlock() != guard->getBlock() ||
+        mine.getDevices() != guard.getDevices())
+      return {};
+    result = guard.getBody().front().getTerminator()->getOperand(
+        cast<OpResult>(gradient).getResultNumber());
+    if (!result.hasOneUse())
+      return {};
+    parent = guard;
+  }
+  auto outer = result.getDefiningOp<scf::ForOp>();
+  if (!outer || outer->getParentOp() != parent || outer->getResult(0) != result)
+    return {};
+  return outer;
+}
+
 /// Rewrites `generic` and the nest producing its gradient when they match
 /// (see the file comment); true when it did.
 bool scatterIntoParameter(linalg::GenericOp generic, DominanceInfo &dominance) {
@@ -146,21 +175,20 @@ bool scatterIntoParameter(linalg::GenericOp generic, DominanceInfo &dominance) {
     return false;
   // The gradient: the input a scatter nest computes.
   unsigned gradientInput =
-      generic.getDpsInputs()[0].getDefiningOp<scf::ForOp>() ? 0 : 1;
+      gradientNest(generic, generic.getDpsInputs()[0]) ? 0 : 1;
   std::optional<AffineUpdate> update =
       matchAffineUpdate(generic, gradientInput);
   if (!update)
     return false;
   Value gradient = generic.getDpsInputs()[gradientInput];
   Value param = generic.getDpsInputs()[1 - gradientInput];
-  auto outer = gradient.getDefiningOp<scf::ForOp>();
-  if (!outer || !gradient.hasOneUse() ||
-      outer->getParentOp() != generic->getParentOp())
+  scf::ForOp outer = gradientNest(generic, gradient);
+  if (!outer)
     return false;
   std::optional<partition::ScatterAddNest> nest =
       partition::matchScatterAdd(outer);
-  if (!nest || nest->result() != gradient || !isZeros(nest->init()) ||
-      !dominance.properlyDominates(param, outer))
+  if (!nest || nest->result() != outer->getResult(0) ||
+      !isZeros(nest->init()) || !dominance.properlyDominates(param, outer))
     return false;
 
   // Each contribution x: old + x becomes old ⊕ f(x).

@@ -42,6 +42,14 @@ std::optional<OpClass> parseOpClass(const std::string &name) {
   return std::nullopt;
 }
 
+bool OpNode::isLookupTable(const NodeAccess &access) const {
+  for (const IndexExpr &index : access.indices)
+    for (const IndexTerm &term : index.terms)
+      if (term.loop < lookupLoops.size() && lookupLoops[term.loop])
+        return true;
+  return false;
+}
+
 LoopNest OpNode::loopNest(const std::vector<GraphTensor> &tensors) const {
   LoopNest nest;
   nest.loopSizes = loopSizes;

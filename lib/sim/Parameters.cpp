@@ -8,6 +8,10 @@
 //   parallelism, a Megatron split, every reader on one device): devices
 //   that read the same region all-reduce its gradient, and each updates its
 //   copy.
+// - An embedding table under SGD that one gather reads, where no
+//   all-reduce sums its gradient: --soap-lower-cpu's sparse-updates
+//   applies the step inside the gather's scatter-add, each looked-up row
+//   updated in place, so the update adds no work to the gather's backward.
 // - Readers in different layouts, none of them partial (model parallelism
 //   placing an RNN's time steps on several devices): the gradient follows
 //   the training step's adjoint sums in the backward pass's order. A
@@ -52,6 +56,7 @@ void Simulator::buildSharedParameter(int tensorId) {
       if (!isEmpty(p.box(t, access)))
         regions[p.box(t, access).toBox()].emplace_back(node, t);
   }
+  bool sparse = sparseSgdStep(tensorId);
   int region = 0;
   for (const auto &[box, readers] : regions) {
     int64_t bytes = boxVolume(box) * tensor.elementBytes;
@@ -91,7 +96,8 @@ void Simulator::buildSharedParameter(int tensorId) {
           if (placements[node]->devices[t] == device)
             preds.push_back(nodeTasks[node].bwd[t]);
       }
-      updates.push_back(addUpdate(tensorId, region, device, bytes, preds));
+      updates.push_back(addUpdate(tensorId, region, device, bytes, preds,
+                                  sparse && allReduce < 0));
     }
     ++region;
   }
@@ -101,8 +107,16 @@ void Simulator::buildSharedParameter(int tensorId) {
       groupIds.push_back(g);
 }
 
+bool Simulator::sparseSgdStep(int tensorId) const {
+  const std::vector<std::pair<int, int>> &readers = parameterReaders[tensorId];
+  if (cost.optimizer() != Optimizer::SGD || readers.size() != 1)
+    return false;
+  const OpNode &reader = graph.nodes[readers[0].first];
+  return reader.isLookupTable(reader.accesses[readers[0].second]);
+}
+
 int Simulator::addUpdate(int tensorId, int region, int device, int64_t bytes,
-                         const std::vector<int> &preds) {
+                         const std::vector<int> &preds, bool inScatter) {
   int id = newTask();
   Task &task = tasks[id];
   task.kind = TaskKind::Update;
@@ -110,7 +124,7 @@ int Simulator::addUpdate(int tensorId, int region, int device, int64_t bytes,
   task.bytes = bytes;
   task.device = device;
   task.resources = {device};
-  task.duration = cost.updateTime(bytes, device);
+  task.duration = inScatter ? 0 : cost.updateTime(bytes, device);
   task.preds.append(preds.begin(), preds.end());
   return id;
 }

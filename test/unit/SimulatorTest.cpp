@@ -24,6 +24,8 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include <fstream>
 #include <sstream>
 
@@ -755,6 +757,69 @@ TEST(OpGraphJson, ErrorsNameTheField) {
                        "producer": 3}], "nodes": []})",
       error));
   EXPECT_EQ(error, "tensor 0 ('t') has producer 3 out of range");
+}
+
+// An embedding table under SGD that one gather reads: where no all-reduce
+// sums its gradient, --soap-lower-cpu applies the step inside the gather's
+// scatter-add (sparse-updates), and its update costs nothing of its own.
+// With momentum (the velocity reads the whole gradient) or data
+// parallelism (the table's gradient all-reduced first) it is a dense pass
+// over the table.
+TEST(SimulatorZoo, SgdStepOfAGatheredTableRunsInItsScatter) {
+  mlir::DialectRegistry registry;
+  soap::zoo::registerZooDialects(registry);
+  registerSoapDialects(registry);
+  mlir::MLIRContext context(registry);
+  context.loadAllAvailableDialects();
+  const soap::zoo::ModelInfo *rnnlm = nullptr;
+  for (const soap::zoo::ModelInfo &model : soap::zoo::getModels())
+    if (model.name == "rnnlm")
+      rnnlm = &model;
+  ASSERT_TRUE(rnnlm);
+  std::string error;
+  auto module =
+      soap::zoo::buildModel(context, *rnnlm, smallOptions(*rnnlm), error);
+  ASSERT_TRUE(module) << error;
+  auto func = findTargetFunction(*module, "", error);
+  ASSERT_TRUE(func) << error;
+  auto built = buildOpGraph(func, error);
+  ASSERT_TRUE(built) << error;
+  const OpGraph &g = built->graph;
+  // The table: the tensor a gather's lookup loop indexes.
+  std::string table;
+  for (const OpNode &node : g.nodes)
+    for (const NodeAccess &access : node.accesses)
+      if (node.isLookupTable(access) && g.tensors[access.tensor].isParameter)
+        table = g.tensors[access.tensor].name;
+  ASSERT_FALSE(table.empty());
+  // Update durations from the simulated trace: the table's and the others'.
+  auto updates = [&](int devices, Optimizer optimizer) {
+    Machine machine = loadMachine("cpu-local", devices);
+    CostModel cost(machine, nullptr, optimizer);
+    Simulator sim(g, cost);
+    sim.simulate(devices == 1 ? dataParallelStrategy(g, 1)
+                              : dataParallelStrategy(g, devices));
+    nlohmann::json trace = nlohmann::json::parse(sim.chromeTrace());
+    std::pair<double, double> tableAndOthers{0, 0};
+    int tableUpdates = 0;
+    for (const nlohmann::json &e : trace["traceEvents"]) {
+      if (e.value("cat", "") != "update")
+        continue;
+      if (e.value("name", "") == "update " + table) {
+        tableAndOthers.first += e.value("dur", 0.0);
+        ++tableUpdates;
+      } else {
+        tableAndOthers.second += e.value("dur", 0.0);
+      }
+    }
+    EXPECT_EQ(tableUpdates, devices) << "one update of the table per device";
+    return tableAndOthers;
+  };
+  auto [sgdTable, sgdOthers] = updates(1, Optimizer::SGD);
+  EXPECT_EQ(sgdTable, 0);
+  EXPECT_GT(sgdOthers, 0);
+  EXPECT_GT(updates(1, Optimizer::Momentum).first, 0);
+  EXPECT_GT(updates(2, Optimizer::SGD).first, 0);
 }
 
 } // namespace

@@ -58,7 +58,9 @@ struct KernelProfileOptions {
   /// steps after `warmup`; several ranks through `launcher`) instead of
   /// each kernel alone.
   bool runPrograms = false;
-  /// Runs of each step; the one with the lowest median step is kept.
+  /// Rounds in which each step runs once (the steps taking turns); the
+  /// kernels are timed over each step's fastest quarter of steps of all
+  /// its runs.
   int runs = 3;
   /// The MPI launcher and its options, before "-np N executable ...".
   std::vector<std::string> launcher = {"mpirun"};

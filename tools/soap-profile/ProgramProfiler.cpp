@@ -171,9 +171,8 @@ struct KernelTimes {
   /// Kernels of no op of the model, by op name.
   int unattributed = 0;
   std::map<std::string, int> unattributedByOp;
-  /// --run: the runtime's copies per step and rank (seconds), and the
-  /// slowest rank's median step.
-  double copySeconds = 0, step = 0;
+  /// --run: the runtime's copies per step and rank (seconds).
+  double copySeconds = 0;
 };
 
 /// Charges `seconds` of a kernel to the ops `tags` name (those of no node
@@ -235,107 +234,169 @@ bool runAndWait(StringRef program, ArrayRef<StringRef> args,
   return false;
 }
 
-/// Reads rank `rank`'s trace at `path`: each kernel's time in the median
-/// step goes to the nodes its name carries, on that rank; `run.step`
-/// becomes the slowest rank's median step so far, `run.copySeconds` gains
-/// the rank's share of the runtime's copies per step.
-bool parseRankTrace(const std::string &path, int rank, int numDevices,
-                    size_t numNodes, KernelTimes &run, std::string &error) {
-  auto text = llvm::MemoryBuffer::getFile(path);
-  if (!text) {
-    error = "the step wrote no trace " + path;
-    return false;
-  }
-  nlohmann::json json = nlohmann::json::parse(
-      (*text)->getBuffer().begin(), (*text)->getBuffer().end(), nullptr,
-      /*allow_exceptions=*/false);
-  if (json.is_discarded() || !json.contains("traceEvents")) {
-    error = path + ": not a Chrome trace";
-    return false;
-  }
-  // Steps (thread 0), then each kernel's time per step (thread 1).
-  std::vector<std::pair<double, double>> steps;
-  for (const nlohmann::json &e : json["traceEvents"])
-    if (e.value("ph", "") == "X" && e.value("tid", -1) == 0)
-      steps.emplace_back(e.value("ts", 0.0),
-                         e.value("ts", 0.0) + e.value("dur", 0.0));
-  std::sort(steps.begin(), steps.end());
-  if (steps.empty()) {
-    error = path + ": no step in the trace";
-    return false;
-  }
-  std::vector<double> durations;
-  for (auto [begin, end] : steps)
-    durations.push_back((end - begin) * 1e-6);
-  run.step = std::max(run.step, median(durations));
-  auto stepOf = [&](double ts) -> int {
-    auto it =
-        std::upper_bound(steps.begin(), steps.end(), std::make_pair(ts, 1e300));
-    if (it == steps.begin() || ts > std::prev(it)->second)
-      return -1;
-    return static_cast<int>(std::prev(it) - steps.begin());
+/// --program --run: the steps a program ran, over all its runs, each with
+/// its kernels' times on every rank.
+struct StepSamples {
+  /// Per step: the slowest rank's time.
+  std::vector<double> steps;
+  /// Per rank: per kernel (its trace id), its time in each step; the
+  /// runtime's copies in each step; kernel names.
+  struct Rank {
+    std::map<int64_t, std::vector<double>> kernels;
+    std::vector<double> copies;
+    std::map<int64_t, std::string> names;
   };
-  std::map<int64_t, std::vector<double>> perStep;
-  std::map<int64_t, std::string> names;
-  std::vector<double> copies(steps.size(), 0);
-  for (const nlohmann::json &e : json["traceEvents"]) {
-    if (e.value("ph", "") != "X" || e.value("tid", -1) != 1)
-      continue;
-    int at = stepOf(e.value("ts", 0.0));
-    if (at < 0)
-      continue;
-    double seconds = e.value("dur", 0.0) * 1e-6;
-    const nlohmann::json &args = e.contains("args") ? e["args"] : e;
-    if (!args.contains("id")) {
-      if (e.value("cat", "") == "copy")
-        copies[at] += seconds;
-      continue;
+  std::vector<Rank> ranks;
+};
+
+/// Reads the steps of one run from its ranks' traces (rank `rank`'s at
+/// `paths[rank]`) and appends them to `samples`.
+bool readRunTraces(ArrayRef<std::string> paths, StepSamples &samples,
+                   std::string &error) {
+  size_t first = samples.steps.size();
+  samples.ranks.resize(paths.size());
+  for (size_t rank = 0; rank < paths.size(); ++rank) {
+    const std::string &path = paths[rank];
+    auto text = llvm::MemoryBuffer::getFile(path);
+    if (!text) {
+      error = "the step wrote no trace " + path;
+      return false;
     }
-    int64_t id = args.value("id", int64_t(-1));
-    std::vector<double> &sums = perStep[id];
-    sums.resize(steps.size(), 0);
-    sums[at] += seconds;
-    names.try_emplace(id, e.value("name", ""));
-  }
-  run.copySeconds += median(copies) / numDevices;
-  for (const auto &[id, sums] : perStep) {
-    StringRef name = names[id];
-    chargeKernel(tagsOfTraceName(name), median(sums), numNodes, rank,
-                 name.take_until([](char c) { return c == ' '; }), run);
+    nlohmann::json json = nlohmann::json::parse(
+        (*text)->getBuffer().begin(), (*text)->getBuffer().end(), nullptr,
+        /*allow_exceptions=*/false);
+    if (json.is_discarded() || !json.contains("traceEvents")) {
+      error = path + ": not a Chrome trace";
+      return false;
+    }
+    // Steps (thread 0), then each kernel's time per step (thread 1).
+    std::vector<std::pair<double, double>> steps;
+    for (const nlohmann::json &e : json["traceEvents"])
+      if (e.value("ph", "") == "X" && e.value("tid", -1) == 0)
+        steps.emplace_back(e.value("ts", 0.0),
+                           e.value("ts", 0.0) + e.value("dur", 0.0));
+    std::sort(steps.begin(), steps.end());
+    if (steps.empty()) {
+      error = path + ": no step in the trace";
+      return false;
+    }
+    if (rank > 0 && samples.steps.size() - first != steps.size()) {
+      error = path + ": " + std::to_string(steps.size()) +
+              " step(s), rank 0 ran " +
+              std::to_string(samples.steps.size() - first);
+      return false;
+    }
+    samples.steps.resize(first + steps.size(), 0);
+    for (size_t s = 0; s < steps.size(); ++s)
+      samples.steps[first + s] = std::max(
+          samples.steps[first + s], (steps[s].second - steps[s].first) * 1e-6);
+    auto stepOf = [&](double ts) -> int {
+      auto it = std::upper_bound(steps.begin(), steps.end(),
+                                 std::make_pair(ts, 1e300));
+      if (it == steps.begin() || ts > std::prev(it)->second)
+        return -1;
+      return static_cast<int>(std::prev(it) - steps.begin());
+    };
+    StepSamples::Rank &mine = samples.ranks[rank];
+    size_t total = first + steps.size();
+    mine.copies.resize(total, 0);
+    for (const nlohmann::json &e : json["traceEvents"]) {
+      if (e.value("ph", "") != "X" || e.value("tid", -1) != 1)
+        continue;
+      int at = stepOf(e.value("ts", 0.0));
+      if (at < 0)
+        continue;
+      double seconds = e.value("dur", 0.0) * 1e-6;
+      const nlohmann::json &args = e.contains("args") ? e["args"] : e;
+      if (!args.contains("id")) {
+        if (e.value("cat", "") == "copy")
+          mine.copies[first + at] += seconds;
+        continue;
+      }
+      int64_t id = args.value("id", int64_t(-1));
+      std::vector<double> &perStep = mine.kernels[id];
+      perStep.resize(total, 0);
+      perStep[first + at] += seconds;
+      mine.names.try_emplace(id, e.value("name", ""));
+    }
+    for (auto &[id, perStep] : mine.kernels)
+      perStep.resize(total, 0);
   }
   return true;
 }
 
-/// --program --run: links `module` (lowered, trace hooks in) as
-/// soap-translate does, runs it `options.runs` times on `numDevices` ranks
-/// (through the launcher beyond one) for `options.repeat` steps after
-/// `options.warmup` with --trace, and, from the run with the lowest median
-/// step, adds each kernel's time in the median step to the work
-/// of the node its name carries, on the rank it ran on: times measured
-/// where the step runs them, with the operands the previous kernels left
-/// in the caches, the weights in the layout the step keeps them in and the
-/// other ranks busy beside it. The runtime's copies carry no node; the
-/// summary counts their time.
-bool timeKernelsInProgram(ModuleOp module, int numDevices, size_t numNodes,
-                          const KernelProfileOptions &options,
-                          KernelTimes &out, std::string &error) {
-  SmallString<128> dir;
-  if (std::error_code ec =
-          llvm::sys::fs::createUniqueDirectory("soap-profile", dir)) {
-    error = "cannot make a temporary directory: " + ec.message();
-    return false;
+/// The kernels of `samples`' fastest steps: the quarter of the steps (at
+/// least one) with the lowest slowest-rank time, the steps a quiet host
+/// runs. Each kernel's median over those steps goes to the nodes its name
+/// carries, on its rank; `out.copySeconds` gets the runtime's copies per
+/// step and rank.
+void chargeFastSteps(const StepSamples &samples, size_t numNodes,
+                     KernelTimes &out) {
+  std::vector<size_t> order(samples.steps.size());
+  for (size_t s = 0; s < order.size(); ++s)
+    order[s] = s;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return samples.steps[a] < samples.steps[b];
+  });
+  order.resize(std::max<size_t>(1, order.size() / 4));
+  auto over = [&](const std::vector<double> &perStep) {
+    std::vector<double> picked;
+    for (size_t s : order)
+      picked.push_back(perStep[s]);
+    return median(picked);
+  };
+  int numRanks = samples.ranks.size();
+  for (int rank = 0; rank < numRanks; ++rank) {
+    const StepSamples::Rank &mine = samples.ranks[rank];
+    out.copySeconds += over(mine.copies) / numRanks;
+    for (const auto &[id, perStep] : mine.kernels) {
+      StringRef name = mine.names.at(id);
+      chargeKernel(tagsOfTraceName(name), over(perStep), numNodes, rank,
+                   name.take_until([](char c) { return c == ' '; }), out);
+    }
   }
-  struct Cleanup {
-    SmallString<128> dir;
-    ~Cleanup() { llvm::sys::fs::remove_directories(dir); }
-  } cleanup{dir};
-  auto inDir = [&](StringRef name) {
+}
+
+/// --program --run: a program's training step, linked into an executable
+/// in a temporary directory (removed with it), and the command that runs it
+/// on its ranks.
+struct LinkedStep {
+  SmallString<128> dir;
+  std::string exe, trace;
+  int numDevices = 1;
+  std::string program;
+  std::vector<std::string> command, environment;
+
+  LinkedStep() = default;
+  LinkedStep(const LinkedStep &) = delete;
+  LinkedStep &operator=(const LinkedStep &) = delete;
+  ~LinkedStep() {
+    if (!dir.empty())
+      llvm::sys::fs::remove_directories(dir);
+  }
+  std::string inDir(StringRef name) const {
     SmallString<128> path(dir);
     llvm::sys::path::append(path, name);
     return path.str().str();
-  };
-  std::string source = inDir("step.mlir"), exe = inDir("step"),
-              trace = inDir("trace.json"), log = inDir("log.txt");
+  }
+};
+
+/// Links `module` (lowered, trace hooks in) as soap-translate does, into
+/// `step`, with the command that runs it on `numDevices` ranks (through the
+/// launcher beyond one) for `options.repeat` steps after `options.warmup`
+/// with --trace and one BLAS thread per rank.
+bool linkStep(ModuleOp module, int numDevices,
+              const KernelProfileOptions &options, LinkedStep &step,
+              std::string &error) {
+  if (std::error_code ec =
+          llvm::sys::fs::createUniqueDirectory("soap-profile", step.dir)) {
+    error = "cannot make a temporary directory: " + ec.message();
+    return false;
+  }
+  step.numDevices = numDevices;
+  std::string source = step.inDir("step.mlir"), log = step.inDir("log.txt");
+  step.exe = step.inDir("step");
+  step.trace = step.inDir("trace.json");
   {
     std::error_code ec;
     llvm::raw_fd_ostream os(source, ec);
@@ -347,58 +408,52 @@ bool timeKernelsInProgram(ModuleOp module, int numDevices, size_t numNodes,
   }
   // soap-translate lies beside this tool.
   std::string self = llvm::sys::fs::getMainExecutable(
-      nullptr, reinterpret_cast<void *>(&timeKernelsInProgram));
+      nullptr, reinterpret_cast<void *>(&linkStep));
   SmallString<128> translate(llvm::sys::path::parent_path(self));
   llvm::sys::path::append(translate, "soap-translate");
   if (!runAndWait(translate,
-                  {translate, "--soap-to-executable", source, "-o", exe},
+                  {translate, "--soap-to-executable", source, "-o", step.exe},
                   std::nullopt, log, "soap-translate", error))
     return false;
 
   // One BLAS thread per rank, as the simulator's devices are one core.
-  std::vector<std::string> environment;
   for (char **e = environ; *e; ++e)
     if (!StringRef(*e).starts_with("OPENBLAS_NUM_THREADS="))
-      environment.push_back(*e);
-  environment.push_back("OPENBLAS_NUM_THREADS=1");
-  std::vector<std::string> command;
+      step.environment.push_back(*e);
+  step.environment.push_back("OPENBLAS_NUM_THREADS=1");
   if (numDevices > 1) {
-    command = options.launcher;
-    command.insert(command.end(), {"-np", std::to_string(numDevices)});
+    step.command = options.launcher;
+    step.command.insert(step.command.end(),
+                        {"-np", std::to_string(numDevices)});
   }
-  command.insert(command.end(),
-                 {exe, "--steps", std::to_string(options.repeat), "--warmup",
-                  std::to_string(options.warmup), "--trace", trace});
+  step.command.insert(step.command.end(),
+                      {step.exe, "--steps", std::to_string(options.repeat),
+                       "--warmup", std::to_string(options.warmup), "--trace",
+                       step.trace});
   llvm::ErrorOr<std::string> program =
-      llvm::sys::findProgramByName(command.front());
+      llvm::sys::findProgramByName(step.command.front());
   if (!program) {
-    error = "cannot find '" + command.front() + "' to run the step";
+    error = "cannot find '" + step.command.front() + "' to run the step";
     return false;
   }
-  std::vector<StringRef> args(command.begin(), command.end());
-  std::vector<StringRef> env(environment.begin(), environment.end());
-
-  // The run with the lowest median step is kept (a host that slowed the
-  // step down for a while does not count).
-  std::optional<KernelTimes> best;
-  for (int attempt = 0; attempt < std::max(options.runs, 1); ++attempt) {
-    if (!runAndWait(*program, args, ArrayRef<StringRef>(env), log,
-                    "running the training step", error))
-      return false;
-    KernelTimes run;
-    for (int rank = 0; rank < numDevices; ++rank) {
-      std::string path =
-          numDevices == 1
-              ? trace
-              : inDir("trace.rank" + std::to_string(rank) + ".json");
-      if (!parseRankTrace(path, rank, numDevices, numNodes, run, error))
-        return false;
-    }
-    if (!best || run.step < best->step)
-      best = std::move(run);
-  }
-  out = std::move(*best);
+  step.program = *program;
   return true;
+}
+
+/// Runs `step` once and appends its steps to `samples`.
+bool runStep(const LinkedStep &step, StepSamples &samples, std::string &error) {
+  std::vector<StringRef> args(step.command.begin(), step.command.end());
+  std::vector<StringRef> env(step.environment.begin(), step.environment.end());
+  if (!runAndWait(step.program, args, ArrayRef<StringRef>(env),
+                  step.inDir("log.txt"), "running the training step", error))
+    return false;
+  std::vector<std::string> paths;
+  for (int rank = 0; rank < step.numDevices; ++rank)
+    paths.push_back(
+        step.numDevices == 1
+            ? step.trace
+            : step.inDir("trace.rank" + std::to_string(rank) + ".json"));
+  return readRunTraces(paths, samples, error);
 }
 
 /// --program alone: compiles every linalg op left in `module` (lowered up
@@ -490,8 +545,10 @@ profilePrograms(ModuleOp module, const BuiltOpGraph &built,
   }
   std::string lossName = function.getSymName().str();
 
-  std::set<std::string> recorded;
-  for (const Program &program : programs) {
+  std::vector<std::unique_ptr<LinkedStep>> linked(programs.size());
+  std::vector<std::optional<KernelTimes>> measured(programs.size());
+  for (size_t index = 0; index < programs.size(); ++index) {
+    const Program &program = programs[index];
     OwningOpRef<ModuleOp> copy(cast<ModuleOp>(module->clone()));
     auto lossFunction = copy->lookupSymbol<func::FuncOp>(lossName);
     int numDevices = program.strategy ? program.strategy->numDevices : 1;
@@ -559,25 +616,53 @@ profilePrograms(ModuleOp module, const BuiltOpGraph &built,
     }
     ++summary.programs;
 
-    // Time every kernel left and add it to its node's work.
-    KernelTimes measured;
+    // --run: link it now and run it with the others below; alone: time
+    // every kernel left now.
     if (options.runPrograms) {
-      if (!timeKernelsInProgram(*copy, numDevices, graph.nodes.size(), options,
-                                measured, error)) {
+      linked[index] = std::make_unique<LinkedStep>();
+      if (!linkStep(*copy, numDevices, options, *linked[index], error)) {
         error = program.name + ": " + error;
         return std::nullopt;
       }
     } else {
-      timeKernelsAlone(*copy, graph, program.name, options, measured,
+      measured[index].emplace();
+      timeKernelsAlone(*copy, graph, program.name, options, *measured[index],
                        summary.notes);
     }
-    const std::map<int, NodeTimes> &times = measured.times;
-    summary.kernels += measured.kernels;
-    summary.mergedKernels += measured.merged;
-    summary.unattributed += measured.unattributed;
-    for (const auto &[name, count] : measured.unattributedByOp)
+  }
+
+  // --run: the programs take turns, `options.runs` rounds, so that the
+  // runs of one program lie seconds apart; the kernels of each program's
+  // fastest quarter of steps, over all its runs, are kept (chargeFastSteps):
+  // this VM's host slows the machine down for seconds at a time, and those
+  // steps are the ones it left alone.
+  if (options.runPrograms) {
+    std::vector<StepSamples> samples(programs.size());
+    for (int round = 0; round < std::max(options.runs, 1); ++round)
+      for (size_t index = 0; index < programs.size(); ++index)
+        if (!runStep(*linked[index], samples[index], error)) {
+          error = programs[index].name + ": " + error;
+          return std::nullopt;
+        }
+    for (size_t index = 0; index < programs.size(); ++index) {
+      measured[index].emplace();
+      chargeFastSteps(samples[index], graph.nodes.size(), *measured[index]);
+    }
+  }
+  linked.clear();
+
+  // Every kernel timed goes into its node's work.
+  std::set<std::string> recorded;
+  for (size_t index = 0; index < programs.size(); ++index) {
+    const Program &program = programs[index];
+    const KernelTimes &kernels = *measured[index];
+    const std::map<int, NodeTimes> &times = kernels.times;
+    summary.kernels += kernels.kernels;
+    summary.mergedKernels += kernels.merged;
+    summary.unattributed += kernels.unattributed;
+    for (const auto &[name, count] : kernels.unattributedByOp)
       summary.unattributedByOp[name] += count;
-    summary.copySecondsPerStep += measured.copySeconds;
+    summary.copySecondsPerStep += kernels.copySeconds;
 
     // An entry per op of the model that is a linalg op, at its shard. Ops
     // with the same key share the entry, so it holds their mean: a kernel
@@ -635,8 +720,8 @@ profilePrograms(ModuleOp module, const BuiltOpGraph &built,
       }
     }
     if (!options.quiet)
-      os << "soap-profile: program (" << program.name << "): " << measured.kernels
-         << " kernel(s) timed\n";
+      os << "soap-profile: program (" << program.name
+         << "): " << kernels.kernels << " kernel(s) timed\n";
   }
   return summary;
 }

@@ -101,6 +101,9 @@ struct OpNode {
 
   /// The node's tensors in LoopNest form (for ShardCost).
   LoopNest loopNest(const std::vector<GraphTensor> &tensors) const;
+  /// Whether `access` is the table a gather looks its rows up in: one of
+  /// its indices runs over a lookup loop.
+  bool isLookupTable(const NodeAccess &access) const;
 };
 
 class OpGraph {

@@ -162,9 +162,15 @@ private:
   void buildParameter(int tensor);
   bool buildOwnedParameter(int tensor);
   void buildSharedParameter(int tensor);
-  /// An update of `bytes` of parameter `tensor` on `device`.
+  /// An update of `bytes` of parameter `tensor` on `device`; `inScatter`:
+  /// applied inside a gather's scatter-add (sparseSgdStep), no work of its
+  /// own.
   int addUpdate(int tensor, int region, int device, int64_t bytes,
-                const std::vector<int> &preds);
+                const std::vector<int> &preds, bool inScatter = false);
+  /// Whether the SGD step of parameter `tensor` goes into the scatter-add
+  /// of the one gather that reads it as its table, where no all-reduce
+  /// sums its gradient (--soap-lower-cpu's sparse-updates).
+  bool sparseSgdStep(int tensor) const;
   /// Adds `devices` to a communication task's resources when the machine's
   /// devices cannot compute while their data moves.
   void occupyDevices(Task &task, const int *first, const int *last);
