@@ -221,7 +221,8 @@ for m in $MODELS; do
       fi
       cat "$WORK/try.run.txt" >> "$WORK/$m.$key.steps.txt"
       median=$(sed -n 's/.*median_ms=\([0-9.]*\).*/\1/p' "$WORK/try.run.txt")
-      best=$(sed -n 's/.*median_ms=\([0-9.]*\).*/\1/p' "$WORK/$m.$key.run.txt" 2>/dev/null)
+      best=""
+      [ -f "$WORK/$m.$key.run.txt" ] && best=$(sed -n 's/.*median_ms=\([0-9.]*\).*/\1/p' "$WORK/$m.$key.run.txt")
       if [ -z "$best" ] || awk -v a="$median" -v b="$best" 'BEGIN { exit !(a < b) }'; then
         mv "$WORK/try.run.txt" "$WORK/$m.$key.run.txt"
         for f in "$WORK"/try.trace*.json; do

@@ -242,7 +242,7 @@ w("Simulated: `--soap-apply-strategy=\"strategy=S devices=N\" "
             "each) and each of its kernels timed where the step runs it, from the "
             "step's trace, its median over the fastest quarter of the steps of all "
             "runs (as measured below), each counted for "
-            "the op it comes from; the runtime's copies are charged to no op",
+            "the op it comes from, each copy the bufferization left too",
      "program": "`--program`: the kernels of each strategy's training step "
                 "as `--soap-lower-cpu` forms them, fused elementwise chains "
                 "and merged reductions included, each timed alone and counted "
@@ -325,8 +325,8 @@ w("## Where the time goes")
 w("")
 w("Per op kind: measured = the kernels' trace events on rank 0 in the median step "
   "(forward, backward and optimizer-update kernels together: the executable's "
-  "backward ops are real ops, named by their kind; `copy` is the runtime's "
-  "strided copies: pads, concatenations, slices); simulated = device 0's "
+  "backward ops are real ops, named by their kind; `copy` is the copies "
+  "bufferization left: pads, concatenations, slices); simulated = device 0's "
   "forward + backward tasks of that kind with the profile database (backward "
   "ops measured by soap-profile), and the optimizer update and the "
   "communication as separate rows. \"communication\" is, measured, the time "

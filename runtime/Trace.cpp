@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <cstring>
 
 namespace soaprt {
 
@@ -101,7 +102,10 @@ bool writeChromeTrace(const std::string &path,
 
 ScopedEvent::ScopedEvent(const char *name, const char *category, int64_t bytes)
     : name(name), category(category), bytes(bytes) {
-  if (opTracing)
+  // A copy inside a traced op (a memref.copy the lowering bracketed with
+  // the location of the op it serves, or a kernel's own copy) is part of
+  // that op's event.
+  if (opTracing && !(openOps.size() && std::strcmp(category, "copy") == 0))
     startUs = nowUs();
 }
 

@@ -696,6 +696,9 @@ LogicalResult lowerModuleForCpu(ModuleOp module,
   // Last on buffers, once every op reads what it will read.
   if (auto entry = module.lookupSymbol<func::FuncOp>(codegen::kEntrySymbol))
     codegen::markInPlaceResults(entry, description);
+  // The copies left, each an event of the op it serves.
+  if (options.traceOps)
+    codegen::insertCopyTraceHooks(module, description.ops);
   if (options.kernels != KernelCodegen::Loops) {
     if (failed(codegen::runParsed(module, kVectorCleanupPipeline, runPipeline)) ||
         failed(codegen::lowerVectorKernels(module)))

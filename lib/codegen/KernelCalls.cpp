@@ -59,23 +59,15 @@ static std::string locationString(Location loc) {
   return s;
 }
 
-void insertTraceHooks(ModuleOp module, std::vector<std::string> &ops) {
-  MLIRContext *context = module.getContext();
-  Type i64 = IntegerType::get(context, 64);
-  // Each linalg op, and each loop nest of plane updates (PlaneUpdates.cpp)
-  // as one, not the ops inside it.
-  SmallVector<Operation *> targets;
-  module.walk<WalkOrder::PreOrder>([&](Operation *op) {
-    if (op->hasAttr(kPlaneUpdatesAttr)) {
-      targets.push_back(op);
-      return WalkResult::skip();
-    }
-    if (isa<linalg::LinalgOp>(op))
-      targets.push_back(op);
-    return WalkResult::advance();
-  });
+/// Brackets each of `targets` with soaprt_op_begin/end calls of a new id,
+/// its name (op name and location) appended to `ops`.
+static void bracketWithTraceHooks(ModuleOp module,
+                                  ArrayRef<Operation *> targets,
+                                  std::vector<std::string> &ops) {
   if (targets.empty())
     return;
+  MLIRContext *context = module.getContext();
+  Type i64 = IntegerType::get(context, 64);
   func::FuncOp begin = declareRuntimeFunction(module, "soaprt_op_begin", {i64});
   func::FuncOp end = declareRuntimeFunction(module, "soaprt_op_end", {i64});
   OpBuilder b(context);
@@ -91,6 +83,28 @@ void insertTraceHooks(ModuleOp module, std::vector<std::string> &ops) {
     b.setInsertionPointAfter(op);
     func::CallOp::create(b, loc, end, ValueRange{idValue});
   }
+}
+
+void insertTraceHooks(ModuleOp module, std::vector<std::string> &ops) {
+  // Each linalg op, and each loop nest of plane updates (PlaneUpdates.cpp)
+  // as one, not the ops inside it.
+  SmallVector<Operation *> targets;
+  module.walk<WalkOrder::PreOrder>([&](Operation *op) {
+    if (op->hasAttr(kPlaneUpdatesAttr)) {
+      targets.push_back(op);
+      return WalkResult::skip();
+    }
+    if (isa<linalg::LinalgOp>(op))
+      targets.push_back(op);
+    return WalkResult::advance();
+  });
+  bracketWithTraceHooks(module, targets, ops);
+}
+
+void insertCopyTraceHooks(ModuleOp module, std::vector<std::string> &ops) {
+  SmallVector<Operation *> targets;
+  module.walk([&](memref::CopyOp copy) { targets.push_back(copy); });
+  bracketWithTraceHooks(module, targets, ops);
 }
 
 std::optional<SmallVector<RelayoutRead>> copyRelayout(linalg::GenericOp op) {

@@ -88,6 +88,10 @@ mlir::LogicalResult describeEntry(mlir::func::FuncOp entry,
 /// Brackets every linalg op of the module with soaprt_op_begin/end(id)
 /// calls and appends "name (location)" to `ops` for each id.
 void insertTraceHooks(mlir::ModuleOp module, std::vector<std::string> &ops);
+/// The same for each memref.copy left after bufferization (the copies of
+/// slices, pads and concatenations it could not do in place): with the
+/// location of the op it comes from, so that a copy counts for that op.
+void insertCopyTraceHooks(mlir::ModuleOp module, std::vector<std::string> &ops);
 
 /// On tensors: an elementwise producer with one use fuses into the linalg
 /// op that uses it, unless that op is a contraction or a convolution

@@ -28,7 +28,7 @@ SimReport Simulator::simulate(const Strategy &strategy) {
   buildAll();
   size_t numResources = machine.numDevices() + machine.links().size();
   order.clear();
-  orderReady.clear();
+  orderPosition.clear();
   checkpointFree.assign(numResources, 0);
   checkpointEnd.assign(1, 0);
   schedule(0, false);
@@ -90,12 +90,12 @@ SimReport Simulator::simulateDelta(
             relinkForward.insert(c);
       }
     }
-  // Nothing taken before the earliest ready time of a touched group can
-  // differ.
-  double resume = std::numeric_limits<double>::infinity();
+  // Nothing taken before the earliest place of a touched group can differ
+  // (groups are taken in program order: SimSchedule.cpp).
+  int64_t resume = std::numeric_limits<int64_t>::max();
   auto touch = [&](int g) {
     if (g >= 0)
-      resume = std::min(resume, groupReady[g]);
+      resume = std::min(resume, groupPosition[g]);
   };
   for (int node : nodes) {
     touch(nodeTasks[node].fwdGroup);
@@ -233,21 +233,21 @@ SimReport Simulator::simulateDelta(
   for (int g : log.relinkedGroups)
     sealGroup(g);
 
-  // A changed group whose predecessors are all unchanged becomes ready when
-  // the last of them ends in the old schedule; nothing taken before the
-  // earliest such time (or the earliest old ready time of a touched group)
-  // differs.
+  // A changed group's place is at least what it is alone and its unchanged
+  // predecessors' places in the old schedule (exactly that for a changed
+  // group whose predecessors are all unchanged, and every group a change
+  // reaches is at least as late as one of those); nothing taken before the
+  // earliest (or the earliest old place of a touched group) differs.
   for (int id : changedGroups) {
-    const Group &g = groups[id];
-    bool allUnchanged =
-        std::none_of(g.predGroups.begin(), g.predGroups.end(),
-                     [&](int p) { return changedGroup[p] != 0; });
-    if (allUnchanged)
-      resume = std::min(resume, readyTimeOf(g, nullptr));
+    int64_t atLeast = programPosition(id);
+    for (int p : groups[id].predGroups)
+      if (!changedGroup[p])
+        atLeast = std::max(atLeast, groupPosition[p]);
+    resume = std::min(resume, atLeast);
   }
   size_t prefix =
-      std::lower_bound(orderReady.begin(), orderReady.end(), resume) -
-      orderReady.begin();
+      std::lower_bound(orderPosition.begin(), orderPosition.end(), resume) -
+      orderPosition.begin();
   schedule(prefix, true);
   accountMemory(nullptr);
   return report();
@@ -275,6 +275,7 @@ bool Simulator::undo() {
       groups[g].alive = false;
   groups.resize(log.groupCount);
   groupReady.resize(log.groupCount);
+  groupPosition.resize(log.groupCount);
   changedGroup.resize(log.groupCount);
   for (auto &[id, group] : log.removedGroups) {
     groups[id] = std::move(group);
@@ -307,9 +308,9 @@ bool Simulator::undo() {
   // The schedule after the prefix, as it was.
   order.resize(log.prefix);
   order.insert(order.end(), log.order.begin(), log.order.end());
-  orderReady.resize(log.prefix);
-  orderReady.insert(orderReady.end(), log.orderReady.begin(),
-                    log.orderReady.end());
+  orderPosition.resize(log.prefix);
+  orderPosition.insert(orderPosition.end(), log.orderPosition.begin(),
+                       log.orderPosition.end());
   size_t numResources = machine.numDevices() + machine.links().size();
   checkpointFree.resize(log.checkpointsKept * numResources);
   checkpointFree.insert(checkpointFree.end(), log.checkpointFree.begin(),
@@ -321,9 +322,11 @@ bool Simulator::undo() {
   for (size_t i = 0; i < log.taskIds.size(); ++i)
     if (log.taskIds[i] < static_cast<int>(log.taskCount))
       endTime[log.taskIds[i]] = log.taskEnds[i];
-  for (auto [g, ready] : log.groupTimes)
-    if (g < static_cast<int>(log.groupCount))
-      groupReady[g] = ready;
+  for (const UndoLog::GroupTime &time : log.groupTimes)
+    if (time.group < static_cast<int>(log.groupCount)) {
+      groupReady[time.group] = time.ready;
+      groupPosition[time.group] = time.position;
+    }
   return true;
 }
 

@@ -1,7 +1,12 @@
 //===- SimSchedule.cpp - list scheduling of the task graph ---------------===//
 //
-// Takes the task groups in order of ready time onto devices and links,
-// resuming from a checkpoint after the prefix a delta simulation kept.
+// Takes the task groups onto devices and links in the partitioned
+// program's order, as each rank runs its part of the step: a rank runs
+// its ops, and waits for its communication, one after the other in the
+// order of the training step (the forward pass, the backward pass in
+// reverse, then the updates), never a later op first because its operands
+// are ready. Resumes from a checkpoint after the prefix a delta simulation
+// kept.
 //
 //===----------------------------------------------------------------------===//
 
@@ -19,11 +24,54 @@ namespace soap {
 // Scheduling
 //===----------------------------------------------------------------------===//
 
+// Places, 16 apart per op: op n's forward work at 16 n + 8 (N ops), its
+// backward work at 16 (2N - 1 - n) + 8, parameter p's update at
+// 16 (2N + p) + 8; what an op's work waits for just before it (the
+// partitioner materializes each operand where its reader needs it), what
+// follows an op's work (the all-reduce of its partial sums, a result
+// returned whole) just after it.
+int64_t Simulator::programPosition(int id) const {
+  const Group &g = groups[id];
+  const TaskKey &key = tasks[g.tasks.front()].key;
+  int64_t n = graph.nodes.size();
+  auto forward = [&](int64_t node) { return 16 * node + 8; };
+  auto backward = [&](int64_t node) { return 16 * (2 * n - 1 - node) + 8; };
+  auto atUpdate = [&](int64_t tensor) { return 16 * (2 * n + tensor) + 8; };
+  switch (key[0] % 8) {
+  case 0:
+    return forward(key[1]);
+  case 1:
+    return backward(key[1]);
+  case 2: // a forward edge into op key[1]
+    return forward(key[1]) - 4;
+  case 3: // a gradient edge into op key[1]'s backward work
+    return backward(key[1]) - 4;
+  case 4:
+    if (key[2] == 1) // the parameter to a reader
+      return forward(parameterReaders[key[1]][key[3]].first) - 4;
+    if (key[2] == 2) // returned whole at the end of the step
+      return atUpdate(graph.tensors.size());
+    // The all-reduce of its gradient before its update, where the devices
+    // cannot overlap it with computation; else as soon as the gradient is
+    // complete (--soap-lower-gpu's overlap-comm). Moves of a gradient's
+    // addends: when they are made.
+    if (key[2] == -1 && !overlapsCommunication)
+      return atUpdate(key[1]) - 4;
+    return 0;
+  case 5:
+    return atUpdate(key[1]);
+  case 6: // the all-reduce of op key[1]'s partial sums
+  case 7: // op key[1]'s result, returned whole
+    return forward(key[1]) + 4;
+  }
+  return 0;
+}
+
 double Simulator::readyTimeOf(const Group &g,
                               std::vector<double> *taskReady) const {
   // When the last of its tasks is ready (each when the last of its
-  // predecessors ends), and not before the groups it waits for were taken:
-  // so groups are taken in order of non-decreasing ready time.
+  // predecessors ends), and not before the groups it waits for became
+  // ready.
   double groupTime = 0;
   for (int p : g.predGroups)
     groupTime = later(groupTime, groupReady[p]);
@@ -69,7 +117,8 @@ void Simulator::schedule(size_t prefix, bool logForUndo) {
   if (logForUndo) {
     log.prefix = prefix;
     log.order.assign(order.begin() + prefix, order.end());
-    log.orderReady.assign(orderReady.begin() + prefix, orderReady.end());
+    log.orderPosition.assign(orderPosition.begin() + prefix,
+                             orderPosition.end());
     log.checkpointsKept = checkpoint + 1;
     log.checkpointFree.assign(checkpointFree.begin() +
                                   log.checkpointsKept * numResources,
@@ -104,7 +153,7 @@ void Simulator::schedule(size_t prefix, bool logForUndo) {
   for (int g : changedGroups)
     addToSuffix(g);
   order.resize(prefix);
-  orderReady.resize(prefix);
+  orderPosition.resize(prefix);
   checkpointFree.resize((checkpoint + 1) * numResources);
   checkpointEnd.resize(checkpoint + 1);
 
@@ -132,10 +181,13 @@ void Simulator::schedule(size_t prefix, bool logForUndo) {
         succ[succFill[p]++] = g;
 
   struct Entry {
+    int64_t position;
     double ready;
     TaskRank rank;
     int group;
     bool operator>(const Entry &o) const {
+      if (position != o.position)
+        return position > o.position;
       return ready != o.ready ? ready > o.ready : rank > o.rank;
     }
   };
@@ -143,13 +195,19 @@ void Simulator::schedule(size_t prefix, bool logForUndo) {
   auto push = [&](int id) {
     Group &g = groups[id];
     g.readyAt = readyScratch.size();
-    heap.push({readyTimeOf(g, &readyScratch), g.rank, id});
+    // Its place: never before a group it waits for (taken already).
+    int64_t position = programPosition(id);
+    for (int p : g.predGroups)
+      position = std::max(position, groupPosition[p]);
+    heap.push({position, readyTimeOf(g, &readyScratch), g.rank, id});
   };
   for (int g : suffix)
     if (remaining[g] == 0)
       push(g);
-  // Groups are taken in order of (ready time, key); each task starts when
-  // it is ready and its resources are free, and holds them until it ends.
+  // Groups are taken in order of (place, ready time, key): places never
+  // decrease along the order, since a group's place is at least its
+  // predecessors'. Each task starts when it is ready and its resources are
+  // free, and holds them until it ends.
   while (!heap.empty()) {
     Entry top = heap.top();
     heap.pop();
@@ -161,10 +219,11 @@ void Simulator::schedule(size_t prefix, bool logForUndo) {
       checkpointEnd.push_back(maxEnd);
     }
     if (logForUndo)
-      log.groupTimes.emplace_back(id, groupReady[id]);
+      log.groupTimes.push_back({id, groupReady[id], groupPosition[id]});
     groupReady[id] = top.ready;
+    groupPosition[id] = top.position;
     order.push_back(id);
-    orderReady.push_back(top.ready);
+    orderPosition.push_back(top.position);
     const Group &g = groups[id];
     const int32_t *at = g.view.data() + g.workAt;
     const int32_t *viewEnd = g.view.data() + g.view.size();

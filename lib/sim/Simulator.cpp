@@ -219,6 +219,7 @@ int Simulator::addGroup(std::vector<int> taskIds) {
     id = groups.size();
     groups.emplace_back();
     groupReady.push_back(0);
+    groupPosition.push_back(0);
     changedGroup.push_back(0);
   }
   Group &group = groups[id];
@@ -622,6 +623,7 @@ void Simulator::buildAll() {
   groups.clear();
   freeGroupIds.clear();
   groupReady.clear();
+  groupPosition.clear();
   changedGroup.clear();
   changedGroups.clear();
   edges.assign(edgeEnds.size(), EdgeTasks());

@@ -423,12 +423,19 @@ struct Simulator::UndoLog {
   // the checkpoints after the one it resumed from.
   size_t prefix = 0;
   std::vector<int> order;
-  std::vector<double> orderReady, checkpointFree, checkpointEnd;
+  std::vector<int64_t> orderPosition;
+  std::vector<double> checkpointFree, checkpointEnd;
   size_t checkpointsKept = 0;
   double scheduleEnd = 0;
   std::vector<int> taskIds;
   std::vector<double> taskEnds; ///< the end of each of taskIds
-  std::vector<std::pair<int, double>> groupTimes;
+  /// Groups taken again: their ready times and places before.
+  struct GroupTime {
+    int group;
+    double ready;
+    int64_t position;
+  };
+  std::vector<GroupTime> groupTimes;
 };
 
 } // namespace soap

@@ -28,6 +28,7 @@
 
 #include <fstream>
 #include <sstream>
+#include <tuple>
 
 using namespace soap;
 
@@ -141,6 +142,48 @@ TEST(Simulator, FifoQueueOnALink) {
   // [half, half+transfer], the second waits for its data: [2*half, ...].
   EXPECT_DOUBLE_EQ(r.stepTime, 2 * half + transfer + whole);
   EXPECT_EQ(r.totalCommBytes, 32);
+}
+
+// Each rank runs its ops in the program's order: device 0's first op (A)
+// waits for device 1's B, and its second op (C), whose operand is ready
+// from the start, runs after A, as the executable runs it, not in B's
+// time.
+TEST(Simulator, RanksRunTheirOpsInProgramOrder) {
+  Machine machine = parseMachine(kTwoDevices);
+  CostModel cost(machine);
+  OpGraph g;
+  // x -> B -> t -> A -> y; z -> C -> w; 1000 f32 each.
+  g.tensors = {{"x", {1000}, 4, "f32", false, true, -1},
+               {"t", {1000}, 4, "f32", false, false, 0},
+               {"y", {1000}, 4, "f32", false, false, 1},
+               {"z", {1000}, 4, "f32", false, true, -1},
+               {"w", {1000}, 4, "f32", false, false, 2}};
+  for (auto [name, in, out] : std::vector<std::tuple<const char *, int, int>>{
+           {"B", 0, 1}, {"A", 1, 2}, {"C", 3, 4}}) {
+    OpNode node;
+    node.opName = name;
+    node.loopSizes = {1000};
+    node.loopNames = {"d0"};
+    node.loopKinds = {DimKind::Sample};
+    node.flopsPerIteration = 1;
+    node.accesses = {{in, {loop(0)}, AccessRole::Read, false},
+                     {out, {loop(0)}, AccessRole::Write, false}};
+    g.nodes.push_back(node);
+  }
+  Strategy s;
+  s.numDevices = 2;
+  s.configs = {onDevice(1), onDevice(0), onDevice(0)};
+  Simulator sim(g, cost, SimOptions{/*training=*/false});
+  // Each op: 1 us launch + 8000 bytes at 1 GB/s; t: 1 us + 4000 bytes.
+  double op = 1e-6 + 8e-6, transfer = 1e-6 + 4e-6;
+  EXPECT_DOUBLE_EQ(sim.simulate(s).stepTime, op + transfer + op + op);
+  // C first in the program: it runs during B.
+  s.configs = {onDevice(0), onDevice(1), onDevice(0)};
+  EXPECT_DOUBLE_EQ(sim.simulate(s).stepTime, op + transfer + op);
+  // Delta simulations agree.
+  EXPECT_DOUBLE_EQ(
+      sim.simulateDelta({{0, onDevice(1)}, {1, onDevice(0)}}).stepTime,
+      op + transfer + op + op);
 }
 
 TEST(Simulator, MeasuredCollectivesPriceReshards) {

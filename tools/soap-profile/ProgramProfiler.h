@@ -46,9 +46,10 @@ struct ProgramProfileSummary {
   /// the optimizer update, which has entries of its own).
   int unattributed = 0;
   std::map<std::string, int> unattributedByOp;
-  /// --run: the runtime's copies (pads, concatenations, slices the
-  /// bufferization could not do in place), which carry no op, in seconds
-  /// per step and rank, summed over the programs.
+  /// --run: copies outside the traced kernels and copies (each memref.copy
+  /// the bufferization left is traced with the op it serves and counts for
+  /// it), which carry no op, in seconds per step and rank, summed over the
+  /// programs.
   double copySecondsPerStep = 0;
   /// Database entries written.
   int entries = 0;

@@ -677,8 +677,9 @@ static int runKernelMode(const CommandLine &cl, bool onGpu) {
          << count << " " << name;
     os << ")";
     if (cl.run)
-      os << llvm::formatv("; the runtime's copies, which no op is charged "
-                          "for: {0:F3} ms per step and rank",
+      os << llvm::formatv("; copies outside the traced kernels and copies, "
+                          "which no op is charged for: {0:F3} ms per step "
+                          "and rank",
                           programs->copySecondsPerStep * 1e3);
     os << " in " << llvm::formatv("{0:F1}", seconds) << " s; "
        << programs->entries << " op shard(s) recorded";

@@ -5,9 +5,11 @@
 // producer/consumer edge as lib/layout's reshard planner plans them for the
 // partitioner, gradient all-reduces for parameters read on several
 // devices, optimizer updates) and schedules it op by op: the tasks
-// of one op and kind form a group, groups are taken in order of (ready time,
-// key), each task starts when it is ready and its resources (device, links)
-// are free, and each resource serves tasks in the order they were taken.
+// of one op and kind form a group, groups are taken in the partitioned
+// program's order (then ready time, key), as each rank runs its part of
+// the step, each task starts when it is ready and its resources (device,
+// links) are free, and each resource serves tasks in the order they were
+// taken.
 //
 // Delta simulation: after one op's config changes, only the tasks of that op
 // and of its edges are rebuilt, and scheduling resumes after the last group
@@ -162,6 +164,10 @@ private:
   void buildParameter(int tensor);
   bool buildOwnedParameter(int tensor);
   void buildSharedParameter(int tensor);
+  /// Where group `id`'s work lies in the partitioned program's order by
+  /// what it is alone (its tasks' key; 0: right after its predecessors).
+  /// Its place is the largest of that and its predecessors' places.
+  int64_t programPosition(int id) const;
   /// An update of `bytes` of parameter `tensor` on `device`; `inScatter`:
   /// applied inside a gather's scatter-add (sparseSgdStep), no work of its
   /// own.
@@ -304,13 +310,15 @@ private:
   std::vector<std::vector<std::pair<int, int>>> parameterReaders;
   std::vector<std::vector<int>> parametersReadBy;
 
-  // The last schedule: every task's end (it started `duration` before); the
-  // groups in the order they were taken, with their ready times
-  // (non-decreasing); every kCheckpoint groups, the resources' free times
-  // and the latest end so far.
+  // The last schedule: every task's end (it started `duration` before);
+  // per group, its ready time and its place in the program's order
+  // (programPosition); the groups in the order they were taken, with their
+  // places (non-decreasing); every kCheckpoint groups, the resources' free
+  // times and the latest end so far.
   std::vector<double> endTime, groupReady;
+  std::vector<int64_t> groupPosition;
   std::vector<int> order;
-  std::vector<double> orderReady;
+  std::vector<int64_t> orderPosition;
   std::vector<double> checkpointFree, checkpointEnd;
   double scheduleEnd = 0;
   bool haveSchedule = false;
