@@ -27,7 +27,9 @@
 //     reads an overlapping region), from the backward work of its last
 //     reader to the updates, which all-reduce them one by one in argument
 //     order, each in place (the CPU lowering's reduceInPlaceWhereInputsDie);
-//     unsynchronized gradients go into the update in place;
+//     unsynchronized gradients go into the update in place, and an SGD
+//     step of a gathered table goes into the gather's scatter (no gradient
+//     buffer: sparseSgdStep);
 //   - data received for a reader (transfers), from the reader's forward
 //     work to its backward work where that keeps it (else to its forward
 //     work);
@@ -269,6 +271,16 @@ void Simulator::accountMemory(std::vector<MemoryPoint> *timeline) {
     // Only trained state stays split across steps (inputs arrive whole).
     split &= differ && updated;
     int64_t copies = updated ? 2 + stateCopies : 1;
+    // An SGD step that goes into a gather's scatter (sparseSgdStep), where
+    // no all-reduce synchronizes the table: there is no gradient buffer.
+    int tensorId = plan.argTensor[slot];
+    bool sparseTable =
+        updated && sparseSgdStep(tensorId) &&
+        std::none_of(parameterTasks[tensorId].groups.begin(),
+                     parameterTasks[tensorId].groups.end(), [&](int g) {
+                       return tasks[groups[g].tasks.front()].kind ==
+                              TaskKind::AllReduce;
+                     });
     const std::vector<int64_t> &kept =
         parameterTasks[plan.argTensor[slot]].keptBytes;
     // The step's argument type: one block's (a device that holds none gets
@@ -301,7 +313,7 @@ void Simulator::accountMemory(std::vector<MemoryPoint> *timeline) {
         plan.gradient[slot * numDevices + d] = gradient;
         continue;
       }
-      if (lastReaders[d] < 0)
+      if (lastReaders[d] < 0 || sparseTable)
         continue;
       // Devices that read overlapping regions all-reduce the gradient at
       // the updates; elsewhere the update takes it in place.

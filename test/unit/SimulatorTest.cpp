@@ -27,6 +27,7 @@
 #include <nlohmann/json.hpp>
 
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <tuple>
 
@@ -576,26 +577,49 @@ soap::zoo::ModelOptions smallOptions(const soap::zoo::ModelInfo &model) {
   return options;
 }
 
-TEST(SimulatorZoo, DeltaEqualsFullOnEveryModel) {
-  mlir::DialectRegistry registry;
-  soap::zoo::registerZooDialects(registry);
-  registerSoapDialects(registry);
-  mlir::MLIRContext context(registry);
-  context.loadAllAvailableDialects();
+/// Zoo models at small sizes (smallOptions), as op graphs.
+class SimulatorZoo : public ::testing::Test {
+protected:
+  SimulatorZoo() {
+    mlir::DialectRegistry registry;
+    soap::zoo::registerZooDialects(registry);
+    registerSoapDialects(registry);
+    context.appendDialectRegistry(registry);
+    context.loadAllAvailableDialects();
+  }
+
+  /// `model`'s op graph; nullopt with a test failure when it cannot be
+  /// built.
+  std::optional<OpGraph> graphOf(const soap::zoo::ModelInfo &model) {
+    std::string error;
+    module = soap::zoo::buildModel(context, model, smallOptions(model), error);
+    EXPECT_TRUE(module) << model.name << ": " << error;
+    if (!module)
+      return std::nullopt;
+    auto func = findTargetFunction(*module, "", error);
+    EXPECT_TRUE(func) << model.name << ": " << error;
+    if (!func)
+      return std::nullopt;
+    auto built = buildOpGraph(func, error);
+    EXPECT_TRUE(built) << model.name << ": " << error;
+    if (!built)
+      return std::nullopt;
+    return built->graph;
+  }
+
+  mlir::MLIRContext context;
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+};
+
+TEST_F(SimulatorZoo, DeltaEqualsFullOnEveryModel) {
   Machine machine = loadMachine("p100-4x4", 8);
   uint64_t seed = 100;
   int models = 0;
   for (const soap::zoo::ModelInfo &model : soap::zoo::getModels()) {
-    std::string error;
-    auto module = soap::zoo::buildModel(context, model, smallOptions(model),
-                                        error);
-    ASSERT_TRUE(module) << model.name << ": " << error;
-    auto func = findTargetFunction(*module, "", error);
-    ASSERT_TRUE(func) << model.name << ": " << error;
-    auto built = buildOpGraph(func, error);
-    ASSERT_TRUE(built) << model.name << ": " << error;
+    std::optional<OpGraph> graph = graphOf(model);
+    ASSERT_TRUE(graph);
     SCOPED_TRACE(model.name);
-    checkDeltaEqualsFull(built->graph, machine, 150, seed++, true);
+    checkDeltaEqualsFull(*graph, machine, 150, seed++, true);
     ++models;
   }
   EXPECT_GE(models, 13);
@@ -808,26 +832,15 @@ TEST(OpGraphJson, ErrorsNameTheField) {
 // With momentum (the velocity reads the whole gradient) or data
 // parallelism (the table's gradient all-reduced first) it is a dense pass
 // over the table.
-TEST(SimulatorZoo, SgdStepOfAGatheredTableRunsInItsScatter) {
-  mlir::DialectRegistry registry;
-  soap::zoo::registerZooDialects(registry);
-  registerSoapDialects(registry);
-  mlir::MLIRContext context(registry);
-  context.loadAllAvailableDialects();
+TEST_F(SimulatorZoo, SgdStepOfAGatheredTableRunsInItsScatter) {
   const soap::zoo::ModelInfo *rnnlm = nullptr;
   for (const soap::zoo::ModelInfo &model : soap::zoo::getModels())
     if (model.name == "rnnlm")
       rnnlm = &model;
   ASSERT_TRUE(rnnlm);
-  std::string error;
-  auto module =
-      soap::zoo::buildModel(context, *rnnlm, smallOptions(*rnnlm), error);
-  ASSERT_TRUE(module) << error;
-  auto func = findTargetFunction(*module, "", error);
-  ASSERT_TRUE(func) << error;
-  auto built = buildOpGraph(func, error);
-  ASSERT_TRUE(built) << error;
-  const OpGraph &g = built->graph;
+  std::optional<OpGraph> graph = graphOf(*rnnlm);
+  ASSERT_TRUE(graph);
+  const OpGraph &g = *graph;
   // The table: the tensor a gather's lookup loop indexes.
   std::string table;
   for (const OpNode &node : g.nodes)
