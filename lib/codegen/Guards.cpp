@@ -15,7 +15,13 @@
 //      guard's devices run it);
 //   2. merges each run of guards that follow each other directly and name
 //      the same devices into one guard, whose results are the values the
-//      run yields that something after it uses.
+//      run yields that something after it uses;
+//   3. inside each guard, replaces a lookup in a constant rank table
+//      (tensor.extract of a constant at soap.rank: RankTables.h) whose
+//      entries agree on the guard's devices by that entry. An op on device
+//      1 alone has its pad offsets, say, as constants again, which the
+//      kernels need (a convolution's data gradient reads its padded
+//      adjoint as a spread only at static offsets).
 //
 //===----------------------------------------------------------------------===//
 
@@ -23,9 +29,13 @@
 
 #include "soap/Dialect/SoapDialect.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Pass/Pass.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 #include "llvm/ADT/SetVector.h"
 
@@ -65,6 +75,51 @@ void sinkIntoGuards(Block &block) {
       op->moveBefore(&guard.getBody().front(),
                      guard.getBody().front().begin());
   }
+}
+
+/// Step 3 (file comment) in `guard`.
+void foldRankLookups(OnDevicesOp guard) {
+  ArrayRef<int64_t> devices = guard.getDevices();
+  if (devices.empty())
+    return;
+  SmallVector<tensor::ExtractOp> lookups;
+  bool folded = false;
+  guard.getBody().walk([&](tensor::ExtractOp extract) {
+    if (extract.getIndices().size() == 1 &&
+        extract.getIndices()[0].getDefiningOp<RankOp>())
+      lookups.push_back(extract);
+  });
+  for (tensor::ExtractOp extract : lookups) {
+    DenseElementsAttr table;
+    if (!matchPattern(extract.getTensor(), m_Constant(&table)) ||
+        table.getType().getRank() != 1)
+      continue;
+    int64_t size = table.getNumElements();
+    if (llvm::any_of(devices, [&](int64_t d) { return d < 0 || d >= size; }))
+      continue;
+    auto entries = table.getValues<Attribute>();
+    Attribute entry = entries[devices.front()];
+    if (llvm::any_of(devices, [&](int64_t d) { return entries[d] != entry; }))
+      continue;
+    OpBuilder builder(extract);
+    Value constant = arith::ConstantOp::create(builder, extract.getLoc(),
+                                               cast<TypedAttr>(entry));
+    extract.replaceAllUsesWith(constant);
+    extract.erase();
+    folded = true;
+  }
+  if (!folded)
+    return;
+  // The offsets and sizes the entries feed (through index casts) become
+  // static: a slice or pad at constant offsets.
+  MLIRContext *context = guard.getContext();
+  RewritePatternSet patterns(context);
+  arith::IndexCastOp::getCanonicalizationPatterns(patterns, context);
+  tensor::InsertSliceOp::getCanonicalizationPatterns(patterns, context);
+  tensor::ExtractSliceOp::getCanonicalizationPatterns(patterns, context);
+  // Constants stay in the guard (only its devices need them).
+  (void)applyPatternsGreedily(guard.getBody(), std::move(patterns),
+                              GreedyRewriteConfig().enableConstantCSE(false));
 }
 
 /// Step 2 for one run of at least two guards (file comment).
@@ -158,6 +213,7 @@ void mergeGuards(ModuleOp module) {
     sinkIntoGuards(*block);
     mergeAdjacentGuards(*block);
   }
+  module.walk([](OnDevicesOp guard) { foldRankLookups(guard); });
 }
 
 std::unique_ptr<Pass> createMergeGuardsPass() {

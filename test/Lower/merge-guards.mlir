@@ -76,3 +76,31 @@ func.func @effects(%x: tensor<4xf32>, %y: tensor<4xf32>, %s: f32) -> f32 {
   }
   return %t : f32
 }
+
+// -----
+
+// A rank-table lookup inside a guard: where the table's entries agree on
+// the guard's devices, the entry itself (device 1's pad offset, 2), and
+// the pad it places becomes one at a static offset; on devices [0, 1],
+// where they differ, the lookup stays.
+// CHECK-LABEL: func.func @rank_tables
+// CHECK:         soap.on_devices [1]
+// CHECK-NOT:       tensor.extract
+// CHECK:           tensor.insert_slice %{{.*}} into %{{.*}}[2] [2] [1] : tensor<2xf32> into tensor<6xf32>
+// CHECK:         soap.on_devices [0, 1]
+// CHECK:           tensor.extract %{{.*}}[%{{.*}}] : tensor<2xi64>
+func.func @rank_tables(%x: tensor<2xf32>, %pad: tensor<6xf32>) -> (tensor<6xf32>, i64) {
+  %rank = soap.rank : index
+  %table = arith.constant dense<[0, 2]> : tensor<2xi64>
+  %a = soap.on_devices [1] -> tensor<6xf32> {
+    %o = tensor.extract %table[%rank] : tensor<2xi64>
+    %i = arith.index_cast %o : i64 to index
+    %p = tensor.insert_slice %x into %pad[%i] [2] [1] : tensor<2xf32> into tensor<6xf32>
+    soap.yield %p : tensor<6xf32>
+  }
+  %b = soap.on_devices [0, 1] -> i64 {
+    %o = tensor.extract %table[%rank] : tensor<2xi64>
+    soap.yield %o : i64
+  }
+  return %a, %b : tensor<6xf32>, i64
+}
