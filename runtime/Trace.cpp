@@ -105,7 +105,7 @@ ScopedEvent::ScopedEvent(const char *name, const char *category, int64_t bytes)
   // A copy inside a traced op (a memref.copy the lowering bracketed with
   // the location of the op it serves, or a kernel's own copy) is part of
   // that op's event.
-  if (opTracing && !(openOps.size() && std::strcmp(category, "copy") == 0))
+  if (opTracing && !(!openOps.empty() && std::strcmp(category, "copy") == 0))
     startUs = nowUs();
 }
 

@@ -271,18 +271,8 @@ void Simulator::accountMemory(std::vector<MemoryPoint> *timeline) {
     // Only trained state stays split across steps (inputs arrive whole).
     split &= differ && updated;
     int64_t copies = updated ? 2 + stateCopies : 1;
-    // An SGD step that goes into a gather's scatter (sparseSgdStep), where
-    // no all-reduce synchronizes the table: there is no gradient buffer.
-    int tensorId = plan.argTensor[slot];
-    bool sparseTable =
-        updated && sparseSgdStep(tensorId) &&
-        std::none_of(parameterTasks[tensorId].groups.begin(),
-                     parameterTasks[tensorId].groups.end(), [&](int g) {
-                       return tasks[groups[g].tasks.front()].kind ==
-                              TaskKind::AllReduce;
-                     });
-    const std::vector<int64_t> &kept =
-        parameterTasks[plan.argTensor[slot]].keptBytes;
+    const ParameterTasks &sync = parameterTasks[plan.argTensor[slot]];
+    const std::vector<int64_t> &kept = sync.keptBytes;
     // The step's argument type: one block's (a device that holds none gets
     // a buffer of that type too, unused).
     int64_t keptType =
@@ -313,7 +303,8 @@ void Simulator::accountMemory(std::vector<MemoryPoint> *timeline) {
         plan.gradient[slot * numDevices + d] = gradient;
         continue;
       }
-      if (lastReaders[d] < 0 || sparseTable)
+      // An SGD step in a gather's scatter has no gradient buffer.
+      if (lastReaders[d] < 0 || sync.stepInScatter)
         continue;
       // Devices that read overlapping regions all-reduce the gradient at
       // the updates; elsewhere the update takes it in place.

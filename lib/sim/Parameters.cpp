@@ -101,6 +101,7 @@ void Simulator::buildSharedParameter(int tensorId) {
     }
     ++region;
   }
+  parameterTasks[tensorId].stepInScatter = sparse && allReduces.empty();
   std::vector<int> &groupIds = parameterTasks[tensorId].groups;
   for (std::vector<int> *ids : {&allReduces, &updates})
     if (int g = addGroup(std::move(*ids)); g >= 0)

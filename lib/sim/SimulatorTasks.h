@@ -396,6 +396,9 @@ struct Simulator::ParameterTasks {
   /// buildOwnedParameter keeps it in its gradients' layout; empty where the
   /// parameter's readers decide (accountMemory).
   std::vector<int64_t> keptBytes;
+  /// The SGD step goes into the gather's scatter on every device that
+  /// updates it (sparseSgdStep, no all-reduce): no gradient buffer.
+  bool stepInScatter = false;
 };
 
 /// What simulateDelta changed, to put it back.
