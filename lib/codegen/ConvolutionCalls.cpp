@@ -218,12 +218,13 @@ static bool untouchedBetween(Value buffer, Operation *from, Operation *to,
 /// bufferization leaves it: the image is a fresh buffer that a fill with
 /// zero writes, then one strided subview of it that differs from it only
 /// in the spatial dimensions (what the adjoint is copied into), and that
-/// nothing else writes (copies of the zeros elsewhere may read it). Then the
-/// image is zero outside the subview's points when the convolution reads
-/// it. The points are the subview or, when the image is read by nothing
-/// else and the adjoint is copied into the subview and left alone until
-/// the convolution, the adjoint itself: then the fill, the copy and the
-/// image go.
+/// nothing else writes before the convolution (copies of the zeros
+/// elsewhere may read it; a guard may yield it or a send read it after the
+/// convolution). Then the image is zero outside the subview's points when
+/// the convolution reads it. The points are the subview or, when the image
+/// is read by nothing else and the adjoint is copied into the subview and
+/// left alone until the convolution, the adjoint itself: then the fill,
+/// the copy and the image go.
 static std::optional<Spread> spreadImage(linalg::LinalgOp op,
                                          const Conv2dRoles &roles,
                                          AliasClasses &classes) {
@@ -234,6 +235,7 @@ static std::optional<Spread> spreadImage(linalg::LinalgOp op,
   memref::SubViewOp subview;
   SmallVector<Operation *> deallocs;
   bool otherReaders = false;
+  Block *block = op->getBlock();
   for (Operation *user : alloc->getUsers()) {
     if (user == op.getOperation())
       continue;
@@ -241,7 +243,12 @@ static std::optional<Spread> spreadImage(linalg::LinalgOp op,
       deallocs.push_back(user);
       continue;
     }
-    if (onlyReads(user, alloc.getResult())) {
+    // A use after the convolution in its block (a guard's yield, a send to
+    // another rank) cannot change what the convolution reads of a buffer
+    // allocated afresh in that block; it keeps the image, as a reader does.
+    if (onlyReads(user, alloc.getResult()) ||
+        (alloc->getBlock() == block && user->getBlock() == block &&
+         op->isBeforeInBlock(user))) {
       otherReaders = true;
       continue;
     }
@@ -255,7 +262,6 @@ static std::optional<Spread> spreadImage(linalg::LinalgOp op,
     }
     return std::nullopt;
   }
-  Block *block = op->getBlock();
   if (!fill || !subview || fill->getBlock() != block ||
       subview->getBlock() != block || !fill->isBeforeInBlock(subview) ||
       !subview->isBeforeInBlock(op))

@@ -11,12 +11,22 @@
 //
 // mergeGuards, before the guards are lowered:
 //   1. sinks each op without memory effects whose results are used only
-//      inside one guard of its block into that guard (so that only the
-//      guard's devices run it);
+//      inside guards of its block that name the same devices into the
+//      first of them (so that only those devices run it), which yields it
+//      to the others;
 //   2. merges each run of guards that follow each other directly and name
 //      the same devices into one guard, whose results are the values the
 //      run yields that something after it uses;
-//   3. inside each guard, replaces a lookup in a constant rank table
+//   3. moves a permuting copy (permutingCopy: the autodiff's transposed
+//      weight gradient) that a guard runs of a result an earlier guard on
+//      the same devices makes, and that nothing else reads, into that
+//      earlier guard, beside the op that makes the result. A model-parallel
+//      stage computes its weight gradients in its backward guard and
+//      updates its weights in a later guard, after other devices' guards;
+//      the transpose of each gradient then sits with the product that makes
+//      it, which writes the transposed layout directly
+//      (foldTransposesIntoConvolutions), as on one device.
+//   4. inside each guard, replaces a lookup in a constant rank table
 //      (tensor.extract of a constant at soap.rank: RankTables.h) whose
 //      entries agree on the guard's devices by that entry. An op on device
 //      1 alone has its pad offsets, say, as constants again, which the
@@ -32,10 +42,13 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
+#include "mlir/Interfaces/DestinationStyleOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Pass/Pass.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "mlir/Transforms/RegionUtils.h"
 
 #include "llvm/ADT/SetVector.h"
 
@@ -45,39 +58,98 @@ namespace soap {
 namespace codegen {
 namespace {
 
-/// The guard of `block` that all uses of `op`'s results are in, if there is
-/// one and it comes after `op`.
-OnDevicesOp onlyUserGuard(Operation *op, Block &block) {
-  OnDevicesOp guard;
+/// The guards of `block` that all uses of `op`'s results are in, in block
+/// order, if they all come after `op` and name the same devices.
+SmallVector<OnDevicesOp> userGuards(Operation *op, Block &block) {
+  SmallVector<OnDevicesOp> guards;
   for (Operation *user : op->getUsers()) {
     Operation *top = block.findAncestorOpInBlock(*user);
-    auto userGuard = dyn_cast_or_null<OnDevicesOp>(top);
-    if (!userGuard || userGuard == op || (guard && userGuard != guard))
-      return nullptr;
-    guard = userGuard;
+    auto guard = dyn_cast_or_null<OnDevicesOp>(top);
+    if (!guard || guard == op || !op->isBeforeInBlock(guard) ||
+        (!guards.empty() && guard.getDevices() != guards.front().getDevices()))
+      return {};
+    if (!llvm::is_contained(guards, guard))
+      guards.push_back(guard);
   }
-  if (guard && !op->isBeforeInBlock(guard))
-    return nullptr;
-  return guard;
+  llvm::sort(guards, [](OnDevicesOp a, OnDevicesOp b) {
+    return a->isBeforeInBlock(b);
+  });
+  return guards;
+}
+
+/// Replaces the guard `at` by a guard on its devices whose body is `body`
+/// (which has no terminator yet) and that yields, for each (result, value)
+/// of `yields` whose result something still uses, the value, which replaces
+/// the result outside the new guard.
+OnDevicesOp rebuildGuard(OnDevicesOp at, Block *body,
+                         ArrayRef<std::pair<Value, Value>> yields) {
+  SmallVector<Value> kept, yielded;
+  SmallVector<Type> types;
+  for (auto [result, value] : yields)
+    if (!result.use_empty()) {
+      kept.push_back(result);
+      yielded.push_back(value);
+      types.push_back(result.getType());
+    }
+  OpBuilder builder(at);
+  auto rebuilt =
+      OnDevicesOp::create(builder, at.getLoc(), types, at.getDevicesAttr());
+  rebuilt.getBody().push_back(body);
+  builder.setInsertionPointToEnd(body);
+  YieldOp::create(builder, at.getLoc(), yielded);
+  for (auto [result, replacement] : llvm::zip(kept, rebuilt.getResults()))
+    result.replaceUsesWithIf(replacement, [&](OpOperand &use) {
+      return !rebuilt->isAncestor(use.getOwner());
+    });
+  return rebuilt;
+}
+
+/// Replaces `guard` by one that also yields `values` (made inside it),
+/// which replace them where they are used after it.
+void yieldAlso(OnDevicesOp guard, ValueRange values) {
+  auto yield = cast<YieldOp>(guard.getBody().front().getTerminator());
+  SmallVector<std::pair<Value, Value>> results;
+  for (auto [result, value] : llvm::zip(guard.getResults(), yield.getValues()))
+    results.push_back({result, value});
+  for (Value value : values)
+    results.push_back({value, value});
+  Block *body = &guard.getBody().front();
+  body->getParent()->getBlocks().remove(body);
+  yield->erase();
+  rebuildGuard(guard, body, results);
+  guard->erase();
 }
 
 /// Step 1 (file comment), last op first, so that a chain of such ops
 /// (tensor.empty, then the linalg.fill of it) moves in whole and in order.
+/// An op that several guards on the same devices read (the padded image
+/// that a convolution reads forwards and its weight gradient backwards)
+/// moves into the first, which yields it to the others.
 void sinkIntoGuards(Block &block) {
   SmallVector<Operation *> ops;
   for (Operation &op : block)
-    ops.push_back(&op);
+    if (op.getNumResults() != 0 && !isa<OnDevicesOp>(op) &&
+        !op.hasTrait<OpTrait::IsTerminator>() && isMemoryEffectFree(&op))
+      ops.push_back(&op);
   for (Operation *op : llvm::reverse(ops)) {
-    if (op->getNumResults() == 0 || isa<OnDevicesOp>(op) ||
-        op->hasTrait<OpTrait::IsTerminator>() || !isMemoryEffectFree(op))
+    SmallVector<OnDevicesOp> guards = userGuards(op, block);
+    if (guards.empty())
       continue;
-    if (OnDevicesOp guard = onlyUserGuard(op, block))
-      op->moveBefore(&guard.getBody().front(),
-                     guard.getBody().front().begin());
+    // Several guards take what they write into (an empty tensor, a fill)
+    // each from its own copy where every rank makes it (unshareInits).
+    if (guards.size() > 1 && llvm::any_of(op->getUses(), [](OpOperand &use) {
+          auto dps = dyn_cast<DestinationStyleOpInterface>(use.getOwner());
+          return dps && dps.isDpsInit(&use);
+        }))
+      continue;
+    Block &first = guards.front().getBody().front();
+    op->moveBefore(&first, first.begin());
+    if (guards.size() > 1)
+      yieldAlso(guards.front(), op->getResults());
   }
 }
 
-/// Step 3 (file comment) in `guard`.
+/// Step 4 (file comment) in `guard`.
 void foldRankLookups(OnDevicesOp guard) {
   ArrayRef<int64_t> devices = guard.getDevices();
   if (devices.empty())
@@ -139,30 +211,13 @@ void mergeRun(ArrayRef<OnDevicesOp> run) {
       results.push_back({result, value});
     }
   }
-  SmallVector<Value> kept, yielded;
-  SmallVector<Type> types;
-  for (auto [result, value] : results)
-    if (!result.use_empty()) {
-      kept.push_back(result);
-      yielded.push_back(value);
-      types.push_back(result.getType());
-    }
-
-  OnDevicesOp first = run.front();
-  OpBuilder builder(first);
-  auto merged = OnDevicesOp::create(builder, first.getLoc(), types,
-                                    first.getDevicesAttr());
   Block *body = new Block();
-  merged.getBody().push_back(body);
   for (OnDevicesOp guard : run) {
     Block &from = guard.getBody().front();
     from.getTerminator()->erase();
     body->getOperations().splice(body->end(), from.getOperations());
   }
-  builder.setInsertionPointToEnd(body);
-  YieldOp::create(builder, first.getLoc(), yielded);
-  for (auto [result, replacement] : llvm::zip(kept, merged.getResults()))
-    result.replaceAllUsesWith(replacement);
+  rebuildGuard(run.front(), body, results);
   for (OnDevicesOp guard : run)
     guard->erase();
 }
@@ -190,16 +245,112 @@ void mergeAdjacentGuards(Block &block) {
     mergeRun(each);
 }
 
+/// Whether `value`, which an op of `consumer` reads, can be had in the
+/// earlier guard `producer` of the same block: it is defined before
+/// `producer` or outside the block, or made in `consumer` by ops without
+/// memory effects or regions from such values (a tensor.empty, a fill of
+/// it with a constant), which `producer` can make again.
+bool availableIn(Value value, OnDevicesOp producer, OnDevicesOp consumer) {
+  Operation *def = value.getDefiningOp();
+  Block *block = producer->getBlock();
+  if (!def) {
+    Region *region = value.getParentRegion();
+    return !consumer->isProperAncestor(region->getParentOp()) &&
+           region != &consumer.getBody();
+  }
+  if (!consumer->isProperAncestor(def)) {
+    Operation *top = block->findAncestorOpInBlock(*def);
+    return !top || top->isBeforeInBlock(producer);
+  }
+  if (def->getBlock() != &consumer.getBody().front() ||
+      def->getNumRegions() != 0 || !isMemoryEffectFree(def))
+    return false;
+  return llvm::all_of(def->getOperands(), [&](Value operand) {
+    return availableIn(operand, producer, consumer);
+  });
+}
+
+/// Step 3 (file comment) for the copies of `producer`'s results.
+void hoistCopiesOfResults(OnDevicesOp producer) {
+  Block *block = producer->getBlock();
+  auto yield = cast<YieldOp>(producer.getBody().front().getTerminator());
+  SmallVector<std::pair<Value, Operation *>> copies; // (result, copy)
+  for (auto [result, value] :
+       llvm::zip(producer.getResults(), yield.getValues())) {
+    if (!result.hasOneUse() || !value.getDefiningOp<linalg::LinalgOp>())
+      continue;
+    Operation *copy = *result.getUsers().begin();
+    auto consumer = dyn_cast<OnDevicesOp>(copy->getParentOp());
+    if (!consumer || consumer->getBlock() != block ||
+        consumer.getDevices() != producer.getDevices() ||
+        copy->getNumResults() != 1 || !permutingCopy(copy, result))
+      continue;
+    llvm::SetVector<Value> reads(copy->getOperands().begin(),
+                                 copy->getOperands().end());
+    getUsedValuesDefinedAbove(copy->getRegions(), reads);
+    if (llvm::all_of(reads, [&](Value read) {
+          return read == result || availableIn(read, producer, consumer);
+        }))
+      copies.push_back({result, copy});
+  }
+  if (copies.empty())
+    return;
+  // Each copy, and what it reads that its guard makes, goes before the
+  // producer's yield; its result becomes one of the producer's.
+  OpBuilder builder(yield);
+  SmallVector<Value> moved;
+  for (auto [result, copy] : copies) {
+    IRMapping mapping;
+    mapping.map(result,
+                yield.getValues()[cast<OpResult>(result).getResultNumber()]);
+    llvm::SetVector<Value> reads(copy->getOperands().begin(),
+                                 copy->getOperands().end());
+    getUsedValuesDefinedAbove(copy->getRegions(), reads);
+    // The ops of the consumer that make what the copy reads, in order.
+    llvm::SetVector<Operation *> makers;
+    std::function<void(Value)> collect = [&](Value read) {
+      Operation *def = read.getDefiningOp();
+      if (!def || !copy->getParentOp()->isProperAncestor(def) ||
+          makers.contains(def))
+        return;
+      for (Value operand : def->getOperands())
+        collect(operand);
+      makers.insert(def);
+    };
+    for (Value read : reads)
+      if (read != result)
+        collect(read);
+    for (Operation *maker : makers)
+      builder.clone(*maker, mapping);
+    Value made = builder.clone(*copy, mapping)->getResult(0);
+    copy->getResult(0).replaceAllUsesWith(made);
+    copy->erase();
+    for (Operation *maker : llvm::reverse(makers))
+      if (maker->use_empty())
+        maker->erase();
+    moved.push_back(made);
+  }
+  // Later guards read the moved copies' results through the new guard's.
+  yieldAlso(producer, moved);
+}
+
+void hoistCopiesIntoProducers(Block &block) {
+  SmallVector<OnDevicesOp> guards(block.getOps<OnDevicesOp>());
+  for (OnDevicesOp guard : guards)
+    hoistCopiesOfResults(guard);
+}
+
 struct MergeGuardsPass
     : PassWrapper<MergeGuardsPass, OperationPass<ModuleOp>> {
   MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(MergeGuardsPass)
 
   StringRef getArgument() const override { return "soap-merge-guards"; }
   StringRef getDescription() const override {
-    return "sink ops without memory effects into the one soap.on_devices "
-           "guard that uses them, and merge neighbouring guards on the same "
-           "devices into one (the CPU lowering runs it before it lowers the "
-           "guards)";
+    return "sink ops without memory effects into the soap.on_devices "
+           "guards on one device set that use them, merge neighbouring "
+           "guards on the same devices into one, and move transposes of a "
+           "guard's results into it (the CPU lowering runs it before it "
+           "lowers the guards)";
   }
   void runOnOperation() override { mergeGuards(getOperation()); }
 };
@@ -212,6 +363,7 @@ void mergeGuards(ModuleOp module) {
   for (Block *block : blocks) {
     sinkIntoGuards(*block);
     mergeAdjacentGuards(*block);
+    hoistCopiesIntoProducers(*block);
   }
   module.walk([](OnDevicesOp guard) { foldRankLookups(guard); });
 }

@@ -8,8 +8,10 @@
 // 30522 x 256 word embeddings that copy is 31 MB each way, about 4 ms of a
 // 60 ms one-thread step, for the few hundred rows a batch touches.
 //
-// After bufferization the result is the out-parameter that a top-level
-// `memref.copy %arg, %out` fills. When every use of the argument (and of
+// After bufferization the result is the out-parameter that a
+// `memref.copy %arg, %out` fills, at the top level or, in a partitioned
+// program that places the table on some devices, inside their guard (an
+// scf.if on the rank). When every use of the argument (and of
 // its views) comes before that copy, and every use of the out-parameter at
 // or after it, the step computes the same result if the two are one buffer:
 // the copy is then skipped (it runs only when the pointers differ) and the
@@ -47,25 +49,49 @@ llvm::SetVector<Value> viewsOf(Value root) {
   return views;
 }
 
-/// Whether every op of `body` that uses `value` or a view of it runs
-/// before `copy` (`before`) or at or after it (!`before`).
+/// Whether every op that uses `value` or a view of it runs before `copy`
+/// (`before`) or at or after it (!`before`): in the innermost block around
+/// the copy that holds the use, the op that holds it comes before or after
+/// the op that holds the copy (a use in another region of an scf.if around
+/// the copy, which runs instead of it, is on neither side).
 bool usedOnlyOnOneSide(Block &body, Value value, Operation *copy, bool before) {
   for (Value view : viewsOf(value))
     for (Operation *user : view.getUsers()) {
-      Operation *top = body.findAncestorOpInBlock(*user);
-      if (!top)
-        return false;
       // A view of it (viewsOf collected its result): its own uses are
       // judged.
       if (auto asView = dyn_cast<ViewLikeOpInterface>(user);
           asView && asView.getViewSource() == view)
         continue;
-      if (top == copy)
+      if (user == copy)
         continue;
-      if (before != top->isBeforeInBlock(copy))
+      Operation *side = nullptr, *around = copy;
+      while (!side) {
+        side = around->getBlock()->findAncestorOpInBlock(*user);
+        if (side)
+          break;
+        if (around->getBlock() == &body)
+          return false;
+        around = around->getParentOp();
+      }
+      if (side == around || before != side->isBeforeInBlock(around))
         return false;
     }
   return true;
+}
+
+/// The copies of `body`, at its top level or inside scf.if ops only (a
+/// device guard: each runs at most once a step).
+SmallVector<memref::CopyOp> copiesOnceAStep(Block &body) {
+  SmallVector<memref::CopyOp> copies;
+  body.walk([&](memref::CopyOp copy) {
+    for (Operation *at = copy; at->getBlock() != &body;) {
+      at = at->getParentOp();
+      if (!isa<scf::IfOp>(at))
+        return;
+    }
+    copies.push_back(copy);
+  });
+  return copies;
 }
 
 } // namespace
@@ -147,11 +173,8 @@ int markInPlaceResults(func::FuncOp entry, ModelDescription &description) {
       !entry.getBody().hasOneBlock())
     return 0;
   Block &body = entry.getBody().front();
-  SmallVector<memref::CopyOp> copies;
-  for (auto copy : body.getOps<memref::CopyOp>())
-    copies.push_back(copy);
   int marked = 0;
-  for (memref::CopyOp copy : copies) {
+  for (memref::CopyOp copy : copiesOnceAStep(body)) {
     auto source = dyn_cast<BlockArgument>(copy.getSource());
     auto target = dyn_cast<BlockArgument>(copy.getTarget());
     if (!source || !target || source.getOwner() != &body ||

@@ -104,3 +104,99 @@ func.func @rank_tables(%x: tensor<2xf32>, %pad: tensor<6xf32>) -> (tensor<6xf32>
   }
   return %a, %b : tensor<6xf32>, i64
 }
+
+// -----
+
+// A weight gradient that device 1 makes in its backward guard and
+// transposes in a later update guard, with device 0's guard between them:
+// the transpose (and the empty tensor it writes) moves into the guard that
+// makes the gradient, which yields the transpose instead. The transpose of
+// a result that something else reads too, and the one in a guard on other
+// devices, stay.
+// CHECK-LABEL: func.func @copies
+// CHECK:         %[[G:.*]]:3 = soap.on_devices [1] -> tensor<2x3xf32>, tensor<2x3xf32>, tensor<3x2xf32> {
+// CHECK:           %[[P:.*]] = linalg.matmul
+// CHECK-NEXT:      %[[Q:.*]] = linalg.matmul
+// CHECK-NEXT:      %[[R:.*]] = linalg.matmul
+// CHECK-NEXT:      %[[E:.*]] = tensor.empty() : tensor<3x2xf32>
+// CHECK-NEXT:      %[[T:.*]] = linalg.transpose ins(%[[P]] : tensor<2x3xf32>) outs(%[[E]] : tensor<3x2xf32>)
+// CHECK-NEXT:      soap.yield %[[Q]], %[[R]], %[[T]]
+// CHECK:         soap.on_devices [0]
+// CHECK:         soap.on_devices [1] -> tensor<3x2xf32>, tensor<3x2xf32> {
+// CHECK-NEXT:      tensor.empty
+// CHECK-NEXT:      %[[T2:.*]] = linalg.transpose ins(%[[G]]#0
+// CHECK-NEXT:      soap.yield %[[G]]#2, %[[T2]]
+// CHECK:         soap.on_devices [2] -> tensor<3x2xf32> {
+// CHECK-NEXT:      tensor.empty
+// CHECK-NEXT:      linalg.transpose ins(%[[G]]#1
+func.func @copies(%a: tensor<2x4xf32>, %b: tensor<4x3xf32>, %s: tensor<4xf32>) -> (tensor<3x2xf32>, tensor<3x2xf32>, tensor<2x3xf32>, tensor<3x2xf32>, tensor<4xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %g:3 = soap.on_devices [1] -> tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32> {
+    %e = tensor.empty() : tensor<2x3xf32>
+    %f = linalg.fill ins(%zero : f32) outs(%e : tensor<2x3xf32>) -> tensor<2x3xf32>
+    %p = linalg.matmul ins(%a, %b : tensor<2x4xf32>, tensor<4x3xf32>) outs(%f : tensor<2x3xf32>) -> tensor<2x3xf32>
+    %q = linalg.matmul ins(%a, %b : tensor<2x4xf32>, tensor<4x3xf32>) outs(%f : tensor<2x3xf32>) -> tensor<2x3xf32>
+    %r = linalg.matmul ins(%a, %b : tensor<2x4xf32>, tensor<4x3xf32>) outs(%f : tensor<2x3xf32>) -> tensor<2x3xf32>
+    soap.yield %p, %q, %r : tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>
+  }
+  %o = soap.on_devices [0] -> tensor<4xf32> {
+    %e = tensor.empty() : tensor<4xf32>
+    %r = linalg.add ins(%s, %s : tensor<4xf32>, tensor<4xf32>) outs(%e : tensor<4xf32>) -> tensor<4xf32>
+    soap.yield %r : tensor<4xf32>
+  }
+  %u:2 = soap.on_devices [1] -> tensor<3x2xf32>, tensor<3x2xf32> {
+    %e = tensor.empty() : tensor<3x2xf32>
+    %t = linalg.transpose ins(%g#0 : tensor<2x3xf32>) outs(%e : tensor<3x2xf32>) permutation = [1, 0]
+    %e2 = tensor.empty() : tensor<3x2xf32>
+    %t2 = linalg.transpose ins(%g#1 : tensor<2x3xf32>) outs(%e2 : tensor<3x2xf32>) permutation = [1, 0]
+    soap.yield %t, %t2 : tensor<3x2xf32>, tensor<3x2xf32>
+  }
+  %w = soap.on_devices [2] -> tensor<3x2xf32> {
+    %e = tensor.empty() : tensor<3x2xf32>
+    %t = linalg.transpose ins(%g#2 : tensor<2x3xf32>) outs(%e : tensor<3x2xf32>) permutation = [1, 0]
+    soap.yield %t : tensor<3x2xf32>
+  }
+  return %u#0, %u#1, %g#1, %w, %o : tensor<3x2xf32>, tensor<3x2xf32>, tensor<2x3xf32>, tensor<3x2xf32>, tensor<4xf32>
+}
+
+// -----
+
+// A pad that two guards on device 0 read, with a guard on device 1 between
+// them (a convolution's padded image, read forwards and by its weight
+// gradient): it moves into the first, which yields it to the second, so
+// device 1 does not pad. The pad that guards on two device sets read
+// stays where every rank runs it, as does anything several guards write
+// into (an init).
+// CHECK-LABEL: func.func @shared
+// CHECK:         %[[Q:.*]] = tensor.pad %arg1
+// CHECK:         %[[G:.*]]:2 = soap.on_devices [0] -> tensor<6xf32>, tensor<6xf32> {
+// CHECK-NEXT:      %[[P:.*]] = tensor.pad %arg0
+// CHECK:           %[[A:.*]] = linalg.add ins(%[[P]], %[[P]]
+// CHECK-NEXT:      soap.yield %[[A]], %[[P]]
+// CHECK:         soap.on_devices [1]
+// CHECK:         soap.on_devices [0]
+// CHECK-NEXT:      linalg.add ins(%[[G]]#1, %[[Q]]
+func.func @shared(%x: tensor<4xf32>, %y: tensor<4xf32>, %o: tensor<6xf32>) -> (tensor<6xf32>, tensor<6xf32>, tensor<6xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %p = tensor.pad %x low[1] high[1] {
+  ^bb0(%i: index):
+    tensor.yield %zero : f32
+  } : tensor<4xf32> to tensor<6xf32>
+  %q = tensor.pad %y low[1] high[1] {
+  ^bb0(%i: index):
+    tensor.yield %zero : f32
+  } : tensor<4xf32> to tensor<6xf32>
+  %a = soap.on_devices [0] -> tensor<6xf32> {
+    %r = linalg.add ins(%p, %p : tensor<6xf32>, tensor<6xf32>) outs(%o : tensor<6xf32>) -> tensor<6xf32>
+    soap.yield %r : tensor<6xf32>
+  }
+  %b = soap.on_devices [1] -> tensor<6xf32> {
+    %r = linalg.add ins(%q, %q : tensor<6xf32>, tensor<6xf32>) outs(%o : tensor<6xf32>) -> tensor<6xf32>
+    soap.yield %r : tensor<6xf32>
+  }
+  %c = soap.on_devices [0] -> tensor<6xf32> {
+    %r = linalg.add ins(%p, %q : tensor<6xf32>, tensor<6xf32>) outs(%o : tensor<6xf32>) -> tensor<6xf32>
+    soap.yield %r : tensor<6xf32>
+  }
+  return %a, %b, %c : tensor<6xf32>, tensor<6xf32>, tensor<6xf32>
+}
