@@ -274,7 +274,12 @@ bool availableIn(Value value, OnDevicesOp producer, OnDevicesOp consumer) {
 void hoistCopiesOfResults(OnDevicesOp producer) {
   Block *block = producer->getBlock();
   auto yield = cast<YieldOp>(producer.getBody().front().getTerminator());
-  SmallVector<std::pair<Value, Operation *>> copies; // (result, copy)
+  struct Copy {
+    Value result;                // of the producer, which the copy reads
+    Operation *copy;             // in the consumer
+    llvm::SetVector<Value> reads; // its operands and captured values
+  };
+  SmallVector<Copy> copies;
   for (auto [result, value] :
        llvm::zip(producer.getResults(), yield.getValues())) {
     if (!result.hasOneUse() || !value.getDefiningOp<linalg::LinalgOp>())
@@ -291,7 +296,7 @@ void hoistCopiesOfResults(OnDevicesOp producer) {
     if (llvm::all_of(reads, [&](Value read) {
           return read == result || availableIn(read, producer, consumer);
         }))
-      copies.push_back({result, copy});
+      copies.push_back({result, copy, std::move(reads)});
   }
   if (copies.empty())
     return;
@@ -299,13 +304,10 @@ void hoistCopiesOfResults(OnDevicesOp producer) {
   // producer's yield; its result becomes one of the producer's.
   OpBuilder builder(yield);
   SmallVector<Value> moved;
-  for (auto [result, copy] : copies) {
+  for (auto &[result, copy, reads] : copies) {
     IRMapping mapping;
     mapping.map(result,
                 yield.getValues()[cast<OpResult>(result).getResultNumber()]);
-    llvm::SetVector<Value> reads(copy->getOperands().begin(),
-                                 copy->getOperands().end());
-    getUsedValuesDefinedAbove(copy->getRegions(), reads);
     // The ops of the consumer that make what the copy reads, in order.
     llvm::SetVector<Operation *> makers;
     std::function<void(Value)> collect = [&](Value read) {

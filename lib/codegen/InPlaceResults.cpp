@@ -64,14 +64,13 @@ bool usedOnlyOnOneSide(Block &body, Value value, Operation *copy, bool before) {
         continue;
       if (user == copy)
         continue;
-      Operation *side = nullptr, *around = copy;
+      Operation *around = copy;
+      Operation *side = around->getBlock()->findAncestorOpInBlock(*user);
       while (!side) {
-        side = around->getBlock()->findAncestorOpInBlock(*user);
-        if (side)
-          break;
         if (around->getBlock() == &body)
           return false;
         around = around->getParentOp();
+        side = around->getBlock()->findAncestorOpInBlock(*user);
       }
       if (side == around || before != side->isBeforeInBlock(around))
         return false;
