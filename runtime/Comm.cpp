@@ -389,7 +389,7 @@ void soaprt_all_reduce(const void *in, void *out, int64_t count, int64_t dtype,
   if (!enter("soap.all_reduce", group, groupSize))
     return;
   size_t bytes = count * elementBytes(dtype);
-  ScopedEvent event("soap.all_reduce", "comm", bytes);
+  ScopedEvent event("soap.all_reduce", "comm", bytes, groupSize);
 #if SOAP_HAVE_MPI
   if (groupSize > 1) {
     // The lowering reduces a buffer that dies at the call in place (the
@@ -426,7 +426,9 @@ int64_t soaprt_all_reduce_start(const void *in, void *out, int64_t count,
         std::memcpy(out, in, count * elementBytes(dtype));
       return 0;
     }
-    ScopedEvent event("soap.all_reduce", "comm", count * elementBytes(dtype));
+    // Only posts the all-reduce: soap.wait times the rest.
+    ScopedEvent event("soap.all_reduce_start", "comm",
+                      count * elementBytes(dtype), groupSize);
     check(MPI_Iallreduce(in == out ? MPI_IN_PLACE : in, out,
                          checkedCount(count), mpiType(dtype), mpiOp(op, dtype),
                          groupComm(group, groupSize), &pending.request),

@@ -384,7 +384,7 @@ int64_t allReduceStart(const void *in, void *out, int64_t count,
     });
     return 0;
   }
-  ScopedEvent event("soap.all_reduce", "comm", bytes);
+  ScopedEvent event("soap.all_reduce", "comm", bytes, groupSize);
   ncclComm_t comm = groupComm(group, groupSize);
   OnCommStream scope;
   flushSends();

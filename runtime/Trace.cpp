@@ -85,6 +85,8 @@ bool writeChromeTrace(const std::string &path,
     nlohmann::json args = {{"id", event.id}};
     if (isComm || isCopy)
       args = {{"bytes", event.bytes}};
+    if (isComm && event.ranks > 0)
+      args["ranks"] = event.ranks;
     events.push_back({{"name", name},
                       {"cat", event.category},
                       {"ph", "X"},
@@ -100,8 +102,9 @@ bool writeChromeTrace(const std::string &path,
   return soap::writeFileAtomically(path, trace.dump() + "\n", error);
 }
 
-ScopedEvent::ScopedEvent(const char *name, const char *category, int64_t bytes)
-    : name(name), category(category), bytes(bytes) {
+ScopedEvent::ScopedEvent(const char *name, const char *category, int64_t bytes,
+                         int64_t ranks)
+    : name(name), category(category), bytes(bytes), ranks(ranks) {
   // A copy inside a traced op (a memref.copy the lowering bracketed with
   // the location of the op it serves, or a kernel's own copy) is part of
   // that op's event.
@@ -113,7 +116,7 @@ ScopedEvent::~ScopedEvent() {
   if (startUs < 0 || traceEvents().size() >= kMaxEvents)
     return;
   traceEvents().push_back(
-      {name, category, startUs, nowUs() - startUs, -1, bytes});
+      {name, category, startUs, nowUs() - startUs, -1, bytes, ranks});
 }
 
 } // namespace soaprt

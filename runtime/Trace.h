@@ -24,6 +24,7 @@ struct TraceEvent {
   int64_t id = -1;   // the op's index in soap_model_info's "ops", or the step
   int64_t bytes = 0; // "comm": the bytes this rank contributes; "copy";
                      // "memory": the bytes tensors hold from then on
+  int64_t ranks = 0; // "comm": the ranks of the group (0: not recorded)
 };
 
 /// Records an event for the lifetime of the object, while kernel tracing is
@@ -33,14 +34,16 @@ struct TraceEvent {
 /// for (pads, concatenations, slices).
 class ScopedEvent {
 public:
-  ScopedEvent(const char *name, const char *category, int64_t bytes);
+  /// `ranks`: a collective's group size, recorded with "comm" events.
+  ScopedEvent(const char *name, const char *category, int64_t bytes,
+              int64_t ranks = 0);
   ~ScopedEvent();
   ScopedEvent(const ScopedEvent &) = delete;
   ScopedEvent &operator=(const ScopedEvent &) = delete;
 
 private:
   const char *name, *category;
-  int64_t bytes;
+  int64_t bytes, ranks;
   double startUs = -1;
 };
 

@@ -45,18 +45,16 @@ std::string ProfileDatabase::key(const OpGraph &graph, int node,
   return os.str();
 }
 
-std::string ProfileDatabase::updateKey(const std::string &optimizer,
-                                       int64_t elements,
-                                       const std::string &deviceKind) {
-  return "soap.update " + optimizer + " [" + std::to_string(elements) +
-         "] f32 " + deviceKind;
+namespace {
+std::string inStepSuffix(int group) {
+  return group > 0 ? " in-step x" + std::to_string(group) : "";
 }
 
+/// The (count, seconds) points of the keys "<prefix><count><suffix>",
+/// sorted.
 std::vector<std::pair<int64_t, double>>
-ProfileDatabase::updateCurve(const std::string &optimizer,
-                             const std::string &deviceKind) const {
-  std::string prefix = "soap.update " + optimizer + " [";
-  std::string suffix = "] f32 " + deviceKind;
+curveOf(const std::map<std::string, ProfileDatabase::Entry> &entries,
+        const std::string &prefix, const std::string &suffix) {
   std::vector<std::pair<int64_t, double>> curve;
   for (auto it = entries.lower_bound(prefix);
        it != entries.end() && it->first.compare(0, prefix.size(), prefix) == 0;
@@ -74,6 +72,37 @@ ProfileDatabase::updateCurve(const std::string &optimizer,
   }
   std::sort(curve.begin(), curve.end());
   return curve;
+}
+} // namespace
+
+std::string ProfileDatabase::updateKey(const std::string &optimizer,
+                                       int64_t elements,
+                                       const std::string &deviceKind,
+                                       int inStepGroup) {
+  return "soap.update " + optimizer + " [" + std::to_string(elements) +
+         "] f32 " + deviceKind + inStepSuffix(inStepGroup);
+}
+
+std::vector<std::pair<int64_t, double>>
+ProfileDatabase::updateCurve(const std::string &optimizer,
+                             const std::string &deviceKind,
+                             int inStepGroup) const {
+  return curveOf(entries, "soap.update " + optimizer + " [",
+                 "] f32 " + deviceKind + inStepSuffix(inStepGroup));
+}
+
+std::string ProfileDatabase::allReduceKey(int64_t bytes,
+                                          const std::string &deviceKind,
+                                          int group) {
+  return "soap.all_reduce [" + std::to_string(bytes) + "] " + deviceKind +
+         inStepSuffix(group);
+}
+
+std::vector<std::pair<int64_t, double>>
+ProfileDatabase::allReduceCurve(const std::string &deviceKind,
+                                int group) const {
+  return curveOf(entries, "soap.all_reduce [",
+                 "] " + deviceKind + inStepSuffix(group));
 }
 
 std::optional<ProfileDatabase::Entry>
@@ -216,6 +245,16 @@ CostModel::CostModel(const Machine &machine, const ProfileDatabase *profile,
                                        machine.deviceType().name);
     sgdCurve = profile->updateCurve(optimizerName(Optimizer::SGD),
                                     machine.deviceType().name);
+    for (int group = 1; group <= machine.numDevices(); ++group) {
+      auto updates = profile->updateCurve(optimizerName(optimizer),
+                                          machine.deviceType().name, group);
+      if (!updates.empty())
+        inStepUpdates[group] = std::move(updates);
+      auto allReduces =
+          profile->allReduceCurve(machine.deviceType().name, group);
+      if (!allReduces.empty())
+        inStepAllReduces[group] = std::move(allReduces);
+    }
   }
 }
 
@@ -415,7 +454,11 @@ double CostModel::accumulateTime(int64_t bytes, int device) const {
                       OpClass::Elementwise, device);
 }
 
-double CostModel::updateTime(int64_t bytes, int device) const {
+double CostModel::updateTime(int64_t bytes, int device, int syncGroup) const {
+  if (auto inStep = inStepUpdates.find(syncGroup);
+      inStep != inStepUpdates.end())
+    return interpolateCurve(inStep->second, static_cast<double>(bytes) / 4,
+                            /*extendSlope=*/false);
   if (!updateCurve.empty())
     return interpolateCurve(updateCurve, static_cast<double>(bytes) / 4,
                             /*extendSlope=*/false);
@@ -425,6 +468,32 @@ double CostModel::updateTime(int64_t bytes, int device) const {
   double traffic = static_cast<double>(bytes) * (3 + 2 * state);
   double flops = static_cast<double>(bytes) / 4 * (2 + 4 * state);
   return rooflineTime(flops, traffic, "f32", OpClass::Elementwise, device);
+}
+
+double CostModel::allReduceTime(int64_t bytes,
+                                const std::vector<int> &group) const {
+  double time = target.allReduceTime(bytes, group);
+  auto inStep = inStepAllReduces.find(static_cast<int>(group.size()));
+  if (inStep == inStepAllReduces.end() || bytes <= 0)
+    return time;
+  // The in-step / machine ratio at each measured size, interpolated in log
+  // bytes; the nearest one beyond them.
+  auto ratioAt = [&](const std::pair<int64_t, double> &point) {
+    double machineTime = target.allReduceTime(point.first, group);
+    return machineTime > 0 ? point.second / machineTime : 1.0;
+  };
+  const auto &points = inStep->second;
+  auto above = std::lower_bound(points.begin(), points.end(), bytes,
+                                [](const std::pair<int64_t, double> &p,
+                                   int64_t v) { return p.first < v; });
+  if (above == points.begin())
+    return time * ratioAt(points.front());
+  if (above == points.end())
+    return time * ratioAt(points.back());
+  const auto &below = *(above - 1);
+  double f = std::log(static_cast<double>(bytes) / below.first) /
+             std::log(static_cast<double>(above->first) / below.first);
+  return time * (ratioAt(below) + f * (ratioAt(*above) - ratioAt(below)));
 }
 
 } // namespace soap

@@ -79,7 +79,7 @@ void Simulator::buildSharedParameter(int tensorId) {
       task.bytes = bytes;
       task.groupSize = devices.size();
       task.members.append(devices.begin(), devices.end());
-      task.duration = machine.allReduceTime(bytes, devices);
+      task.duration = cost.allReduceTime(bytes, devices);
       for (LinkId link : machine.collectiveLinks(devices))
         task.resources.push_back(numDevices + link);
       occupyDevices(task, devices.data(), devices.data() + devices.size());
@@ -96,8 +96,10 @@ void Simulator::buildSharedParameter(int tensorId) {
           if (placements[node]->devices[t] == device)
             preds.push_back(nodeTasks[node].bwd[t]);
       }
-      updates.push_back(addUpdate(tensorId, region, device, bytes, preds,
-                                  sparse && allReduce < 0));
+      updates.push_back(
+          addUpdate(tensorId, region, device, bytes, preds,
+                    allReduce >= 0 ? static_cast<int>(devices.size()) : 1,
+                    sparse && allReduce < 0));
     }
     ++region;
   }
@@ -117,7 +119,8 @@ bool Simulator::sparseSgdStep(int tensorId) const {
 }
 
 int Simulator::addUpdate(int tensorId, int region, int device, int64_t bytes,
-                         const std::vector<int> &preds, bool inScatter) {
+                         const std::vector<int> &preds, int syncGroup,
+                         bool inScatter) {
   int id = newTask();
   Task &task = tasks[id];
   task.kind = TaskKind::Update;
@@ -125,7 +128,7 @@ int Simulator::addUpdate(int tensorId, int region, int device, int64_t bytes,
   task.bytes = bytes;
   task.device = device;
   task.resources = {device};
-  task.duration = inScatter ? 0 : cost.updateTime(bytes, device);
+  task.duration = inScatter ? 0 : cost.updateTime(bytes, device, syncGroup);
   task.preds.append(preds.begin(), preds.end());
   return id;
 }
@@ -272,7 +275,7 @@ bool Simulator::buildOwnedParameter(int tensorId) {
     if (target.blocks[d]) {
       updates[d] = addUpdate(tensorId, 0, d,
                              target.blocks[d]->volume() * tensor.elementBytes,
-                             atTarget[d]);
+                             atTarget[d], /*syncGroup=*/1);
       updateIds.push_back(updates[d]);
     }
   steps.push_back(std::move(updateIds));

@@ -112,7 +112,11 @@ int Simulator::addCollective(CollectiveKind kind, const TaskKey &key,
   t.bytes = bytes;
   t.groupSize = static_cast<int>(group.size());
   t.members.append(group.begin(), group.end());
-  t.duration = machine.collectiveCost(kind, bytes, group).time;
+  // All-reduces as training steps run them where the profile timed some
+  // (CostModel::allReduceTime).
+  t.duration = kind == CollectiveKind::AllReduce
+                   ? cost.allReduceTime(bytes, group)
+                   : machine.collectiveCost(kind, bytes, group).time;
   for (LinkId link : machine.collectiveLinks(group))
     t.resources.push_back(numDevices + link);
   occupyDevices(t, group.data(), group.data() + group.size());

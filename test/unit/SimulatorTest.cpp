@@ -737,6 +737,75 @@ TEST_F(SimulatorIR, MissingShardsScaleAMeasuredShardOfTheirOp) {
   EXPECT_EQ(coverage.rooflineByOp.count("linalg.matmul"), 1u);
 }
 
+// Updates and all-reduces that soap-profile --run timed in training steps
+// price the simulator's: an update after an all-reduce over 2 devices from
+// those timed after one (data parallelism's), an update without one from
+// those timed without, and an all-reduce at the ratio of the step's times
+// to the machine's at the measured sizes.
+TEST_F(SimulatorIR, InStepUpdatesAndAllReducesPriceTheStep) {
+  OpGraph g = graphOfFile("docs/examples/mlp.mlir");
+  Machine machine = loadMachine("cpu-local", 2);
+  const std::string kind = machine.deviceType().name;
+  ProfileDatabase alone;
+  alone.record(ProfileDatabase::updateKey("sgd", 1000, kind), {1e-6, 0});
+  ProfileDatabase synced = alone;
+  synced.record(ProfileDatabase::updateKey("sgd", 1000, kind, 2), {1e-3, 0});
+  ProfileDatabase local = alone;
+  local.record(ProfileDatabase::updateKey("sgd", 1000, kind, 1), {1e-3, 0});
+  CostModel aloneCost(machine, &alone), syncedCost(machine, &synced),
+      localCost(machine, &local);
+  EXPECT_DOUBLE_EQ(syncedCost.updateTime(4 * 1000, 0, 2), 1e-3);
+  EXPECT_DOUBLE_EQ(syncedCost.updateTime(4 * 3000, 0, 2), 3e-3);
+  EXPECT_DOUBLE_EQ(syncedCost.updateTime(4 * 1000, 0, 1), 1e-6);
+  EXPECT_DOUBLE_EQ(localCost.updateTime(4 * 1000, 0, 1), 1e-3);
+
+  // Data parallelism updates every parameter after an all-reduce; one
+  // device updates them without.
+  Strategy dp = dataParallelStrategy(g, 2);
+  Strategy one = dataParallelStrategy(g, 1);
+  double aloneDp = Simulator(g, aloneCost).simulate(dp).stepTime;
+  double syncedDp = Simulator(g, syncedCost).simulate(dp).stepTime;
+  double localDp = Simulator(g, localCost).simulate(dp).stepTime;
+  EXPECT_DOUBLE_EQ(localDp, aloneDp);
+  // Every update of the 4 parameters takes at least 1 ms now.
+  EXPECT_GE(syncedDp, aloneDp + 4 * (1e-3 - 1e-6));
+  Machine single = loadMachine("cpu-local", 1);
+  CostModel singleSynced(single, &synced), singleLocal(single, &local),
+      singleAlone(single, &alone);
+  EXPECT_DOUBLE_EQ(Simulator(g, singleSynced).simulate(one).stepTime,
+                   Simulator(g, singleAlone).simulate(one).stepTime);
+  EXPECT_GE(Simulator(g, singleLocal).simulate(one).stepTime,
+            Simulator(g, singleAlone).simulate(one).stepTime + 4 * 9e-4);
+
+  // All-reduces: 2x the machine at 1 KB, 4x at 100 KB; between them the
+  // ratio follows log bytes, beyond them the nearest's.
+  std::vector<int> pair = {0, 1};
+  ProfileDatabase slow = alone;
+  slow.record(ProfileDatabase::allReduceKey(1000, kind, 2),
+              {2 * machine.allReduceTime(1000, pair), 0});
+  slow.record(ProfileDatabase::allReduceKey(100000, kind, 2),
+              {4 * machine.allReduceTime(100000, pair), 0});
+  CostModel slowCost(machine, &slow);
+  EXPECT_DOUBLE_EQ(slowCost.allReduceTime(1000, pair),
+                   2 * machine.allReduceTime(1000, pair));
+  EXPECT_NEAR(slowCost.allReduceTime(10000, pair),
+              3 * machine.allReduceTime(10000, pair), 1e-12);
+  EXPECT_NEAR(slowCost.allReduceTime(10, pair),
+              2 * machine.allReduceTime(10, pair), 1e-12);
+  EXPECT_NEAR(slowCost.allReduceTime(1 << 24, pair),
+              4 * machine.allReduceTime(1 << 24, pair), 1e-12);
+  EXPECT_DOUBLE_EQ(aloneCost.allReduceTime(1 << 24, pair),
+                   machine.allReduceTime(1 << 24, pair));
+  EXPECT_GT(Simulator(g, slowCost).simulate(dp).stepTime, aloneDp);
+  // The keys survive the database's JSON.
+  std::string error;
+  std::optional<ProfileDatabase> reloaded =
+      ProfileDatabase::fromJSON(slow.toJSON(), error);
+  ASSERT_TRUE(reloaded) << error;
+  EXPECT_EQ(reloaded->allReduceCurve(kind, 2).size(), 2u);
+  EXPECT_TRUE(reloaded->allReduceCurve(kind, 4).empty());
+}
+
 TEST(OpGraphJson, ErrorsNameTheField) {
   std::string error;
   EXPECT_FALSE(OpGraph::fromJSON("{", error));

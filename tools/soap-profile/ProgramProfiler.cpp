@@ -9,6 +9,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Matchers.h"
 
 #include "llvm/Support/FileSystem.h"
@@ -127,6 +128,72 @@ Location withTag(MLIRContext *context, const Tag &tag, Location loc) {
   return NameLoc::get(StringAttr::get(context, name), untagged(loc));
 }
 
+/// The optimizer update of parameter P (its index among the training
+/// step's parameters) is tagged "soap.update.P" when the training step is
+/// built and "soap.update.P.ExG" once partitioned: E elements on a device,
+/// its gradient all-reduced over G devices first (1: none).
+constexpr llvm::StringLiteral kUpdateTag = "soap.update.";
+
+struct UpdateTag {
+  int parameter = -1;
+  int64_t elements = 0, group = 0;
+};
+
+std::optional<UpdateTag> parseUpdateTag(StringRef name) {
+  if (!name.consume_front(kUpdateTag))
+    return std::nullopt;
+  UpdateTag tag;
+  auto [parameter, rest] = name.split('.');
+  if (parameter.getAsInteger(10, tag.parameter))
+    return std::nullopt;
+  if (!rest.empty()) {
+    auto [elements, group] = rest.split('x');
+    if (elements.getAsInteger(10, tag.elements) ||
+        group.getAsInteger(10, tag.group))
+      return std::nullopt;
+  }
+  return tag;
+}
+
+/// The update tag of `loc` (the outermost name that is one).
+std::optional<UpdateTag> updateTagOf(Location loc) {
+  if (auto name = dyn_cast<NameLoc>(loc)) {
+    if (auto tag = parseUpdateTag(name.getName().getValue()))
+      return tag;
+    return updateTagOf(name.getChildLoc());
+  }
+  if (auto fused = dyn_cast<FusedLoc>(loc))
+    for (Location inner : fused.getLocations())
+      if (auto tag = updateTagOf(inner))
+        return tag;
+  return std::nullopt;
+}
+
+/// The update tag of a kernel's name in the executable's trace.
+std::optional<UpdateTag> updateTagOfTraceName(StringRef name) {
+  size_t open = name.find(" (");
+  if (open == StringRef::npos || !name.ends_with(")"))
+    return std::nullopt;
+  SmallVector<StringRef> parts;
+  name.drop_front(open + 2).drop_back().split(parts, ", ");
+  for (StringRef part : parts)
+    if (auto tag = parseUpdateTag(part.trim()))
+      return tag;
+  return std::nullopt;
+}
+
+Location withUpdateTag(MLIRContext *context, const UpdateTag &tag,
+                       Location loc) {
+  if (auto name = dyn_cast<NameLoc>(loc))
+    if (parseUpdateTag(name.getName().getValue()))
+      loc = name.getChildLoc();
+  std::string text = (kUpdateTag + Twine(tag.parameter)).str();
+  if (tag.elements > 0)
+    text +=
+        "." + std::to_string(tag.elements) + "x" + std::to_string(tag.group);
+  return NameLoc::get(StringAttr::get(context, text), loc);
+}
+
 /// The ops of a function body that become work, in program order: every
 /// op but those inside linalg ops' bodies.
 template <typename Fn> void walkOps(Operation *root, Fn &&fn) {
@@ -134,6 +201,73 @@ template <typename Fn> void walkOps(Operation *root, Fn &&fn) {
     fn(op);
     return isa<linalg::LinalgOp>(op) ? WalkResult::skip()
                                      : WalkResult::advance();
+  });
+}
+
+/// Tags the ops that compute the training step's new parameters: back
+/// from each returned parameter (its result "soap.role" is "param"),
+/// every op in the step's body that no tag names yet (the update, and for
+/// momentum and Adam the state it reads), with that parameter.
+void tagUpdates(func::FuncOp step) {
+  auto ret = dyn_cast<func::ReturnOp>(step.getBody().back().getTerminator());
+  if (!ret)
+    return;
+  MLIRContext *context = step.getContext();
+  int parameter = 0;
+  for (unsigned r = 0; r < ret.getNumOperands(); ++r) {
+    auto role = step.getResultAttrOfType<StringAttr>(r, "soap.role");
+    if (!role || role.getValue() != "param")
+      continue;
+    SmallVector<Value> work = {ret.getOperand(r)};
+    while (!work.empty()) {
+      Operation *op = work.pop_back_val().getDefiningOp();
+      if (!op || op->getBlock() != ret->getBlock() || tagOf(op->getLoc()) ||
+          updateTagOf(op->getLoc()) || isa<SoapDialect>(op->getDialect()))
+        continue;
+      op->setLoc(
+          withUpdateTag(context, UpdateTag{parameter, 0, 0}, op->getLoc()));
+      work.append(op->operand_begin(), op->operand_end());
+    }
+    ++parameter;
+  }
+}
+
+/// The all-reduce that made `value`, through ops that only move its
+/// elements (a transpose of a weight gradient, reshapes, slices), if any.
+AllReduceOp allReduceBefore(Value value) {
+  while (Operation *op = value.getDefiningOp()) {
+    if (auto reduce = dyn_cast<AllReduceOp>(op))
+      return reduce;
+    if (auto transpose = dyn_cast<linalg::TransposeOp>(op))
+      value = transpose.getInput();
+    else if (isa<tensor::CastOp, tensor::CollapseShapeOp, tensor::ExpandShapeOp,
+                 tensor::ExtractSliceOp>(op))
+      value = op->getOperand(0);
+    else
+      break;
+  }
+  return nullptr;
+}
+
+/// Adds to each update tag in `step` (tagUpdates) what the database keys
+/// it by: the elements the op writes on a device and the devices that
+/// all-reduced a gradient it reads (1: none).
+void sizeUpdates(func::FuncOp step) {
+  MLIRContext *context = step.getContext();
+  walkOps(step, [&](Operation *op) {
+    std::optional<UpdateTag> tag = updateTagOf(op->getLoc());
+    auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
+    if (!tag || !linalgOp || linalgOp.getNumDpsInits() == 0)
+      return;
+    auto type = dyn_cast<ShapedType>(linalgOp.getDpsInits()[0].getType());
+    if (!type || !type.hasStaticShape())
+      return;
+    tag->elements = std::max<int64_t>(type.getNumElements(), 1);
+    tag->group = 1;
+    for (Value operand : op->getOperands())
+      if (AllReduceOp reduce = allReduceBefore(operand))
+        tag->group = std::max<int64_t>(tag->group, reduce.getGroup().size());
+    op->setLoc(withUpdateTag(context, *tag, op->getLoc()));
   });
 }
 
@@ -173,6 +307,13 @@ struct KernelTimes {
   std::map<std::string, int> unattributedByOp;
   /// --run: the runtime's copies per step and rank (seconds).
   double copySeconds = 0;
+  /// --run: per parameter and rank, its update (tag, seconds), and the
+  /// update kernels timed.
+  std::map<std::pair<int, int>, std::pair<UpdateTag, double>> updates;
+  int updateKernels = 0;
+  /// --run: per (bytes, group size), a blocking all-reduce's seconds in
+  /// the rank that arrived last (the least time of its ranks).
+  std::map<std::pair<int64_t, int64_t>, double> allReduces;
 };
 
 /// Charges `seconds` of a kernel to the ops `tags` name (those of no node
@@ -245,6 +386,11 @@ struct StepSamples {
     std::map<int64_t, std::vector<double>> kernels;
     std::vector<double> copies;
     std::map<int64_t, std::string> names;
+    /// Per (bytes, group size): the seconds of the blocking all-reduces
+    /// in each step, and how many ran.
+    std::map<std::pair<int64_t, int64_t>,
+             std::pair<std::vector<double>, std::vector<int>>>
+        allReduces;
   };
   std::vector<Rank> ranks;
 };
@@ -301,13 +447,25 @@ bool readRunTraces(ArrayRef<std::string> paths, StepSamples &samples,
     size_t total = first + steps.size();
     mine.copies.resize(total, 0);
     for (const nlohmann::json &e : json["traceEvents"]) {
-      if (e.value("ph", "") != "X" || e.value("tid", -1) != 1)
+      if (e.value("ph", "") != "X")
         continue;
-      int at = stepOf(e.value("ts", 0.0));
+      int tid = e.value("tid", -1);
+      int at = tid == 1 || tid == 2 ? stepOf(e.value("ts", 0.0)) : -1;
       if (at < 0)
         continue;
       double seconds = e.value("dur", 0.0) * 1e-6;
       const nlohmann::json &args = e.contains("args") ? e["args"] : e;
+      if (tid == 2) {
+        if (e.value("name", "") != "soap.all_reduce" || !args.contains("ranks"))
+          continue;
+        auto &[times, counts] = mine.allReduces[{
+            args.value("bytes", int64_t(0)), args.value("ranks", int64_t(0))}];
+        times.resize(total, 0);
+        counts.resize(total, 0);
+        times[first + at] += seconds;
+        ++counts[first + at];
+        continue;
+      }
       if (!args.contains("id")) {
         if (e.value("cat", "") == "copy")
           mine.copies[first + at] += seconds;
@@ -321,6 +479,10 @@ bool readRunTraces(ArrayRef<std::string> paths, StepSamples &samples,
     }
     for (auto &[id, perStep] : mine.kernels)
       perStep.resize(total, 0);
+    for (auto &[key, perStep] : mine.allReduces) {
+      perStep.first.resize(total, 0);
+      perStep.second.resize(total, 0);
+    }
   }
   return true;
 }
@@ -351,9 +513,42 @@ void chargeFastSteps(const StepSamples &samples, size_t numNodes,
     out.copySeconds += over(mine.copies) / numRanks;
     for (const auto &[id, perStep] : mine.kernels) {
       StringRef name = mine.names.at(id);
+      if (std::optional<UpdateTag> update = updateTagOfTraceName(name)) {
+        if (update->elements > 0) {
+          auto &[tag, seconds] = out.updates[{update->parameter, rank}];
+          tag = *update;
+          seconds += over(perStep);
+          out.updateKernels += rank == 0;
+        }
+        continue;
+      }
       chargeKernel(tagsOfTraceName(name), over(perStep), numNodes, rank,
                    name.take_until([](char c) { return c == ' '; }), out);
     }
+  }
+  // An all-reduce's time in each step is the least of its ranks' (each
+  // rank's mean over the all-reduces of that size in the step): the rank
+  // that arrives last waits for no other.
+  std::set<std::pair<int64_t, int64_t>> keys;
+  for (const StepSamples::Rank &mine : samples.ranks)
+    for (const auto &[key, perStep] : mine.allReduces)
+      keys.insert(key);
+  for (const auto &key : keys) {
+    std::vector<double> perStep(samples.steps.size(), -1);
+    for (const StepSamples::Rank &mine : samples.ranks) {
+      auto it = mine.allReduces.find(key);
+      if (it == mine.allReduces.end())
+        continue;
+      const auto &[times, counts] = it->second;
+      for (size_t s = 0; s < perStep.size(); ++s)
+        if (counts[s] > 0) {
+          double mean = times[s] / counts[s];
+          perStep[s] = perStep[s] < 0 ? mean : std::min(perStep[s], mean);
+        }
+    }
+    for (double &seconds : perStep)
+      seconds = std::max(seconds, 0.0);
+    out.allReduces[key] = over(perStep);
   }
 }
 
@@ -584,6 +779,7 @@ profilePrograms(ModuleOp module, const BuiltOpGraph &built,
       tag->backward = !seen.insert(tag->node).second;
       op->setLoc(withTag(context, *tag, op->getLoc()));
     });
+    tagUpdates(step);
     if (numDevices > 1) {
       if (!runPipeline(*copy, "soap-partition", "partitioning", error)) {
         error = program.name + ": " + error;
@@ -602,6 +798,7 @@ profilePrograms(ModuleOp module, const BuiltOpGraph &built,
         });
       });
     }
+    sizeUpdates(step);
     // --run: the whole lowering, with the trace hooks around every kernel.
     CpuLoweringOptions lowering;
     lowering.traceOps = options.runPrograms;
@@ -722,6 +919,35 @@ profilePrograms(ModuleOp module, const BuiltOpGraph &built,
     if (!options.quiet)
       os << "soap-profile: program (" << program.name
          << "): " << kernels.kernels << " kernel(s) timed\n";
+  }
+
+  // --run: the updates and blocking all-reduces as the steps ran them,
+  // each key the mean over the parameters, ranks and programs that ran it.
+  std::map<std::string, std::pair<double, int>> inStep;
+  for (const std::optional<KernelTimes> &kernels : measured) {
+    summary.updateKernels += kernels->updateKernels;
+    for (const auto &[where, update] : kernels->updates) {
+      const auto &[tag, seconds] = update;
+      auto &sum = inStep[ProfileDatabase::updateKey(
+          optimizer, tag.elements, deviceKind, static_cast<int>(tag.group))];
+      sum.first += seconds;
+      ++sum.second;
+    }
+    for (const auto &[size, seconds] : kernels->allReduces) {
+      auto &sum = inStep[ProfileDatabase::allReduceKey(
+          size.first, deviceKind, static_cast<int>(size.second))];
+      sum.first += seconds;
+      ++sum.second;
+    }
+  }
+  for (const auto &[key, sum] : inStep) {
+    ProfileDatabase::Entry entry;
+    entry.forward = sum.first / sum.second;
+    db.record(key, entry);
+    ++summary.inStepEntries;
+    if (!options.quiet)
+      os << "  " << key << ": " << llvm::format("%.2f us", entry.forward * 1e6)
+         << "\n";
   }
   return summary;
 }

@@ -42,8 +42,8 @@ struct ProgramProfileSummary {
   int mergedKernels = 0;
   /// Ops of the model whose forward work runs inside another op's kernel.
   int forwardFusedAway = 0;
-  /// Kernels that belong to no op of the model (the partitioner's copies,
-  /// the optimizer update, which has entries of its own).
+  /// Kernels that belong to no op of the model (the partitioner's copies;
+  /// without --run the optimizer update, which has entries of its own).
   int unattributed = 0;
   std::map<std::string, int> unattributedByOp;
   /// --run: copies outside the traced kernels and copies (each memref.copy
@@ -53,6 +53,11 @@ struct ProgramProfileSummary {
   double copySecondsPerStep = 0;
   /// Database entries written.
   int entries = 0;
+  /// --run: the optimizer update's kernels timed (rank 0's), and the
+  /// entries of updates and all-reduces as the steps ran them
+  /// (ProfileDatabase::updateKey and allReduceKey with a group).
+  int updateKernels = 0;
+  int inStepEntries = 0;
   std::vector<std::string> notes;
 };
 

@@ -670,8 +670,8 @@ static int runKernelMode(const CommandLine &cl, bool onGpu) {
        << programs->forwardFusedAway
        << " op(s) whose forward work runs in another op's kernel; "
        << programs->mergedKernels << " kernel(s) merging several ops' work; "
-       << programs->unattributed
-       << " kernel(s) of no op of the model, such as the optimizer update";
+       << programs->unattributed << " kernel(s) of no op of the model"
+       << (cl.run ? "" : ", such as the optimizer update");
     for (const auto &[name, count] : programs->unattributedByOp)
       os << (name == programs->unattributedByOp.begin()->first ? ": " : ", ")
          << count << " " << name;
@@ -679,8 +679,11 @@ static int runKernelMode(const CommandLine &cl, bool onGpu) {
     if (cl.run)
       os << llvm::formatv("; copies outside the traced kernels and copies, "
                           "which no op is charged for: {0:F3} ms per step "
-                          "and rank",
-                          programs->copySecondsPerStep * 1e3);
+                          "and rank; {1} optimizer update kernel(s) and the "
+                          "blocking all-reduces timed in the steps: {2} "
+                          "entries",
+                          programs->copySecondsPerStep * 1e3,
+                          programs->updateKernels, programs->inStepEntries);
     os << " in " << llvm::formatv("{0:F1}", seconds) << " s; "
        << programs->entries << " op shard(s) recorded";
     if (updates)

@@ -48,14 +48,29 @@ public:
 
   /// The key of the optimizer update of `elements` parameter elements:
   /// "soap.update sgd [4096] f32 x86-64-core" (soap-profile measures a few
-  /// sizes; the cost model interpolates).
+  /// sizes alone; the cost model interpolates). With `inStepGroup` > 0, the
+  /// update as a training step ran it (soap-profile --program --run), its
+  /// gradient all-reduced over a group of that many devices first (1: no
+  /// all-reduce): "soap.update sgd [4096] f32 x86-64-core in-step x2".
   static std::string updateKey(const std::string &optimizer, int64_t elements,
-                               const std::string &deviceKind);
-  /// The measured update times of `optimizer` on `deviceKind`, by element
-  /// count, sorted.
+                               const std::string &deviceKind,
+                               int inStepGroup = 0);
+  /// The measured update times of `optimizer` on `deviceKind` (alone, or in
+  /// a step after an all-reduce over `inStepGroup` devices, as updateKey),
+  /// by element count, sorted.
   std::vector<std::pair<int64_t, double>>
-  updateCurve(const std::string &optimizer,
-              const std::string &deviceKind) const;
+  updateCurve(const std::string &optimizer, const std::string &deviceKind,
+              int inStepGroup = 0) const;
+  /// The key of a blocking all-reduce of `bytes` over a group of `group`
+  /// devices as a training step ran it, the time its last rank to arrive
+  /// spent in it (soap-profile --program --run): "soap.all_reduce
+  /// [4194304] x86-64-core in-step x2".
+  static std::string allReduceKey(int64_t bytes, const std::string &deviceKind,
+                                  int group);
+  /// Those all-reduce times on `deviceKind` over `group` devices, by bytes,
+  /// sorted.
+  std::vector<std::pair<int64_t, double>>
+  allReduceCurve(const std::string &deviceKind, int group) const;
 
   std::optional<Entry> lookup(const std::string &key) const;
   void record(const std::string &key, Entry entry);
@@ -131,9 +146,19 @@ public:
   double backwardTime(const OpGraph &graph, int node,
                       const std::vector<int64_t> &shard, int device) const;
   /// Seconds to apply the optimizer to `bytes` of f32 parameters on
-  /// `device`: interpolated from the profile's measured updates when it has
-  /// them (linear in the element count), else the roofline.
-  double updateTime(int64_t bytes, int device) const;
+  /// `device`, whose gradient an all-reduce over `syncGroup` devices made
+  /// (1: none): interpolated from the profile's updates (linear in the
+  /// element count) timed in training steps after an all-reduce over as
+  /// many devices when it has them, else from those it timed alone, else
+  /// the roofline.
+  double updateTime(int64_t bytes, int device, int syncGroup = 1) const;
+  /// Seconds of an all-reduce of `bytes` over `group` in a training step:
+  /// the machine's time, times the ratio of the profile's all-reduces timed
+  /// in training steps over as many devices to the machine's time for
+  /// theirs (interpolated in log bytes, the nearest beyond them), when it
+  /// has them. A step all-reduces gradients that its kernels just wrote,
+  /// where the machine's calibration repeats one on the same buffers.
+  double allReduceTime(int64_t bytes, const std::vector<int> &group) const;
   /// Seconds to add a gradient of `bytes` of f32 to another (read two,
   /// write one): the profile's measured SGD updates when it has them (the
   /// same traffic), else the elementwise roofline.
@@ -162,6 +187,9 @@ private:
   /// Measured update times (profile), by element count: the optimizer's
   /// and SGD's.
   std::vector<std::pair<int64_t, double>> updateCurve, sgdCurve;
+  /// Updates and all-reduces timed in training steps, by group size.
+  std::map<int, std::vector<std::pair<int64_t, double>>> inStepUpdates,
+      inStepAllReduces;
 };
 
 } // namespace soap

@@ -168,11 +168,13 @@ private:
   /// what it is alone (its tasks' key; 0: right after its predecessors).
   /// Its place is the largest of that and its predecessors' places.
   int64_t programPosition(int id) const;
-  /// An update of `bytes` of parameter `tensor` on `device`; `inScatter`:
+  /// An update of `bytes` of parameter `tensor` on `device`, its gradient
+  /// all-reduced over `syncGroup` devices first (1: none); `inScatter`:
   /// applied inside a gather's scatter-add (sparseSgdStep), no work of its
   /// own.
   int addUpdate(int tensor, int region, int device, int64_t bytes,
-                const std::vector<int> &preds, bool inScatter = false);
+                const std::vector<int> &preds, int syncGroup,
+                bool inScatter = false);
   /// Whether the SGD step of parameter `tensor` goes into the scatter-add
   /// of the one gather that reads it as its table, where no all-reduce
   /// sums its gradient (--soap-lower-cpu's sparse-updates).
