@@ -70,10 +70,14 @@ void AliasClasses::markExternal(Value value) {
 }
 
 /// A global's buffer (a guard's stand-in on the ranks outside it, a
-/// constant): nothing frees it, so a region that yields it in one branch
-/// and a new buffer in another need not put the two in one class (which
-/// would make the new buffer external, never freed early).
+/// constant), or a cast of one (a stand-in for a strided result): nothing
+/// frees it, so a region that yields it in one branch and a new buffer in
+/// another need not put the two in one class (which would make the new
+/// buffer external, never freed early, and a buffer that may alias every
+/// argument).
 static bool isGlobal(Value value) {
+  while (auto cast = value.getDefiningOp<memref::CastOp>())
+    value = cast.getSource();
   return value.getDefiningOp<memref::GetGlobalOp>() != nullptr;
 }
 

@@ -39,6 +39,7 @@
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/EquivalenceClasses.h"
@@ -130,7 +131,10 @@ BlockedWeights findBlockedWeights(func::FuncOp entry,
       return false;
     if (auto arg = dyn_cast<BlockArgument>(v))
       return arg.getOwner() == &body;
-    return v.getDefiningOp<memref::AllocOp>() != nullptr;
+    // A device guard's result: what its devices yield (a weight gradient
+    // that another guard on them updates).
+    return v.getDefiningOp<memref::AllocOp>() != nullptr ||
+           v.getDefiningOp<scf::IfOp>() != nullptr;
   };
   llvm::DenseMap<Operation *, const ConvolutionCall *> callOf, copyOf;
   for (const ConvolutionCall &call : calls) {
@@ -144,9 +148,11 @@ BlockedWeights findBlockedWeights(func::FuncOp entry,
   for (BlockArgument arg : body.getArguments())
     if (candidate(arg))
       roots.push_back(arg);
-  entry.walk([&](memref::AllocOp alloc) {
-    if (candidate(alloc.getResult()))
-      roots.push_back(alloc.getResult());
+  entry.walk([&](Operation *op) {
+    if (isa<memref::AllocOp, scf::IfOp>(op))
+      for (Value result : op->getResults())
+        if (candidate(result))
+          roots.push_back(result);
   });
   llvm::EquivalenceClasses<Value> groups;
   llvm::DenseSet<Value> spoilt, anchored;
@@ -198,6 +204,14 @@ BlockedWeights findBlockedWeights(func::FuncOp entry,
           anchored.insert(root);
           continue;
         }
+      } else if (auto yield = dyn_cast<scf::YieldOp>(user);
+                 yield && isa<scf::IfOp>(yield->getParentOp())) {
+        // A guard's result is the buffer its devices yield; the other
+        // ranks yield a stand-in (a global, or a cast of one) that nothing
+        // reads, which stays out of the group.
+        groups.unionSets(
+            root, yield->getParentOp()->getResult(use.getOperandNumber()));
+        continue;
       } else if (auto call = dyn_cast<func::CallOp>(user);
                  call && allReduce(call)) {
         // Its input and result have one type.
