@@ -15,9 +15,11 @@
 #      is one core), --runs times, taking the median of the fastest quarter
 #      of the steps after warm-up;
 #   5. search a strategy for 2 devices with that machine and database
-#      (--soap-search; --search-budget proposals, 0: no search), build it
-#      and run it like the others, beside the search's reported speedup
-#      over data parallelism;
+#      (--soap-search; --search-budget proposals, 0: no search); profile
+#      the strategy found into the database (soap-profile --merge: the
+#      shards and in-step work only its program runs) and search again;
+#      build the strategy found and run it like the others, beside the
+#      search's reported speedup over data parallelism;
 #   6. write bench/results/validate.md (table, median |relative error|,
 #      strategy order, the search's reported against measured speedup) and
 #      one-step Chrome traces of both timelines in
@@ -181,10 +183,25 @@ for m in $MODELS; do
   if [ "$SEARCH_BUDGET" -gt 0 ]; then
     # The search sees what the simulations below see: this machine and
     # this database. Its executable is built now (nothing runs meanwhile).
+    search() {
+      "$BIN/soap-opt" "$WORK/$m.mlir" \
+        --soap-search="machine=$MACHINE devices=2 budget=$SEARCH_BUDGET seed=1 profile=$WORK/$m.profile.json" \
+        --soap-export-strategy="file=$WORK/$m.searched.json" > /dev/null 2> "$WORK/$m.search.txt"
+    }
     log "searching $m on 2 devices ($SEARCH_BUDGET proposals)"
-    "$BIN/soap-opt" "$WORK/$m.mlir" \
-      --soap-search="machine=$MACHINE devices=2 budget=$SEARCH_BUDGET seed=1 profile=$WORK/$m.profile.json" \
-      --soap-export-strategy="file=$WORK/$m.searched.json" > /dev/null 2> "$WORK/$m.search.txt"
+    search
+    # Profile-guided: the strategy found runs (soap-profile --merge adds
+    # the shards only its program runs, and its in-step updates and
+    # all-reduces), and the search runs again on that database.
+    if [ "$PROFILE_MODE" != ops ]; then
+      log "profiling the strategy found for $m, searching again"
+      "$BIN/soap-profile" "$WORK/$m.mlir" -o "$WORK/$m.profile.json" --machine "$MACHINE" \
+        --strategy "$WORK/$m.searched.json" "${program[@]}" --merge --max-seconds 60 --quiet \
+        > "$WORK/$m.profile-searched.txt" 2>&1
+      cp "$WORK/$m.searched.json" "$WORK/$m.searched-first.json"
+      cp "$WORK/$m.search.txt" "$WORK/$m.search-first.txt"
+      search
+    fi
     "$BIN/soap-opt" "$WORK/$m.mlir" --soap-apply-strategy="strategy=$WORK/$m.searched.json devices=2" \
       --soap-training-step --soap-partition --soap-lower-cpu 2> "$WORK/$m.2.searched.build.txt" |
       "$BIN/soap-translate" --soap-to-executable -o "$WORK/$m.2.searched.exe"

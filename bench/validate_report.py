@@ -188,15 +188,25 @@ for m in dict.fromkeys(r["model"] for r in rows):
     text = read(path)
     claim = re.search(r"([0-9.]+)x data parallel", text)
     if not claim:
-        search_lines.append("| %s | (no report: %s) | | | | |" % (m, text.strip().splitlines()[-1:]))
+        search_lines.append("| %s | | (no report: %s) | | | | |" % (m, text.strip().splitlines()[-1:]))
         continue
     claimed = float(claim.group(1))
     measured = dp["meas"] / found["meas"]
     simulated_here = dp["sims"]["profile"] / found["sims"]["profile"]
     err = claimed / measured - 1
     search_errors.append(abs(err))
-    search_lines.append("| %s | %.2fx | %.2fx | %.2fx | %s | %.2f / %.2f |" % (
-        m, claimed, simulated_here, measured, pct(err), dp["meas"], found["meas"]))
+    # The first search (before its strategy's program was profiled): what
+    # it reported, and whether the second found the same strategy.
+    first = "—"
+    first_path = os.path.join(W, "%s.search-first.txt" % m)
+    if os.path.exists(first_path):
+        first_claim = re.search(r"([0-9.]+)x data parallel", read(first_path))
+        same = read(os.path.join(W, "%s.searched-first.json" % m)) == read(
+            os.path.join(W, "%s.searched.json" % m))
+        first = "%s (%s)" % (("%.2fx" % float(first_claim.group(1))) if first_claim else "?",
+                             "same strategy" if same else "another strategy")
+    search_lines.append("| %s | %s | %.2fx | %.2fx | %.2fx | %s | %.2f / %.2f |" % (
+        m, first, claimed, simulated_here, measured, pct(err), dp["meas"], found["meas"]))
 
 calib = read(os.path.join(W, "calibration.txt")).strip()
 prof_lines = []
@@ -278,14 +288,17 @@ if search_lines:
     w("## The search's promise")
     w("")
     w("`--soap-search=\"machine=<calibrated cpu-local> devices=2 profile=<the "
-      "model's database> seed=1\"` (validate.sh `--search-budget` proposals): "
+      "model's database> seed=1\"` (validate.sh `--search-budget` proposals), "
+      "run a second time after the database took the program of the strategy "
+      "the first search found (soap-profile --merge: the shards and in-step "
+      "work only that program runs): "
       "the speedup over data parallelism it reports, the same ratio in this "
       "run's simulations (the rows above), and the measured ratio (data "
       "parallelism's measured step over the searched strategy's). Target: "
       "reported within 10 % of measured.")
     w("")
-    w("| model | search reports | simulated here | measured | reported / measured − 1 | measured ms (data parallel / searched) |")
-    w("| --- | --- | --- | --- | --- | --- |")
+    w("| model | first search reported | search reports | simulated here | measured | reported / measured − 1 | measured ms (data parallel / searched) |")
+    w("| --- | --- | --- | --- | --- | --- | --- |")
     out.extend(search_lines)
     if search_errors:
         w("")

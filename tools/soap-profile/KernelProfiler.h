@@ -58,6 +58,9 @@ struct KernelProfileOptions {
   /// steps after `warmup`; several ranks through `launcher`) instead of
   /// each kernel alone.
   bool runPrograms = false;
+  /// --program --merge: keys the database already holds keep their entries
+  /// (the programs of an earlier run measured those shards first).
+  bool keepRecorded = false;
   /// Rounds in which each step runs once (the steps taking turns); the
   /// kernels are timed over each step's fastest quarter of steps of all
   /// its runs.

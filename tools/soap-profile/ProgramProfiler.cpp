@@ -882,8 +882,9 @@ profilePrograms(ModuleOp module, const BuiltOpGraph &built,
               : node.loopSizes;
       std::string key =
           ProfileDatabase::key(graph, static_cast<int>(n), shard, deviceKind);
-      // The first program that runs a shard measures it.
-      if (recorded.count(key))
+      // The first program that runs a shard measures it (with --merge,
+      // the programs of the run that wrote the database came first).
+      if (recorded.count(key) || (options.keepRecorded && db.lookup(key)))
         continue;
       auto [at, isNew] = byKey.try_emplace(key);
       if (isNew)
@@ -941,6 +942,8 @@ profilePrograms(ModuleOp module, const BuiltOpGraph &built,
     }
   }
   for (const auto &[key, sum] : inStep) {
+    if (options.keepRecorded && db.lookup(key))
+      continue;
     ProfileDatabase::Entry entry;
     entry.forward = sum.first / sum.second;
     db.record(key, entry);

@@ -494,6 +494,7 @@ static int runKernelMode(const CommandLine &cl, bool onGpu) {
   options.verbose = cl.verbose;
   options.backward = !cl.noBackward;
   options.runPrograms = cl.run;
+  options.keepRecorded = cl.merge;
   if (!parseNumber<int>(cl, "--runs", 1, 1000, options.runs, error))
     return fail(error);
   if (cl.last("--runs") && !cl.run)
