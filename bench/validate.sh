@@ -17,7 +17,9 @@
 #   5. search a strategy for 2 devices with that machine and database
 #      (--soap-search; --search-budget proposals, 0: no search); profile
 #      the strategy found into the database (soap-profile --merge: the
-#      shards and in-step work only its program runs) and search again;
+#      shards and in-step work only its program runs) and search again,
+#      until a search finds the strategy the one before found
+#      (--search-rounds searches at most, default 3);
 #      build the strategy found and run it like the others, beside the
 #      search's reported speedup over data parallelism;
 #   6. write bench/results/validate.md (table, median |relative error|,
@@ -32,7 +34,7 @@
 #   bench/validate.sh [--build DIR] [--steps N] [--warmup N] [--runs N]
 #                     [--models "mlp torch-resnet18 ..."]
 #                     [--strategies "data-parallel owt ..."]
-#                     [--search-budget N]
+#                     [--search-budget N] [--search-rounds N]
 #                     [--wait-idle SECONDS] [--keep DIR]
 #                     [--profile-mode run|program|ops]
 # --profile-mode: how soap-profile fills the database: run (default: each
@@ -57,6 +59,7 @@ RUNS=3
 WARMUP=3
 MODELS="mlp resnet18 rnnlm bert torch-resnet18 torch-squeezenet1_1 torch-mobilenet_v3_small torch-bert_hf"
 SEARCH_BUDGET=2000
+SEARCH_ROUNDS=3
 STRATEGIES="data-parallel owt megatron model-parallel"
 WAIT_IDLE=300
 KEEP=""
@@ -70,6 +73,7 @@ while [ $# -gt 0 ]; do
     --models) MODELS=$2; shift 2 ;;
     --strategies) STRATEGIES=$2; shift 2 ;;
     --search-budget) SEARCH_BUDGET=$2; shift 2 ;;
+    --search-rounds) SEARCH_ROUNDS=$2; shift 2 ;;
     --wait-idle) WAIT_IDLE=$2; shift 2 ;;
     --keep) KEEP=$2; shift 2 ;;
     --profile-mode) PROFILE_MODE=$2; shift 2 ;;
@@ -192,15 +196,23 @@ for m in $MODELS; do
     search
     # Profile-guided: the strategy found runs (soap-profile --merge adds
     # the shards only its program runs, and its in-step updates and
-    # all-reduces), and the search runs again on that database.
+    # all-reduces), and the search runs again on that database, until it
+    # finds the strategy it found before (at most SEARCH_ROUNDS searches).
     if [ "$PROFILE_MODE" != ops ]; then
-      log "profiling the strategy found for $m, searching again"
-      "$BIN/soap-profile" "$WORK/$m.mlir" -o "$WORK/$m.profile.json" --machine "$MACHINE" \
-        --strategy "$WORK/$m.searched.json" "${program[@]}" --merge --max-seconds 60 --quiet \
-        > "$WORK/$m.profile-searched.txt" 2>&1
       cp "$WORK/$m.searched.json" "$WORK/$m.searched-first.json"
       cp "$WORK/$m.search.txt" "$WORK/$m.search-first.txt"
-      search
+      rounds=1
+      while [ "$rounds" -lt "$SEARCH_ROUNDS" ]; do
+        log "profiling the strategy found for $m, searching again"
+        "$BIN/soap-profile" "$WORK/$m.mlir" -o "$WORK/$m.profile.json" --machine "$MACHINE" \
+          --strategy "$WORK/$m.searched.json" "${program[@]}" --merge --max-seconds 60 --quiet \
+          >> "$WORK/$m.profile-searched.txt" 2>&1
+        cp "$WORK/$m.searched.json" "$WORK/$m.searched-previous.json"
+        search
+        rounds=$((rounds + 1))
+        cmp -s "$WORK/$m.searched.json" "$WORK/$m.searched-previous.json" && break
+      done
+      echo "$rounds" > "$WORK/$m.search-rounds"
     fi
     "$BIN/soap-opt" "$WORK/$m.mlir" --soap-apply-strategy="strategy=$WORK/$m.searched.json devices=2" \
       --soap-training-step --soap-partition --soap-lower-cpu 2> "$WORK/$m.2.searched.build.txt" |

@@ -203,8 +203,11 @@ for m in dict.fromkeys(r["model"] for r in rows):
         first_claim = re.search(r"([0-9.]+)x data parallel", read(first_path))
         same = read(os.path.join(W, "%s.searched-first.json" % m)) == read(
             os.path.join(W, "%s.searched.json" % m))
-        first = "%s (%s)" % (("%.2fx" % float(first_claim.group(1))) if first_claim else "?",
-                             "same strategy" if same else "another strategy")
+        rounds_path = os.path.join(W, "%s.search-rounds" % m)
+        rounds = read(rounds_path).strip() if os.path.exists(rounds_path) else "?"
+        first = "%s (%s; %s searches)" % (
+            ("%.2fx" % float(first_claim.group(1))) if first_claim else "?",
+            "same strategy" if same else "another strategy", rounds)
     search_lines.append("| %s | %s | %.2fx | %.2fx | %.2fx | %s | %.2f / %.2f |" % (
         m, first, claimed, simulated_here, measured, pct(err), dp["meas"], found["meas"]))
 
@@ -289,9 +292,11 @@ if search_lines:
     w("")
     w("`--soap-search=\"machine=<calibrated cpu-local> devices=2 profile=<the "
       "model's database> seed=1\"` (validate.sh `--search-budget` proposals), "
-      "run a second time after the database took the program of the strategy "
-      "the first search found (soap-profile --merge: the shards and in-step "
-      "work only that program runs): "
+      "run again after the database took the program of the strategy the "
+      "search before found (soap-profile --merge: the shards and in-step "
+      "work only that program runs), until it finds that strategy again "
+      "(at most `--search-rounds` searches); the first search's report, and "
+      "whether the last found the same strategy as the first: "
       "the speedup over data parallelism it reports, the same ratio in this "
       "run's simulations (the rows above), and the measured ratio (data "
       "parallelism's measured step over the searched strategy's). Target: "
