@@ -161,6 +161,40 @@ func.func @copies(%a: tensor<2x4xf32>, %b: tensor<4x3xf32>, %s: tensor<4xf32>) -
 
 // -----
 
+// A copy of a value its guard also reads (a forward activation that a later
+// product reads transposed) stays with its reader, which reads through it.
+// CHECK-LABEL: func.func @readCopies
+// CHECK:         %[[G:.*]]:2 = soap.on_devices [1] -> tensor<2x3xf32>, tensor<2x3xf32> {
+// CHECK-NOT:       linalg.transpose
+// CHECK:           soap.yield
+// CHECK:         soap.on_devices [0]
+// CHECK:         soap.on_devices [1] -> tensor<3x2xf32> {
+// CHECK-NEXT:      tensor.empty
+// CHECK-NEXT:      linalg.transpose ins(%[[G]]#0
+func.func @readCopies(%a: tensor<2x4xf32>, %b: tensor<4x3xf32>, %s: tensor<4xf32>) -> (tensor<3x2xf32>, tensor<2x3xf32>, tensor<4xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %g:2 = soap.on_devices [1] -> tensor<2x3xf32>, tensor<2x3xf32> {
+    %e = tensor.empty() : tensor<2x3xf32>
+    %f = linalg.fill ins(%zero : f32) outs(%e : tensor<2x3xf32>) -> tensor<2x3xf32>
+    %p = linalg.matmul ins(%a, %b : tensor<2x4xf32>, tensor<4x3xf32>) outs(%f : tensor<2x3xf32>) -> tensor<2x3xf32>
+    %q = linalg.add ins(%p, %p : tensor<2x3xf32>, tensor<2x3xf32>) outs(%e : tensor<2x3xf32>) -> tensor<2x3xf32>
+    soap.yield %p, %q : tensor<2x3xf32>, tensor<2x3xf32>
+  }
+  %o = soap.on_devices [0] -> tensor<4xf32> {
+    %e = tensor.empty() : tensor<4xf32>
+    %r = linalg.add ins(%s, %s : tensor<4xf32>, tensor<4xf32>) outs(%e : tensor<4xf32>) -> tensor<4xf32>
+    soap.yield %r : tensor<4xf32>
+  }
+  %u = soap.on_devices [1] -> tensor<3x2xf32> {
+    %e = tensor.empty() : tensor<3x2xf32>
+    %t = linalg.transpose ins(%g#0 : tensor<2x3xf32>) outs(%e : tensor<3x2xf32>) permutation = [1, 0]
+    soap.yield %t : tensor<3x2xf32>
+  }
+  return %u, %g#1, %o : tensor<3x2xf32>, tensor<2x3xf32>, tensor<4xf32>
+}
+
+// -----
+
 // A pad that two guards on device 0 read, with a guard on device 1 between
 // them (a convolution's padded image, read forwards and by its weight
 // gradient): it moves into the first, which yields it to the second, so
