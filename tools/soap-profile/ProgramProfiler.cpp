@@ -222,7 +222,8 @@ void tagUpdates(func::FuncOp step) {
     while (!work.empty()) {
       Operation *op = work.pop_back_val().getDefiningOp();
       if (!op || op->getBlock() != ret->getBlock() || tagOf(op->getLoc()) ||
-          updateTagOf(op->getLoc()) || isa<SoapDialect>(op->getDialect()))
+          updateTagOf(op->getLoc()) ||
+          isa_and_nonnull<SoapDialect>(op->getDialect()))
         continue;
       op->setLoc(
           withUpdateTag(context, UpdateTag{parameter, 0, 0}, op->getLoc()));
