@@ -2,6 +2,7 @@
 
 #include "ProgramProfiler.h"
 #include "CalibrationMath.h"
+#include "ProgramTags.h"
 
 #include "soap/Dialect/SoapDialect.h"
 #include "soap/codegen/BlasKernels.h"
@@ -9,7 +10,6 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
-#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Matchers.h"
 
 #include "llvm/Support/FileSystem.h"
@@ -31,246 +31,6 @@ using namespace mlir;
 namespace soap::profile {
 
 namespace {
-
-/// Tags are names of locations: "soap.node.N" for node N's forward op,
-/// "soap.node.N.backward" for ops of its gradient, each with "@D,E,..."
-/// appended inside a device guard.
-constexpr llvm::StringLiteral kTag = "soap.node.";
-constexpr llvm::StringLiteral kBackward = ".backward";
-
-struct Tag {
-  int node = -1;
-  bool backward = false;
-  /// The devices of the guard around the op; empty: every device.
-  std::vector<int64_t> devices;
-};
-
-std::optional<Tag> parseTag(StringRef name) {
-  if (!name.consume_front(kTag))
-    return std::nullopt;
-  Tag tag;
-  auto [head, devices] = name.split('@');
-  tag.backward = head.consume_back(kBackward);
-  if (head.getAsInteger(10, tag.node))
-    return std::nullopt;
-  SmallVector<StringRef> parts;
-  if (!devices.empty())
-    devices.split(parts, ',');
-  for (StringRef part : parts) {
-    int64_t device;
-    if (part.getAsInteger(10, device))
-      return std::nullopt;
-    tag.devices.push_back(device);
-  }
-  return tag;
-}
-
-/// The tags `loc` carries: one, or several where a kernel merged ops (a
-/// fused location: sibling reductions that share a pass over their input).
-/// An elementwise chain fused into one loop nest keeps its consumer's.
-void tagsOf(Location loc, std::vector<Tag> &tags) {
-  if (auto name = dyn_cast<NameLoc>(loc)) {
-    if (std::optional<Tag> tag = parseTag(name.getName().getValue()))
-      tags.push_back(*tag);
-    else
-      tagsOf(name.getChildLoc(), tags);
-    return;
-  }
-  if (auto fused = dyn_cast<FusedLoc>(loc)) {
-    for (Location inner : fused.getLocations())
-      tagsOf(inner, tags);
-    return;
-  }
-  if (auto call = dyn_cast<CallSiteLoc>(loc))
-    tagsOf(call.getCallee(), tags);
-}
-
-/// The tags of a kernel's name in the executable's trace: "linalg.generic
-/// (soap.node.3.backward@0,1)", several separated by ", " where the kernel
-/// merged ops (insertTraceHooks prints a fused location's parts).
-std::vector<Tag> tagsOfTraceName(StringRef name) {
-  std::vector<Tag> tags;
-  size_t open = name.find(" (");
-  if (open == StringRef::npos || !name.ends_with(")"))
-    return tags;
-  StringRef where = name.drop_front(open + 2).drop_back();
-  SmallVector<StringRef> parts;
-  where.split(parts, ", ");
-  for (StringRef part : parts)
-    if (std::optional<Tag> tag = parseTag(part.trim()))
-      tags.push_back(*tag);
-  return tags;
-}
-
-/// The first tag `loc` carries.
-std::optional<Tag> tagOf(Location loc) {
-  std::vector<Tag> tags;
-  tagsOf(loc, tags);
-  if (tags.empty())
-    return std::nullopt;
-  return tags.front();
-}
-
-/// `loc` without its tag (the location the op had in the model).
-Location untagged(Location loc) {
-  if (auto name = dyn_cast<NameLoc>(loc))
-    if (parseTag(name.getName().getValue()))
-      return name.getChildLoc();
-  return loc;
-}
-
-Location withTag(MLIRContext *context, const Tag &tag, Location loc) {
-  std::string name = (kTag + Twine(tag.node)).str();
-  if (tag.backward)
-    name += kBackward;
-  for (size_t i = 0; i < tag.devices.size(); ++i)
-    name += (i ? "," : "@") + std::to_string(tag.devices[i]);
-  return NameLoc::get(StringAttr::get(context, name), untagged(loc));
-}
-
-/// The optimizer update of parameter P (its index among the training
-/// step's parameters) is tagged "soap.update.P" when the training step is
-/// built and "soap.update.P.ExG" once partitioned: E elements on a device,
-/// its gradient all-reduced over G devices first (1: none).
-constexpr llvm::StringLiteral kUpdateTag = "soap.update.";
-
-struct UpdateTag {
-  int parameter = -1;
-  int64_t elements = 0, group = 0;
-};
-
-std::optional<UpdateTag> parseUpdateTag(StringRef name) {
-  if (!name.consume_front(kUpdateTag))
-    return std::nullopt;
-  UpdateTag tag;
-  auto [parameter, rest] = name.split('.');
-  if (parameter.getAsInteger(10, tag.parameter))
-    return std::nullopt;
-  if (!rest.empty()) {
-    auto [elements, group] = rest.split('x');
-    if (elements.getAsInteger(10, tag.elements) ||
-        group.getAsInteger(10, tag.group))
-      return std::nullopt;
-  }
-  return tag;
-}
-
-/// The update tag of `loc` (the outermost name that is one).
-std::optional<UpdateTag> updateTagOf(Location loc) {
-  if (auto name = dyn_cast<NameLoc>(loc)) {
-    if (auto tag = parseUpdateTag(name.getName().getValue()))
-      return tag;
-    return updateTagOf(name.getChildLoc());
-  }
-  if (auto fused = dyn_cast<FusedLoc>(loc))
-    for (Location inner : fused.getLocations())
-      if (auto tag = updateTagOf(inner))
-        return tag;
-  return std::nullopt;
-}
-
-/// The update tag of a kernel's name in the executable's trace.
-std::optional<UpdateTag> updateTagOfTraceName(StringRef name) {
-  size_t open = name.find(" (");
-  if (open == StringRef::npos || !name.ends_with(")"))
-    return std::nullopt;
-  SmallVector<StringRef> parts;
-  name.drop_front(open + 2).drop_back().split(parts, ", ");
-  for (StringRef part : parts)
-    if (auto tag = parseUpdateTag(part.trim()))
-      return tag;
-  return std::nullopt;
-}
-
-Location withUpdateTag(MLIRContext *context, const UpdateTag &tag,
-                       Location loc) {
-  if (auto name = dyn_cast<NameLoc>(loc))
-    if (parseUpdateTag(name.getName().getValue()))
-      loc = name.getChildLoc();
-  std::string text = (kUpdateTag + Twine(tag.parameter)).str();
-  if (tag.elements > 0)
-    text +=
-        "." + std::to_string(tag.elements) + "x" + std::to_string(tag.group);
-  return NameLoc::get(StringAttr::get(context, text), loc);
-}
-
-/// The ops of a function body that become work, in program order: every
-/// op but those inside linalg ops' bodies.
-template <typename Fn> void walkOps(Operation *root, Fn &&fn) {
-  root->walk<WalkOrder::PreOrder>([&](Operation *op) {
-    fn(op);
-    return isa<linalg::LinalgOp>(op) ? WalkResult::skip()
-                                     : WalkResult::advance();
-  });
-}
-
-/// Tags the ops that compute the training step's new parameters: back
-/// from each returned parameter (its result "soap.role" is "param"),
-/// every op in the step's body that no tag names yet (the update, and for
-/// momentum and Adam the state it reads), with that parameter.
-void tagUpdates(func::FuncOp step) {
-  auto ret = dyn_cast<func::ReturnOp>(step.getBody().back().getTerminator());
-  if (!ret)
-    return;
-  MLIRContext *context = step.getContext();
-  int parameter = 0;
-  for (unsigned r = 0; r < ret.getNumOperands(); ++r) {
-    auto role = step.getResultAttrOfType<StringAttr>(r, "soap.role");
-    if (!role || role.getValue() != "param")
-      continue;
-    SmallVector<Value> work = {ret.getOperand(r)};
-    while (!work.empty()) {
-      Operation *op = work.pop_back_val().getDefiningOp();
-      if (!op || op->getBlock() != ret->getBlock() || tagOf(op->getLoc()) ||
-          updateTagOf(op->getLoc()) ||
-          isa_and_nonnull<SoapDialect>(op->getDialect()))
-        continue;
-      op->setLoc(
-          withUpdateTag(context, UpdateTag{parameter, 0, 0}, op->getLoc()));
-      work.append(op->operand_begin(), op->operand_end());
-    }
-    ++parameter;
-  }
-}
-
-/// The all-reduce that made `value`, through ops that only move its
-/// elements (a transpose of a weight gradient, reshapes, slices), if any.
-AllReduceOp allReduceBefore(Value value) {
-  while (Operation *op = value.getDefiningOp()) {
-    if (auto reduce = dyn_cast<AllReduceOp>(op))
-      return reduce;
-    if (auto transpose = dyn_cast<linalg::TransposeOp>(op))
-      value = transpose.getInput();
-    else if (isa<tensor::CastOp, tensor::CollapseShapeOp, tensor::ExpandShapeOp,
-                 tensor::ExtractSliceOp>(op))
-      value = op->getOperand(0);
-    else
-      break;
-  }
-  return nullptr;
-}
-
-/// Adds to each update tag in `step` (tagUpdates) what the database keys
-/// it by: the elements the op writes on a device and the devices that
-/// all-reduced a gradient it reads (1: none).
-void sizeUpdates(func::FuncOp step) {
-  MLIRContext *context = step.getContext();
-  walkOps(step, [&](Operation *op) {
-    std::optional<UpdateTag> tag = updateTagOf(op->getLoc());
-    auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
-    if (!tag || !linalgOp || linalgOp.getNumDpsInits() == 0)
-      return;
-    auto type = dyn_cast<ShapedType>(linalgOp.getDpsInits()[0].getType());
-    if (!type || !type.hasStaticShape())
-      return;
-    tag->elements = std::max<int64_t>(type.getNumElements(), 1);
-    tag->group = 1;
-    for (Value operand : op->getOperands())
-      if (AllReduceOp reduce = allReduceBefore(operand))
-        tag->group = std::max<int64_t>(tag->group, reduce.getGroup().size());
-    op->setLoc(withUpdateTag(context, *tag, op->getLoc()));
-  });
-}
 
 /// One program to build: a name for messages and the strategy (none: one
 /// device, every op whole).
@@ -680,8 +440,7 @@ void timeKernelsAlone(ModuleOp module, const OpGraph &graph,
             return user && user.isDpsInit(&use) && codegen::blasTakes(user);
           }))
         continue;
-    std::vector<Tag> tags;
-    tagsOf(op->getLoc(), tags);
+    std::vector<Tag> tags = tagsOf(op->getLoc());
     StringRef opName = op->getName().getStringRef();
     auto first = llvm::find_if(tags, [&](const Tag &tag) {
       return tag.node >= 0 && static_cast<size_t>(tag.node) < graph.nodes.size();
