@@ -493,7 +493,8 @@ double CostModel::allReduceTime(int64_t bytes,
   const auto &below = *(above - 1);
   double f = std::log(static_cast<double>(bytes) / below.first) /
              std::log(static_cast<double>(above->first) / below.first);
-  return time * (ratioAt(below) + f * (ratioAt(*above) - ratioAt(below)));
+  double low = ratioAt(below), high = ratioAt(*above);
+  return time * (low + f * (high - low));
 }
 
 } // namespace soap
