@@ -478,7 +478,8 @@ void soaprt_all_gather(const void *in, void *out, int64_t outer, int64_t chunk,
   if (!enter("soap.all_gather", group, groupSize))
     return;
   size_t chunkBytes = chunk * elementBytes(dtype);
-  ScopedEvent event("soap.all_gather", "comm", outer * chunkBytes);
+  ScopedEvent event("soap.all_gather", "comm", groupSize * outer * chunkBytes,
+                    groupSize);
 #if SOAP_HAVE_MPI
   if (groupSize > 1) {
     // MPI concatenates whole buffers: [n][outer][chunk], then reorder.
@@ -508,7 +509,7 @@ void soaprt_reduce_scatter(const void *in, void *out, int64_t outer,
     return;
   size_t chunkBytes = chunk * elementBytes(dtype);
   ScopedEvent event("soap.reduce_scatter", "comm",
-                    groupSize * outer * chunkBytes);
+                    groupSize * outer * chunkBytes, groupSize);
 #if SOAP_HAVE_MPI
   if (groupSize > 1) {
     // MPI scatters whole blocks: bring the input to [n][outer][chunk].
@@ -541,7 +542,8 @@ void soaprt_all_to_all(const void *in, void *out, int64_t splitOuter,
   if (!enter("soap.all_to_all", group, groupSize))
     return;
   size_t bytes = elementBytes(dtype);
-  ScopedEvent event("soap.all_to_all", "comm", splitOuter * splitChunk * bytes);
+  ScopedEvent event("soap.all_to_all", "comm",
+                    groupSize * splitOuter * splitChunk * bytes, groupSize);
 #if SOAP_HAVE_MPI
   if (groupSize > 1) {
     size_t total = groupSize * splitOuter * splitChunk * bytes;
@@ -578,7 +580,7 @@ void soaprt_broadcast(const void *in, void *out, int64_t count, int64_t dtype,
                  " is not in the group",
              4);
   size_t bytes = count * elementBytes(dtype);
-  ScopedEvent event("soap.broadcast", "comm", bytes);
+  ScopedEvent event("soap.broadcast", "comm", bytes, groupSize);
   if (root == state().rank)
     std::memcpy(out, in, bytes);
 #if SOAP_HAVE_MPI

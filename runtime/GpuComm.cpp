@@ -428,7 +428,7 @@ void allGather(const void *in, void *out, int64_t outer, int64_t chunk,
                     soaprt_all_gather(hostIn, hostOut, outer, chunk, dtype,
                                       group, groupSize);
                   });
-  ScopedEvent event("soap.all_gather", "comm", inBytes);
+  ScopedEvent event("soap.all_gather", "comm", groupSize * inBytes, groupSize);
   // NCCL concatenates whole buffers: [n][outer][chunk], then reorder.
   void *target = outer > 1 ? scratch(kCommOut, groupSize * inBytes) : out;
   ncclComm_t comm = groupComm(group, groupSize);
@@ -456,7 +456,8 @@ void reduceScatter(const void *in, void *out, int64_t outer, int64_t chunk,
                     soaprt_reduce_scatter(hostIn, hostOut, outer, chunk, dtype,
                                           op, group, groupSize);
                   });
-  ScopedEvent event("soap.reduce_scatter", "comm", groupSize * outBytes);
+  ScopedEvent event("soap.reduce_scatter", "comm", groupSize * outBytes,
+                    groupSize);
   void *packed = outer > 1 ? scratch(kCommIn, groupSize * outBytes) : nullptr;
   ncclComm_t comm = groupComm(group, groupSize);
   OnCommStream scope;
@@ -489,7 +490,7 @@ void allToAll(const void *in, void *out, int64_t splitOuter,
       soaprt_all_to_all(hostIn, hostOut, splitOuter, splitChunk, concatOuter,
                         concatChunk, dtype, group, groupSize);
     });
-  ScopedEvent event("soap.all_to_all", "comm", blockCount * elementBytes);
+  ScopedEvent event("soap.all_to_all", "comm", total, groupSize);
   char *packed =
       splitOuter > 1 ? static_cast<char *>(scratch(kCommIn, total)) : nullptr;
   char *receive = concatOuter > 1 ? static_cast<char *>(scratch(kCommOut, total))
@@ -543,7 +544,7 @@ void broadcast(const void *in, void *out, int64_t count, int64_t dtype,
                                      group, groupSize);
                   });
   }
-  ScopedEvent event("soap.broadcast", "comm", bytes);
+  ScopedEvent event("soap.broadcast", "comm", bytes, groupSize);
   ncclComm_t comm = groupComm(group, groupSize);
   OnCommStream scope;
   flushSends();

@@ -34,7 +34,11 @@ struct TraceEvent {
 /// for (pads, concatenations, slices).
 class ScopedEvent {
 public:
-  /// `ranks`: a collective's group size, recorded with "comm" events.
+  /// `ranks`: a collective's group size, recorded with "comm" events. A
+  /// collective's `bytes` count as Machine::collectiveCost counts them (as
+  /// in nccl-tests): an all-reduce's or broadcast's buffer, an all-gather's
+  /// gathered output, a reduce-scatter's or all-to-all's input on each
+  /// rank.
   ScopedEvent(const char *name, const char *category, int64_t bytes,
               int64_t ranks = 0);
   ~ScopedEvent();

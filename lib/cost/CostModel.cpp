@@ -91,18 +91,38 @@ ProfileDatabase::updateCurve(const std::string &optimizer,
                  "] f32 " + deviceKind + inStepSuffix(inStepGroup));
 }
 
-std::string ProfileDatabase::allReduceKey(int64_t bytes,
-                                          const std::string &deviceKind,
-                                          int group) {
-  return "soap.all_reduce [" + std::to_string(bytes) + "] " + deviceKind +
-         inStepSuffix(group);
+std::string ProfileDatabase::collectiveKey(CollectiveKind kind, int64_t bytes,
+                                           const std::string &deviceKind,
+                                           int group) {
+  return std::string("soap.") + collectiveName(kind) + " [" +
+         std::to_string(bytes) + "] " + deviceKind + inStepSuffix(group);
 }
 
-std::vector<std::pair<int64_t, double>>
-ProfileDatabase::allReduceCurve(const std::string &deviceKind,
-                                int group) const {
-  return curveOf(entries, "soap.all_reduce [",
-                 "] " + deviceKind + inStepSuffix(group));
+std::map<int, std::vector<std::pair<int64_t, double>>>
+ProfileDatabase::collectiveCurves(CollectiveKind kind,
+                                  const std::string &deviceKind) const {
+  std::map<int, std::vector<std::pair<int64_t, double>>> curves;
+  std::string prefix = std::string("soap.") + collectiveName(kind) + " [";
+  std::string middle = "] " + deviceKind + " in-step x";
+  for (auto it = entries.lower_bound(prefix);
+       it != entries.end() && it->first.compare(0, prefix.size(), prefix) == 0;
+       ++it) {
+    const std::string &key = it->first;
+    size_t at = key.find(middle, prefix.size());
+    if (at == std::string::npos)
+      continue;
+    char *end = nullptr;
+    long long bytes = std::strtoll(key.c_str() + prefix.size(), &end, 10);
+    if (end != key.c_str() + at || bytes <= 0)
+      continue;
+    long long group = std::strtoll(key.c_str() + at + middle.size(), &end, 10);
+    if (*end != '\0' || group < 1)
+      continue;
+    curves[static_cast<int>(group)].emplace_back(bytes, it->second.forward);
+  }
+  for (auto &[group, curve] : curves)
+    std::sort(curve.begin(), curve.end());
+  return curves;
 }
 
 std::optional<ProfileDatabase::Entry>
@@ -250,11 +270,11 @@ CostModel::CostModel(const Machine &machine, const ProfileDatabase *profile,
                                           machine.deviceType().name, group);
       if (!updates.empty())
         inStepUpdates[group] = std::move(updates);
-      auto allReduces =
-          profile->allReduceCurve(machine.deviceType().name, group);
-      if (!allReduces.empty())
-        inStepAllReduces[group] = std::move(allReduces);
     }
+    for (CollectiveKind kind : collectiveKinds())
+      for (auto &[group, curve] :
+           profile->collectiveCurves(kind, machine.deviceType().name))
+        inStepCollectives[{kind, group}] = std::move(curve);
   }
 }
 
@@ -470,16 +490,16 @@ double CostModel::updateTime(int64_t bytes, int device, int syncGroup) const {
   return rooflineTime(flops, traffic, "f32", OpClass::Elementwise, device);
 }
 
-double CostModel::allReduceTime(int64_t bytes,
-                                const std::vector<int> &group) const {
-  double time = target.allReduceTime(bytes, group);
-  auto inStep = inStepAllReduces.find(static_cast<int>(group.size()));
-  if (inStep == inStepAllReduces.end() || bytes <= 0)
+double CostModel::collectiveTime(CollectiveKind kind, int64_t bytes,
+                                 const std::vector<int> &group) const {
+  double time = target.collectiveCost(kind, bytes, group).time;
+  auto inStep = inStepCollectives.find({kind, static_cast<int>(group.size())});
+  if (inStep == inStepCollectives.end() || bytes <= 0)
     return time;
   // The in-step / machine ratio at each measured size, interpolated in log
   // bytes; the nearest one beyond them.
   auto ratioAt = [&](const std::pair<int64_t, double> &point) {
-    double machineTime = target.allReduceTime(point.first, group);
+    double machineTime = target.collectiveCost(kind, point.first, group).time;
     return machineTime > 0 ? point.second / machineTime : 1.0;
   };
   const auto &points = inStep->second;

@@ -79,7 +79,8 @@ void Simulator::buildSharedParameter(int tensorId) {
       task.bytes = bytes;
       task.groupSize = devices.size();
       task.members.append(devices.begin(), devices.end());
-      task.duration = cost.allReduceTime(bytes, devices);
+      task.duration =
+          cost.collectiveTime(CollectiveKind::AllReduce, bytes, devices);
       for (LinkId link : machine.collectiveLinks(devices))
         task.resources.push_back(numDevices + link);
       occupyDevices(task, devices.data(), devices.data() + devices.size());

@@ -112,11 +112,9 @@ int Simulator::addCollective(CollectiveKind kind, const TaskKey &key,
   t.bytes = bytes;
   t.groupSize = static_cast<int>(group.size());
   t.members.append(group.begin(), group.end());
-  // All-reduces as training steps run them where the profile timed some
-  // (CostModel::allReduceTime).
-  t.duration = kind == CollectiveKind::AllReduce
-                   ? cost.allReduceTime(bytes, group)
-                   : machine.collectiveCost(kind, bytes, group).time;
+  // Collectives as training steps run them where the profile timed some
+  // (CostModel::collectiveTime).
+  t.duration = cost.collectiveTime(kind, bytes, group);
   for (LinkId link : machine.collectiveLinks(group))
     t.resources.push_back(numDevices + link);
   occupyDevices(t, group.data(), group.data() + group.size());

@@ -465,7 +465,8 @@ void Simulator::buildNode(int node) {
           task.groupSize = devices.size();
           task.members.append(devices.begin(), devices.end());
           if (devices.size() > 1) {
-            task.duration = cost.allReduceTime(task.bytes, devices);
+            task.duration = cost.collectiveTime(CollectiveKind::AllReduce,
+                                                task.bytes, devices);
             for (LinkId link : machine.collectiveLinks(devices))
               task.resources.push_back(numDevices + link);
             occupyDevices(task, devices.data(), devices.data() + devices.size());

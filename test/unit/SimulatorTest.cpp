@@ -737,12 +737,12 @@ TEST_F(SimulatorIR, MissingShardsScaleAMeasuredShardOfTheirOp) {
   EXPECT_EQ(coverage.rooflineByOp.count("linalg.matmul"), 1u);
 }
 
-// Updates and all-reduces that soap-profile --run timed in training steps
+// Updates and collectives that soap-profile --run timed in training steps
 // price the simulator's: an update after an all-reduce over 2 devices from
 // those timed after one (data parallelism's), an update without one from
-// those timed without, and an all-reduce at the ratio of the step's times
-// to the machine's at the measured sizes.
-TEST_F(SimulatorIR, InStepUpdatesAndAllReducesPriceTheStep) {
+// those timed without, and a collective at the ratio of the step's times
+// of that kind to the machine's at the measured sizes.
+TEST_F(SimulatorIR, InStepUpdatesAndCollectivesPriceTheStep) {
   OpGraph g = graphOfFile("docs/examples/mlp.mlir");
   Machine machine = loadMachine("cpu-local", 2);
   const std::string kind = machine.deviceType().name;
@@ -780,30 +780,63 @@ TEST_F(SimulatorIR, InStepUpdatesAndAllReducesPriceTheStep) {
   // All-reduces: 2x the machine at 1 KB, 4x at 100 KB; between them the
   // ratio follows log bytes, beyond them the nearest's.
   std::vector<int> pair = {0, 1};
+  auto machineTime = [&](CollectiveKind k, int64_t bytes) {
+    return machine.collectiveCost(k, bytes, pair).time;
+  };
+  const CollectiveKind allReduce = CollectiveKind::AllReduce;
   ProfileDatabase slow = alone;
-  slow.record(ProfileDatabase::allReduceKey(1000, kind, 2),
-              {2 * machine.allReduceTime(1000, pair), 0});
-  slow.record(ProfileDatabase::allReduceKey(100000, kind, 2),
-              {4 * machine.allReduceTime(100000, pair), 0});
+  slow.record(ProfileDatabase::collectiveKey(allReduce, 1000, kind, 2),
+              {2 * machineTime(allReduce, 1000), 0});
+  slow.record(ProfileDatabase::collectiveKey(allReduce, 100000, kind, 2),
+              {4 * machineTime(allReduce, 100000), 0});
   CostModel slowCost(machine, &slow);
-  EXPECT_DOUBLE_EQ(slowCost.allReduceTime(1000, pair),
-                   2 * machine.allReduceTime(1000, pair));
-  EXPECT_NEAR(slowCost.allReduceTime(10000, pair),
-              3 * machine.allReduceTime(10000, pair), 1e-12);
-  EXPECT_NEAR(slowCost.allReduceTime(10, pair),
-              2 * machine.allReduceTime(10, pair), 1e-12);
-  EXPECT_NEAR(slowCost.allReduceTime(1 << 24, pair),
-              4 * machine.allReduceTime(1 << 24, pair), 1e-12);
-  EXPECT_DOUBLE_EQ(aloneCost.allReduceTime(1 << 24, pair),
-                   machine.allReduceTime(1 << 24, pair));
+  EXPECT_DOUBLE_EQ(slowCost.collectiveTime(allReduce, 1000, pair),
+                   2 * machineTime(allReduce, 1000));
+  EXPECT_NEAR(slowCost.collectiveTime(allReduce, 10000, pair),
+              3 * machineTime(allReduce, 10000), 1e-12);
+  EXPECT_NEAR(slowCost.collectiveTime(allReduce, 10, pair),
+              2 * machineTime(allReduce, 10), 1e-12);
+  EXPECT_NEAR(slowCost.collectiveTime(allReduce, 1 << 24, pair),
+              4 * machineTime(allReduce, 1 << 24), 1e-12);
+  EXPECT_DOUBLE_EQ(aloneCost.collectiveTime(allReduce, 1 << 24, pair),
+                   machineTime(allReduce, 1 << 24));
   EXPECT_GT(Simulator(g, slowCost).simulate(dp).stepTime, aloneDp);
+
+  // Each kind of collective from its own in-step times: reduce-scatters
+  // timed at 3x the machine's leave all-gathers and all-reduces alone.
+  const CollectiveKind reduceScatter = CollectiveKind::ReduceScatter;
+  ProfileDatabase scatters = alone;
+  scatters.record(ProfileDatabase::collectiveKey(reduceScatter, 4096, kind, 2),
+                  {3 * machineTime(reduceScatter, 4096), 0});
+  // Another device kind's and malformed keys are not this curve's.
+  scatters.record(
+      ProfileDatabase::collectiveKey(reduceScatter, 4096, "other-core", 2),
+      {1.0, 0});
+  scatters.record("soap.reduce_scatter [x] " + kind + " in-step x2", {1.0, 0});
+  scatters.record("soap.reduce_scatter [8] " + kind + " in-step x2y", {1.0, 0});
+  CostModel scatterCost(machine, &scatters);
+  EXPECT_NEAR(scatterCost.collectiveTime(reduceScatter, 1 << 20, pair),
+              3 * machineTime(reduceScatter, 1 << 20), 1e-12);
+  for (CollectiveKind other :
+       {allReduce, CollectiveKind::AllGather, CollectiveKind::AllToAll})
+    EXPECT_DOUBLE_EQ(scatterCost.collectiveTime(other, 1 << 20, pair),
+                     machineTime(other, 1 << 20));
+  EXPECT_DOUBLE_EQ(
+      scatterCost.collectiveTime(reduceScatter, 1 << 20, {0, 1, 2, 3}),
+      machine.collectiveCost(reduceScatter, 1 << 20, {0, 1, 2, 3}).time);
+
   // The keys survive the database's JSON.
   std::string error;
   std::optional<ProfileDatabase> reloaded =
       ProfileDatabase::fromJSON(slow.toJSON(), error);
   ASSERT_TRUE(reloaded) << error;
-  EXPECT_EQ(reloaded->allReduceCurve(kind, 2).size(), 2u);
-  EXPECT_TRUE(reloaded->allReduceCurve(kind, 4).empty());
+  auto curves = reloaded->collectiveCurves(allReduce, kind);
+  ASSERT_EQ(curves.size(), 1u);
+  EXPECT_EQ(curves[2].size(), 2u);
+  EXPECT_TRUE(reloaded->collectiveCurves(reduceScatter, kind).empty());
+  auto scatterCurves = scatters.collectiveCurves(reduceScatter, kind);
+  ASSERT_EQ(scatterCurves.size(), 1u);
+  EXPECT_EQ(scatterCurves[2].size(), 1u);
 }
 
 TEST(OpGraphJson, ErrorsNameTheField) {

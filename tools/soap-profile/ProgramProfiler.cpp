@@ -7,6 +7,7 @@
 #include "soap/Dialect/SoapDialect.h"
 #include "soap/codegen/BlasKernels.h"
 #include "soap/codegen/CpuLowering.h"
+#include "soap/machine/Machine.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -23,6 +24,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <tuple>
 
 extern char **environ;
 
@@ -38,6 +40,22 @@ struct Program {
   std::string name;
   std::optional<Strategy> strategy;
 };
+
+/// A blocking collective of a step's trace: its kind, its bytes (as
+/// Machine::collectiveCost counts them) and its group's size.
+using CollectiveSize = std::tuple<CollectiveKind, int64_t, int64_t>;
+
+/// The kind of a blocking collective's trace event ("soap.all_gather"),
+/// none for other events (an overlapped all-reduce's start and wait,
+/// sends, receives).
+std::optional<CollectiveKind> collectiveOfTraceName(StringRef name) {
+  if (!name.consume_front("soap."))
+    return std::nullopt;
+  for (CollectiveKind kind : collectiveKinds())
+    if (name == collectiveName(kind))
+      return kind;
+  return std::nullopt;
+}
 
 /// Per node: seconds of forward and backward kernels on each device (key
 /// -1: kernels every device runs). No forward entry: its forward work runs
@@ -72,9 +90,9 @@ struct KernelTimes {
   /// update kernels timed.
   std::map<std::pair<int, int>, std::pair<UpdateTag, double>> updates;
   int updateKernels = 0;
-  /// --run: per (bytes, group size), a blocking all-reduce's seconds in
-  /// the rank that arrived last (the least time of its ranks).
-  std::map<std::pair<int64_t, int64_t>, double> allReduces;
+  /// --run: per (kind, bytes, group size), a blocking collective's seconds
+  /// in the rank that arrived last (the least time of its ranks).
+  std::map<CollectiveSize, double> collectives;
 };
 
 /// Charges `seconds` of a kernel to the ops `tags` name (those of no node
@@ -147,11 +165,10 @@ struct StepSamples {
     std::map<int64_t, std::vector<double>> kernels;
     std::vector<double> copies;
     std::map<int64_t, std::string> names;
-    /// Per (bytes, group size): the seconds of the blocking all-reduces
-    /// in each step, and how many ran.
-    std::map<std::pair<int64_t, int64_t>,
-             std::pair<std::vector<double>, std::vector<int>>>
-        allReduces;
+    /// Per (kind, bytes, group size): the seconds of the blocking
+    /// collectives in each step, and how many ran.
+    std::map<CollectiveSize, std::pair<std::vector<double>, std::vector<int>>>
+        collectives;
   };
   std::vector<Rank> ranks;
 };
@@ -217,10 +234,13 @@ bool readRunTraces(ArrayRef<std::string> paths, StepSamples &samples,
       double seconds = e.value("dur", 0.0) * 1e-6;
       const nlohmann::json &args = e.contains("args") ? e["args"] : e;
       if (tid == 2) {
-        if (e.value("name", "") != "soap.all_reduce" || !args.contains("ranks"))
+        std::optional<CollectiveKind> kind =
+            collectiveOfTraceName(e.value("name", ""));
+        if (!kind || !args.contains("ranks"))
           continue;
-        auto &[times, counts] = mine.allReduces[{
-            args.value("bytes", int64_t(0)), args.value("ranks", int64_t(0))}];
+        auto &[times, counts] =
+            mine.collectives[{*kind, args.value("bytes", int64_t(0)),
+                              args.value("ranks", int64_t(0))}];
         times.resize(total, 0);
         counts.resize(total, 0);
         times[first + at] += seconds;
@@ -240,7 +260,7 @@ bool readRunTraces(ArrayRef<std::string> paths, StepSamples &samples,
     }
     for (auto &[id, perStep] : mine.kernels)
       perStep.resize(total, 0);
-    for (auto &[key, perStep] : mine.allReduces) {
+    for (auto &[key, perStep] : mine.collectives) {
       perStep.first.resize(total, 0);
       perStep.second.resize(total, 0);
     }
@@ -287,18 +307,18 @@ void chargeFastSteps(const StepSamples &samples, size_t numNodes,
                    name.take_until([](char c) { return c == ' '; }), out);
     }
   }
-  // An all-reduce's time in each step is the least of its ranks' (each
-  // rank's mean over the all-reduces of that size in the step): the rank
-  // that arrives last waits for no other.
-  std::set<std::pair<int64_t, int64_t>> keys;
+  // A collective's time in each step is the least of its ranks' (each
+  // rank's mean over the collectives of that kind and size in the step):
+  // the rank that arrives last waits for no other.
+  std::set<CollectiveSize> keys;
   for (const StepSamples::Rank &mine : samples.ranks)
-    for (const auto &[key, perStep] : mine.allReduces)
+    for (const auto &[key, perStep] : mine.collectives)
       keys.insert(key);
   for (const auto &key : keys) {
     std::vector<double> perStep(samples.steps.size(), -1);
     for (const StepSamples::Rank &mine : samples.ranks) {
-      auto it = mine.allReduces.find(key);
-      if (it == mine.allReduces.end())
+      auto it = mine.collectives.find(key);
+      if (it == mine.collectives.end())
         continue;
       const auto &[times, counts] = it->second;
       for (size_t s = 0; s < perStep.size(); ++s)
@@ -309,7 +329,7 @@ void chargeFastSteps(const StepSamples &samples, size_t numNodes,
     }
     for (double &seconds : perStep)
       seconds = std::max(seconds, 0.0);
-    out.allReduces[key] = over(perStep);
+    out.collectives[key] = over(perStep);
   }
 }
 
@@ -682,7 +702,7 @@ profilePrograms(ModuleOp module, const BuiltOpGraph &built,
          << "): " << kernels.kernels << " kernel(s) timed\n";
   }
 
-  // --run: the updates and blocking all-reduces as the steps ran them,
+  // --run: the updates and blocking collectives as the steps ran them,
   // each key the mean over the parameters, ranks and programs that ran it.
   std::map<std::string, std::pair<double, int>> inStep;
   for (const std::optional<KernelTimes> &kernels : measured) {
@@ -694,9 +714,10 @@ profilePrograms(ModuleOp module, const BuiltOpGraph &built,
       sum.first += seconds;
       ++sum.second;
     }
-    for (const auto &[size, seconds] : kernels->allReduces) {
-      auto &sum = inStep[ProfileDatabase::allReduceKey(
-          size.first, deviceKind, static_cast<int>(size.second))];
+    for (const auto &[size, seconds] : kernels->collectives) {
+      const auto &[kind, bytes, group] = size;
+      auto &sum = inStep[ProfileDatabase::collectiveKey(
+          kind, bytes, deviceKind, static_cast<int>(group))];
       sum.first += seconds;
       ++sum.second;
     }

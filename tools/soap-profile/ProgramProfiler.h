@@ -54,8 +54,8 @@ struct ProgramProfileSummary {
   /// Database entries written.
   int entries = 0;
   /// --run: the optimizer update's kernels timed (rank 0's), and the
-  /// entries of updates and all-reduces as the steps ran them
-  /// (ProfileDatabase::updateKey and allReduceKey with a group).
+  /// entries of updates and collectives as the steps ran them
+  /// (ProfileDatabase::updateKey with a group, collectiveKey).
   int updateKernels = 0;
   int inStepEntries = 0;
   std::vector<std::string> notes;

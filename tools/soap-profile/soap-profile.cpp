@@ -681,7 +681,7 @@ static int runKernelMode(const CommandLine &cl, bool onGpu) {
       os << llvm::formatv("; copies outside the traced kernels and copies, "
                           "which no op is charged for: {0:F3} ms per step "
                           "and rank; {1} optimizer update kernel(s) and the "
-                          "blocking all-reduces timed in the steps: {2} "
+                          "blocking collectives timed in the steps: {2} "
                           "entries",
                           programs->copySecondsPerStep * 1e3,
                           programs->updateKernels, programs->inStepEntries);

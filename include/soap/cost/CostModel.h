@@ -21,6 +21,7 @@
 namespace soap {
 
 class Machine;
+enum class CollectiveKind;
 
 /// Measured forward and backward times (seconds) of op shards, keyed by
 /// op name, local operand shapes, dtype and device kind.
@@ -61,16 +62,18 @@ public:
   std::vector<std::pair<int64_t, double>>
   updateCurve(const std::string &optimizer, const std::string &deviceKind,
               int inStepGroup = 0) const;
-  /// The key of a blocking all-reduce of `bytes` over a group of `group`
-  /// devices as a training step ran it, the time its last rank to arrive
-  /// spent in it (soap-profile --program --run): "soap.all_reduce
-  /// [4194304] x86-64-core in-step x2".
-  static std::string allReduceKey(int64_t bytes, const std::string &deviceKind,
-                                  int group);
-  /// Those all-reduce times on `deviceKind` over `group` devices, by bytes,
+  /// The key of a blocking collective of kind `kind` over a group of
+  /// `group` devices as a training step ran it, the time its last rank to
+  /// arrive spent in it (soap-profile --program --run), `bytes` as
+  /// Machine::collectiveCost counts them: "soap.all_reduce [4194304]
+  /// x86-64-core in-step x2", "soap.reduce_scatter [65536] x86-64-core
+  /// in-step x2".
+  static std::string collectiveKey(CollectiveKind kind, int64_t bytes,
+                                   const std::string &deviceKind, int group);
+  /// Those times of `kind` on `deviceKind`: per group size, by bytes,
   /// sorted.
-  std::vector<std::pair<int64_t, double>>
-  allReduceCurve(const std::string &deviceKind, int group) const;
+  std::map<int, std::vector<std::pair<int64_t, double>>>
+  collectiveCurves(CollectiveKind kind, const std::string &deviceKind) const;
 
   std::optional<Entry> lookup(const std::string &key) const;
   void record(const std::string &key, Entry entry);
@@ -152,13 +155,16 @@ public:
   /// many devices when it has them, else from those it timed alone, else
   /// the roofline.
   double updateTime(int64_t bytes, int device, int syncGroup = 1) const;
-  /// Seconds of an all-reduce of `bytes` over `group` in a training step:
-  /// the machine's time, times the ratio of the profile's all-reduces timed
-  /// in training steps over as many devices to the machine's time for
-  /// theirs (interpolated in log bytes, the nearest beyond them), when it
-  /// has them. A step all-reduces gradients that its kernels just wrote,
-  /// where the machine's calibration repeats one on the same buffers.
-  double allReduceTime(int64_t bytes, const std::vector<int> &group) const;
+  /// Seconds of a collective of kind `kind` over `bytes` (as
+  /// Machine::collectiveCost counts them) and `group` in a training step:
+  /// the machine's time, times the ratio of the profile's collectives of
+  /// that kind timed in training steps over as many devices to the
+  /// machine's time for theirs (interpolated in log bytes, the nearest
+  /// beyond them), when it has them. A step reduces and gathers tensors
+  /// that its kernels just wrote, where the machine's calibration repeats
+  /// one collective on the same buffers.
+  double collectiveTime(CollectiveKind kind, int64_t bytes,
+                        const std::vector<int> &group) const;
   /// Seconds to add a gradient of `bytes` of f32 to another (read two,
   /// write one): the profile's measured SGD updates when it has them (the
   /// same traffic), else the elementwise roofline.
@@ -187,9 +193,12 @@ private:
   /// Measured update times (profile), by element count: the optimizer's
   /// and SGD's.
   std::vector<std::pair<int64_t, double>> updateCurve, sgdCurve;
-  /// Updates and all-reduces timed in training steps, by group size.
-  std::map<int, std::vector<std::pair<int64_t, double>>> inStepUpdates,
-      inStepAllReduces;
+  /// Updates timed in training steps, by group size.
+  std::map<int, std::vector<std::pair<int64_t, double>>> inStepUpdates;
+  /// Collectives timed in training steps, by kind and group size.
+  std::map<std::pair<CollectiveKind, int>,
+           std::vector<std::pair<int64_t, double>>>
+      inStepCollectives;
 };
 
 } // namespace soap
