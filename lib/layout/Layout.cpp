@@ -210,6 +210,81 @@ bool contains(const Layout &held, const Layout &target) {
   return true;
 }
 
+std::optional<Layout> combinedLayout(const std::vector<Layout> &pieces) {
+  if (pieces.empty())
+    return std::nullopt;
+  bool partial = pieces.front().partial.has_value();
+  int numDevices = pieces.front().numDevices();
+  Layout combined;
+  combined.blocks.resize(numDevices);
+  std::vector<int64_t> volume(numDevices, 0);
+  for (const Layout &piece : pieces) {
+    if (piece.partial.has_value() != partial ||
+        piece.numDevices() != numDevices)
+      return std::nullopt;
+    for (int d = 0; d < numDevices; ++d) {
+      if (!piece.blocks[d])
+        continue;
+      const Block &block = *piece.blocks[d];
+      std::optional<Block> &mine = combined.blocks[d];
+      if (partial) {
+        if (mine && *mine != block)
+          return std::nullopt;
+        mine = block;
+        continue;
+      }
+      volume[d] += block.volume();
+      if (!mine) {
+        mine = block;
+        continue;
+      }
+      // The box around both.
+      for (size_t i = 0; i < block.offsets.size(); ++i) {
+        int64_t end = std::max(mine->offsets[i] + mine->sizes[i],
+                               block.offsets[i] + block.sizes[i]);
+        mine->offsets[i] = std::min(mine->offsets[i], block.offsets[i]);
+        mine->sizes[i] = end - mine->offsets[i];
+      }
+    }
+  }
+  if (!partial)
+    for (int d = 0; d < numDevices; ++d)
+      if (combined.blocks[d] && combined.blocks[d]->volume() != volume[d])
+        return std::nullopt;
+  return combined;
+}
+
+bool isGridLayout(const Layout &held, const std::vector<int64_t> &shape) {
+  const Block *first = nullptr;
+  for (const std::optional<Block> &block : held.blocks)
+    if (block && !first)
+      first = &*block;
+  if (!first || first->sizes.size() != shape.size())
+    return false;
+  int64_t cells = 1;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (first->sizes[i] <= 0 || shape[i] % first->sizes[i] != 0)
+      return false;
+    cells *= shape[i] / first->sizes[i];
+  }
+  std::vector<bool> covered(cells, false);
+  for (const std::optional<Block> &block : held.blocks) {
+    if (!block)
+      continue;
+    if (block->sizes != first->sizes)
+      return false;
+    int64_t cell = 0;
+    for (size_t i = 0; i < shape.size(); ++i) {
+      if (block->offsets[i] % block->sizes[i] != 0)
+        return false;
+      cell = cell * (shape[i] / first->sizes[i]) +
+             block->offsets[i] / block->sizes[i];
+    }
+    covered[cell] = true;
+  }
+  return std::all_of(covered.begin(), covered.end(), [](bool c) { return c; });
+}
+
 bool keptAcrossSteps(const Layout &held) {
   if (held.partial)
     return false;

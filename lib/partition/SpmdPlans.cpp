@@ -309,7 +309,18 @@ std::optional<Plan> SpmdPartitioner::planFromOperands(linalg::LinalgOp op,
         any = &*box;
         ++holders;
       }
-    if (!any)
+    // Blocks of one size at multiples of it (layout::isGridLayout, which
+    // the simulator follows): any other block is no task of the grid.
+    if (!any || llvm::any_of(piece.boxes, [&](const std::optional<Box> &box) {
+          if (!box)
+            return false;
+          if (box->sizes != any->sizes)
+            return true;
+          for (auto [offset, size] : llvm::zip(box->offsets, box->sizes))
+            if (size <= 0 || offset % size != 0)
+              return true;
+          return false;
+        }))
       continue;
     SmallVector<int64_t> degrees(nest.sizes.size(), 1);
     SmallVector<int64_t> loopOfDim(type.getRank(), -1);

@@ -12,6 +12,11 @@
 //   all-reduce sums its gradient: --soap-lower-cpu's sparse-updates
 //   applies the step inside the gather's scatter-add, each looked-up row
 //   updated in place, so the update adds no work to the gather's backward.
+// - One reader whose gradient the partitioner cannot update where it is
+//   (a device computes two blocks that are not one box, or blocks of
+//   different sizes: layout::combinedLayout, layout::isGridLayout): the
+//   gradient goes whole to every device, as lib/layout plans it, and each
+//   updates the whole parameter, which stays whole everywhere.
 // - Readers in different layouts, none of them partial (model parallelism
 //   placing an RNN's time steps on several devices): the gradient follows
 //   the training step's adjoint sums in the backward pass's order. A
@@ -30,13 +35,77 @@
 #include <algorithm>
 #include <map>
 #include <numeric>
+#include <set>
 
 namespace soap {
 
 void Simulator::buildParameter(int tensorId) {
   parameterTasks[tensorId] = ParameterTasks();
-  if (!buildOwnedParameter(tensorId))
+  if (!buildOwnedParameter(tensorId) && !buildGatheredParameter(tensorId))
     buildSharedParameter(tensorId);
+}
+
+bool Simulator::buildGatheredParameter(int tensorId) {
+  const std::vector<std::pair<int, int>> &readers = parameterReaders[tensorId];
+  if (readers.size() != 1 || sparseSgdStep(tensorId))
+    return false;
+  auto [node, access] = readers[0];
+  const Placement &p = placement(node);
+  if (p.replicated)
+    return false;
+  const GraphTensor &tensor = graph.tensors[tensorId];
+  const SlotLayouts &gradients = slotLayouts(p, access, SlotKind::Gradients);
+  std::optional<layout::Layout> combined =
+      layout::combinedLayout(gradients.pieces);
+  if (combined && layout::isGridLayout(*combined, tensor.shape))
+    return false;
+  // Complete blocks that cover the whole parameter between them (partial
+  // sums, and gradients that are zero elsewhere, are synchronized as
+  // shared parameters are).
+  std::set<std::pair<std::vector<int64_t>, std::vector<int64_t>>> blocks;
+  for (const layout::Layout &piece : gradients.pieces) {
+    if (piece.partial)
+      return false;
+    for (const std::optional<layout::Block> &block : piece.blocks)
+      if (block)
+        blocks.insert({block->offsets, block->sizes});
+  }
+  int64_t covered = 0;
+  for (const auto &[offsets, sizes] : blocks)
+    covered += layout::Block{offsets, sizes}.volume();
+  if (covered != tensor.numElements())
+    return false;
+  // The update runs whole on every device, which the gradient reaches as
+  // lib/layout plans it from the reader's tasks; the parameter stays whole
+  // everywhere.
+  int numDevices = machine.numDevices();
+  std::vector<int> all(numDevices);
+  std::iota(all.begin(), all.end(), 0);
+  layout::TensorShape shape{tensor.shape, tensor.elementBytes};
+  std::vector<std::vector<int>> steps;
+  const layout::ReshardPlan &plan =
+      planFor(shape, gradients.pieces,
+              layout::Layout::whole(tensor.shape, numDevices, all),
+              /*zerosElsewhere=*/false);
+  std::vector<std::vector<int>> ready = addPlanTasks(
+      plan, /*forward=*/false, TaskKey{4, tensorId, 3, 0, 0, 0},
+      [&](int piece, int device) {
+        int t = gradients.task[piece][device];
+        return t < 0 ? std::vector<int>{}
+                     : std::vector<int>{nodeTasks[node].bwd[t]};
+      },
+      tensor.elementBytes, steps);
+  std::vector<int> updateIds;
+  for (int d = 0; d < numDevices; ++d)
+    updateIds.push_back(addUpdate(tensorId, 0, d, tensor.bytes(), ready[d],
+                                  /*syncGroup=*/1));
+  steps.push_back(std::move(updateIds));
+  ParameterTasks &sync = parameterTasks[tensorId];
+  sync.keptBytes.assign(numDevices, tensor.bytes());
+  for (std::vector<int> &ids : steps)
+    if (int g = addGroup(std::move(ids)); g >= 0)
+      sync.groups.push_back(g);
+  return true;
 }
 
 void Simulator::buildSharedParameter(int tensorId) {

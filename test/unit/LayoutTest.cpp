@@ -234,6 +234,50 @@ TEST(Layout, GradientsOfPartsNeedOnlyThoseParts) {
             (std::vector<StepKind>{StepKind::AllReduceWhole, StepKind::Slice}));
 }
 
+// Where an elementwise op without a config (a parameter's update) runs:
+// the pieces of its operand as one block per device, then whether those
+// blocks make a grid.
+TEST(Layout, UpdatesRunWhereTheirGradientIsOnlyOnAGrid) {
+  std::vector<int64_t> shape = {8, 3};
+  // Device 0 computes column 1, device 1 columns 0 and 2 (two tasks): no
+  // one block on device 1.
+  Layout first, second;
+  first.blocks = {block({0, 1}, {8, 1}), block({0, 0}, {8, 1})};
+  second.blocks = {std::nullopt, block({0, 2}, {8, 1})};
+  EXPECT_FALSE(combinedLayout({first, second}));
+  // Columns 1 and 2 on device 1 make one block, but not one of the size
+  // of device 0's.
+  second.blocks[1] = block({0, 2}, {8, 1});
+  first.blocks[1] = block({0, 1}, {8, 1});
+  first.blocks[0] = block({0, 0}, {8, 1});
+  std::optional<Layout> uneven = combinedLayout({first, second});
+  ASSERT_TRUE(uneven);
+  EXPECT_EQ(*uneven->blocks[1], block({0, 1}, {8, 2}));
+  EXPECT_FALSE(isGridLayout(*uneven, shape));
+  // Row halves on two devices each: a grid; one half alone is not.
+  std::vector<int64_t> square = {4, 4};
+  Layout rows = Layout::split(square, 4, 0, {0, 1});
+  EXPECT_TRUE(isGridLayout(rows, square));
+  Layout half = rows;
+  half.blocks[1] = block({0, 0}, {2, 4});
+  EXPECT_FALSE(isGridLayout(half, square));
+  // Blocks off the grid's multiples are none of its tasks.
+  Layout shifted;
+  shifted.blocks = {block({1, 0}, {2, 4}), block({3, 0}, {1, 4})};
+  EXPECT_FALSE(isGridLayout(shifted, square));
+  EXPECT_TRUE(isGridLayout(Layout::whole(square, 2, {0, 1}), square));
+  // Partial sums of one block per device combine into that block; of two
+  // different blocks, into none.
+  Layout partial = rows;
+  partial.partial = Combine::Sum;
+  partial.tasks = {0, 1, -1, -1};
+  EXPECT_TRUE(combinedLayout({partial, partial}));
+  Layout other = partial;
+  other.blocks[0] = block({2, 0}, {2, 4});
+  EXPECT_FALSE(combinedLayout({partial, other}));
+  EXPECT_FALSE(combinedLayout({partial, rows}));
+}
+
 TEST(Layout, GradientsOfSeveralPartsTakeEveryPart) {
   // Two slices' gradients, zero elsewhere: columns 0..4 split by rows,
   // columns 4..8 by columns; and a copy of row block 0 that an earlier

@@ -204,6 +204,21 @@ bool covers(const Layout &held, const Layout &target);
 /// that contains it in `held`.
 bool contains(const Layout &held, const Layout &target);
 
+/// The pieces of one value as one block per device, as the partitioner
+/// completes a value that an op without a config reads
+/// (SpmdPartitioner::completedLayoutOf): a device's complete blocks that
+/// tile one box make that box, a device's partial sums of one box (every
+/// piece partial) that box, now complete. None when a device's blocks
+/// leave holes in their box, differ as partial sums, or the pieces mix
+/// partial and complete blocks.
+std::optional<Layout> combinedLayout(const std::vector<Layout> &pieces);
+
+/// Whether an elementwise op without a config runs where `held` is (the
+/// partitioner's planFromOperands): the holders' blocks are of one size
+/// that divides `shape` and cover every block of the grid that size makes.
+/// Otherwise it runs whole on every device, its operands gathered there.
+bool isGridLayout(const Layout &held, const std::vector<int64_t> &shape);
+
 /// Whether training state updated in `held` stays there across steps (the
 /// partitioner's soap.shard, the simulator's parameter readers at the
 /// start of the next step): complete blocks of one shape on the devices

@@ -163,6 +163,10 @@ private:
   /// region, updated on each).
   void buildParameter(int tensor);
   bool buildOwnedParameter(int tensor);
+  /// One reader whose gradient's layout no update without a config runs in
+  /// (layout::isGridLayout): gathered whole to every device and updated
+  /// there.
+  bool buildGatheredParameter(int tensor);
   void buildSharedParameter(int tensor);
   /// Where group `id`'s work lies in the partitioned program's order by
   /// what it is alone (its tasks' key; 0: right after its predecessors).
