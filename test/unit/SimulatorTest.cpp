@@ -821,9 +821,19 @@ TEST_F(SimulatorIR, InStepUpdatesAndCollectivesPriceTheStep) {
        {allReduce, CollectiveKind::AllGather, CollectiveKind::AllToAll})
     EXPECT_DOUBLE_EQ(scatterCost.collectiveTime(other, 1 << 20, pair),
                      machineTime(other, 1 << 20));
-  EXPECT_DOUBLE_EQ(
-      scatterCost.collectiveTime(reduceScatter, 1 << 20, {0, 1, 2, 3}),
-      machine.collectiveCost(reduceScatter, 1 << 20, {0, 1, 2, 3}).time);
+  // Nor groups of another size.
+  Machine four = loadMachine("p100-4x4", 4);
+  ProfileDatabase pairs;
+  pairs.record(ProfileDatabase::collectiveKey(reduceScatter, 4096,
+                                              four.deviceType().name, 2),
+               {3 * four.collectiveCost(reduceScatter, 4096, pair).time, 0});
+  CostModel fourCost(four, &pairs);
+  std::vector<int> quad = {0, 1, 2, 3};
+  EXPECT_DOUBLE_EQ(fourCost.collectiveTime(reduceScatter, 1 << 20, quad),
+                   four.collectiveCost(reduceScatter, 1 << 20, quad).time);
+  EXPECT_NEAR(fourCost.collectiveTime(reduceScatter, 1 << 20, pair),
+              3 * four.collectiveCost(reduceScatter, 1 << 20, pair).time,
+              1e-12);
 
   // The keys survive the database's JSON.
   std::string error;
