@@ -196,7 +196,7 @@ for m in $MODELS; do
     search
     # Profile-guided: the strategy found runs (soap-profile --merge adds
     # the shards only its program runs, and its in-step updates and
-    # all-reduces), and the search runs again on that database, until it
+    # collectives), and the search runs again on that database, until it
     # finds the strategy it found before (at most SEARCH_ROUNDS searches).
     if [ "$PROFILE_MODE" != ops ]; then
       cp "$WORK/$m.searched.json" "$WORK/$m.searched-first.json"
