@@ -115,6 +115,12 @@ Layout Layout::whole(const std::vector<int64_t> &shape, int numDevices,
   return layout;
 }
 
+Layout Layout::everywhere(const std::vector<int64_t> &shape, int numDevices) {
+  Layout layout;
+  layout.blocks.assign(numDevices, Block::whole(shape));
+  return layout;
+}
+
 Layout Layout::split(const std::vector<int64_t> &shape, int numDevices, int dim,
                      const std::vector<int> &group) {
   Layout layout;

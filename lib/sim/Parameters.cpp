@@ -34,7 +34,6 @@
 
 #include <algorithm>
 #include <map>
-#include <numeric>
 #include <set>
 
 namespace soap {
@@ -79,13 +78,11 @@ bool Simulator::buildGatheredParameter(int tensorId) {
   // lib/layout plans it from the reader's tasks; the parameter stays whole
   // everywhere.
   int numDevices = machine.numDevices();
-  std::vector<int> all(numDevices);
-  std::iota(all.begin(), all.end(), 0);
   layout::TensorShape shape{tensor.shape, tensor.elementBytes};
   std::vector<std::vector<int>> steps;
   const layout::ReshardPlan &plan =
       planFor(shape, gradients.pieces,
-              layout::Layout::whole(tensor.shape, numDevices, all),
+              layout::Layout::everywhere(tensor.shape, numDevices),
               /*zerosElsewhere=*/false);
   std::vector<std::vector<int>> ready = addPlanTasks(
       plan, /*forward=*/false, TaskKey{4, tensorId, 3, 0, 0, 0},
@@ -383,10 +380,8 @@ bool Simulator::buildOwnedParameter(int tensorId) {
     }
   } else {
     // Returned whole on every device at the end of the step.
-    std::vector<int> all(numDevices);
-    std::iota(all.begin(), all.end(), 0);
     const layout::ReshardPlan &plan = planFor(
-        shape, {target}, layout::Layout::whole(tensor.shape, numDevices, all),
+        shape, {target}, layout::Layout::everywhere(tensor.shape, numDevices),
         /*zerosElsewhere=*/false);
     addPlanTasks(
         plan, /*forward=*/true, TaskKey{4, tensorId, 2, 0, 0, 0},

@@ -22,7 +22,6 @@
 #include <iterator>
 #include <limits>
 #include <map>
-#include <numeric>
 #include <queue>
 #include <set>
 #include <tuple>
@@ -502,8 +501,6 @@ void Simulator::buildReturn(int node) {
   const Placement &p = placement(node);
   NodeTasks &group = nodeTasks[node];
   int numDevices = machine.numDevices();
-  std::vector<int> all(numDevices);
-  std::iota(all.begin(), all.end(), 0);
   std::vector<std::vector<int>> steps;
   for (size_t a = 0; a < n.accesses.size(); ++a) {
     const NodeAccess &access = n.accesses[a];
@@ -521,7 +518,7 @@ void Simulator::buildReturn(int node) {
     layout::TensorShape shape{tensor.shape, tensor.elementBytes};
     const layout::ReshardPlan &plan =
         planFor(shape, held.pieces,
-                layout::Layout::whole(tensor.shape, numDevices, all),
+                layout::Layout::everywhere(tensor.shape, numDevices),
                 /*zerosElsewhere=*/false);
     auto heldBy = [&](int piece, int device) -> std::vector<int> {
       int s = held.task[piece][device];

@@ -68,6 +68,8 @@ struct Layout {
   /// The whole tensor on each of `devices` (of `numDevices`).
   static Layout whole(const std::vector<int64_t> &shape, int numDevices,
                       const std::vector<int> &devices);
+  /// The whole tensor on every one of `numDevices` devices.
+  static Layout everywhere(const std::vector<int64_t> &shape, int numDevices);
   /// `shape` split into `group.size()` equal parts along `dim`: part i on
   /// device group[i]; nothing elsewhere.
   static Layout split(const std::vector<int64_t> &shape, int numDevices,
