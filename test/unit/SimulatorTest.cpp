@@ -2,34 +2,25 @@
 //
 // Hand-computed cases, the data-parallel traffic formula, memory of a
 // data-parallel MLP, and delta simulation == full simulation on thousands
-// of random config changes (SimulatorZooTest.cpp: across the zoo).
+// of random config changes (SimulatorZooTest.cpp: across the zoo; the cost
+// model's profile entries: CostModelTest.cpp).
 //
 //===----------------------------------------------------------------------===//
 
-#include "soap/graph/OpGraphBuilder.h"
 #include "soap/machine/Machine.h"
 #include "soap/search/ConfigSpace.h"
 #include "soap/search/Strategies.h"
 #include "soap/sim/Simulator.h"
 
-#include "soap/Dialect/Registration.h"
-
-#include "mlir/Dialect/Arith/IR/Arith.h"
-#include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/IR/BuiltinOps.h"
-#include "mlir/IR/MLIRContext.h"
-#include "mlir/Parser/Parser.h"
-
 #include "SimulatorChecks.h"
+#include "SimulatorIR.h"
 #include "TestMachines.h"
 
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 
-#include <fstream>
 #include <optional>
-#include <sstream>
 #include <tuple>
 
 using namespace soap;
@@ -224,37 +215,7 @@ TEST(Simulator, MeasuredCollectivesPriceReshards) {
 // From IR
 //===----------------------------------------------------------------------===//
 
-class SimulatorIR : public ::testing::Test {
-protected:
-  SimulatorIR() {
-    mlir::DialectRegistry registry;
-    registry.insert<mlir::func::FuncDialect, mlir::arith::ArithDialect>();
-    registerSoapDialects(registry);
-    context.appendDialectRegistry(registry);
-    context.loadAllAvailableDialects();
-  }
-
-  OpGraph graphOf(const std::string &source) {
-    module = mlir::parseSourceString<mlir::ModuleOp>(source, &context);
-    EXPECT_TRUE(module);
-    std::string error;
-    auto func = findTargetFunction(*module, "", error);
-    EXPECT_TRUE(func) << error;
-    auto built = buildOpGraph(func, error);
-    EXPECT_TRUE(built) << error;
-    return built->graph;
-  }
-
-  OpGraph graphOfFile(const std::string &relative) {
-    std::ifstream in(std::string(SOAP_SOURCE_DIR) + "/" + relative);
-    std::stringstream buffer;
-    buffer << in.rdbuf();
-    return graphOf(buffer.str());
-  }
-
-  mlir::MLIRContext context;
-  mlir::OwningOpRef<mlir::ModuleOp> module;
-};
+using test::SimulatorIR;
 
 TEST_F(SimulatorIR, DataParallelTrafficIsTheRingAllReduce) {
   OpGraph g = graphOfFile("docs/examples/mlp.mlir");
@@ -683,172 +644,6 @@ TEST_F(SimulatorIR, GradientSumsOfATensorWithSeveralReaders) {
   EXPECT_DOUBLE_EQ(fromProgram.backwardTime(g, 2, half, 0), 5e-6);
 }
 
-// A shard the profile has no entry for takes the entry of another shard of
-// the same op, scaled by the two shards' roofline ratio: the same number of
-// tasks split along another loop first (the nearest in work), else the
-// whole op; only an op with no measured shard gets the roofline.
-TEST_F(SimulatorIR, MissingShardsScaleAMeasuredShardOfTheirOp) {
-  OpGraph g = graphOfFile("docs/examples/mlp.mlir");
-  int matmul = -1;
-  for (size_t n = 0; n < g.nodes.size() && matmul < 0; ++n)
-    if (g.nodes[n].opName == "linalg.matmul")
-      matmul = static_cast<int>(n);
-  ASSERT_GE(matmul, 0);
-  const OpNode &node = g.nodes[matmul];
-  ASSERT_EQ(node.loopSizes, (std::vector<int64_t>{64, 256, 784}));
-  Machine machine = loadMachine("cpu-local", 2);
-  const std::string kind = machine.deviceType().name;
-  CostModel roofline(machine);
-  std::vector<int64_t> whole = node.loopSizes, byBatch = {32, 256, 784},
-                       byColumn = {64, 128, 784}, byFour = {16, 256, 784};
-  ProfileDatabase db;
-  db.record(ProfileDatabase::key(g, matmul, whole, kind), {8e-4, 2e-3});
-  CostModel cost(machine, &db);
-  auto scaledFrom = [&](const std::vector<int64_t> &from,
-                        const std::vector<int64_t> &to) {
-    return roofline.forwardTime(g, matmul, to, 0) /
-           roofline.forwardTime(g, matmul, from, 0);
-  };
-  // From the whole op alone.
-  EXPECT_DOUBLE_EQ(cost.forwardTime(g, matmul, byColumn, 0),
-                   8e-4 * scaledFrom(whole, byColumn));
-  EXPECT_DOUBLE_EQ(cost.forwardTime(g, matmul, byFour, 0),
-                   8e-4 * scaledFrom(whole, byFour));
-  // The batch-split shard (data parallelism's) is nearer a column split of
-  // the same degree than the whole op is; the backward scales alike.
-  db.record(ProfileDatabase::key(g, matmul, byBatch, kind), {5e-4, 1e-3});
-  CostModel withBatch(machine, &db);
-  EXPECT_DOUBLE_EQ(withBatch.forwardTime(g, matmul, byColumn, 0),
-                   5e-4 * scaledFrom(byBatch, byColumn));
-  EXPECT_DOUBLE_EQ(withBatch.backwardTime(g, matmul, byColumn, 0),
-                   1e-3 * scaledFrom(byBatch, byColumn));
-  EXPECT_DOUBLE_EQ(withBatch.forwardTime(g, matmul, byBatch, 0), 5e-4);
-  // Coverage counts the scaled shard apart; an op without any measured
-  // shard stays with the roofline.
-  std::vector<ParallelConfig> configs(g.nodes.size());
-  for (size_t n = 0; n < g.nodes.size(); ++n)
-    configs[n] = ParallelConfig{
-        std::vector<int64_t>(g.nodes[n].loopSizes.size(), 1), {0}};
-  configs[matmul] = ParallelConfig{{1, 2, 1}, {0, 1}};
-  ProfileCoverage coverage = profileCoverage(g, configs, db, kind);
-  EXPECT_EQ(coverage.measured, 0);
-  EXPECT_EQ(coverage.scaled, 1);
-  EXPECT_GT(coverage.roofline, 0);
-  EXPECT_EQ(coverage.rooflineByOp.count("linalg.matmul"), 1u);
-}
-
-// Updates and collectives that soap-profile --run timed in training steps
-// price the simulator's: an update after an all-reduce over 2 devices from
-// those timed after one (data parallelism's), an update without one from
-// those timed without, and a collective at the ratio of the step's times
-// of that kind to the machine's at the measured sizes.
-TEST_F(SimulatorIR, InStepUpdatesAndCollectivesPriceTheStep) {
-  OpGraph g = graphOfFile("docs/examples/mlp.mlir");
-  Machine machine = loadMachine("cpu-local", 2);
-  const std::string kind = machine.deviceType().name;
-  ProfileDatabase alone;
-  alone.record(ProfileDatabase::updateKey("sgd", 1000, kind), {1e-6, 0});
-  ProfileDatabase synced = alone;
-  synced.record(ProfileDatabase::updateKey("sgd", 1000, kind, 2), {1e-3, 0});
-  ProfileDatabase local = alone;
-  local.record(ProfileDatabase::updateKey("sgd", 1000, kind, 1), {1e-3, 0});
-  CostModel aloneCost(machine, &alone), syncedCost(machine, &synced),
-      localCost(machine, &local);
-  EXPECT_DOUBLE_EQ(syncedCost.updateTime(4 * 1000, 0, 2), 1e-3);
-  EXPECT_DOUBLE_EQ(syncedCost.updateTime(4 * 3000, 0, 2), 3e-3);
-  EXPECT_DOUBLE_EQ(syncedCost.updateTime(4 * 1000, 0, 1), 1e-6);
-  EXPECT_DOUBLE_EQ(localCost.updateTime(4 * 1000, 0, 1), 1e-3);
-
-  // Data parallelism updates every parameter after an all-reduce; one
-  // device updates them without.
-  Strategy dp = dataParallelStrategy(g, 2);
-  Strategy one = dataParallelStrategy(g, 1);
-  double aloneDp = Simulator(g, aloneCost).simulate(dp).stepTime;
-  double syncedDp = Simulator(g, syncedCost).simulate(dp).stepTime;
-  double localDp = Simulator(g, localCost).simulate(dp).stepTime;
-  EXPECT_DOUBLE_EQ(localDp, aloneDp);
-  // Every update of the 4 parameters takes at least 1 ms now.
-  EXPECT_GE(syncedDp, aloneDp + 4 * (1e-3 - 1e-6));
-  Machine single = loadMachine("cpu-local", 1);
-  CostModel singleSynced(single, &synced), singleLocal(single, &local),
-      singleAlone(single, &alone);
-  EXPECT_DOUBLE_EQ(Simulator(g, singleSynced).simulate(one).stepTime,
-                   Simulator(g, singleAlone).simulate(one).stepTime);
-  EXPECT_GE(Simulator(g, singleLocal).simulate(one).stepTime,
-            Simulator(g, singleAlone).simulate(one).stepTime + 4 * 9e-4);
-
-  // All-reduces: 2x the machine at 1 KB, 4x at 100 KB; between them the
-  // ratio follows log bytes, beyond them the nearest's.
-  std::vector<int> pair = {0, 1};
-  auto machineTime = [&](CollectiveKind k, int64_t bytes) {
-    return machine.collectiveCost(k, bytes, pair).time;
-  };
-  const CollectiveKind allReduce = CollectiveKind::AllReduce;
-  ProfileDatabase slow = alone;
-  slow.record(ProfileDatabase::collectiveKey(allReduce, 1000, kind, 2),
-              {2 * machineTime(allReduce, 1000), 0});
-  slow.record(ProfileDatabase::collectiveKey(allReduce, 100000, kind, 2),
-              {4 * machineTime(allReduce, 100000), 0});
-  CostModel slowCost(machine, &slow);
-  EXPECT_DOUBLE_EQ(slowCost.collectiveTime(allReduce, 1000, pair),
-                   2 * machineTime(allReduce, 1000));
-  EXPECT_NEAR(slowCost.collectiveTime(allReduce, 10000, pair),
-              3 * machineTime(allReduce, 10000), 1e-12);
-  EXPECT_NEAR(slowCost.collectiveTime(allReduce, 10, pair),
-              2 * machineTime(allReduce, 10), 1e-12);
-  EXPECT_NEAR(slowCost.collectiveTime(allReduce, 1 << 24, pair),
-              4 * machineTime(allReduce, 1 << 24), 1e-12);
-  EXPECT_DOUBLE_EQ(aloneCost.collectiveTime(allReduce, 1 << 24, pair),
-                   machineTime(allReduce, 1 << 24));
-  EXPECT_GT(Simulator(g, slowCost).simulate(dp).stepTime, aloneDp);
-
-  // Each kind of collective from its own in-step times: reduce-scatters
-  // timed at 3x the machine's leave all-gathers and all-reduces alone.
-  const CollectiveKind reduceScatter = CollectiveKind::ReduceScatter;
-  ProfileDatabase scatters = alone;
-  scatters.record(ProfileDatabase::collectiveKey(reduceScatter, 4096, kind, 2),
-                  {3 * machineTime(reduceScatter, 4096), 0});
-  // Another device kind's and malformed keys are not this curve's.
-  scatters.record(
-      ProfileDatabase::collectiveKey(reduceScatter, 4096, "other-core", 2),
-      {1.0, 0});
-  scatters.record("soap.reduce_scatter [x] " + kind + " in-step x2", {1.0, 0});
-  scatters.record("soap.reduce_scatter [8] " + kind + " in-step x2y", {1.0, 0});
-  CostModel scatterCost(machine, &scatters);
-  EXPECT_NEAR(scatterCost.collectiveTime(reduceScatter, 1 << 20, pair),
-              3 * machineTime(reduceScatter, 1 << 20), 1e-12);
-  for (CollectiveKind other :
-       {allReduce, CollectiveKind::AllGather, CollectiveKind::AllToAll})
-    EXPECT_DOUBLE_EQ(scatterCost.collectiveTime(other, 1 << 20, pair),
-                     machineTime(other, 1 << 20));
-  // Nor groups of another size.
-  Machine four = loadMachine("p100-4x4", 4);
-  ProfileDatabase pairs;
-  pairs.record(ProfileDatabase::collectiveKey(reduceScatter, 4096,
-                                              four.deviceType().name, 2),
-               {3 * four.collectiveCost(reduceScatter, 4096, pair).time, 0});
-  CostModel fourCost(four, &pairs);
-  std::vector<int> quad = {0, 1, 2, 3};
-  EXPECT_DOUBLE_EQ(fourCost.collectiveTime(reduceScatter, 1 << 20, quad),
-                   four.collectiveCost(reduceScatter, 1 << 20, quad).time);
-  EXPECT_NEAR(fourCost.collectiveTime(reduceScatter, 1 << 20, pair),
-              3 * four.collectiveCost(reduceScatter, 1 << 20, pair).time,
-              1e-12);
-
-  // The keys survive the database's JSON.
-  std::string error;
-  std::optional<ProfileDatabase> reloaded =
-      ProfileDatabase::fromJSON(slow.toJSON(), error);
-  ASSERT_TRUE(reloaded) << error;
-  auto curves = reloaded->collectiveCurves(allReduce, kind);
-  ASSERT_EQ(curves.size(), 1u);
-  EXPECT_EQ(curves[2].size(), 2u);
-  EXPECT_TRUE(reloaded->collectiveCurves(reduceScatter, kind).empty());
-  auto scatterCurves = scatters.collectiveCurves(reduceScatter, kind);
-  ASSERT_EQ(scatterCurves.size(), 1u);
-  EXPECT_EQ(scatterCurves[2].size(), 1u);
-}
-
 TEST(OpGraphJson, ErrorsNameTheField) {
   std::string error;
   EXPECT_FALSE(OpGraph::fromJSON("{", error));
@@ -864,23 +659,3 @@ TEST(OpGraphJson, ErrorsNameTheField) {
 }
 
 } // namespace
-
-// The optimizer update from soap-profile's measured sizes: linear between
-// two measured element counts, the smallest size's time below them, the
-// largest size's time per element above them, the roofline without any.
-TEST(CostModel, UpdateTimeInterpolatesMeasuredSizes) {
-  Machine machine = test::loadMachine("cpu-local", 2);
-  const std::string kind = machine.deviceType().name;
-  ProfileDatabase db;
-  db.record(ProfileDatabase::updateKey("momentum", 1000, kind), {2e-6, 0});
-  db.record(ProfileDatabase::updateKey("momentum", 3000, kind), {4e-6, 0});
-  db.record(ProfileDatabase::updateKey("sgd", 1000, kind), {1.0, 0});
-  CostModel cost(machine, &db, Optimizer::Momentum);
-  EXPECT_DOUBLE_EQ(cost.updateTime(4 * 2000, 0), 3e-6);
-  EXPECT_DOUBLE_EQ(cost.updateTime(4 * 10, 0), 2e-6);
-  EXPECT_DOUBLE_EQ(cost.updateTime(4 * 6000, 0), 8e-6);
-  CostModel adam(machine, &db, Optimizer::Adam);
-  CostModel roofline(machine, nullptr, Optimizer::Adam);
-  EXPECT_DOUBLE_EQ(adam.updateTime(4 * 2000, 0),
-                   roofline.updateTime(4 * 2000, 0));
-}
