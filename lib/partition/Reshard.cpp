@@ -364,12 +364,83 @@ Value SpmdPartitioner::materialize(Value original, const DeviceBoxes &target,
     return linalg::TransposeOp::create(b, loc, input, init, perm)
         .getResult()[0];
   }
+  if (tensor::InsertSliceOp spread = value.spread; spread && any)
+    return materializeSpread(spread, target, localType, loc);
   if (!any) // no device reads it
     return tensor::EmptyOp::create(b, loc, type.getShape(),
                                    type.getElementType());
   if (!value.addends.empty())
     return materializeSum(original, target, loc);
   return reshard(original, target, loc);
+}
+
+bool soap::partition::isLazySpread(tensor::InsertSliceOp insert) {
+  if (insert->hasAttr(SoapDialect::getConfigAttrName()) ||
+      !insert->hasOneUse() || !insert.getSourceType().hasStaticShape() ||
+      !insert.getType().hasStaticShape() ||
+      insert.getSourceType().getRank() != insert.getType().getRank() ||
+      ShapedType::isDynamicShape(insert.getStaticOffsets()) ||
+      ShapedType::isDynamicShape(insert.getStaticStrides()) ||
+      !isIdentityFill(insert.getDest(), ReductionKind::sum))
+    return false;
+  OpOperand &use = *insert->getUses().begin();
+  auto reader = dyn_cast<linalg::LinalgOp>(use.getOwner());
+  return reader && linalg::isaConvolutionOpInterface(reader) &&
+         reader.isDpsInput(&use) &&
+         reader->hasAttr(SoapDialect::getConfigAttrName()) &&
+         !reader->hasAttr(SoapDialect::getTransposedConfigAttrName());
+}
+
+Value SpmdPartitioner::materializeSpread(tensor::InsertSliceOp spread,
+                                         const DeviceBoxes &target,
+                                         RankedTensorType localType,
+                                         Location loc) {
+  RankedTensorType sourceType = spread.getSourceType();
+  RankedTensorType type = spread.getType();
+  int64_t rank = type.getRank();
+  ArrayRef<int64_t> offsets = spread.getStaticOffsets(),
+                    strides = spread.getStaticStrides();
+  // A dimension the spread covers at stride 1 keeps the target's block;
+  // the others must be whole in every block for a device to spread its
+  // part of the adjoint alone.
+  auto copied = [&](int64_t d) {
+    return offsets[d] == 0 && strides[d] == 1 &&
+           sourceType.getDimSize(d) == type.getDimSize(d);
+  };
+  DeviceBoxes sourceBoxes(numDevices);
+  bool local = true;
+  for (auto [device, box] : llvm::enumerate(target)) {
+    if (!box)
+      continue;
+    Box in = wholeBox(sourceType);
+    for (int64_t d = 0; d < rank; ++d) {
+      if (copied(d)) {
+        in.offsets[d] = box->offsets[d];
+        in.sizes[d] = box->sizes[d];
+      } else if (box->offsets[d] != 0 || box->sizes[d] != type.getDimSize(d)) {
+        local = false;
+      }
+    }
+    sourceBoxes[device] = local ? std::move(in) : wholeBox(sourceType);
+  }
+  if (!local)
+    for (std::optional<Box> &box : sourceBoxes)
+      if (box)
+        box = wholeBox(sourceType);
+  Value source = materialize(spread.getSource(), sourceBoxes, loc);
+  auto sourceLocal = cast<RankedTensorType>(source.getType());
+  RankedTensorType spreadType = local ? localType : type;
+  SmallVector<OpFoldResult> at, sizes, steps;
+  for (int64_t d = 0; d < rank; ++d) {
+    at.push_back(b.getIndexAttr(copied(d) ? 0 : offsets[d]));
+    sizes.push_back(b.getIndexAttr(sourceLocal.getDimSize(d)));
+    steps.push_back(b.getIndexAttr(strides[d]));
+  }
+  Value spreadLocal = tensor::InsertSliceOp::create(
+      b, loc, source, identityFilled(b, loc, spreadType, ReductionKind::sum),
+      at, sizes, steps);
+  // Otherwise: the whole spread where the target is, sliced to it.
+  return local ? spreadLocal : slice(spreadLocal, target, nullptr, loc);
 }
 
 //===----------------------------------------------------------------------===//

@@ -85,7 +85,7 @@ FailureOr<IRMapping> SpmdPartitioner::localReads(
                              << " needs a static shape";
     DeviceBoxes target = targetOf(value, type);
     DistValue &distValue = dist[value];
-    if (!distValue.splat && !distValue.transpose &&
+    if (!distValue.splat && !distValue.transpose && !distValue.spread &&
         llvm::none_of(distValue.pieces, [&](const Piece &piece) {
           return covers(piece, target);
         }))
@@ -290,6 +290,11 @@ LogicalResult SpmdPartitioner::run() {
         transpose && transpose.hasPureTensorSemantics() &&
         !op->hasAttr(SoapDialect::getConfigAttrName())) {
       dist[transpose->getResult(0)].transpose = transpose;
+      continue;
+    }
+    if (auto insert = dyn_cast<tensor::InsertSliceOp>(op);
+        insert && isLazySpread(insert)) {
+      dist[insert.getResult()].spread = insert;
       continue;
     }
     if (op->hasAttr(SoapDialect::getReplicatedAttrName())) {

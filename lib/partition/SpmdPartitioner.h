@@ -108,6 +108,12 @@ struct DistValue {
   /// copied whole and the CPU lowering can fold the transpose into a
   /// contraction.
   linalg::TransposeOp transpose;
+  /// An insertion into zeros without a config that a convolution with a
+  /// config reads (the training step's spread of an adjoint for the input
+  /// gradient): each device spreads the part of the adjoint its block
+  /// needs, so that the adjoint moves, not its spread (the simulator's
+  /// backward task reads the adjoint). See isLazySpread.
+  tensor::InsertSliceOp spread;
   /// Elements no piece holds are zeros: the gradient of a slice (an
   /// insert_slice of its blocks into zeros), or a sum of such gradients
   /// of disjoint slices. Only materialize reads such a value (planning with
@@ -189,6 +195,12 @@ std::optional<Box> regionOf(AffineMap map, ArrayRef<int64_t> loopSizes,
 /// True when every device that needs a box holds exactly that box in
 /// `piece`, complete (not partial sums).
 bool covers(const Piece &piece, const DeviceBoxes &target);
+
+/// True when `insert` is a spread that stays lazy (DistValue::spread): no
+/// config, static offsets and strides, no dimension dropped, a zero fill
+/// as destination, and one reader, an input of a convolution with a
+/// config (not a transposed one, which spreads its own blocks).
+bool isLazySpread(tensor::InsertSliceOp insert);
 
 /// True when `op` reads none of its inputs' values, only their shapes (the
 /// count of a batch norm's divisor): it runs where its result is needed,
@@ -327,6 +339,13 @@ private:
 
   // Distributed values.
   Value materialize(Value original, const DeviceBoxes &target, Location loc);
+  /// materialize for a lazy spread (DistValue::spread) of local type
+  /// `localType`: each device spreads its block's part of the adjoint
+  /// into zeros; when a block does not hold the spread dimensions whole,
+  /// the whole spread is built where the target is and sliced.
+  Value materializeSpread(tensor::InsertSliceOp spread,
+                          const DeviceBoxes &target, RankedTensorType localType,
+                          Location loc);
   /// Where the parts of `original` are when it has one layout: its piece,
   /// or for a lazy transpose its input's piece with permuted boxes (and no
   /// local value). None for splats and values in several pieces.

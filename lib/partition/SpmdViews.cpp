@@ -219,35 +219,90 @@ LogicalResult SpmdPartitioner::partitionPassThrough(Operation *op) {
       !onlyProducedPiece(found->second) ||
       onlyProducedPiece(found->second)->partial)
     return failure();
-  const Piece piece = *onlyProducedPiece(found->second); // dist may grow
-  DeviceBoxes boxes(numDevices);
-  SmallVector<int64_t> localShape, localSourceShape;
-  bool split = false;
-  for (auto [device, box] : llvm::enumerate(piece.boxes)) {
-    if (!box)
-      continue;
-    Box out = wholeBox(resultType);
-    for (int64_t d = 0; d < sourceRank; ++d) {
-      bool whole =
-          box->offsets[d] == 0 && box->sizes[d] == sourceType.getDimSize(d);
-      if (!whole && !identity[d])
-        return failure();
-      if (identity[d] && resultDim[d] >= 0) {
-        out.offsets[resultDim[d]] = box->offsets[d];
-        out.sizes[resultDim[d]] = box->sizes[d];
-        split |= !whole;
+  auto extractOp = dyn_cast<tensor::ExtractSliceOp>(op);
+  // The result's boxes when each device runs the op on its block of
+  // `piece`; none when a device's block does not hold what the op needs.
+  // A dimension the op does not leave alone must be whole in the block,
+  // except for an extract_slice, whose block need only hold the slice (at
+  // the same offset on every device; `offsets`: the block's).
+  struct Local {
+    DeviceBoxes boxes;
+    SmallVector<int64_t> shape, sourceShape, offsets;
+    bool split = false;
+    int64_t holders = 0;
+  };
+  auto localOf = [&](const Piece &piece) -> std::optional<Local> {
+    Local local;
+    local.boxes.resize(numDevices);
+    for (auto [device, box] : llvm::enumerate(piece.boxes)) {
+      if (!box)
+        continue;
+      Box out = wholeBox(resultType);
+      SmallVector<int64_t> offsets(sourceRank, 0);
+      for (int64_t d = 0; d < sourceRank; ++d) {
+        bool whole =
+            box->offsets[d] == 0 && box->sizes[d] == sourceType.getDimSize(d);
+        if (identity[d]) {
+          if (resultDim[d] >= 0) {
+            out.offsets[resultDim[d]] = box->offsets[d];
+            out.sizes[resultDim[d]] = box->sizes[d];
+          }
+          local.split |= !whole;
+          continue;
+        }
+        if (whole)
+          continue;
+        if (!extractOp)
+          return std::nullopt;
+        int64_t first = extractOp.getStaticOffsets()[d];
+        int64_t last = first + (extractOp.getStaticSizes()[d] - 1) *
+                                   extractOp.getStaticStrides()[d];
+        if (first < box->offsets[d] || last >= box->offsets[d] + box->sizes[d])
+          return std::nullopt;
+        offsets[d] = box->offsets[d];
       }
+      if (local.holders++ && offsets != local.offsets)
+        return std::nullopt;
+      local.offsets = std::move(offsets);
+      local.shape = out.sizes;
+      local.sourceShape = box->sizes;
+      local.boxes[device] = std::move(out);
     }
-    localShape = out.sizes;
-    localSourceShape = box->sizes;
-    boxes[device] = std::move(out);
+    return local;
+  };
+  // The piece its producer wrote, or a copy an earlier reader received
+  // that holds the slice on more devices (a convolution's input that its
+  // forward read on another device, sliced again for its weight
+  // gradient): the slice is then taken there and need not move again.
+  int chosen = -1;
+  std::optional<Local> best;
+  for (auto [p, piece] : llvm::enumerate(found->second.pieces)) {
+    bool produced = &piece == onlyProducedPiece(found->second);
+    if (!produced && !(extractOp && piece.derived && !piece.partial))
+      continue;
+    std::optional<Local> local = localOf(piece);
+    if (local && (!best || local->holders > best->holders ||
+                  (produced && local->holders == best->holders))) {
+      best = std::move(local);
+      chosen = static_cast<int>(p);
+    }
   }
+  if (!best)
+    return failure();
+  const Piece piece = found->second.pieces[chosen]; // dist may grow
+  DeviceBoxes boxes = std::move(best->boxes);
+  SmallVector<int64_t> localShape = best->shape,
+                       localSourceShape = best->sourceShape;
+  bool split = best->split;
   // Nothing to gain when every device holds the whole source: run it
   // whole. A source held by some devices only stays there (the others skip
   // the op).
-  bool subset = llvm::any_of(
-      piece.boxes, [](const std::optional<Box> &box) { return !box; });
-  if ((!split && !subset) || localShape.empty())
+  bool subset =
+      llvm::any_of(boxes, [](const std::optional<Box> &box) { return !box; });
+  bool wholeSource = llvm::all_of(piece.boxes, [&](const auto &box) {
+    return box && *box == wholeBox(sourceType);
+  });
+  if ((!split && !subset && wholeSource) || localShape.empty())
     return failure();
   Location loc = op->getLoc();
   b.setInsertionPoint(op);
@@ -284,12 +339,16 @@ LogicalResult SpmdPartitioner::partitionPassThrough(Operation *op) {
         asAttrs(sizes), asAttrs(insert.getStaticStrides()));
   } else if (auto extract = dyn_cast<tensor::ExtractSliceOp>(op)) {
     SmallVector<int64_t> sizes(extract.getStaticSizes());
-    for (int64_t d = 0; d < sourceRank; ++d)
+    SmallVector<int64_t> offsets(extract.getStaticOffsets());
+    for (int64_t d = 0; d < sourceRank; ++d) {
       if (identity[d])
         sizes[d] = localSourceShape[d];
-    local = tensor::ExtractSliceOp::create(
-        b, loc, localType, piece.local, asAttrs(extract.getStaticOffsets()),
-        asAttrs(sizes), asAttrs(extract.getStaticStrides()));
+      else
+        offsets[d] -= best->offsets[d];
+    }
+    local = tensor::ExtractSliceOp::create(b, loc, localType, piece.local,
+                                           asAttrs(offsets), asAttrs(sizes),
+                                           asAttrs(extract.getStaticStrides()));
   } else {
     IRMapping mapping = plain;
     mapping.map(source, piece.local);
