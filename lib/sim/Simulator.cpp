@@ -100,6 +100,7 @@ Simulator::Simulator(const OpGraph &graph, const CostModel &cost,
     }
   edges.resize(edgeEnds.size());
   findLazyGradients();
+  findWholeViews();
   placements.resize(n);
   nodeTasks.resize(n);
   paths.resize(machine.numDevices());
@@ -132,6 +133,31 @@ Simulator::Simulator(const OpGraph &graph, const CostModel &cost,
 }
 
 Simulator::~Simulator() = default;
+
+void Simulator::findWholeViews() {
+  static const char *const kViews[] = {
+      "tensor.extract_slice", "tensor.expand_shape", "tensor.collapse_shape",
+      "tensor.concat", "tensor.pad"};
+  wholeViews.assign(graph.nodes.size(), 0);
+  // Nodes come in program order: a view's producers are decided first.
+  for (size_t node = 0; node < graph.nodes.size(); ++node) {
+    const OpNode &n = graph.nodes[node];
+    if (std::none_of(std::begin(kViews), std::end(kViews),
+                     [&](const char *name) { return n.opName == name; }))
+      continue;
+    bool any = false, whole = true;
+    for (const NodeAccess &a : n.accesses) {
+      if (!a.readsValue())
+        continue;
+      const GraphTensor &tensor = graph.tensors[a.tensor];
+      any = true;
+      // Parameters may be kept sharded; fills are rebuilt in each block.
+      whole &= tensor.producer < 0 ? !tensor.isParameter
+                                   : wholeViews[tensor.producer] != 0;
+    }
+    wholeViews[node] = any && whole;
+  }
+}
 
 void Simulator::findLazyGradients() {
   size_t n = graph.nodes.size();
@@ -371,7 +397,7 @@ const Simulator::Placement &Simulator::placement(int node) {
                 p->shard, p->ranges.data() + at + p->accessAt[a]);
   };
   std::vector<int64_t> lo(numLoops, 0);
-  if (Strategy::isReplicated(config)) {
+  if (Strategy::isReplicated(config) || wholeViews[node]) {
     p->replicated = true;
     p->shard.assign(n.loopSizes.begin(), n.loopSizes.begin() + numLoops);
     for (int d = 0; d < current.numDevices; ++d) {

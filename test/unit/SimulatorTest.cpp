@@ -659,3 +659,73 @@ TEST(OpGraphJson, ErrorsNameTheField) {
 }
 
 } // namespace
+
+// A pad of the step's input runs whole on every device whatever its config
+// says, as the partitioner runs views of values every device holds whole:
+// a convolution that splits its rows reads its window there, and nothing
+// moves. A pad of a computed (batch-split) value follows its config, and
+// the rows the convolution reads move.
+TEST_F(SimulatorIR, ViewsOfInputsRunWholeEverywhere) {
+  OpGraph g = graphOf(R"mlir(
+#id = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+func.func @f(%x: tensor<4x3x8x8xf32>, %w: tensor<4x3x3x3xf32>)
+    -> (tensor<4x4x8x8xf32>, tensor<4x4x8x8xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %p = tensor.pad %x low[0, 0, 1, 1] high[0, 0, 1, 1] {
+  ^bb0(%i: index, %j: index, %k: index, %l: index):
+    tensor.yield %zero : f32
+  } : tensor<4x3x8x8xf32> to tensor<4x3x10x10xf32>
+  %e = tensor.empty() : tensor<4x4x8x8xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<4x4x8x8xf32>) -> tensor<4x4x8x8xf32>
+  %y = linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>}
+      ins(%p, %w : tensor<4x3x10x10xf32>, tensor<4x3x3x3xf32>) outs(%f : tensor<4x4x8x8xf32>) -> tensor<4x4x8x8xf32>
+  %e1 = tensor.empty() : tensor<4x3x8x8xf32>
+  %r = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%x : tensor<4x3x8x8xf32>) outs(%e1 : tensor<4x3x8x8xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %m = arith.maximumf %a, %zero : f32
+    linalg.yield %m : f32
+  } -> tensor<4x3x8x8xf32>
+  %q = tensor.pad %r low[0, 0, 1, 1] high[0, 0, 1, 1] {
+  ^bb0(%i: index, %j: index, %k: index, %l: index):
+    tensor.yield %zero : f32
+  } : tensor<4x3x8x8xf32> to tensor<4x3x10x10xf32>
+  %f2 = linalg.fill ins(%zero : f32) outs(%e : tensor<4x4x8x8xf32>) -> tensor<4x4x8x8xf32>
+  %z = linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>}
+      ins(%q, %w : tensor<4x3x10x10xf32>, tensor<4x3x3x3xf32>) outs(%f2 : tensor<4x4x8x8xf32>) -> tensor<4x4x8x8xf32>
+  return %y, %z : tensor<4x4x8x8xf32>, tensor<4x4x8x8xf32>
+}
+)mlir");
+  auto nodeOf = [&](const std::string &name, int skip = 0) {
+    for (size_t n = 0; n < g.nodes.size(); ++n)
+      if (g.nodes[n].opName == name && skip-- == 0)
+        return static_cast<int>(n);
+    return -1;
+  };
+  int pad = nodeOf("tensor.pad"), conv = nodeOf("linalg.conv_2d_nchw_fchw");
+  int pad2 = nodeOf("tensor.pad", 1),
+      conv2 = nodeOf("linalg.conv_2d_nchw_fchw", 1);
+  ASSERT_GE(pad, 0);
+  ASSERT_GE(conv2, 0);
+  Machine machine = loadMachine("p100-4x4", 2);
+  CostModel cost(machine);
+  Simulator sim(g, cost, SimOptions{/*training=*/false});
+  Strategy s = dataParallelStrategy(g, 2);
+  // The convolutions split their output rows (n, f, oh, ow, c, kh, kw).
+  for (int c : {conv, conv2}) {
+    s.configs[c].degrees = {1, 1, 2, 1, 1, 1, 1};
+    s.configs[c].devices = {0, 1};
+  }
+  ASSERT_EQ(s.configs[pad].degrees, (std::vector<int64_t>{2, 1, 1, 1}));
+  ASSERT_EQ(s.configs[pad2].degrees, (std::vector<int64_t>{2, 1, 1, 1}));
+  sim.simulate(s);
+  std::vector<CommStep> steps = sim.communication();
+  for (const CommStep &step : steps)
+    EXPECT_EQ(step.what.find("(" + g.nodes[pad].location + ")"),
+              std::string::npos)
+        << step.kind << " " << step.what;
+  bool padMoves = false;
+  for (const CommStep &step : steps)
+    padMoves |= step.what.find(g.nodes[pad2].location) != std::string::npos;
+  EXPECT_TRUE(padMoves) << "the pad of a computed value follows its config";
+}

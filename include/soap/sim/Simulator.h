@@ -152,6 +152,8 @@ private:
   void buildAll();
   /// Sets lazyGradients.
   void findLazyGradients();
+  /// Sets wholeViews.
+  void findWholeViews();
   /// The steps that make the loss `node` writes whole on every device.
   void buildReturn(int node);
   void buildNode(int node);
@@ -291,6 +293,11 @@ private:
     std::vector<int> outputDim;
   };
   std::vector<LazyGradient> lazyGradients;
+  /// Per node: a view (a slice, reshape, concatenation or static pad) of
+  /// tensors whole on every device whatever the strategy (inputs,
+  /// constants, such views of them): it runs whole everywhere, where its
+  /// operands are, whatever its config says, as the partitioner runs it.
+  std::vector<char> wholeViews;
   std::vector<std::vector<int>> producerEdges, consumerEdges;
   std::vector<std::pair<int, int>> edgeEnds; ///< (producer, consumer)
   std::vector<Task> tasks;
