@@ -165,6 +165,10 @@ struct LinalgLoops {
 /// The box of the whole tensor.
 Box wholeBox(RankedTensorType type);
 
+/// The boxes of a transpose's result given its input's: result dimension i
+/// is input dimension perm[i].
+DeviceBoxes transposedBoxes(const DeviceBoxes &input, ArrayRef<int64_t> perm);
+
 /// The task grid coordinates of `task` (row-major, last loop fastest).
 SmallVector<int64_t> coordinatesOf(ArrayRef<int64_t> degrees, int64_t task);
 

@@ -229,6 +229,14 @@ std::optional<Piece> SpmdPartitioner::completedLayoutOf(Value original) {
     layout->partial.reset();
     return layout;
   }
+  // A lazy transpose: its input's, permuted.
+  if (linalg::TransposeOp transpose = found->second.transpose;
+      transpose && found->second.pieces.empty()) {
+    std::optional<Piece> input = completedLayoutOf(transpose.getInput());
+    if (input)
+      input->boxes = transposedBoxes(input->boxes, transpose.getPermutation());
+    return input;
+  }
   // Several tasks per device: partial results each device adds up (a
   // split reduction's), each device holding one box of them; or complete
   // blocks that tile one box per device (a bias gradient whose two halves

@@ -14,10 +14,8 @@ using namespace mlir;
 using namespace soap;
 using namespace soap::partition;
 
-/// The boxes of a transpose's result given its input's: result dimension i
-/// is input dimension perm[i].
-static DeviceBoxes transposedBoxes(const DeviceBoxes &input,
-                                   ArrayRef<int64_t> perm) {
+DeviceBoxes soap::partition::transposedBoxes(const DeviceBoxes &input,
+                                             ArrayRef<int64_t> perm) {
   DeviceBoxes boxes(input.size());
   for (auto [device, box] : llvm::enumerate(input)) {
     if (!box)
