@@ -470,11 +470,44 @@ static void transposeBeforeAllReduces(ModuleOp module) {
   }
 }
 
+/// On the CPU, a receive whose target ranks are not all of them runs in a
+/// guard of those ranks (soap.on_devices), so that the others, which
+/// receive nothing, allocate nothing for it either: its result there is a
+/// stand-in (absentTensor). Every rank allocated the whole buffer before,
+/// a sender too, which held it until the value it was inserted into died.
+static void guardReceivesToTheirTargets(ModuleOp module) {
+  auto numDevices =
+      module->getAttrOfType<IntegerAttr>(SoapDialect::getNumDevicesAttrName());
+  SmallVector<RecvOp> recvs;
+  module.walk([&](RecvOp op) {
+    if (!op->getParentOfType<OnDevicesOp>())
+      recvs.push_back(op);
+  });
+  for (RecvOp recv : recvs) {
+    SmallVector<int64_t> targets(recv.getTo());
+    llvm::sort(targets);
+    targets.erase(std::unique(targets.begin(), targets.end()), targets.end());
+    if (numDevices &&
+        static_cast<int64_t>(targets.size()) >= numDevices.getInt())
+      continue;
+    OpBuilder b(recv);
+    auto guard = OnDevicesOp::create(b, recv.getLoc(), recv->getResultTypes(),
+                                     b.getDenseI64ArrayAttr(targets));
+    recv->replaceAllUsesWith(guard->getResults());
+    Block &body = guard.getBody().emplaceBlock();
+    recv->moveBefore(&body, body.end());
+    b.setInsertionPointToEnd(&body);
+    YieldOp::create(b, recv.getLoc(), recv->getResults());
+  }
+}
+
 LogicalResult lowerCommunicationOps(ModuleOp module, bool hostBuffers) {
   if (failed(checkSendRecvPairs(module)))
     return failure();
   transposeBeforeAllReduces(module);
   mergeGuards(module);
+  if (hostBuffers)
+    guardReceivesToTheirTargets(module);
   SmallVector<OnDevicesOp> guards;
   module.walk([&](OnDevicesOp op) { guards.push_back(op); });
   unsigned absentCount = 0;
