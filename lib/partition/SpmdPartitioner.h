@@ -234,6 +234,10 @@ public:
   /// its block of the source into its block of the destination.
   LogicalResult followInsertAlongWholeDims(tensor::InsertSliceOp insert,
                                            ConfigAttr config);
+  /// partitionPassThrough for an insertion into zeros without a config:
+  /// the source's pieces where they go, zero elsewhere. Fails, changing
+  /// nothing, for any other op.
+  LogicalResult embedIntoZeros(tensor::InsertSliceOp insert);
   /// `build`'s value (built at the insertion point) computed on `devices`
   /// alone: inside a soap.on_devices guard of result type `type` unless
   /// they are all devices; the guard's result.

@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Reductions.h"
 #include "SpmdPartitioner.h"
 
 using namespace mlir;
@@ -159,9 +160,49 @@ LogicalResult SpmdPartitioner::partitionReshape(Operation *op) {
 /// dimensions the op leaves alone (no padding; the slice covers the whole
 /// dimension at stride 1; rank-reducing slices drop only whole dimensions):
 /// each device pads or slices its own part.
+/// An insertion into zeros at stride 1 (the gradient of a slice, or of the
+/// rows and columns a strided window reads) of a value in complete pieces:
+/// the pieces stay where they are, their boxes shifted to where they go,
+/// and the rest is zeros nobody holds (DistValue::zerosElsewhere), as the
+/// simulator's gradient edges have it: a reader receives the nonzero part
+/// of its block only.
+LogicalResult SpmdPartitioner::embedIntoZeros(tensor::InsertSliceOp insert) {
+  RankedTensorType sourceType = insert.getSourceType();
+  if (!sourceType.hasStaticShape() || !insert.getType().hasStaticShape() ||
+      sourceType.getRank() != insert.getType().getRank() ||
+      ShapedType::isDynamicShape(insert.getStaticOffsets()) ||
+      llvm::any_of(insert.getStaticStrides(),
+                   [](int64_t s) { return s != 1; }) ||
+      !isIdentityFill(insert.getDest(), ReductionKind::sum))
+    return failure();
+  auto found = dist.find(insert.getSource());
+  if (found == dist.end() || found->second.splat || found->second.transpose ||
+      found->second.spread || !found->second.addends.empty() ||
+      !hasOnlyComplete(found->second))
+    return failure();
+  ArrayRef<int64_t> offsets = insert.getStaticOffsets();
+  DistValue result;
+  for (const Piece &piece : found->second.pieces) {
+    if (piece.derived)
+      continue;
+    Piece moved = piece;
+    for (std::optional<Box> &box : moved.boxes)
+      if (box)
+        for (auto [d, offset] : llvm::enumerate(offsets))
+          box->offsets[d] += offset;
+    result.pieces.push_back(std::move(moved));
+  }
+  result.zerosElsewhere = true;
+  dist[insert.getResult()] = std::move(result);
+  return success();
+}
+
 LogicalResult SpmdPartitioner::partitionPassThrough(Operation *op) {
   if (!isa<tensor::PadOp, tensor::ExtractSliceOp, tensor::InsertSliceOp>(op))
     return failure();
+  if (auto insert = dyn_cast<tensor::InsertSliceOp>(op);
+      insert && succeeded(embedIntoZeros(insert)))
+    return success();
   Value source = op->getOperand(0);
   auto sourceType = dyn_cast<RankedTensorType>(source.getType());
   auto resultType = dyn_cast<RankedTensorType>(op->getResult(0).getType());
