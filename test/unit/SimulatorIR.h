@@ -54,6 +54,14 @@ protected:
     return graphOf(buffer.str());
   }
 
+  /// The `skip`-th node (from 0) of op `name` in `g`, or -1.
+  static int nodeOf(const OpGraph &g, const std::string &name, int skip = 0) {
+    for (size_t n = 0; n < g.nodes.size(); ++n)
+      if (g.nodes[n].opName == name && skip-- == 0)
+        return static_cast<int>(n);
+    return -1;
+  }
+
   mlir::MLIRContext context;
   mlir::OwningOpRef<mlir::ModuleOp> module;
 };

@@ -471,14 +471,9 @@ func.func @loss(%x: tensor<8x16xf32>, %w: tensor<32x16xf32> {soap.param}) -> ten
   // No node for the copy: the transpose, two fills, the matmul, the count
   // and the division.
   ASSERT_EQ(g.nodes.size(), 6u);
-  auto nodeOf = [&](const std::string &name, int skip = 0) {
-    for (size_t n = 0; n < g.nodes.size(); ++n)
-      if (g.nodes[n].opName == name && skip-- == 0)
-        return static_cast<int>(n);
-    return -1;
-  };
-  int transpose = nodeOf("linalg.generic"), matmul = nodeOf("linalg.matmul");
-  int count = nodeOf("linalg.generic", 1);
+  int transpose = nodeOf(g, "linalg.generic"),
+      matmul = nodeOf(g, "linalg.matmul");
+  int count = nodeOf(g, "linalg.generic", 1);
   ASSERT_GE(transpose, 0);
   ASSERT_GE(matmul, 0);
   ASSERT_GE(count, 0);
@@ -696,15 +691,10 @@ func.func @f(%x: tensor<4x3x8x8xf32>, %w: tensor<4x3x3x3xf32>)
   return %y, %z : tensor<4x4x8x8xf32>, tensor<4x4x8x8xf32>
 }
 )mlir");
-  auto nodeOf = [&](const std::string &name, int skip = 0) {
-    for (size_t n = 0; n < g.nodes.size(); ++n)
-      if (g.nodes[n].opName == name && skip-- == 0)
-        return static_cast<int>(n);
-    return -1;
-  };
-  int pad = nodeOf("tensor.pad"), conv = nodeOf("linalg.conv_2d_nchw_fchw");
-  int pad2 = nodeOf("tensor.pad", 1),
-      conv2 = nodeOf("linalg.conv_2d_nchw_fchw", 1);
+  int pad = nodeOf(g, "tensor.pad"),
+      conv = nodeOf(g, "linalg.conv_2d_nchw_fchw");
+  int pad2 = nodeOf(g, "tensor.pad", 1),
+      conv2 = nodeOf(g, "linalg.conv_2d_nchw_fchw", 1);
   ASSERT_GE(pad, 0);
   ASSERT_GE(conv2, 0);
   Machine machine = loadMachine("p100-4x4", 2);
