@@ -330,6 +330,9 @@ private:
   DeviceBoxes completeLayout(const DistValue &value,
                              RankedTensorType type) const;
   LogicalResult partitionScatterAdd(scf::ForOp loop);
+  /// The scatter-add nest `loop` whole on `device` (its gather's one task
+  /// ran there), what it reads brought there.
+  LogicalResult scatterWholeOn(scf::ForOp loop, int64_t device);
   /// A convolution's input gradient that carries its forward's config
   /// (soap.transposed_config): each device computes its forward task's
   /// part (TransposedConv.cpp), and the training step's insertion of it

@@ -147,9 +147,10 @@ void Simulator::findWholeViews() {
       continue;
     bool any = false, whole = true;
     for (const NodeAccess &a : n.accesses) {
-      if (!a.readsValue())
-        continue;
       const GraphTensor &tensor = graph.tensors[a.tensor];
+      // A view's result is an access of its own (a reshape's is unread).
+      if (!a.readsValue() || tensor.producer == static_cast<int>(node))
+        continue;
       any = true;
       // Parameters may be kept sharded; fills are rebuilt in each block.
       whole &= tensor.producer < 0 ? !tensor.isParameter
