@@ -378,10 +378,7 @@ bool soap::partition::isLazySpread(tensor::InsertSliceOp insert) {
   if (insert->hasAttr(SoapDialect::getConfigAttrName()) ||
       !insert->hasOneUse() || !insert.getSourceType().hasStaticShape() ||
       !insert.getType().hasStaticShape() ||
-      insert.getSourceType().getRank() != insert.getType().getRank() ||
-      ShapedType::isDynamicShape(insert.getStaticOffsets()) ||
-      ShapedType::isDynamicShape(insert.getStaticStrides()) ||
-      !isIdentityFill(insert.getDest(), ReductionKind::sum))
+      !insertionIntoZeros(insert.getResult()))
     return false;
   OpOperand &use = *insert->getUses().begin();
   auto reader = dyn_cast<linalg::LinalgOp>(use.getOwner());
@@ -421,7 +418,7 @@ Value SpmdPartitioner::materializeSpread(tensor::InsertSliceOp spread,
         local = false;
       }
     }
-    sourceBoxes[device] = local ? std::move(in) : wholeBox(sourceType);
+    sourceBoxes[device] = std::move(in);
   }
   if (!local)
     for (std::optional<Box> &box : sourceBoxes)

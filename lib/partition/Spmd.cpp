@@ -132,13 +132,18 @@ LogicalResult SpmdPartitioner::runOnHolders(Operation *op) {
       holders.push_back(device);
   if (!decided || holders.empty())
     return failure();
+  return runWholeOnDevices(op, holders);
+}
+
+LogicalResult SpmdPartitioner::runWholeOnDevices(Operation *op,
+                                                 ArrayRef<int64_t> devices) {
   b.setInsertionPoint(op);
   bool moved = false;
   FailureOr<IRMapping> mapping = localReads(
       op,
       [&](Value, RankedTensorType type) {
         DeviceBoxes target(numDevices);
-        for (int64_t device : holders)
+        for (int64_t device : devices)
           target[device] = wholeBox(type);
         return target;
       },
@@ -147,7 +152,7 @@ LogicalResult SpmdPartitioner::runOnHolders(Operation *op) {
     return failure();
   Location loc = op->getLoc();
   OnDevicesOp guard = OnDevicesOp::create(b, loc, op->getResultTypes(),
-                                          b.getDenseI64ArrayAttr(holders));
+                                          b.getDenseI64ArrayAttr(devices));
   {
     OpBuilder::InsertionGuard insertion(b);
     b.setInsertionPointToStart(&guard.getBody().emplaceBlock());
@@ -160,7 +165,7 @@ LogicalResult SpmdPartitioner::runOnHolders(Operation *op) {
     auto type = cast<RankedTensorType>(result.getType());
     DeviceBoxes boxes(numDevices);
     SmallVector<int64_t> tasks(numDevices, -1);
-    for (int64_t device : holders) {
+    for (int64_t device : devices) {
       boxes[device] = wholeBox(type);
       tasks[device] = 0;
     }

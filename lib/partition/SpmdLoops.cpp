@@ -530,34 +530,6 @@ LogicalResult SpmdPartitioner::partitionScatterByRows(scf::ForOp loop,
 /// gradient of an embedding table); a nest whose gather splits the table's
 /// rows scatters into them instead (partitionScatterByRows). Fails,
 /// changing nothing, when no loop can be split that way.
-LogicalResult SpmdPartitioner::scatterWholeOn(scf::ForOp loop, int64_t device) {
-  if (device < 0 || device >= numDevices)
-    return failure();
-  b.setInsertionPoint(loop);
-  bool moved = false;
-  FailureOr<IRMapping> mapping = localReads(
-      loop,
-      [&](Value, RankedTensorType type) {
-        DeviceBoxes target(numDevices);
-        target[device] = wholeBox(type);
-        return target;
-      },
-      moved);
-  if (failed(mapping))
-    return failure();
-  auto type = cast<RankedTensorType>(loop.getResult(0).getType());
-  Value result = onDevices({device}, type, loop.getLoc(), [&] {
-    return b.clone(*loop, *mapping)->getResult(0);
-  });
-  DeviceBoxes boxes(numDevices);
-  boxes[device] = wholeBox(type);
-  SmallVector<int64_t> tasks(numDevices, -1);
-  tasks[device] = 0;
-  dist[loop.getResult(0)].pieces.push_back(
-      Piece{result, std::move(boxes), std::move(tasks), std::nullopt});
-  return success();
-}
-
 LogicalResult SpmdPartitioner::partitionScatterAdd(scf::ForOp loop) {
   std::optional<ScatterAddNest> nest = matchScatterAdd(loop);
   if (!nest || !isIdentityFill(nest->init(), ReductionKind::sum))
@@ -590,7 +562,7 @@ LogicalResult SpmdPartitioner::partitionScatterAdd(scf::ForOp loop) {
     // gradient is complete there (no partial tables to all-reduce).
     if (config.getDevices().size() == 1 &&
         llvm::all_of(degrees, [](int64_t degree) { return degree == 1; }))
-      return scatterWholeOn(loop, config.getDevices().front());
+      return runWholeOnDevices(loop, config.getDevices());
     Plan plan = planForTasks(degrees, config.getDevices(), numDevices);
     // The gather's loops, then its lookup loops (soap/Dialect/Gather.h):
     // those split the table's rows, which partitionScatterByRows handles.

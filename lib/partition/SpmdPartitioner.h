@@ -200,6 +200,10 @@ std::optional<Box> regionOf(AffineMap map, ArrayRef<int64_t> loopSizes,
 /// `piece`, complete (not partial sums).
 bool covers(const Piece &piece, const DeviceBoxes &target);
 
+/// The insertion into zeros that writes `value` (offsets and strides
+/// static, the destination a zero fill, no dimension dropped), if any.
+tensor::InsertSliceOp insertionIntoZeros(Value value);
+
 /// True when `insert` is a spread that stays lazy (DistValue::spread): no
 /// config, static offsets and strides, no dimension dropped, a zero fill
 /// as destination, and one reader, an input of a convolution with a
@@ -294,6 +298,11 @@ private:
   /// loop), runs whole on those devices alone, where the op it belongs to
   /// ran, instead of everywhere. Fails, changing nothing, otherwise.
   LogicalResult runOnHolders(Operation *op);
+  /// `op` whole on each of `devices` alone (in a guard), what it reads
+  /// (operands, values its regions capture) brought there whole; its
+  /// results whole there. runOnHolders's rewrite, and a scatter-add nest's
+  /// whose gather ran as one task on one device.
+  LogicalResult runWholeOnDevices(Operation *op, ArrayRef<int64_t> devices);
   /// `op` whole on every device, its operands brought there whole; counted
   /// for the pass's warning unless a strategy `chosen` it (soap.replicated).
   LogicalResult runReplicated(Operation *op, bool chosen = false);
@@ -330,9 +339,6 @@ private:
   DeviceBoxes completeLayout(const DistValue &value,
                              RankedTensorType type) const;
   LogicalResult partitionScatterAdd(scf::ForOp loop);
-  /// The scatter-add nest `loop` whole on `device` (its gather's one task
-  /// ran there), what it reads brought there.
-  LogicalResult scatterWholeOn(scf::ForOp loop, int64_t device);
   /// A convolution's input gradient that carries its forward's config
   /// (soap.transposed_config): each device computes its forward task's
   /// part (TransposedConv.cpp), and the training step's insertion of it

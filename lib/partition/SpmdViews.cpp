@@ -8,7 +8,6 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Reductions.h"
 #include "SpmdPartitioner.h"
 
 using namespace mlir;
@@ -156,10 +155,6 @@ LogicalResult SpmdPartitioner::partitionReshape(Operation *op) {
   return success();
 }
 
-/// tensor.pad, extract_slice and insert_slice of a value split only along
-/// dimensions the op leaves alone (no padding; the slice covers the whole
-/// dimension at stride 1; rank-reducing slices drop only whole dimensions):
-/// each device pads or slices its own part.
 /// An insertion into zeros at stride 1 (the gradient of a slice, or of the
 /// rows and columns a strided window reads) of a value in complete pieces:
 /// the pieces stay where they are, their boxes shifted to where they go,
@@ -169,11 +164,8 @@ LogicalResult SpmdPartitioner::partitionReshape(Operation *op) {
 LogicalResult SpmdPartitioner::embedIntoZeros(tensor::InsertSliceOp insert) {
   RankedTensorType sourceType = insert.getSourceType();
   if (!sourceType.hasStaticShape() || !insert.getType().hasStaticShape() ||
-      sourceType.getRank() != insert.getType().getRank() ||
-      ShapedType::isDynamicShape(insert.getStaticOffsets()) ||
-      llvm::any_of(insert.getStaticStrides(),
-                   [](int64_t s) { return s != 1; }) ||
-      !isIdentityFill(insert.getDest(), ReductionKind::sum))
+      !insertionIntoZeros(insert.getResult()) ||
+      llvm::any_of(insert.getStaticStrides(), [](int64_t s) { return s != 1; }))
     return failure();
   auto found = dist.find(insert.getSource());
   if (found == dist.end() || found->second.splat || found->second.transpose ||
@@ -197,6 +189,10 @@ LogicalResult SpmdPartitioner::embedIntoZeros(tensor::InsertSliceOp insert) {
   return success();
 }
 
+/// tensor.pad, extract_slice and insert_slice of a value split only along
+/// dimensions the op leaves alone (no padding; the slice covers the whole
+/// dimension at stride 1; rank-reducing slices drop only whole dimensions):
+/// each device pads or slices its own part.
 LogicalResult SpmdPartitioner::partitionPassThrough(Operation *op) {
   if (!isa<tensor::PadOp, tensor::ExtractSliceOp, tensor::InsertSliceOp>(op))
     return failure();
@@ -254,9 +250,10 @@ LogicalResult SpmdPartitioner::partitionPassThrough(Operation *op) {
   }
   realizeTranspose(source, op);
   auto found = dist.find(source);
-  if (found == dist.end() || found->second.splat ||
-      !onlyProducedPiece(found->second) ||
-      onlyProducedPiece(found->second)->partial)
+  if (found == dist.end() || found->second.splat)
+    return failure();
+  const Piece *producedPiece = onlyProducedPiece(found->second);
+  if (!producedPiece || producedPiece->partial)
     return failure();
   auto extractOp = dyn_cast<tensor::ExtractSliceOp>(op);
   // The result's boxes when each device runs the op on its block of
@@ -316,7 +313,7 @@ LogicalResult SpmdPartitioner::partitionPassThrough(Operation *op) {
   int chosen = -1;
   std::optional<Local> best;
   for (auto [p, piece] : llvm::enumerate(found->second.pieces)) {
-    bool produced = &piece == onlyProducedPiece(found->second);
+    bool produced = &piece == producedPiece;
     if (!produced && !(extractOp && piece.derived && !piece.partial))
       continue;
     std::optional<Local> local = localOf(piece);

@@ -27,9 +27,7 @@ using namespace mlir;
 using namespace soap;
 using namespace soap::partition;
 
-/// The insertion into zeros that writes `value` (offsets and strides
-/// static, the destination a zero fill, no dimension dropped), if any.
-static tensor::InsertSliceOp insertionIntoZeros(Value value) {
+tensor::InsertSliceOp soap::partition::insertionIntoZeros(Value value) {
   auto insert = value.getDefiningOp<tensor::InsertSliceOp>();
   if (!insert || !isIdentityFill(insert.getDest(), ReductionKind::sum) ||
       ShapedType::isDynamicShape(insert.getStaticOffsets()) ||
