@@ -260,9 +260,25 @@ bool launchedByMpi() {
   return false;
 }
 
+#if SOAP_HAVE_MPI
+/// Open MPI's shared-memory transport (vader, "sm" from Open MPI 5) sends a
+/// message eagerly only up to 4 KB, header included; beyond, the receiver
+/// fetches it from the sender's memory (a system call each, about 2 us
+/// here) once the sender's rendezvous message arrived. A step sends many
+/// such messages (a recurrent layer's state each time step, blocks of
+/// 4-32 KB): eagerly, a receive whose data is there is a copy. Up to the
+/// transport's largest fragment (32 KB), unless the user set the limit.
+static void preferEagerSharedMemoryMessages() {
+  for (const char *name :
+       {"OMPI_MCA_btl_vader_eager_limit", "OMPI_MCA_btl_sm_eager_limit"})
+    setenv(name, "32768", /*overwrite=*/0);
+}
+#endif
+
 bool commInit(int *argc, char ***argv, std::string &error) {
 #if SOAP_HAVE_MPI
   State &s = state();
+  preferEagerSharedMemoryMessages();
   if (MPI_Init(argc, argv) != MPI_SUCCESS) {
     error = "MPI_Init failed";
     return false;

@@ -3,6 +3,7 @@
 #include "ProgramProfiler.h"
 #include "CalibrationMath.h"
 #include "ProgramTags.h"
+#include "StepTraces.h"
 
 #include "soap/Dialect/SoapDialect.h"
 #include "soap/codegen/BlasKernels.h"
@@ -41,22 +42,6 @@ struct Program {
   std::optional<Strategy> strategy;
 };
 
-/// A blocking collective of a step's trace: its kind, its bytes (as
-/// Machine::collectiveCost counts them) and its group's size.
-using CollectiveSize = std::tuple<CollectiveKind, int64_t, int64_t>;
-
-/// The kind of a blocking collective's trace event ("soap.all_gather"),
-/// none for other events (an overlapped all-reduce's start and wait,
-/// sends, receives).
-std::optional<CollectiveKind> collectiveOfTraceName(StringRef name) {
-  if (!name.consume_front("soap."))
-    return std::nullopt;
-  for (CollectiveKind kind : collectiveKinds())
-    if (name == collectiveName(kind))
-      return kind;
-  return std::nullopt;
-}
-
 /// Per node: seconds of forward and backward kernels on each device (key
 /// -1: kernels every device runs). No forward entry: its forward work runs
 /// in another op's kernel.
@@ -86,6 +71,9 @@ struct KernelTimes {
   std::map<std::string, int> unattributedByOp;
   /// --run: the runtime's copies per step and rank (seconds).
   double copySeconds = 0;
+  /// --run: the step as it ran (the median of the fastest quarter of the
+  /// steps, the slowest rank's), seconds.
+  double stepSeconds = 0;
   /// --run: per parameter and rank, its update (tag, seconds), and the
   /// update kernels timed.
   std::map<std::pair<int, int>, std::pair<UpdateTag, double>> updates;
@@ -154,120 +142,6 @@ bool runAndWait(StringRef program, ArrayRef<StringRef> args,
   return false;
 }
 
-/// --program --run: the steps a program ran, over all its runs, each with
-/// its kernels' times on every rank.
-struct StepSamples {
-  /// Per step: the slowest rank's time.
-  std::vector<double> steps;
-  /// Per rank: per kernel (its trace id), its time in each step; the
-  /// runtime's copies in each step; kernel names.
-  struct Rank {
-    std::map<int64_t, std::vector<double>> kernels;
-    std::vector<double> copies;
-    std::map<int64_t, std::string> names;
-    /// Per (kind, bytes, group size): the seconds of the blocking
-    /// collectives in each step, and how many ran.
-    std::map<CollectiveSize, std::pair<std::vector<double>, std::vector<int>>>
-        collectives;
-  };
-  std::vector<Rank> ranks;
-};
-
-/// Reads the steps of one run from its ranks' traces (rank `rank`'s at
-/// `paths[rank]`) and appends them to `samples`.
-bool readRunTraces(ArrayRef<std::string> paths, StepSamples &samples,
-                   std::string &error) {
-  size_t first = samples.steps.size();
-  samples.ranks.resize(paths.size());
-  for (size_t rank = 0; rank < paths.size(); ++rank) {
-    const std::string &path = paths[rank];
-    auto text = llvm::MemoryBuffer::getFile(path);
-    if (!text) {
-      error = "the step wrote no trace " + path;
-      return false;
-    }
-    nlohmann::json json = nlohmann::json::parse(
-        (*text)->getBuffer().begin(), (*text)->getBuffer().end(), nullptr,
-        /*allow_exceptions=*/false);
-    if (json.is_discarded() || !json.contains("traceEvents")) {
-      error = path + ": not a Chrome trace";
-      return false;
-    }
-    // Steps (thread 0), then each kernel's time per step (thread 1).
-    std::vector<std::pair<double, double>> steps;
-    for (const nlohmann::json &e : json["traceEvents"])
-      if (e.value("ph", "") == "X" && e.value("tid", -1) == 0)
-        steps.emplace_back(e.value("ts", 0.0),
-                           e.value("ts", 0.0) + e.value("dur", 0.0));
-    std::sort(steps.begin(), steps.end());
-    if (steps.empty()) {
-      error = path + ": no step in the trace";
-      return false;
-    }
-    if (rank > 0 && samples.steps.size() - first != steps.size()) {
-      error = path + ": " + std::to_string(steps.size()) +
-              " step(s), rank 0 ran " +
-              std::to_string(samples.steps.size() - first);
-      return false;
-    }
-    samples.steps.resize(first + steps.size(), 0);
-    for (size_t s = 0; s < steps.size(); ++s)
-      samples.steps[first + s] = std::max(
-          samples.steps[first + s], (steps[s].second - steps[s].first) * 1e-6);
-    auto stepOf = [&](double ts) -> int {
-      auto it = std::upper_bound(steps.begin(), steps.end(),
-                                 std::make_pair(ts, 1e300));
-      if (it == steps.begin() || ts > std::prev(it)->second)
-        return -1;
-      return static_cast<int>(std::prev(it) - steps.begin());
-    };
-    StepSamples::Rank &mine = samples.ranks[rank];
-    size_t total = first + steps.size();
-    mine.copies.resize(total, 0);
-    for (const nlohmann::json &e : json["traceEvents"]) {
-      if (e.value("ph", "") != "X")
-        continue;
-      int tid = e.value("tid", -1);
-      int at = tid == 1 || tid == 2 ? stepOf(e.value("ts", 0.0)) : -1;
-      if (at < 0)
-        continue;
-      double seconds = e.value("dur", 0.0) * 1e-6;
-      const nlohmann::json &args = e.contains("args") ? e["args"] : e;
-      if (tid == 2) {
-        std::optional<CollectiveKind> kind =
-            collectiveOfTraceName(e.value("name", ""));
-        if (!kind || !args.contains("ranks"))
-          continue;
-        auto &[times, counts] =
-            mine.collectives[{*kind, args.value("bytes", int64_t(0)),
-                              args.value("ranks", int64_t(0))}];
-        times.resize(total, 0);
-        counts.resize(total, 0);
-        times[first + at] += seconds;
-        ++counts[first + at];
-        continue;
-      }
-      if (!args.contains("id")) {
-        if (e.value("cat", "") == "copy")
-          mine.copies[first + at] += seconds;
-        continue;
-      }
-      int64_t id = args.value("id", int64_t(-1));
-      std::vector<double> &perStep = mine.kernels[id];
-      perStep.resize(total, 0);
-      perStep[first + at] += seconds;
-      mine.names.try_emplace(id, e.value("name", ""));
-    }
-    for (auto &[id, perStep] : mine.kernels)
-      perStep.resize(total, 0);
-    for (auto &[key, perStep] : mine.collectives) {
-      perStep.first.resize(total, 0);
-      perStep.second.resize(total, 0);
-    }
-  }
-  return true;
-}
-
 /// The kernels of `samples`' fastest steps: the quarter of the steps (at
 /// least one) with the lowest slowest-rank time, the steps a quiet host
 /// runs. Each kernel's median over those steps goes to the nodes its name
@@ -288,6 +162,7 @@ void chargeFastSteps(const StepSamples &samples, size_t numNodes,
       picked.push_back(perStep[s]);
     return median(picked);
   };
+  out.stepSeconds = over(samples.steps);
   int numRanks = samples.ranks.size();
   for (int rank = 0; rank < numRanks; ++rank) {
     const StepSamples::Rank &mine = samples.ranks[rank];
@@ -697,9 +572,13 @@ profilePrograms(ModuleOp module, const BuiltOpGraph &built,
         os << " (" << program.name << ")\n";
       }
     }
-    if (!options.quiet)
+    if (!options.quiet) {
       os << "soap-profile: program (" << program.name
-         << "): " << kernels.kernels << " kernel(s) timed\n";
+         << "): " << kernels.kernels << " kernel(s) timed";
+      if (kernels.stepSeconds > 0)
+        os << llvm::format(", the step ran %.4g ms", kernels.stepSeconds * 1e3);
+      os << "\n";
+    }
   }
 
   // --run: the updates and blocking collectives as the steps ran them,
