@@ -431,7 +431,10 @@ profilePrograms(ModuleOp module, const BuiltOpGraph &built,
       std::optional<Tag> tag = tagOf(op->getLoc());
       if (!tag)
         return;
-      tag->backward = !seen.insert(tag->node).second;
+      // A constant does no work: one the training step made for a
+      // gradient (a loop bound) and hoisted to the top is not the forward.
+      tag->backward = !op->hasTrait<OpTrait::ConstantLike>() &&
+                      !seen.insert(tag->node).second;
       op->setLoc(withTag(context, *tag, op->getLoc()));
     });
     tagUpdates(step);
