@@ -16,11 +16,12 @@
 //   - an op's output on a device, from its forward work to its last use:
 //     the backward work of the first reader whose backward reads it again
 //     (NodeAccess::savedForBackward: a ReLU's or a matmul's input, not a
-//     bias add's), else the last reader's forward work, or just before it
-//     where that reader takes the buffer over (its only reader: an op that
-//     accumulates into it, an elementwise op that writes its result in its
-//     place); outputs nothing reads (the loss), to the end. Views
-//     (reshapes, slices) hold nothing: their readers read what they view;
+//     bias add's) and does not get it through a collective there, else the last
+//     reader's forward work, or just before it where that reader takes the
+//     buffer over (its only reader: an op that accumulates into it, an
+//     elementwise op that writes its result in its place); outputs nothing
+//     reads (the loss), to the end. Views (reshapes, slices) hold nothing:
+//     their readers read what they view;
 //   - the gradient of an op's output, from the backward work of its last
 //     reader that has some to the op's own backward work;
 //   - a parameter's gradient where devices synchronize it (another device
@@ -36,9 +37,12 @@
 //     gradients received, from the reader's to the producer's backward.
 //
 // A reshard's collectives hold their results on each member (an
-// all-gather's gathered block, a reduce-scatter's share) over the reader's
-// forward work, or from its backward work to the producer's for a
-// gradient.
+// all-gather's gathered block, a reduce-scatter's share) from the reader's
+// forward work to its backward work where that keeps the operand (else
+// over its forward work), or from its backward work to the producer's for
+// a gradient: the partitioned program keeps the collective's result for
+// the backward ops that read the operand again, and the producer's block
+// serves the collective alone on that device.
 //
 //===----------------------------------------------------------------------===//
 
@@ -100,6 +104,7 @@ Simulator::MemoryPlan &Simulator::memoryPlan() {
   for (std::vector<int> *v :
        {&plan.lastRead, &plan.firstSaved, &plan.lastBackward})
     v->assign(numTensors, -1);
+  plan.savedReaders.assign(numTensors, {});
   std::vector<int> reads(numTensors, 0), accumulations(numTensors, 0);
   plan.takenOver.assign(numTensors, 0);
   for (int c = 0; c < numNodes; ++c) {
@@ -126,9 +131,12 @@ Simulator::MemoryPlan &Simulator::memoryPlan() {
       if (!hasBackward(c))
         continue;
       plan.lastBackward[t] = std::max(plan.lastBackward[t], c);
-      if (access.savedForBackward && !access.isDestination &&
-          (plan.firstSaved[t] < 0 || c < plan.firstSaved[t]))
+      if (!access.savedForBackward || access.isDestination)
+        continue;
+      if (plan.firstSaved[t] < 0 || c < plan.firstSaved[t])
         plan.firstSaved[t] = c;
+      plan.savedReaders[t].emplace_back(c,
+                                        graph.tensors[access.tensor].producer);
     }
   }
   // A buffer that several ops accumulate into is theirs, one copy each
@@ -157,6 +165,23 @@ Simulator::MemoryPlan &Simulator::memoryPlan() {
       plan.argRanges += graph.tensors[t].shape.size();
     }
   return plan;
+}
+
+bool Simulator::readsThroughCollective(int producer, int reader,
+                                       int device) const {
+  for (int e : producerEdges[reader]) {
+    if (edgeEnds[e].first != producer)
+      continue;
+    for (int g : edges[e].groups)
+      for (int id : groups[g].tasks) {
+        const Task &task = tasks[id];
+        if (task.kind == TaskKind::Collective &&
+            std::find(task.members.begin(), task.members.end(), device) !=
+                task.members.end())
+          return true;
+      }
+  }
+  return false;
 }
 
 void Simulator::accountMemory(std::vector<MemoryPoint> *timeline) {
@@ -223,11 +248,23 @@ void Simulator::accountMemory(std::vector<MemoryPoint> *timeline) {
           continue;
         int id = access.tensor;
         int end = numPoints - 1; // nothing reads it: a result
-        if (plan.firstSaved[id] >= 0)
-          end = backwardAt(plan.firstSaved[id]);
+        // The first reader whose backward work reads this device's block
+        // again; a reader that reads it through a collective on this
+        // device reads the collective's result again (accountReceived),
+        // and the block serves its forward work only.
+        int saved = -1;
+        for (auto [reader, from] : plan.savedReaders[id])
+          if (!readsThroughCollective(from, reader, device)) {
+            saved = reader;
+            break;
+          }
+        if (saved >= 0)
+          end = backwardAt(saved);
         else if (plan.lastRead[id] >= 0)
-          end = std::max(forwardAt(n), forwardAt(plan.lastRead[id]) -
-                                           (plan.takenOver[id] ? 1 : 0));
+          end = std::max(
+              forwardAt(n),
+              forwardAt(plan.lastRead[id]) -
+                  (plan.takenOver[id] && plan.firstSaved[id] < 0 ? 1 : 0));
         int64_t bytes = boxVolume(box) * tensor.elementBytes;
         hold(device, forwardAt(n), end, bytes);
         if (hasBackward(n))
@@ -408,11 +445,9 @@ void Simulator::accountReceived(const Task &task, int sign) {
     receive(task.dst, task.bytes);
     return;
   }
-  // A collective's result for a reader's forward work dies there: the
-  // partitioned program reshards the operand again for the backward ops
-  // that read it (each op's operands are materialized for it).
-  if (task.key[0] % 8 != 3)
-    span.second = span.first;
+  // A collective's result for a reader is its operand there, kept for its
+  // backward work as a received block is (the producer's block serves the
+  // collective alone: accountMemory).
   int64_t bytes = task.collective == CollectiveKind::ReduceScatter
                       ? task.bytes / std::max(task.groupSize, 1)
                       : task.bytes;

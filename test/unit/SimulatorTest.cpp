@@ -660,6 +660,64 @@ TEST(OpGraphJson, ErrorsNameTheField) {
 // a convolution that splits its rows reads its window there, and nothing
 // moves. A pad of a computed (batch-split) value follows its config, and
 // the rows the convolution reads move.
+// A reader that gets its operand through a collective keeps the
+// collective's result for its backward work (the partitioned program's
+// backward ops read it again), and the producer's block serves the
+// collective alone: h = x w1 split by columns, all-gathered whole for
+// y = h w2 (split by columns too), whose weight gradient reads h again.
+TEST_F(SimulatorIR, GatheredOperandKeptForBackwardInsteadOfItsBlock) {
+  OpGraph g = graphOf(R"mlir(
+#in = affine_map<(d0, d1) -> (d0, d1)>
+#out = affine_map<(d0, d1) -> ()>
+func.func @f(%x: tensor<8x16xf32>, %w1: tensor<16x64xf32> {soap.param},
+             %w2: tensor<64x32xf32> {soap.param}) -> tensor<f32> {
+  %zero = arith.constant 0.0 : f32
+  %e1 = tensor.empty() : tensor<8x64xf32>
+  %f1 = linalg.fill ins(%zero : f32) outs(%e1 : tensor<8x64xf32>) -> tensor<8x64xf32>
+  %h = linalg.matmul ins(%x, %w1 : tensor<8x16xf32>, tensor<16x64xf32>) outs(%f1 : tensor<8x64xf32>) -> tensor<8x64xf32>
+  %e2 = tensor.empty() : tensor<8x32xf32>
+  %f2 = linalg.fill ins(%zero : f32) outs(%e2 : tensor<8x32xf32>) -> tensor<8x32xf32>
+  %y = linalg.matmul ins(%h, %w2 : tensor<8x64xf32>, tensor<64x32xf32>) outs(%f2 : tensor<8x32xf32>) -> tensor<8x32xf32>
+  %e3 = tensor.empty() : tensor<f32>
+  %f3 = linalg.fill ins(%zero : f32) outs(%e3 : tensor<f32>) -> tensor<f32>
+  %l = linalg.generic {indexing_maps = [#in, #out], iterator_types = ["reduction", "reduction"]}
+      ins(%y : tensor<8x32xf32>) outs(%f3 : tensor<f32>) {
+  ^bb0(%a: f32, %o: f32):
+    %s = arith.addf %a, %o : f32
+    linalg.yield %s : f32
+  } -> tensor<f32>
+  return %l : tensor<f32>
+}
+)mlir");
+  int first = nodeOf(g, "linalg.matmul"),
+      second = nodeOf(g, "linalg.matmul", 1);
+  int loss = nodeOf(g, "linalg.generic");
+  ASSERT_GE(second, 0);
+  ASSERT_GE(loss, 0);
+  Machine machine = loadMachine("p100-4x4", 2);
+  CostModel cost(machine);
+  Simulator sim(g, cost);
+  Strategy s = dataParallelStrategy(g, 2);
+  for (int n : {first, second}) {
+    s.configs[n].degrees = {1, 2, 1}; // (m, n, k): output columns
+    s.configs[n].devices = {0, 1};
+  }
+  // The loss sums y's columns where they are (partial sums).
+  s.configs[loss].degrees = {1, 2};
+  s.configs[loss].devices = {0, 1};
+  sim.simulate(s);
+  bool gathered = false;
+  for (const CommStep &step : sim.communication())
+    gathered |= step.kind == "all_gather";
+  ASSERT_TRUE(gathered) << "the second product reads h whole";
+  std::vector<MemoryPoint> timeline = sim.memoryTimeline();
+  // From the first product's forward work to the loss's: h's block (8x32
+  // floats) is gone, the gathered h (8x64) and y's block (8x16) have come,
+  // the loss (one float) too.
+  int64_t change = timeline[loss].bytes[0] - timeline[first].bytes[0];
+  EXPECT_EQ(change, (8 * 64 - 8 * 32 + 8 * 16 + 1) * 4);
+}
+
 TEST_F(SimulatorIR, ViewsOfInputsRunWholeEverywhere) {
   OpGraph g = graphOf(R"mlir(
 #id = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>

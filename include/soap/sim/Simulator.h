@@ -157,6 +157,9 @@ private:
   /// The steps that make the loss `node` writes whole on every device.
   void buildReturn(int node);
   void buildNode(int node);
+  /// Whether `reader`'s operand from `producer` (its edge's producer
+  /// end) comes to `device` through a collective of that edge's reshard.
+  bool readsThroughCollective(int producer, int reader, int device) const;
   void buildEdge(int edge);
   /// A parameter's synchronization (lib/sim/Parameters.cpp): owned (its
   /// readers' gradients in different layouts are summed where the first
