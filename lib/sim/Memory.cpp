@@ -99,10 +99,9 @@ Simulator::MemoryPlan &Simulator::memoryPlan() {
   // Each buffer's readers (views' readers included): the last; whether
   // its only reader may take it over (an accumulation into it, or an
   // elementwise op that writes a tensor of its size in its place:
-  // writeIntoDyingInputs); the first with backward work that reads it
-  // again; the last with backward work (where its gradient starts).
-  for (std::vector<int> *v :
-       {&plan.lastRead, &plan.firstSaved, &plan.lastBackward})
+  // writeIntoDyingInputs); those with backward work that read it again;
+  // the last with backward work (where its gradient starts).
+  for (std::vector<int> *v : {&plan.lastRead, &plan.lastBackward})
     v->assign(numTensors, -1);
   plan.savedReaders.assign(numTensors, {});
   std::vector<int> reads(numTensors, 0), accumulations(numTensors, 0);
@@ -131,12 +130,9 @@ Simulator::MemoryPlan &Simulator::memoryPlan() {
       if (!hasBackward(c))
         continue;
       plan.lastBackward[t] = std::max(plan.lastBackward[t], c);
-      if (!access.savedForBackward || access.isDestination)
-        continue;
-      if (plan.firstSaved[t] < 0 || c < plan.firstSaved[t])
-        plan.firstSaved[t] = c;
-      plan.savedReaders[t].emplace_back(c,
-                                        graph.tensors[access.tensor].producer);
+      if (access.savedForBackward && !access.isDestination)
+        plan.savedReaders[t].emplace_back(
+            c, graph.tensors[access.tensor].producer);
     }
   }
   // A buffer that several ops accumulate into is theirs, one copy each
@@ -264,7 +260,8 @@ void Simulator::accountMemory(std::vector<MemoryPoint> *timeline) {
           end = std::max(
               forwardAt(n),
               forwardAt(plan.lastRead[id]) -
-                  (plan.takenOver[id] && plan.firstSaved[id] < 0 ? 1 : 0));
+                  (plan.takenOver[id] && plan.savedReaders[id].empty() ? 1
+                                                                       : 0));
         int64_t bytes = boxVolume(box) * tensor.elementBytes;
         hold(device, forwardAt(n), end, bytes);
         if (hasBackward(n))

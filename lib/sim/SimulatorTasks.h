@@ -317,11 +317,12 @@ inline int64_t boxVolume(const Box &box) {
 /// simulation fills.
 struct Simulator::MemoryPlan {
   std::vector<char> isView;                            ///< per node
-  std::vector<int> lastRead, firstSaved, lastBackward; ///< per buffer
+  std::vector<int> lastRead, lastBackward;             ///< per buffer
   std::vector<char> takenOver;                         ///< per buffer
-  /// Per buffer: the readers whose backward work reads it again, first
-  /// reader first, each with the node whose result it reads (the buffer's
-  /// producer or a view of it: the producer end of the reader's edge).
+  /// Per buffer: the readers whose backward work reads it again, in graph
+  /// order (the first reader's backward work is the last), each with the
+  /// node whose result it reads (the buffer's producer or a view of it:
+  /// the producer end of the reader's edge).
   std::vector<std::vector<std::pair<int, int>>> savedReaders;
   /// Per tensor: its slot among the arguments some op reads, or -1; per
   /// slot, the tensor and where its ranges start (times the device count).

@@ -40,7 +40,8 @@ bool readRunTraces(ArrayRef<std::string> paths, StepSamples &samples,
       error = path + ": not a Chrome trace";
       return false;
     }
-    // Steps (thread 0), then each kernel's time per step (thread 1).
+    // Steps (thread 0), then each kernel's (thread 1) and collective's
+    // (thread 2) time per step.
     std::vector<std::pair<double, double>> steps;
     for (const nlohmann::json &e : json["traceEvents"])
       if (e.value("ph", "") == "X" && e.value("tid", -1) == 0)
@@ -78,17 +79,23 @@ bool readRunTraces(ArrayRef<std::string> paths, StepSamples &samples,
     // kernel; after the last kernel (completing the sends), for that one.
     // So a rank's kernels add up to its step less its waits and
     // collectives, as the simulator's tasks do.
-    std::vector<const nlohmann::json *> events;
+    struct Event {
+      double start, dur;
+      int at; ///< its step
+      const nlohmann::json *json;
+    };
+    std::vector<Event> events;
     for (const nlohmann::json &e : json["traceEvents"]) {
       int tid = e.value("tid", -1);
-      if (e.value("ph", "") == "X" && (tid == 1 || tid == 2) &&
-          stepOf(e.value("ts", 0.0)) >= 0)
-        events.push_back(&e);
+      if (e.value("ph", "") != "X" || (tid != 1 && tid != 2))
+        continue;
+      double start = e.value("ts", 0.0);
+      if (int at = stepOf(start); at >= 0)
+        events.push_back({start, e.value("dur", 0.0), at, &e});
     }
-    std::stable_sort(events.begin(), events.end(),
-                     [](const nlohmann::json *a, const nlohmann::json *b) {
-                       return a->value("ts", 0.0) < b->value("ts", 0.0);
-                     });
+    std::stable_sort(
+        events.begin(), events.end(),
+        [](const Event &a, const Event &b) { return a.start < b.start; });
     std::vector<double> busyUntil(steps.size());
     for (size_t s = 0; s < steps.size(); ++s)
       busyUntil[s] = steps[s].first;
@@ -96,10 +103,8 @@ bool readRunTraces(ArrayRef<std::string> paths, StepSamples &samples,
     // dispatch time no kernel took yet.
     std::vector<double *> lastKernel(steps.size(), nullptr);
     std::vector<double> unclaimed(steps.size(), 0);
-    for (const nlohmann::json *event : events) {
+    for (const auto &[start, dur, at, event] : events) {
       const nlohmann::json &e = *event;
-      int at = stepOf(e.value("ts", 0.0));
-      double start = e.value("ts", 0.0), dur = e.value("dur", 0.0);
       double gap = std::max(0.0, start - busyUntil[at]) * 1e-6;
       busyUntil[at] = std::max(busyUntil[at], start + dur);
       double seconds = dur * 1e-6;
