@@ -277,6 +277,8 @@ std::string OpGraph::toJSON() const {
       e["lookup_loops"] = n.lookupLoops;
     if (n.splat)
       e["splat"] = true;
+    if (n.completesPartials)
+      e["completes_partials"] = true;
     jn.push_back(e);
   }
   j["nodes"] = jn;
@@ -355,7 +357,8 @@ std::optional<OpGraph> OpGraph::fromJSON(const std::string &text,
         !r.get(e, "lookup_loops", path, n.lookupLoops, false) ||
         !r.get(e, "flops_per_iteration", path, n.flopsPerIteration) ||
         !r.get(e, "needs_backward", path, n.needsBackward, false) ||
-        !r.get(e, "splat", path, n.splat, false))
+        !r.get(e, "splat", path, n.splat, false) ||
+        !r.get(e, "completes_partials", path, n.completesPartials, false))
       return std::nullopt;
     auto parsedClass = parseOpClass(opClass);
     if (!parsedClass) {

@@ -1,6 +1,7 @@
 //===- OpGraphBuilder.cpp - OpGraph from MLIR -----------------------------===//
 
 #include "soap/graph/OpGraphBuilder.h"
+#include "soap/Dialect/Combiner.h"
 #include "soap/Dialect/DimensionKinds.h"
 #include "soap/Dialect/IdentityCopy.h"
 #include "soap/Dialect/PartitionableInterface.h"
@@ -277,6 +278,9 @@ private:
         node.lookupLoops.push_back(lookup);
       node.opClass = classify(op, node.flopsPerIteration,
                               partitionable.getLoopIteratorTypes());
+      if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op))
+        if (std::optional<ReductionKind> kind = combinerOf(linalgOp))
+          node.completesPartials = completesPartialsAtOnce(*kind);
       bool affine = isAffineInInputs(op);
       for (const OperandAccess &access : partitionable.getOperandAccesses()) {
         NodeAccess a;

@@ -19,7 +19,7 @@
 
 using namespace mlir;
 using namespace soap;
-using soap::partition::combinerOf;
+using soap::combinerOf;
 using soap::partition::identityFilled;
 using soap::partition::isIdentityFill;
 

@@ -1,14 +1,15 @@
 //===- Reductions.h - partial results of reductions -------------*- C++ -*-===//
 //
-// Private to lib/partition: how an op combines the partial results of a
-// split reduction, and whether its init already is that combination's
-// identity.
+// Private to lib/partition: whether a reduction's init already is the
+// identity of the combination of its partial results (soap/Dialect/
+// Combiner.h), and that identity.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef SOAP_LIB_PARTITION_REDUCTIONS_H
 #define SOAP_LIB_PARTITION_REDUCTIONS_H
 
+#include "soap/Dialect/Combiner.h"
 #include "soap/Dialect/SoapDialect.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -16,11 +17,6 @@
 #include <optional>
 
 namespace soap::partition {
-
-/// How the body of `op` (one output) combines its output with new values:
-/// the combination of the partial results of the ranks; nothing when it is
-/// not a sum, max or min of the output.
-std::optional<ReductionKind> combinerOf(mlir::linalg::LinalgOp op);
 
 /// True when `init` is a linalg.fill of the identity of `kind`.
 bool isIdentityFill(mlir::Value init, ReductionKind kind);

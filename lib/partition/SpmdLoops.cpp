@@ -310,7 +310,10 @@ void SpmdPartitioner::partitionLinalg(linalg::LinalgOp op,
       results[i].push_back(std::move(piece));
     }
   }
-  if (kind && plan.slots.size() > 1)
+  // Partials of one block on several slots' devices, and a max's or min's
+  // partials (soap::completesPartialsAtOnce), complete on the op's devices;
+  // other partial sums are left for the readers.
+  if (kind && (plan.slots.size() > 1 || completesPartialsAtOnce(*kind)))
     for (SmallVector<Piece> &pieces : results)
       completeSharedPartials(pieces, *kind, loc);
   for (OpResult result : op->getResults())

@@ -48,12 +48,17 @@ bool Simulator::buildGatheredParameter(int tensorId) {
   const std::vector<std::pair<int, int>> &readers = parameterReaders[tensorId];
   if (readers.size() != 1 || sparseSgdStep(tensorId))
     return false;
-  auto [node, access] = readers[0];
+  auto [node, access] = gradientReader(readers[0].first, readers[0].second);
   const Placement &p = placement(node);
   if (p.replicated)
     return false;
   const GraphTensor &tensor = graph.tensors[tensorId];
-  const SlotLayouts &gradients = slotLayouts(p, access, SlotKind::Gradients);
+  const LazyGradient &lazy = lazyGradients[readers[0].first];
+  SlotLayouts permuted;
+  if (lazy.reader >= 0)
+    permuted = lazyGradientLayouts(lazy);
+  const SlotLayouts &gradients =
+      lazy.reader >= 0 ? permuted : slotLayouts(p, access, SlotKind::Gradients);
   std::optional<layout::Layout> combined =
       layout::combinedLayout(gradients.pieces);
   if (combined && layout::isGridLayout(*combined, tensor.shape))
@@ -116,7 +121,8 @@ void Simulator::buildSharedParameter(int tensorId) {
   const GraphTensor &tensor = graph.tensors[tensorId];
   int numDevices = machine.numDevices();
   std::map<Box, std::vector<std::pair<int, size_t>>> regions; // (node, task)
-  for (auto [node, access] : parameterReaders[tensorId]) {
+  for (auto [reader, readerAccess] : parameterReaders[tensorId]) {
+    auto [node, access] = gradientReader(reader, readerAccess);
     const Placement &p = placement(node);
     for (size_t t = 0; t < p.devices.size(); ++t)
       if (!isEmpty(p.box(t, access)))
@@ -175,6 +181,70 @@ void Simulator::buildSharedParameter(int tensorId) {
   for (std::vector<int> *ids : {&allReduces, &updates})
     if (int g = addGroup(std::move(*ids)); g >= 0)
       groupIds.push_back(g);
+  // A lazily transposed parameter stays where its updates ran (its one
+  // reader, the transpose, reads other blocks): the regions, dimensions
+  // permuted back, each on the devices that updated it.
+  const std::vector<std::pair<int, int>> &readers = parameterReaders[tensorId];
+  if (readers.size() != 1 || lazyGradients[readers[0].first].reader < 0)
+    return;
+  const std::vector<int> &outputDim = lazyGradients[readers[0].first].outputDim;
+  std::vector<layout::Layout> held;
+  for (const auto &[box, regionReaders] : regions) {
+    layout::Block block;
+    for (int dim : outputDim) {
+      block.offsets.push_back(box[dim].first);
+      block.sizes.push_back(box[dim].second - box[dim].first + 1);
+    }
+    layout::Layout kept;
+    kept.blocks.resize(numDevices);
+    for (auto [node, t] : regionReaders)
+      kept.blocks[placements[node]->devices[t]] = block;
+    held.push_back(std::move(kept));
+  }
+  std::vector<std::vector<int>> steps;
+  readKeptParameter(tensorId, std::move(held), steps);
+  for (std::vector<int> &ids : steps)
+    if (int g = addGroup(std::move(ids)); g >= 0)
+      groupIds.push_back(g);
+}
+
+void Simulator::readKeptParameter(int tensorId,
+                                  std::vector<layout::Layout> held,
+                                  std::vector<std::vector<int>> &steps) {
+  // The next step reads the parameter from there, each reader its blocks
+  // (at the start of the step: the previous step's update is done), and
+  // later readers also from the copies earlier ones made.
+  const GraphTensor &tensor = graph.tensors[tensorId];
+  layout::TensorShape shape{tensor.shape, tensor.elementBytes};
+  int numDevices = machine.numDevices();
+  ParameterTasks &sync = parameterTasks[tensorId];
+  std::vector<std::vector<std::vector<int>>> madeBy(
+      held.size(), std::vector<std::vector<int>>(numDevices));
+  const std::vector<std::pair<int, int>> &readers = parameterReaders[tensorId];
+  for (size_t r = 0; r < readers.size(); ++r) {
+    auto [node, access] = readers[r];
+    const SlotLayouts &read =
+        slotLayouts(*placements[node], access, SlotKind::Blocks);
+    // Each slot (several tasks on a device read one block each).
+    for (size_t k = 0; k < read.pieces.size(); ++k) {
+      const layout::ReshardPlan &plan =
+          planFor(shape, held, read.pieces[k], /*zerosElsewhere=*/false);
+      std::vector<std::vector<int>> ready = addPlanTasks(
+          plan, /*forward=*/true,
+          TaskKey{4, tensorId, 1, static_cast<int32_t>(r),
+                  static_cast<int32_t>(k), 0},
+          [&](int piece, int device) { return madeBy[piece][device]; },
+          tensor.elementBytes, steps);
+      if (const layout::Layout *made = layout::communicatedLayout(plan)) {
+        held.push_back(*made);
+        madeBy.push_back(ready);
+      }
+      for (int d = 0; d < numDevices; ++d)
+        if (int u = read.task[k][d]; u >= 0)
+          for (int id : ready[d])
+            sync.forwardDeps.push_back({node, u, id});
+    }
+  }
 }
 
 bool Simulator::sparseSgdStep(int tensorId) const {
@@ -207,13 +277,23 @@ bool Simulator::buildOwnedParameter(int tensorId) {
   // Each reader's gradient: one block per device, no partial sums, not
   // whole on every device (what the partitioner defers as adjoint sums);
   // in at least two layouts; one access per reader.
+  // A lazily transposed parameter (its one reader a transpose) is kept
+  // where its gradient is even in one layout: the transpose reads other
+  // blocks.
   std::vector<const layout::Layout *> layouts;
-  for (auto [node, access] : readers) {
+  std::optional<SlotLayouts> permuted;
+  for (auto [reader, readerAccess] : readers) {
+    auto [node, access] = gradientReader(reader, readerAccess);
     const Placement &p = placement(node);
     if (p.replicated ||
-        (!layouts.empty() && node == readers[layouts.size() - 1].first))
+        (!layouts.empty() && reader == readers[layouts.size() - 1].first))
       return false;
-    const SlotLayouts &gradients = slotLayouts(p, access, SlotKind::Gradients);
+    if (lazyGradients[reader].reader >= 0)
+      permuted = lazyGradientLayouts(lazyGradients[reader]);
+    const SlotLayouts &gradients =
+        lazyGradients[reader].reader >= 0
+            ? *permuted
+            : slotLayouts(p, access, SlotKind::Gradients);
     if (gradients.pieces.size() != 1 || gradients.pieces[0].partial)
       return false;
     const layout::Layout &mine = gradients.pieces[0];
@@ -226,7 +306,8 @@ bool Simulator::buildOwnedParameter(int tensorId) {
       return false;
     layouts.push_back(&mine);
   }
-  if (std::all_of(layouts.begin(), layouts.end(), [&](const layout::Layout *l) {
+  if (!permuted &&
+      std::all_of(layouts.begin(), layouts.end(), [&](const layout::Layout *l) {
         return l->blocks == layouts.front()->blocks;
       }))
     return false;
@@ -296,7 +377,7 @@ bool Simulator::buildOwnedParameter(int tensorId) {
   std::vector<Addend> chains;
   std::vector<int> chainNode;
   for (size_t r = readers.size(); r-- > 0;) {
-    auto [node, access] = readers[r];
+    auto [node, access] = gradientReader(readers[r].first, readers[r].second);
     const Placement &p = *placements[node];
     Addend mine{layouts[r], std::vector<std::vector<int>>(numDevices)};
     for (size_t t = 0; t < p.devices.size(); ++t)
@@ -352,32 +433,7 @@ bool Simulator::buildOwnedParameter(int tensorId) {
     for (int d = 0; d < numDevices; ++d)
       if (target.blocks[d])
         sync.keptBytes[d] = target.blocks[d]->volume() * tensor.elementBytes;
-    // The next step reads the parameter from there, each reader its blocks
-    // (at the start of the step: the previous step's update is done), and
-    // later readers also from the copies earlier ones made.
-    std::vector<layout::Layout> held{target};
-    std::vector<std::vector<std::vector<int>>> madeBy{
-        std::vector<std::vector<int>>(numDevices)};
-    for (size_t r = 0; r < readers.size(); ++r) {
-      auto [node, access] = readers[r];
-      const SlotLayouts &read =
-          slotLayouts(*placements[node], access, SlotKind::Blocks);
-      const layout::ReshardPlan &plan =
-          planFor(shape, held, read.pieces[0], /*zerosElsewhere=*/false);
-      std::vector<std::vector<int>> ready = addPlanTasks(
-          plan, /*forward=*/true,
-          TaskKey{4, tensorId, 1, static_cast<int32_t>(r), 0, 0},
-          [&](int piece, int device) { return madeBy[piece][device]; },
-          tensor.elementBytes, steps);
-      if (const layout::Layout *made = layout::communicatedLayout(plan)) {
-        held.push_back(*made);
-        madeBy.push_back(ready);
-      }
-      for (int d = 0; d < numDevices; ++d)
-        if (int u = read.task[0][d]; u >= 0)
-          for (int id : ready[d])
-            sync.forwardDeps.push_back({node, u, id});
-    }
+    readKeptParameter(tensorId, {target}, steps);
   } else {
     // Returned whole on every device at the end of the step.
     const layout::ReshardPlan &plan = planFor(

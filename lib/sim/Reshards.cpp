@@ -340,6 +340,69 @@ static std::vector<layout::Block> gradientParts(const OpGraph &graph,
   return parts;
 }
 
+Simulator::SlotLayouts
+Simulator::lazyGradientLayouts(const LazyGradient &lazy) {
+  SlotLayouts permuted =
+      slotLayouts(placement(lazy.reader), lazy.access, SlotKind::Gradients);
+  for (layout::Layout &piece : permuted.pieces)
+    for (std::optional<layout::Block> &block : piece.blocks)
+      if (block) {
+        layout::Block in;
+        for (int dim : lazy.outputDim) {
+          in.offsets.push_back(block->offsets[dim]);
+          in.sizes.push_back(block->sizes[dim]);
+        }
+        block = std::move(in);
+      }
+  return permuted;
+}
+
+std::vector<std::pair<int, int>> Simulator::addendsSummedAtFirst(int producer,
+                                                                 int tensor) {
+  if (!placement(producer).replicated || lazyGradients[producer].reader >= 0)
+    return {};
+  std::vector<std::pair<int, int>> readers;
+  for (int c : consumersOf[producer]) {
+    const OpNode &reader = graph.nodes[c];
+    if (!reader.needsBackward)
+      continue;
+    for (size_t a = 0; a < reader.accesses.size(); ++a)
+      if (reader.accesses[a].tensor == tensor &&
+          reader.accesses[a].readsValue())
+        readers.emplace_back(c, static_cast<int>(a));
+  }
+  std::sort(readers.begin(), readers.end());
+  const GraphTensor &t = graph.tensors[tensor];
+  const layout::Layout *first = nullptr;
+  bool twoLayouts = false, complete = false;
+  for (size_t r = 0; r < readers.size(); ++r) {
+    auto [c, a] = readers[r];
+    const Placement &p = placement(c);
+    // A contraction other than the last reader accumulates the sum so far
+    // in place; a lazy transpose's gradient is its reader's.
+    if (p.replicated || lazyGradients[c].reader >= 0 ||
+        (r + 1 < readers.size() && isContraction(graph.nodes[c].opClass)))
+      return {};
+    const SlotLayouts &gradients = slotLayouts(p, a, SlotKind::Gradients);
+    if (gradients.pieces.size() != 1)
+      return {};
+    const layout::Layout &mine = gradients.pieces[0];
+    if (std::all_of(mine.blocks.begin(), mine.blocks.end(),
+                    [&](const std::optional<layout::Block> &block) {
+                      return block && block->volume() == t.numElements();
+                    }))
+      return {};
+    complete |= !mine.partial;
+    if (!first)
+      first = &mine;
+    else
+      twoLayouts |= !sameLayout(*first, mine);
+  }
+  if (!twoLayouts || !complete)
+    return {};
+  return readers;
+}
+
 void Simulator::buildEdge(int edgeId) {
   auto [producer, consumer] = edgeEnds[edgeId];
   const OpNode &pn = graph.nodes[producer];
@@ -445,29 +508,65 @@ void Simulator::buildEdge(int edgeId) {
     // to the producer's; through a lazy transpose, from its reader's blocks
     // permuted.
     SlotLayouts permuted;
-    if (viaReader) {
-      permuted =
-          slotLayouts(placement(lazy.reader), lazy.access, SlotKind::Gradients);
-      for (layout::Layout &piece : permuted.pieces)
-        for (std::optional<layout::Block> &block : piece.blocks)
-          if (block) {
-            layout::Block in;
-            for (int dim : lazy.outputDim) {
-              in.offsets.push_back(block->offsets[dim]);
-              in.sizes.push_back(block->sizes[dim]);
-            }
-            block = std::move(in);
-          }
-    }
+    if (viaReader)
+      permuted = lazyGradientLayouts(lazy);
     const SlotLayouts &gradients =
         viaReader ? permuted : slotLayouts(cp, ca, SlotKind::Gradients);
+    // A replicated producer's backward work has no config: readers'
+    // gradients in several layouts add up where the first complete one is
+    // (those of one layout where they are, the others moved there), and
+    // the sum goes whole to each device, on the first reader's edge.
+    std::vector<std::pair<int, int>> summedAtFirst =
+        addendsSummedAtFirst(producer, access.tensor);
+    if (!summedAtFirst.empty() &&
+        summedAtFirst.front() != std::make_pair(consumer, static_cast<int>(ca)))
+      continue;
+    const layout::Layout *sumLayout = nullptr;
+    std::vector<std::vector<int>> sumMadeBy(numDevices);
+    if (!summedAtFirst.empty()) {
+      // The target: the first complete gradient's layout; each group of
+      // one layout adds up where it is, then moves there.
+      std::vector<const SlotLayouts *> theirs;
+      for (auto [c, a] : summedAtFirst) {
+        theirs.push_back(&slotLayouts(placement(c), a, SlotKind::Gradients));
+        if (!sumLayout && !theirs.back()->pieces[0].partial)
+          sumLayout = &theirs.back()->pieces[0];
+      }
+      std::vector<bool> done(summedAtFirst.size(), false);
+      for (size_t r = 0; r < summedAtFirst.size(); ++r) {
+        if (done[r])
+          continue;
+        const layout::Layout &group = theirs[r]->pieces[0];
+        std::vector<std::vector<int>> madeBy(numDevices);
+        for (size_t o = r; o < summedAtFirst.size(); ++o) {
+          if (done[o] || !sameLayout(group, theirs[o]->pieces[0]))
+            continue;
+          done[o] = true;
+          const NodeTasks &made = nodeTasks[summedAtFirst[o].first];
+          for (int d = 0; d < numDevices; ++d)
+            if (int u = theirs[o]->task[0][d]; u >= 0)
+              madeBy[d].push_back(made.bwd[u]);
+        }
+        if (!sameLayout(group, *sumLayout))
+          madeBy = addPlanTasks(
+              planFor(shape, {group}, *sumLayout, /*zerosElsewhere=*/true),
+              /*forward=*/false,
+              TaskKey{3, producer, summedAtFirst[r].first,
+                      summedAtFirst[r].second, -1, 0},
+              [&](int, int device) { return madeBy[device]; },
+              tensor.elementBytes, groupsOfEdge);
+        for (int d = 0; d < numDevices; ++d)
+          sumMadeBy[d].insert(sumMadeBy[d].end(), madeBy[d].begin(),
+                              madeBy[d].end());
+      }
+    }
     // Readers whose gradients are in one and the same layout add them
     // where they are (the training step's adjoint sums run where their
     // operands are; sums of partial sums stay partial): one reshard of the
     // sum, on the edge of the first of those readers, after the backward
     // tasks of all of them.
     std::vector<std::pair<const SlotLayouts *, int>> sharing;
-    if (gradients.pieces.size() == 1) {
+    if (gradients.pieces.size() == 1 && !sumLayout) {
       bool first = true;
       for (int c : consumersOf[producer]) {
         const OpNode &other = graph.nodes[c];
@@ -534,23 +633,26 @@ void Simulator::buildEdge(int edgeId) {
         }
       }
       const layout::ReshardPlan &plan =
-          from ? planFor(shape, {from->layout}, target,
-                         /*zerosElsewhere=*/false)
-               : planFor(shape, gradients.pieces, target,
-                         /*zerosElsewhere=*/true);
+          from        ? planFor(shape, {from->layout}, target,
+                                /*zerosElsewhere=*/false)
+          : sumLayout ? planFor(shape, {*sumLayout}, target,
+                                /*zerosElsewhere=*/true)
+                      : planFor(shape, gradients.pieces, target,
+                                /*zerosElsewhere=*/true);
       TaskKey base{3,
                    producer,
                    consumer,
                    static_cast<int32_t>(ca),
                    static_cast<int32_t>(k),
                    0};
-      std::vector<std::vector<int>> ready =
-          addPlanTasks(plan, /*forward=*/false, base,
-                       from ? SourceTask([&](int, int device) {
-                         return from->madeBy[device];
-                       })
-                            : SourceTask(gradientBy),
-                       tensor.elementBytes, groupsOfEdge);
+      std::vector<std::vector<int>> ready = addPlanTasks(
+          plan, /*forward=*/false, base,
+          from ? SourceTask(
+                     [&](int, int device) { return from->madeBy[device]; })
+          : sumLayout
+              ? SourceTask([&](int, int device) { return sumMadeBy[device]; })
+              : SourceTask(gradientBy),
+          tensor.elementBytes, groupsOfEdge);
       if (const layout::Layout *made = layout::communicatedLayout(plan);
           made && !from)
         partsMade.push_back({*made, ready});

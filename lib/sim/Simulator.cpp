@@ -130,6 +130,16 @@ Simulator::Simulator(const OpGraph &graph, const CostModel &cost,
                                                parametersReadBy[node].end()),
                                    parametersReadBy[node].end());
     }
+  // A lazily transposed parameter's gradient comes from the transpose's
+  // reader: a change of that reader rebuilds its synchronization too.
+  for (size_t t = 0; t < parameterReaders.size(); ++t)
+    for (auto [node, access] : parameterReaders[t])
+      if (int r = lazyGradients[node].reader; r >= 0) {
+        std::vector<int> &read = parametersReadBy[r];
+        int id = static_cast<int>(t);
+        if (!std::binary_search(read.begin(), read.end(), id))
+          read.insert(std::upper_bound(read.begin(), read.end(), id), id);
+      }
 }
 
 Simulator::~Simulator() = default;
@@ -165,6 +175,20 @@ void Simulator::findLazyGradients() {
   lazyGradients.assign(n, LazyGradient());
   if (!options.training)
     return;
+  // The one op with backward work that reads each tensor, -1 for none, -2
+  // for several.
+  std::vector<int> reader(graph.tensors.size(), -1);
+  for (size_t node = 0; node < n; ++node) {
+    if (!graph.nodes[node].needsBackward)
+      continue;
+    for (const NodeAccess &a : graph.nodes[node].accesses) {
+      if (!a.readsValue())
+        continue;
+      int &r = reader[a.tensor];
+      r = r == -1 || r == static_cast<int>(node) ? static_cast<int>(node) : -2;
+    }
+  }
+  auto onlyReaderOf = [&](int tensor) { return reader[tensor]; };
   // In reverse: a transpose read by a lazy one is not (its reader's
   // gradient would be a permutation of a permutation).
   for (size_t t = n; t-- > 0;) {
@@ -179,7 +203,13 @@ void Simulator::findLazyGradients() {
         in = &a;
     }
     int producer = in ? graph.tensors[in->tensor].producer : -1;
-    if (!in || !out || producer < 0 ||
+    // A transposed parameter (a torch-mlir linear layer's weight) that
+    // nothing else reads: its update reads the gradient transposed
+    // (Parameters.cpp takes it from the transpose's reader).
+    bool parameter = in && producer < 0 &&
+                     graph.tensors[in->tensor].isParameter &&
+                     onlyReaderOf(in->tensor) == static_cast<int>(t);
+    if (!in || !out || (producer < 0 && !parameter) ||
         in->indices.size() != out->indices.size())
       continue;
     LazyGradient lazy;
@@ -212,7 +242,7 @@ void Simulator::findLazyGradients() {
     int inputReader = -1, inputAccess = -1;
     if (readers(out->tensor, lazy.reader, lazy.access) != 1 ||
         lazyGradients[lazy.reader].reader >= 0 ||
-        readers(in->tensor, inputReader, inputAccess) != 1)
+        (!parameter && readers(in->tensor, inputReader, inputAccess) != 1))
       continue;
     lazyGradients[t] = std::move(lazy);
   }
@@ -412,7 +442,9 @@ const Simulator::Placement &Simulator::placement(int node) {
     for (size_t l = 0; l < numLoops; ++l)
       if (n.loopKinds[l] == DimKind::Reduction && config.degrees[l] > 1)
         p->splitsReduction = true;
-    if (p->splitsReduction) {
+    // Partial results on distinct devices are left for the readers to
+    // combine, but for a max or min, which its devices complete at once.
+    if (p->splitsReduction && !n.completesPartials) {
       std::vector<int64_t> devices = config.devices;
       std::sort(devices.begin(), devices.end());
       p->partialOutputs =

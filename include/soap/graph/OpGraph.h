@@ -89,6 +89,11 @@ struct OpNode {
   /// rebuilds it at the shape each reader needs, so nothing moves from it
   /// to its readers.
   bool splat = false;
+  /// The op reduces by a max or min (a max pool, a softmax's max): split
+  /// along a reduction loop, its tasks' partial results are combined at
+  /// once on its devices, never left for the readers
+  /// (soap::completesPartialsAtOnce).
+  bool completesPartials = false;
   /// Training: the op lies between a parameter and the loss, so it has
   /// backward work.
   bool needsBackward = false;

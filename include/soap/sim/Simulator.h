@@ -161,6 +161,17 @@ private:
   /// end) comes to `device` through a collective of that edge's reshard.
   bool readsThroughCollective(int producer, int reader, int device) const;
   void buildEdge(int edge);
+  /// The readers (node, access) of `tensor`, made by the replicated op
+  /// `producer`, whose gradients the training step adds where the first
+  /// reader's gradient is before the producer's backward work takes the
+  /// sum whole (SpmdPartitioner::normalizeOperands: an adjoint sum read by
+  /// an op without a config): each gradient one block per device, none
+  /// whole everywhere, not all in one layout, the first reader's complete,
+  /// no contraction accumulating the sum in place, no lazy transpose. In
+  /// program order; empty when the gradients move as buildEdge's other
+  /// readers' do.
+  std::vector<std::pair<int, int>> addendsSummedAtFirst(int producer,
+                                                        int tensor);
   /// A parameter's synchronization (lib/sim/Parameters.cpp): owned (its
   /// readers' gradients in different layouts are summed where the first
   /// reader's is, updated and kept there) when buildOwnedParameter
@@ -173,6 +184,12 @@ private:
   /// there.
   bool buildGatheredParameter(int tensor);
   void buildSharedParameter(int tensor);
+  /// The tasks that bring each reader of a parameter kept in `held` (one
+  /// layout per piece, there at the start of the step) its blocks, in
+  /// `steps`; the readers' forward tasks wait for them
+  /// (ParameterTasks::forwardDeps).
+  void readKeptParameter(int tensor, std::vector<layout::Layout> held,
+                         std::vector<std::vector<int>> &steps);
   /// Where group `id`'s work lies in the partitioned program's order by
   /// what it is alone (its tasks' key; 0: right after its predecessors).
   /// Its place is the largest of that and its predecessors' places.
@@ -296,6 +313,17 @@ private:
     std::vector<int> outputDim;
   };
   std::vector<LazyGradient> lazyGradients;
+  /// The blocks of a lazy transpose's input gradient: its reader's
+  /// gradient blocks, dimensions permuted.
+  SlotLayouts lazyGradientLayouts(const LazyGradient &lazy);
+  /// The op (and its access) whose backward work computes the gradient
+  /// that the reader `node` of a parameter takes (access `access`): the
+  /// reader, or the reader of a lazily transposed parameter.
+  std::pair<int, int> gradientReader(int node, int access) const {
+    const LazyGradient &lazy = lazyGradients[node];
+    return lazy.reader >= 0 ? std::make_pair(lazy.reader, lazy.access)
+                            : std::make_pair(node, access);
+  }
   /// Per node: a view (a slice, reshape, concatenation or static pad) of
   /// tensors whole on every device whatever the strategy (inputs,
   /// constants, such views of them): it runs whole everywhere, where its
