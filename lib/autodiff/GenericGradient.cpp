@@ -430,7 +430,11 @@ static LogicalResult differentiateOutput(GradientBuilder &g,
   if (failed(differentiateGathers(g, op, *form, adjoint, forward)))
     return failure();
   for (OpOperand *input : op.getDpsInputOperands()) {
-    if (!g.isActive(input->get()))
+    // An input the body never reads (a count of elements reads its input
+    // for the shape alone) has a zero gradient: nothing is added, so no
+    // zeros are built, added and moved between devices.
+    if (!g.isActive(input->get()) ||
+        op.getMatchingBlockArgument(input).use_empty())
       continue;
     FailureOr<Value> gradient =
         buildOperandGradient(g, op, *form, adjoint, forward, *input);

@@ -100,12 +100,20 @@ int64_t OpGraph::parameterBytes() const {
   return bytes;
 }
 
+bool GraphTensor::isFloat() const {
+  return dtype.rfind("f", 0) == 0 || dtype.rfind("bf", 0) == 0 ||
+         dtype.rfind("tf", 0) == 0;
+}
+
 void OpGraph::markBackward() {
   // A node needs backward work when one of its inputs depends on a
-  // parameter (gradients flow back through it to that parameter).
+  // parameter (gradients flow back through it to that parameter). Only
+  // floating-point tensors carry gradients: an integer slice of a constant
+  // table (torch-mlir BERT's position ids) has none.
   std::vector<bool> dependsOnParam(tensors.size(), false);
   for (size_t t = 0; t < tensors.size(); ++t)
-    dependsOnParam[t] = tensors[t].isParameter && tensors[t].producer < 0;
+    dependsOnParam[t] = tensors[t].isParameter && tensors[t].producer < 0 &&
+                        tensors[t].isFloat();
   for (size_t n = 0; n < nodes.size(); ++n) {
     bool any = false;
     for (const auto &[tensor, access] : readTensors(static_cast<int>(n)))
@@ -121,8 +129,9 @@ void OpGraph::markBackward() {
       for (const NodeAccess &a : nodes[n].accesses)
         // Results: written ones, and the views a reshape or slice
         // produces without moving data (role Unread).
-        if (a.role == AccessRole::Write ||
-            tensors[a.tensor].producer == static_cast<int>(n))
+        if ((a.role == AccessRole::Write ||
+             tensors[a.tensor].producer == static_cast<int>(n)) &&
+            tensors[a.tensor].isFloat())
           dependsOnParam[a.tensor] = true;
   }
   markGradientSums();

@@ -49,6 +49,18 @@ static std::string dtypeName(Type type) {
   return s;
 }
 
+/// A slice or reshape of a splat constant: it folds to a splat constant
+/// (tensor.extract_slice's and the reshapes' folders), which is what the
+/// training step's builders leave of it, so it is rebuilt where it is read.
+static bool isViewOfSplatConstant(Operation *op) {
+  if (!isa<tensor::ExtractSliceOp, tensor::ExpandShapeOp,
+           tensor::CollapseShapeOp>(op))
+    return false;
+  auto type = dyn_cast<RankedTensorType>(op->getResult(0).getType());
+  auto constant = op->getOperand(0).getDefiningOp<arith::ConstantOp>();
+  return type && type.hasStaticShape() && constant && isRebuiltSplat(constant);
+}
+
 static OpClass classify(Operation *op, double flopsPerIteration,
                         ArrayRef<utils::IteratorType> iterators) {
   if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op)) {
@@ -201,7 +213,8 @@ private:
       t.shape.push_back(ShapedType::isDynamic(size) ? -1 : size);
     t.elementBytes = getElementBytes(type);
     t.dtype = dtypeName(type);
-    t.isParameter = kinds.isParameter(value);
+    // Integer tables (position ids) are constants, never trained.
+    t.isParameter = kinds.isParameter(value) && t.isFloat();
     t.isInput = isa<BlockArgument>(value) && !t.isParameter;
     int id = result.graph.tensors.size();
     result.graph.tensors.push_back(std::move(t));
@@ -325,7 +338,7 @@ private:
               {tensorOf(r), wholeTensor(r), AccessRole::Write});
         }
     }
-    node.splat = isRebuiltSplat(op);
+    node.splat = isRebuiltSplat(op) || isViewOfSplatConstant(op);
     result.graph.nodes.push_back(std::move(node));
     result.ops.push_back(op);
   }

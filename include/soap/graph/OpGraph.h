@@ -35,6 +35,9 @@ struct GraphTensor {
 
   int64_t numElements() const;
   int64_t bytes() const { return numElements() * elementBytes; }
+  /// Floating point (f16, bf16, f32, f64, f8...): only such tensors carry
+  /// gradients (the training step differentiates no integer value).
+  bool isFloat() const;
 };
 
 /// How a node touches a tensor (see TensorAccess for the roles).
