@@ -316,6 +316,14 @@ static LogicalResult differentiateSumPool(GradientBuilder &g,
          getAffineDimExpr(2, context), getAffineDimExpr(4, context)},
         context);
     Value tiled = copyThrough(b, loc, adjoint, tiledType, read);
+    // The pooling's config over its loops (n, c, oh, ow, kh, kw): each of
+    // its tasks broadcasts the adjoint of its output block over its
+    // windows, as the simulator prices the pooling's backward task. Unset,
+    // the broadcast ran where the adjoint was (a squeeze-excitation block's
+    // pooled gradient on one device made the whole input's gradient there).
+    if (ConfigAttr config =
+            reorderedConfig(g.forwardConfig, {0, 1, 2, 4, 3, 5}))
+      tiled.getDefiningOp()->setAttr(SoapDialect::getConfigAttrName(), config);
     auto coveredType = RankedTensorType::get(
         {x[0], x[1], dy[2] * w.kernelH, dy[3] * w.kernelW}, element);
     Value gradient = tensor::CollapseShapeOp::create(

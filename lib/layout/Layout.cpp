@@ -291,6 +291,66 @@ bool isGridLayout(const Layout &held, const std::vector<int64_t> &shape) {
   return std::all_of(covered.begin(), covered.end(), [](bool c) { return c; });
 }
 
+Layout completedZerosElsewhere(const std::vector<Layout> &pieces,
+                               const std::vector<int64_t> &shape) {
+  size_t numDevices = pieces.empty() ? 0 : pieces.front().blocks.size();
+  Layout around;
+  around.blocks.resize(numDevices);
+  for (const Layout &piece : pieces)
+    for (size_t d = 0; d < numDevices; ++d) {
+      const std::optional<Block> &block = piece.blocks[d];
+      if (!block)
+        continue;
+      std::optional<Block> &box = around.blocks[d];
+      if (!box) {
+        box = *block;
+        continue;
+      }
+      for (size_t i = 0; i < shape.size(); ++i) {
+        int64_t lo = std::min(box->offsets[i], block->offsets[i]);
+        int64_t hi = std::max(box->offsets[i] + box->sizes[i],
+                              block->offsets[i] + block->sizes[i]);
+        box->offsets[i] = lo;
+        box->sizes[i] = hi - lo;
+      }
+    }
+  // Dimensions along which every holder has the same range are not split.
+  for (size_t i = 0; i < shape.size(); ++i) {
+    const Block *first = nullptr;
+    bool same = true;
+    for (const std::optional<Block> &box : around.blocks) {
+      if (!box)
+        continue;
+      same &= !first || (first->offsets[i] == box->offsets[i] &&
+                         first->sizes[i] == box->sizes[i]);
+      if (!first)
+        first = &*box;
+    }
+    if (same)
+      for (std::optional<Block> &box : around.blocks)
+        if (box) {
+          box->offsets[i] = 0;
+          box->sizes[i] = shape[i];
+        }
+  }
+  std::vector<Block> distinct;
+  for (const std::optional<Block> &box : around.blocks)
+    if (box &&
+        std::find(distinct.begin(), distinct.end(), *box) == distinct.end())
+      distinct.push_back(*box);
+  bool tiles = !distinct.empty();
+  int64_t covered = 0;
+  for (size_t i = 0; i < distinct.size() && tiles; ++i) {
+    tiles &= distinct[i].sizes == distinct.front().sizes;
+    for (size_t j = i + 1; j < distinct.size() && tiles; ++j)
+      tiles &= !distinct[i].overlaps(distinct[j]);
+    covered += distinct[i].volume();
+  }
+  if (tiles && covered == Block::whole(shape).volume())
+    return around;
+  return Layout::everywhere(shape, static_cast<int>(numDevices));
+}
+
 bool keptAcrossSteps(const Layout &held) {
   if (held.partial)
     return false;

@@ -467,7 +467,7 @@ static layout::Layout layoutOfPiece(const Piece &piece) {
   return result;
 }
 
-static DeviceBoxes boxesOfLayout(const layout::Layout &layout) {
+DeviceBoxes soap::partition::boxesOfLayout(const layout::Layout &layout) {
   DeviceBoxes boxes;
   for (const std::optional<layout::Block> &block : layout.blocks) {
     if (!block) {

@@ -482,52 +482,14 @@ LogicalResult SpmdPartitioner::deferSum(Operation *op) {
 /// for the other tokens); else the whole tensor everywhere.
 DeviceBoxes SpmdPartitioner::completeLayout(const DistValue &value,
                                             RankedTensorType type) const {
-  int64_t rank = type.getRank();
-  DeviceBoxes around(numDevices);
+  // One rule with the simulator's (a gradient of a slice: its parameter's
+  // synchronization).
+  std::vector<layout::Layout> pieces;
   for (const Piece &piece : value.pieces)
-    for (auto [device, box] : llvm::enumerate(piece.boxes)) {
-      if (!box)
-        continue;
-      if (!around[device]) {
-        around[device] = *box;
-        continue;
-      }
-      around[device]->extendTo(*box);
-    }
-  // Dimensions along which every device holds the same range are not
-  // split: each device holds all of them (zeros where no piece is).
-  for (int64_t d = 0; d < rank; ++d) {
-    std::optional<std::pair<int64_t, int64_t>> range;
-    bool same = true;
-    for (const std::optional<Box> &box : around) {
-      if (!box)
-        continue;
-      std::pair<int64_t, int64_t> mine{box->offsets[d], box->sizes[d]};
-      same &= !range || *range == mine;
-      range = mine;
-    }
-    if (same)
-      for (std::optional<Box> &box : around)
-        if (box) {
-          box->offsets[d] = 0;
-          box->sizes[d] = type.getDimSize(d);
-        }
-  }
-  SmallVector<Box> distinct;
-  for (const std::optional<Box> &box : around)
-    if (box && !llvm::is_contained(distinct, *box))
-      distinct.push_back(*box);
-  bool tiles = !distinct.empty();
-  int64_t covered = 0;
-  for (size_t i = 0; i < distinct.size() && tiles; ++i) {
-    tiles &= distinct[i].sizes == distinct.front().sizes;
-    for (size_t j = i + 1; j < distinct.size() && tiles; ++j)
-      tiles &= !distinct[i].meets(distinct[j]);
-    covered += distinct[i].volume();
-  }
-  if (tiles && covered == type.getNumElements())
-    return around;
-  return everywhere(type);
+    pieces.push_back(layoutOfBoxes(piece.boxes));
+  return boxesOfLayout(layout::completedZerosElsewhere(
+      pieces,
+      std::vector<int64_t>(type.getShape().begin(), type.getShape().end())));
 }
 
 void SpmdPartitioner::normalizeOperands(Operation *op, bool viewsByConfig) {

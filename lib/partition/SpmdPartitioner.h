@@ -187,6 +187,8 @@ std::optional<Box> accessBox(AffineMap map, ArrayRef<int64_t> loopSizes,
 
 /// The boxes of each device as a lib/layout layout (complete blocks).
 layout::Layout layoutOfBoxes(const DeviceBoxes &boxes);
+/// The blocks of a lib/layout layout as boxes (its partial sums aside).
+DeviceBoxes boxesOfLayout(const layout::Layout &layout);
 
 /// The elements a task reads through `map`, in global coordinates (the
 /// region the simulator prices: lowest to highest index per dimension).

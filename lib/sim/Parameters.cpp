@@ -14,9 +14,10 @@
 //   updated in place, so the update adds no work to the gather's backward.
 // - One reader whose gradient the partitioner cannot update where it is
 //   (a device computes two blocks that are not one box, or blocks of
-//   different sizes: layout::combinedLayout, layout::isGridLayout): the
-//   gradient goes whole to every device, as lib/layout plans it, and each
-//   updates the whole parameter, which stays whole everywhere.
+//   different sizes: layout::combinedLayout, layout::isGridLayout; or
+//   blocks that leave part of it uncovered, zero there): the gradient goes
+//   whole to every device, as lib/layout plans it, and each updates the
+//   whole parameter, which stays whole everywhere.
 // - Readers in different layouts, none of them partial (model parallelism
 //   placing an RNN's time steps on several devices): the gradient follows
 //   the training step's adjoint sums in the backward pass's order. A
@@ -63,9 +64,11 @@ bool Simulator::buildGatheredParameter(int tensorId) {
       layout::combinedLayout(gradients.pieces);
   if (combined && layout::isGridLayout(*combined, tensor.shape))
     return false;
-  // Complete blocks that cover the whole parameter between them (partial
-  // sums, and gradients that are zero elsewhere, are synchronized as
-  // shared parameters are).
+  // Complete blocks (partial sums are synchronized as shared parameters
+  // are); where they leave part of the parameter uncovered (a slice of a
+  // position-embedding table), its gradient is zero there, and the
+  // partitioner, finding no layout those blocks tile, makes it whole on
+  // every device too.
   std::set<std::pair<std::vector<int64_t>, std::vector<int64_t>>> blocks;
   for (const layout::Layout &piece : gradients.pieces) {
     if (piece.partial)
@@ -77,18 +80,23 @@ bool Simulator::buildGatheredParameter(int tensorId) {
   int64_t covered = 0;
   for (const auto &[offsets, sizes] : blocks)
     covered += layout::Block{offsets, sizes}.volume();
-  if (covered != tensor.numElements())
+  // Blocks that leave part of the parameter uncovered (zeros there) go
+  // where the partitioner completes them: whole on every device unless
+  // they tile a layout (one device holding them all: its own update).
+  bool zerosElsewhere = covered < tensor.numElements();
+  int numDevices = machine.numDevices();
+  if (zerosElsewhere &&
+      layout::completedZerosElsewhere(gradients.pieces, tensor.shape).blocks !=
+          layout::Layout::everywhere(tensor.shape, numDevices).blocks)
     return false;
   // The update runs whole on every device, which the gradient reaches as
   // lib/layout plans it from the reader's tasks; the parameter stays whole
   // everywhere.
-  int numDevices = machine.numDevices();
   layout::TensorShape shape{tensor.shape, tensor.elementBytes};
   std::vector<std::vector<int>> steps;
-  const layout::ReshardPlan &plan =
-      planFor(shape, gradients.pieces,
-              layout::Layout::everywhere(tensor.shape, numDevices),
-              /*zerosElsewhere=*/false);
+  const layout::ReshardPlan &plan = planFor(
+      shape, gradients.pieces,
+      layout::Layout::everywhere(tensor.shape, numDevices), zerosElsewhere);
   std::vector<std::vector<int>> ready = addPlanTasks(
       plan, /*forward=*/false, TaskKey{4, tensorId, 3, 0, 0, 0},
       [&](int piece, int device) {
@@ -104,6 +112,7 @@ bool Simulator::buildGatheredParameter(int tensorId) {
   steps.push_back(std::move(updateIds));
   ParameterTasks &sync = parameterTasks[tensorId];
   sync.keptBytes.assign(numDevices, tensor.bytes());
+  sync.wholeEverywhere = true;
   for (std::vector<int> &ids : steps)
     if (int g = addGroup(std::move(ids)); g >= 0)
       sync.groups.push_back(g);

@@ -340,6 +340,19 @@ static std::vector<layout::Block> gradientParts(const OpGraph &graph,
   return parts;
 }
 
+bool Simulator::viewOfWholeParameter(int node) const {
+  const OpNode &n = graph.nodes[node];
+  if (n.opName != "tensor.extract_slice" && n.opName != "tensor.expand_shape" &&
+      n.opName != "tensor.collapse_shape")
+    return false;
+  for (const NodeAccess &a : n.accesses) {
+    const GraphTensor &t = graph.tensors[a.tensor];
+    if (a.readsValue() && t.producer < 0 && t.isParameter)
+      return parameterTasks[a.tensor].wholeEverywhere;
+  }
+  return false;
+}
+
 Simulator::SlotLayouts
 Simulator::lazyGradientLayouts(const LazyGradient &lazy) {
   SlotLayouts permuted =
@@ -448,6 +461,18 @@ void Simulator::buildEdge(int edgeId) {
     bool local = !partial && sameBlocksOnSameDevices(pp, pa, cp, ca,
                                                      gradientHere && !viaReader,
                                                      producerOf, consumerOf);
+    // A view of a parameter kept whole on every device: each reader takes
+    // its blocks from the parameter where it runs (the partitioner slices
+    // the whole parameter again), after the view's work on that device.
+    bool fromWhole = !local && viewOfWholeParameter(producer);
+    if (fromWhole) {
+      for (size_t u = 0; u < cp.devices.size(); ++u)
+        for (size_t s = 0; s < pp.devices.size(); ++s)
+          if (pp.devices[s] == cp.devices[u])
+            fwdPairs.emplace_back(u, producedBy(static_cast<int>(s)));
+      if (!gradientHere)
+        continue;
+    }
     if (local) {
       for (size_t u = 0; u < producerOf.size(); ++u)
         fwdPairs.emplace_back(u, producedBy(producerOf[u]));
@@ -458,7 +483,7 @@ void Simulator::buildEdge(int edgeId) {
         continue;
     }
     layout::TensorShape shape{tensor.shape, tensor.elementBytes};
-    if (!local) {
+    if (!local && !fromWhole) {
       // The reshards lib/layout plans, as the partitioner emits them: the
       // consumer's blocks of each slot from what the producer's tasks wrote
       // (`produced` above) ...

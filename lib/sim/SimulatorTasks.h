@@ -404,6 +404,9 @@ struct Simulator::ParameterTasks {
   /// The SGD step goes into the gather's scatter on every device that
   /// updates it (sparseSgdStep, no all-reduce): no gradient buffer.
   bool stepInScatter = false;
+  /// Kept whole on every device (buildGatheredParameter): a view of it
+  /// (a slice) is taken wherever it is read, whatever the view's config.
+  bool wholeEverywhere = false;
 };
 
 /// What simulateDelta changed, to put it back.

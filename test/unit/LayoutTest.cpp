@@ -631,3 +631,29 @@ TEST(Layout, RandomPlansDeliverTheRightValues) {
         StepKind::SendRecv, StepKind::HaloExchange})
     EXPECT_GT(seen[k], 0) << stepKindName(k);
 }
+
+// A value zero outside its pieces (a gradient of a slice) completes where
+// its holders' boxes tile the tensor, else whole on every device.
+TEST(Layout, ZerosElsewhereCompleteWhereTheyTileElseEverywhere) {
+  std::vector<int64_t> shape{8, 3};
+  // Rows 0-2 on device 0, 2-4 on device 1: half the rows no one holds.
+  Layout slice;
+  slice.blocks = {block({0, 0}, {2, 3}), block({2, 0}, {2, 3})};
+  EXPECT_EQ(completedZerosElsewhere({slice}, shape).blocks,
+            Layout::everywhere(shape, 2).blocks);
+  // One holder: the whole tensor there.
+  Layout one;
+  one.blocks = {block({0, 0}, {4, 3}), std::nullopt};
+  Layout wholeOnZero = completedZerosElsewhere({one}, shape);
+  ASSERT_TRUE(wholeOnZero.blocks[0].has_value());
+  EXPECT_EQ(*wholeOnZero.blocks[0], Block::whole(shape));
+  EXPECT_FALSE(wholeOnZero.blocks[1].has_value());
+  // Columns 0-1 of rows 0-3 on device 0 and of rows 4-7 on device 1: the
+  // columns widen to whole (every holder has the same range), rows 0-4 and
+  // 4-8 tile the tensor.
+  Layout cols;
+  cols.blocks = {block({0, 0}, {4, 1}), block({4, 0}, {4, 1})};
+  Layout halves = completedZerosElsewhere({cols}, shape);
+  EXPECT_EQ(halves.blocks[0], block({0, 0}, {4, 3}));
+  EXPECT_EQ(halves.blocks[1], block({4, 0}, {4, 3}));
+}

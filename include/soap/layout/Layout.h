@@ -221,6 +221,16 @@ std::optional<Layout> combinedLayout(const std::vector<Layout> &pieces);
 /// Otherwise it runs whole on every device, its operands gathered there.
 bool isGridLayout(const Layout &held, const std::vector<int64_t> &shape);
 
+/// Where the pieces of a value that is zero outside them become one
+/// complete block per device with the least movement, as the partitioner
+/// completes such a value for an op without a config (a gradient of a
+/// slice): each holder's smallest box around its blocks, whole along the
+/// dimensions where every holder's box has the same range, when those
+/// boxes are of one size, disjoint and cover `shape`; otherwise the whole
+/// tensor on every device.
+Layout completedZerosElsewhere(const std::vector<Layout> &pieces,
+                               const std::vector<int64_t> &shape);
+
 /// Whether training state updated in `held` stays there across steps (the
 /// partitioner's soap.shard, the simulator's parameter readers at the
 /// start of the next step): complete blocks of one shape on the devices

@@ -161,6 +161,9 @@ private:
   /// end) comes to `device` through a collective of that edge's reshard.
   bool readsThroughCollective(int producer, int reader, int device) const;
   void buildEdge(int edge);
+  /// Whether `node` is a slice or reshape of a parameter that its
+  /// synchronization keeps whole on every device.
+  bool viewOfWholeParameter(int node) const;
   /// The readers (node, access) of `tensor`, made by the replicated op
   /// `producer`, whose gradients the training step adds where the first
   /// reader's gradient is before the producer's backward work takes the
