@@ -370,6 +370,49 @@ Simulator::lazyGradientLayouts(const LazyGradient &lazy) {
   return permuted;
 }
 
+std::vector<std::pair<int, int>> Simulator::disjointSliceReaders(int producer,
+                                                                 int tensor) {
+  std::vector<std::pair<int, int>> readers;
+  std::vector<Box> regions;
+  for (int c : consumersOf[producer]) {
+    const OpNode &reader = graph.nodes[c];
+    if (!reader.needsBackward)
+      continue;
+    for (size_t a = 0; a < reader.accesses.size(); ++a) {
+      if (reader.accesses[a].tensor != tensor ||
+          !reader.accesses[a].readsValue())
+        continue;
+      if (reader.opName != "tensor.extract_slice" ||
+          lazyGradients[c].reader >= 0)
+        return {};
+      // The part of the tensor the slice reads: its tasks' boxes' span.
+      const Placement &p = placement(c);
+      Box region;
+      for (size_t t = 0; t < p.devices.size(); ++t) {
+        Box box = p.box(t, a).toBox();
+        if (region.empty()) {
+          region = box;
+          continue;
+        }
+        for (size_t d = 0; d < box.size(); ++d) {
+          region[d].first = std::min(region[d].first, box[d].first);
+          region[d].second = std::max(region[d].second, box[d].second);
+        }
+      }
+      for (const Box &other : regions)
+        if (overlapVolume({region.data(), region.size()},
+                          {other.data(), other.size()}) > 0)
+          return {};
+      regions.push_back(std::move(region));
+      readers.emplace_back(c, static_cast<int>(a));
+    }
+  }
+  if (readers.size() < 2)
+    return {};
+  std::sort(readers.begin(), readers.end());
+  return readers;
+}
+
 std::vector<std::pair<int, int>> Simulator::addendsSummedAtFirst(int producer,
                                                                  int tensor) {
   if (!placement(producer).replicated || lazyGradients[producer].reader >= 0)
@@ -535,8 +578,31 @@ void Simulator::buildEdge(int edgeId) {
     SlotLayouts permuted;
     if (viaReader)
       permuted = lazyGradientLayouts(lazy);
+    // Slices of disjoint parts of the tensor: their gradients, zero
+    // elsewhere, add up without moving (the partitioner's
+    // addDisjointParts), and the producer's blocks come from all their
+    // pieces at once, on the first slice's edge.
+    std::vector<std::pair<int, int>> slices =
+        viaReader ? std::vector<std::pair<int, int>>{}
+                  : disjointSliceReaders(producer, access.tensor);
+    if (!slices.empty() &&
+        slices.front() != std::make_pair(consumer, static_cast<int>(ca)))
+      continue;
+    SlotLayouts joined;
+    std::vector<int> pieceReader;
+    for (auto [c, a] : slices) {
+      const SlotLayouts &theirs =
+          slotLayouts(placement(c), a, SlotKind::Gradients);
+      for (size_t k = 0; k < theirs.pieces.size(); ++k) {
+        joined.pieces.push_back(theirs.pieces[k]);
+        joined.task.push_back(theirs.task[k]);
+        pieceReader.push_back(c);
+      }
+    }
     const SlotLayouts &gradients =
-        viaReader ? permuted : slotLayouts(cp, ca, SlotKind::Gradients);
+        viaReader        ? permuted
+        : slices.empty() ? slotLayouts(cp, ca, SlotKind::Gradients)
+                         : joined;
     // A replicated producer's backward work has no config: readers'
     // gradients in several layouts add up where the first complete one is
     // (those of one layout where they are, the others moved there), and
@@ -585,13 +651,38 @@ void Simulator::buildEdge(int edgeId) {
                               madeBy[d].end());
       }
     }
+    // A replicated producer's backward work (no config) reads the slices'
+    // summed gradient completed first where its pieces tile a layout
+    // (SpmdPartitioner::completeLayout): each device's parts put together
+    // where they are, then that layout moves.
+    layout::Layout completedSum;
+    if (!slices.empty() && pp.replicated) {
+      completedSum =
+          layout::completedZerosElsewhere(joined.pieces, tensor.shape);
+      if (completedSum.blocks !=
+          layout::Layout::everywhere(tensor.shape, numDevices).blocks) {
+        sumMadeBy = addPlanTasks(
+            planFor(shape, joined.pieces, completedSum,
+                    /*zerosElsewhere=*/true),
+            /*forward=*/false,
+            TaskKey{3, producer, consumer, static_cast<int32_t>(ca), -2, 0},
+            [&](int piece, int device) -> std::vector<int> {
+              int u = joined.task[piece][device];
+              return u < 0 ? std::vector<int>{}
+                           : std::vector<int>{
+                                 nodeTasks[pieceReader[piece]].bwd[u]};
+            },
+            tensor.elementBytes, groupsOfEdge);
+        sumLayout = &completedSum;
+      }
+    }
     // Readers whose gradients are in one and the same layout add them
     // where they are (the training step's adjoint sums run where their
     // operands are; sums of partial sums stay partial): one reshard of the
     // sum, on the edge of the first of those readers, after the backward
     // tasks of all of them.
     std::vector<std::pair<const SlotLayouts *, int>> sharing;
-    if (gradients.pieces.size() == 1 && !sumLayout) {
+    if (gradients.pieces.size() == 1 && !sumLayout && slices.empty()) {
       bool first = true;
       for (int c : consumersOf[producer]) {
         const OpNode &other = graph.nodes[c];
@@ -634,7 +725,8 @@ void Simulator::buildEdge(int edgeId) {
     auto gradientBy = [&](int piece, int device) -> std::vector<int> {
       std::vector<int> ids;
       if (int u = gradients.task[piece][device]; u >= 0)
-        ids.push_back(read_.bwd[u]);
+        ids.push_back(slices.empty() ? read_.bwd[u]
+                                     : nodeTasks[pieceReader[piece]].bwd[u]);
       for (auto [theirs, c] : sharing)
         if (int u = theirs->task[piece][device]; u >= 0)
           ids.push_back(nodeTasks[c].bwd[u]);

@@ -161,6 +161,13 @@ private:
   /// end) comes to `device` through a collective of that edge's reshard.
   bool readsThroughCollective(int producer, int reader, int device) const;
   void buildEdge(int edge);
+  /// The readers (node, access) of `tensor`, made by `producer`, when
+  /// they are two or more slices of disjoint parts of it (an LSTM's gates):
+  /// their gradients, zero elsewhere, add up without moving
+  /// (SpmdPartitioner::addDisjointParts) and reach the producer as one
+  /// value. In program order; empty otherwise.
+  std::vector<std::pair<int, int>> disjointSliceReaders(int producer,
+                                                        int tensor);
   /// Whether `node` is a slice or reshape of a parameter that its
   /// synchronization keeps whole on every device.
   bool viewOfWholeParameter(int node) const;
