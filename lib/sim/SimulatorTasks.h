@@ -347,6 +347,21 @@ struct Simulator::SlotLayouts {
   std::vector<std::vector<int>> task; ///< [slot][device] -> task, or -1
 };
 
+/// Whether two layouts hold the same blocks on the same devices, and, for
+/// partial sums, sums of the same kind with copies of one partial on the
+/// same devices: what a local elementwise add of the two keeps.
+inline bool sameLayout(const layout::Layout &a, const layout::Layout &b) {
+  if (a.blocks != b.blocks || a.partial != b.partial)
+    return false;
+  if (!a.partial)
+    return true;
+  for (size_t i = 0; i < a.tasks.size(); ++i)
+    for (size_t j = i + 1; j < a.tasks.size(); ++j)
+      if ((a.tasks[i] == a.tasks[j]) != (b.tasks[i] == b.tasks[j]))
+        return false;
+  return true;
+}
+
 /// Reshard plans by their arguments (Simulator::planFor).
 struct Simulator::PlanCache {
   std::unordered_map<std::string, layout::ReshardPlan> plans;
