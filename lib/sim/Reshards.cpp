@@ -473,8 +473,11 @@ void Simulator::buildEdge(int edgeId) {
     // gradients in several layouts add up where the first complete one is
     // (those of one layout where they are, the others moved there), and
     // the sum goes whole to each device, on the first reader's edge.
+    // (Disjoint slices come first, as the partitioner's addDisjointParts
+    // runs before its deferSum.)
     std::vector<std::pair<int, int>> summedAtFirst =
-        addendsSummedAtFirst(producer, access.tensor);
+        slices.empty() ? addendsSummedAtFirst(producer, access.tensor)
+                       : std::vector<std::pair<int, int>>{};
     if (!summedAtFirst.empty() &&
         summedAtFirst.front() != std::make_pair(consumer, static_cast<int>(ca)))
       continue;
