@@ -654,27 +654,163 @@ const Layout *communicatedLayout(const ReshardPlan &plan) {
   return nullptr;
 }
 
+/// The elements a plan's steps move between devices, all devices
+/// together: a collective over g members moves (g-1)/g of each member's
+/// buffer (an all-reduce twice that), a broadcast the root's buffer to
+/// each other member, transfers their blocks.
+static int64_t movedBytes(const ReshardPlan &plan) {
+  int64_t moved = 0;
+  for (const Step &step : plan.steps) {
+    switch (step.kind) {
+    case StepKind::Slice:
+    case StepKind::LocalSum:
+      break;
+    case StepKind::SendRecv:
+    case StepKind::HaloExchange:
+      moved += step.bytes;
+      break;
+    case StepKind::AllReduceWhole:
+      moved += 2 * step.bytes * (step.result.numDevices() - 1);
+      break;
+    default:
+      for (const std::vector<int> &group : step.groups)
+        moved += (step.kind == StepKind::AllReduce ? 2 : 1) * step.bytes *
+                 (static_cast<int64_t>(group.size()) - 1);
+    }
+  }
+  return moved;
+}
+
+/// Readers that all read one range along some dimensions (a pad's
+/// interior along the image's rows and columns): the plan on that range
+/// alone — each device first slices its piece to the range, then the
+/// collectives re-split the range — when it needs no point-to-point
+/// transfer. None when the readers read no dimension alike in part, a
+/// piece is partial, the devices' parts of the range differ in shape, or
+/// nothing moves.
+static std::optional<ReshardPlan>
+narrowedPlan(const TensorShape &tensor, const std::vector<Layout> &pieces,
+             const Layout &target, bool zerosElsewhere) {
+  std::vector<int> readers = target.holders();
+  if (readers.empty() || target.partial)
+    return std::nullopt;
+  size_t rank = tensor.shape.size();
+  // The range the readers all take along the dimensions they read alike;
+  // whole along the others.
+  Block range = Block::whole(tensor.shape);
+  const Block &first = *target.blocks[readers.front()];
+  for (size_t dim = 0; dim < rank; ++dim)
+    if (std::all_of(readers.begin(), readers.end(), [&](int d) {
+          return target.blocks[d]->offsets[dim] == first.offsets[dim] &&
+                 target.blocks[d]->sizes[dim] == first.sizes[dim];
+        })) {
+      range.offsets[dim] = first.offsets[dim];
+      range.sizes[dim] = first.sizes[dim];
+    }
+  if (range == Block::whole(tensor.shape))
+    return std::nullopt;
+  auto shifted = [&](std::optional<Block> &block, int64_t sign) {
+    if (block)
+      for (size_t dim = 0; dim < rank; ++dim)
+        block->offsets[dim] += sign * range.offsets[dim];
+  };
+  // The pieces' parts of the range, in the range's coordinates.
+  std::vector<Layout> parts;
+  for (const Layout &piece : pieces) {
+    if (piece.partial)
+      return std::nullopt;
+    Layout part;
+    for (const std::optional<Block> &block : piece.blocks) {
+      std::optional<Block> common =
+          block ? block->intersect(range) : std::nullopt;
+      shifted(common, -1);
+      part.blocks.push_back(std::move(common));
+    }
+    parts.push_back(std::move(part));
+  }
+  Layout local = target;
+  for (std::optional<Block> &block : local.blocks)
+    shifted(block, -1);
+  TensorShape sub{range.sizes, tensor.elementBytes};
+  ReshardPlan plan = Planner(sub, parts, local, zerosElsewhere).run();
+  if (plan.piece < 0 || pointToPoint(plan) ||
+      std::all_of(plan.steps.begin(), plan.steps.end(),
+                  [](const Step &s) { return s.kind == StepKind::Slice; }))
+    return std::nullopt;
+  for (Step &step : plan.steps) {
+    for (std::optional<Block> &block : step.result.blocks)
+      shifted(block, 1);
+    for (Transfer &transfer : step.transfers) {
+      std::optional<Block> block = transfer.block;
+      shifted(block, 1);
+      transfer.block = *block;
+    }
+  }
+  // The first step reads the piece's part of the range: a local slice
+  // takes it out of the piece unless the piece holds no more than that.
+  Layout sliced = parts[plan.piece];
+  const Block *shape = nullptr;
+  bool slice = false;
+  for (size_t d = 0; d < sliced.blocks.size(); ++d) {
+    std::optional<Block> &block = sliced.blocks[d];
+    shifted(block, 1);
+    if (block != pieces[plan.piece].blocks[d])
+      slice = true;
+    if (!block)
+      continue;
+    if (shape && shape->sizes != block->sizes)
+      return std::nullopt;
+    shape = &*block;
+  }
+  if (slice) {
+    Step step;
+    step.kind = StepKind::Slice;
+    step.result = std::move(sliced);
+    plan.steps.insert(plan.steps.begin(), std::move(step));
+  }
+  return plan;
+}
+
 ReshardPlan planReshard(const TensorShape &tensor,
                         const std::vector<Layout> &pieces, const Layout &target,
                         bool zerosElsewhere) {
+  // One piece that holds every element leaves no zeros elsewhere.
+  if (pieces.size() == 1 && holdsEverything(pieces.front(), tensor))
+    zerosElsewhere = false;
   ReshardPlan direct = Planner(tensor, pieces, target, zerosElsewhere).run();
-  if (zerosElsewhere || !pointToPoint(direct))
+  if (!zerosElsewhere && pointToPoint(direct)) {
+    // Readers of a part of a tensor that would need point-to-point
+    // transfers: the collective that brings the whole range they share,
+    // then a local slice, when one fits (the slices of an LSTM's gates,
+    // taken out of a re-split of the whole gate matrix that the other
+    // slices then read).
+    Layout wide = widened(target, Block::whole(tensor.shape));
+    if (wide.blocks != target.blocks) {
+      ReshardPlan plan = Planner(tensor, pieces, wide, zerosElsewhere).run();
+      if (!plan.steps.empty() && !pointToPoint(plan)) {
+        Step slice;
+        slice.kind = StepKind::Slice;
+        slice.result = target;
+        plan.steps.push_back(std::move(slice));
+        return plan;
+      }
+    }
+  }
+  if (!communicatedLayout(direct))
     return direct;
-  // Readers of a part of a tensor that would need point-to-point transfers:
-  // the collective that brings the whole range they share, then a local
-  // slice, when one fits (the slices of an LSTM's gates, taken out of a
-  // re-split of the whole gate matrix that the other slices then read).
-  Layout wide = widened(target, Block::whole(tensor.shape));
-  if (wide.blocks == target.blocks)
+  // Readers of one range that no other reader shares: re-splitting that
+  // range alone when it moves less (a pad's gradient read by a pad split
+  // otherwise: the interior moves, not the gathered whole), or as much
+  // without point-to-point transfers.
+  std::optional<ReshardPlan> narrow =
+      narrowedPlan(tensor, pieces, target, zerosElsewhere);
+  if (!narrow)
     return direct;
-  ReshardPlan plan = Planner(tensor, pieces, wide, zerosElsewhere).run();
-  if (plan.steps.empty() || pointToPoint(plan))
-    return direct;
-  Step slice;
-  slice.kind = StepKind::Slice;
-  slice.result = target;
-  plan.steps.push_back(std::move(slice));
-  return plan;
+  int64_t narrowBytes = movedBytes(*narrow), directBytes = movedBytes(direct);
+  if (narrowBytes < directBytes ||
+      (narrowBytes == directBytes && pointToPoint(direct)))
+    return *narrow;
+  return direct;
 }
 
 } // namespace soap::layout

@@ -175,8 +175,55 @@ LogicalResult SpmdPartitioner::runWholeOnDevices(Operation *op,
   return success();
 }
 
+LogicalResult SpmdPartitioner::replicateSlice(tensor::ExtractSliceOp extract,
+                                              bool chosen) {
+  Value source = extract.getSource();
+  RankedTensorType sourceType = extract.getSourceType();
+  if (!sourceType.hasStaticShape() || !extract.getType().hasStaticShape() ||
+      !dist.count(source) ||
+      llvm::any_of(llvm::concat<const int64_t>(extract.getStaticOffsets(),
+                                               extract.getStaticSizes(),
+                                               extract.getStaticStrides()),
+                   ShapedType::isDynamic))
+    return failure();
+  // The region the slice reads: from its first element to its last.
+  Box region = wholeBox(sourceType);
+  for (int64_t d = 0; d < sourceType.getRank(); ++d) {
+    region.offsets[d] = extract.getStaticOffsets()[d];
+    region.sizes[d] =
+        (extract.getStaticSizes()[d] - 1) * extract.getStaticStrides()[d] + 1;
+  }
+  if (region == wholeBox(sourceType))
+    return failure();
+  DeviceBoxes target(numDevices, region);
+  if (!chosen && !dist[source].splat &&
+      llvm::none_of(dist[source].pieces, [&](const Piece &piece) {
+        return llvm::all_of(piece.boxes, [&](const std::optional<Box> &box) {
+          return box && box->contains(region);
+        });
+      }))
+    ++replicatedOps[extract->getName().getStringRef()];
+  Location loc = extract.getLoc();
+  Value local = materialize(source, target, loc);
+  auto attrs = [&](ArrayRef<int64_t> values) {
+    return llvm::to_vector(llvm::map_range(
+        values, [&](int64_t v) -> OpFoldResult { return b.getIndexAttr(v); }));
+  };
+  Value sliced = tensor::ExtractSliceOp::create(
+      b, loc, extract.getType(), local,
+      attrs(SmallVector<int64_t>(sourceType.getRank(), 0)),
+      attrs(extract.getStaticSizes()), attrs(extract.getStaticStrides()));
+  dist[extract.getResult()].pieces.push_back(
+      Piece{sliced, everywhere(extract.getType()),
+            SmallVector<int64_t>(numDevices, 0), std::nullopt});
+  return success();
+}
+
 LogicalResult SpmdPartitioner::runReplicated(Operation *op, bool chosen) {
   b.setInsertionPoint(op);
+  if (auto extract = dyn_cast<tensor::ExtractSliceOp>(op);
+      extract && succeeded(replicateSlice(extract, chosen)))
+    return success();
   // An op a strategy runs everywhere reads no data of operands its body
   // does not use (a batch norm's divisor, counted by a generic that reads
   // only its input's shape): an empty tensor of their shape stands in, as

@@ -308,6 +308,10 @@ private:
   /// `op` whole on every device, its operands brought there whole; counted
   /// for the pass's warning unless a strategy `chosen` it (soap.replicated).
   LogicalResult runReplicated(Operation *op, bool chosen = false);
+  /// runReplicated for a static tensor.extract_slice: only the region it
+  /// reads moves to every device, and each slices that (as the simulator
+  /// prices the op's access). Failure when it reads the whole source.
+  LogicalResult replicateSlice(tensor::ExtractSliceOp extract, bool chosen);
   /// An elementwise add of two values that are zero elsewhere and hold
   /// disjoint elements (the gradients of an LSTM's gate slices): the sum
   /// is both sets of pieces, with nothing computed or moved. Fails,

@@ -133,6 +133,42 @@ TEST(Layout, ReadersOfAPartTakeItFromTheWholeReSplit) {
   EXPECT_EQ(*plan.steps[0].result.blocks[1], block({2, 0}, {2, 16}));
 }
 
+TEST(Layout, ReadersOfOneRangeReSplitThatRangeAlone) {
+  // A pad's gradient (4x4x10x10, its channels split) read by the pad's
+  // backward with the batch split: each device slices the interior out of
+  // its part and an all_to_all re-splits the interior alone (2048 bytes
+  // each), not an all_gather of the padded whole (6400).
+  TensorShape t = f32({4, 4, 10, 10});
+  Layout target;
+  target.blocks = {block({0, 0, 1, 1}, {2, 4, 8, 8}),
+                   block({2, 0, 1, 1}, {2, 4, 8, 8})};
+  ReshardPlan plan =
+      planReshard(t, {Layout::split(t.shape, 2, 1, {0, 1})}, target);
+  ASSERT_EQ(kinds(plan),
+            (std::vector<StepKind>{StepKind::Slice, StepKind::AllToAll}));
+  EXPECT_EQ(*plan.steps[0].result.blocks[1], block({0, 2, 1, 1}, {4, 2, 8, 8}));
+  EXPECT_EQ(plan.steps[1].dim, 0);
+  EXPECT_EQ(plan.steps[1].fromDim, 1);
+  EXPECT_EQ(plan.steps[1].bytes, 2048);
+  EXPECT_EQ(plan.steps[1].result.blocks, target.blocks);
+  // The same from the gradient of a pooling window that reads rows 0-8
+  // only (zero elsewhere): the same steps, not point-to-point transfers.
+  Layout window;
+  window.blocks = {block({0, 0, 0, 0}, {4, 2, 9, 9}),
+                   block({0, 2, 0, 0}, {4, 2, 9, 9})};
+  EXPECT_EQ(kinds(planReshard(t, {window}, target, /*zerosElsewhere=*/true)),
+            kinds(plan));
+  // Readers that take different ranges along the dimension they split (an
+  // LSTM's gate, its columns split, read from a row-split gate matrix):
+  // the all_gather of the whole that the other gates reuse, then a slice.
+  TensorShape gates = f32({4, 32});
+  Layout gate;
+  gate.blocks = {block({0, 0}, {4, 4}), block({0, 4}, {4, 4})};
+  EXPECT_EQ(kinds(planReshard(gates, {Layout::split(gates.shape, 2, 0, {0, 1})},
+                              gate)),
+            (std::vector<StepKind>{StepKind::AllGather, StepKind::Slice}));
+}
+
 TEST(Layout, ResplitIsAnAllToAll) {
   TensorShape t = f32({8, 8});
   ReshardPlan plan = planReshard(t, {Layout::split(t.shape, 2, 0, {1, 0})},
@@ -597,6 +633,20 @@ TEST(Layout, RandomPlansDeliverTheRightValues) {
           b->offsets[dim] = lo;
           b->sizes[dim] = hi - lo;
         }
+    }
+    // Interior reads (a pad's input): along a dimension every block holds
+    // whole, all take the same inner range.
+    if (rng() % 4 == 0) {
+      int dim = rng() % rank;
+      bool whole = shape[dim] > 2;
+      for (auto &b : target.blocks)
+        whole = whole && (!b || b->sizes[dim] == shape[dim]);
+      if (whole)
+        for (auto &b : target.blocks)
+          if (b) {
+            b->offsets[dim] = 1;
+            b->sizes[dim] = shape[dim] - 2;
+          }
     }
     // Every piece must hold the whole tensor between its devices.
     ReshardPlan plan = planReshard(t, pieces, target);

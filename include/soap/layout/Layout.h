@@ -189,8 +189,13 @@ const Layout *communicatedLayout(const ReshardPlan &plan);
 /// results no regular collective fits, AllReduceWhole. Readers of one range
 /// of a tensor (a slice) that would need point-to-point transfers get the
 /// collective of the whole range along the dimensions they all read alike,
-/// then a local slice, when one fits; partial results read in part are
-/// reduce-scattered whole along the split dimension, then sliced.
+/// then a local slice, when one fits; readers that all read one range
+/// along some dimensions (a pad's interior) get that range alone
+/// re-split, each device slicing it out of its piece first, when that
+/// moves less (or as much without point-to-point transfers); partial
+/// results read in part are reduce-scattered whole along the split
+/// dimension, then sliced. A single piece that holds every element
+/// leaves no zeros elsewhere.
 ///
 /// With `zerosElsewhere`, elements that no piece holds are zeros that need
 /// no transfer (a gradient: a reader that reads part of a tensor
