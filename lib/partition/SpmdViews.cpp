@@ -310,17 +310,39 @@ LogicalResult SpmdPartitioner::partitionPassThrough(Operation *op) {
   // that holds the slice on more devices (a convolution's input that its
   // forward read on another device, sliced again for its weight
   // gradient): the slice is then taken there and need not move again.
-  int chosen = -1;
+  // Among as many holders, such a copy that holds the slice's region and
+  // nothing else wins (it was made for a reader of exactly that region:
+  // the convolution whose weight gradient reads the slice reads it as its
+  // forward did), then the produced piece.
+  auto onlyTheSlice = [&](const Piece &piece) {
+    return llvm::all_of(piece.boxes, [&](const std::optional<Box> &box) {
+      if (!box)
+        return true;
+      for (int64_t d = 0; d < sourceRank; ++d) {
+        int64_t first = extractOp.getStaticOffsets()[d];
+        int64_t end = first +
+                      (extractOp.getStaticSizes()[d] - 1) *
+                          extractOp.getStaticStrides()[d] +
+                      1;
+        if (box->offsets[d] < first || box->offsets[d] + box->sizes[d] > end)
+          return false;
+      }
+      return true;
+    });
+  };
+  int chosen = -1, bestRank = -1;
   std::optional<Local> best;
   for (auto [p, piece] : llvm::enumerate(found->second.pieces)) {
     bool produced = &piece == producedPiece;
     if (!produced && !(extractOp && piece.derived && !piece.partial))
       continue;
     std::optional<Local> local = localOf(piece);
+    int rank = produced ? 1 : onlyTheSlice(piece) ? 2 : 0;
     if (local && (!best || local->holders > best->holders ||
-                  (produced && local->holders == best->holders))) {
+                  (local->holders == best->holders && rank > bestRank))) {
       best = std::move(local);
       chosen = static_cast<int>(p);
+      bestRank = rank;
     }
   }
   if (!best)

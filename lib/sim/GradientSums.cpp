@@ -44,42 +44,82 @@ Simulator::lazyGradientLayouts(const LazyGradient &lazy) {
   return permuted;
 }
 
-std::vector<std::pair<int, int>> Simulator::disjointSliceReaders(int producer,
-                                                                 int tensor) {
+std::vector<std::vector<int>>
+Simulator::gradientSumIn(const std::vector<GradientAddend> &addends,
+                         const layout::Layout &target,
+                         const layout::TensorShape &shape, bool zerosElsewhere,
+                         TaskKey &base, std::vector<std::vector<int>> &groups) {
+  int numDevices = machine.numDevices();
+  std::vector<GradientAddend> byLayout;
+  for (const GradientAddend &addend : addends) {
+    auto same = std::find_if(byLayout.begin(), byLayout.end(),
+                             [&](const GradientAddend &g) {
+                               return sameLayout(*g.layout, *addend.layout);
+                             });
+    if (same == byLayout.end()) {
+      byLayout.push_back(addend);
+      continue;
+    }
+    for (int d = 0; d < numDevices; ++d)
+      same->madeBy[d].insert(same->madeBy[d].end(), addend.madeBy[d].begin(),
+                             addend.madeBy[d].end());
+  }
+  std::vector<std::vector<int>> at(numDevices);
+  for (const GradientAddend &group : byLayout) {
+    std::vector<std::vector<int>> ready = group.madeBy;
+    if (!sameLayout(*group.layout, target)) {
+      ready = addPlanTasks(
+          planFor(shape, {*group.layout}, target, zerosElsewhere),
+          /*forward=*/false, base,
+          [&](int, int device) { return group.madeBy[device]; },
+          shape.elementBytes, groups);
+      ++base[3];
+    }
+    for (int d = 0; d < numDevices; ++d)
+      at[d].insert(at[d].end(), ready[d].begin(), ready[d].end());
+  }
+  return at;
+}
+
+const Simulator::SlotLayouts &Simulator::readerGradients(int reader, int access,
+                                                         SlotLayouts &storage) {
+  const LazyGradient &lazy = lazyGradients[reader];
+  if (lazy.reader < 0)
+    return slotLayouts(placement(reader), access, SlotKind::Gradients);
+  storage = lazyGradientLayouts(lazy);
+  return storage;
+}
+
+std::vector<std::pair<int, int>>
+Simulator::gradientReadersOf(int producer, int tensor) const {
   std::vector<std::pair<int, int>> readers;
-  std::vector<Box> regions;
   for (int c : consumersOf[producer]) {
     const OpNode &reader = graph.nodes[c];
     if (!reader.needsBackward)
       continue;
-    for (size_t a = 0; a < reader.accesses.size(); ++a) {
-      if (reader.accesses[a].tensor != tensor ||
-          !reader.accesses[a].readsValue())
-        continue;
-      if (reader.opName != "tensor.extract_slice" ||
-          lazyGradients[c].reader >= 0)
+    for (size_t a = 0; a < reader.accesses.size(); ++a)
+      if (reader.accesses[a].tensor == tensor &&
+          reader.accesses[a].readsValue())
+        readers.emplace_back(c, static_cast<int>(a));
+  }
+  return readers;
+}
+
+std::vector<std::pair<int, int>> Simulator::disjointSliceReaders(int producer,
+                                                                 int tensor) {
+  std::vector<std::pair<int, int>> readers =
+      gradientReadersOf(producer, tensor);
+  std::vector<Box> regions;
+  for (auto [c, a] : readers) {
+    if (graph.nodes[c].opName != "tensor.extract_slice" ||
+        lazyGradients[c].reader >= 0)
+      return {};
+    Box region = placement(c).region(a);
+    for (const Box &other : regions)
+      if (overlapVolume({region.data(), region.size()},
+                        {other.data(), other.size()}) > 0)
         return {};
-      // The part of the tensor the slice reads: its tasks' boxes' span.
-      const Placement &p = placement(c);
-      Box region;
-      for (size_t t = 0; t < p.devices.size(); ++t) {
-        Box box = p.box(t, a).toBox();
-        if (region.empty()) {
-          region = box;
-          continue;
-        }
-        for (size_t d = 0; d < box.size(); ++d) {
-          region[d].first = std::min(region[d].first, box[d].first);
-          region[d].second = std::max(region[d].second, box[d].second);
-        }
-      }
-      for (const Box &other : regions)
-        if (overlapVolume({region.data(), region.size()},
-                          {other.data(), other.size()}) > 0)
-          return {};
-      regions.push_back(std::move(region));
-      readers.emplace_back(c, static_cast<int>(a));
-    }
+    regions.push_back(std::move(region));
   }
   if (readers.size() < 2)
     return {};
@@ -91,16 +131,8 @@ std::vector<std::pair<int, int>> Simulator::addendsSummedAtFirst(int producer,
                                                                  int tensor) {
   if (!placement(producer).replicated || lazyGradients[producer].reader >= 0)
     return {};
-  std::vector<std::pair<int, int>> readers;
-  for (int c : consumersOf[producer]) {
-    const OpNode &reader = graph.nodes[c];
-    if (!reader.needsBackward)
-      continue;
-    for (size_t a = 0; a < reader.accesses.size(); ++a)
-      if (reader.accesses[a].tensor == tensor &&
-          reader.accesses[a].readsValue())
-        readers.emplace_back(c, static_cast<int>(a));
-  }
+  std::vector<std::pair<int, int>> readers =
+      gradientReadersOf(producer, tensor);
   std::sort(readers.begin(), readers.end());
   const GraphTensor &t = graph.tensors[tensor];
   const layout::Layout *first = nullptr;
@@ -131,6 +163,136 @@ std::vector<std::pair<int, int>> Simulator::addendsSummedAtFirst(int producer,
   if (!twoLayouts || !complete)
     return {};
   return readers;
+}
+
+bool Simulator::accumulatesInPlace(int node, int access) {
+  const OpNode &n = graph.nodes[node];
+  const NodeAccess &read = n.accesses[access];
+  if (read.isDestination)
+    return false; // its gradient is the result's adjoint itself
+  if (n.opClass == OpClass::Matmul)
+    return true;
+  if (n.opName != "linalg.conv_2d_nchw_fchw" || access != 0)
+    return false;
+  // A forward split along its output rows or columns runs each task's part
+  // of the input gradient (soap.transposed_config), which the partitioner
+  // does not accumulate into.
+  const Placement &p = placement(node);
+  if (!p.replicated) {
+    const std::vector<int64_t> &degrees = current.configs[node].degrees;
+    if (degrees.size() == 7 && (degrees[2] > 1 || degrees[3] > 1))
+      return false;
+  }
+  // The input gradient is the convolution's result only where the
+  // windows read every row and column (else it goes into zeros).
+  const GraphTensor &tensor = graph.tensors[read.tensor];
+  Box region = p.region(access);
+  for (size_t d = 0; d < region.size(); ++d)
+    if (region[d].first != 0 || region[d].second != tensor.shape[d] - 1)
+      return false;
+  return true;
+}
+
+std::vector<std::pair<int, int>> Simulator::inPlaceChain(int producer,
+                                                         int tensor) {
+  if (lazyGradients[producer].reader >= 0)
+    return {};
+  std::vector<std::pair<int, int>> readers =
+      gradientReadersOf(producer, tensor);
+  if (readers.size() < 2)
+    return {};
+  // Program order first, for the configs' runs.
+  std::sort(readers.begin(), readers.end());
+  for (size_t r = 0; r < readers.size(); ++r)
+    if (lazyGradients[readers[r].first].reader >= 0 ||
+        (r > 0 && readers[r].first == readers[r - 1].first))
+      return {};
+  std::vector<int> runs;
+  auto sameConfig = [&](int a, int b) {
+    const Placement &x = placement(a), &y = placement(b);
+    if (x.replicated || y.replicated)
+      return x.replicated == y.replicated;
+    const ParallelConfig &u = current.configs[a], &v = current.configs[b];
+    return u.degrees == v.degrees && u.devices == v.devices;
+  };
+  for (auto [c, a] : readers) {
+    if (!runs.empty() && sameConfig(runs.back(), c))
+      continue;
+    for (int earlier : runs)
+      if (sameConfig(earlier, c))
+        return {};
+    runs.push_back(c);
+  }
+  std::reverse(readers.begin(), readers.end());
+  bool inPlace = false;
+  size_t lastInPlace = 0;
+  for (size_t r = 0; r < readers.size(); ++r) {
+    auto [c, a] = readers[r];
+    const SlotLayouts &gradients =
+        slotLayouts(placement(c), a, SlotKind::Gradients);
+    if (gradients.pieces.size() != 1 || gradients.pieces[0].partial)
+      return {};
+    if (r > 0 && accumulatesInPlace(c, a)) {
+      inPlace = true;
+      lastInPlace = r;
+    }
+  }
+  if (!inPlace)
+    return {};
+  // A replicated producer's backward work takes a sum of several layouts
+  // where the first addend is (addendsSummedAtFirst); not modeled here.
+  if (placement(producer).replicated)
+    for (size_t r = lastInPlace + 1; r < readers.size(); ++r)
+      if (!sameLayout(slotLayouts(placement(readers[r].first),
+                                  readers[r].second, SlotKind::Gradients)
+                          .pieces[0],
+                      slotLayouts(placement(readers[lastInPlace].first),
+                                  readers[lastInPlace].second,
+                                  SlotKind::Gradients)
+                          .pieces[0]))
+        return {};
+  return readers;
+}
+
+std::vector<std::vector<std::vector<int>>>
+Simulator::chainedGradientSum(const std::vector<std::pair<int, int>> &chain,
+                              int producer, const SlotLayouts &target,
+                              std::vector<std::vector<int>> &groups) {
+  int numDevices = machine.numDevices();
+  const GraphTensor &tensor = graph.tensors[graph.nodes[chain.front().first]
+                                                .accesses[chain.front().second]
+                                                .tensor];
+  layout::TensorShape shape{tensor.shape, tensor.elementBytes};
+  // The gradient so far, in the backward pass's order.
+  std::vector<GradientAddend> sum;
+  TaskKey base{3, producer, 0, 0, 0, 0};
+  auto sumIn = [&](const layout::Layout &to, int reader) {
+    base[2] = reader;
+    return gradientSumIn(sum, to, shape, /*zerosElsewhere=*/true, base, groups);
+  };
+  for (size_t r = 0; r < chain.size(); ++r) {
+    auto [c, a] = chain[r];
+    const SlotLayouts &gradients =
+        slotLayouts(placement(c), a, SlotKind::Gradients);
+    GradientAddend mine{&gradients.pieces[0],
+                        std::vector<std::vector<int>>(numDevices)};
+    for (int d = 0; d < numDevices; ++d)
+      if (int u = gradients.task[0][d]; u >= 0)
+        mine.madeBy[d].push_back(nodeTasks[c].bwd[u]);
+    // The contraction's init is the sum so far, in its own layout.
+    if (r > 0 && accumulatesInPlace(c, a)) {
+      std::vector<std::vector<int>> init = sumIn(*mine.layout, c);
+      for (int d = 0; d < numDevices; ++d)
+        mine.madeBy[d].insert(mine.madeBy[d].end(), init[d].begin(),
+                              init[d].end());
+      sum.clear();
+    }
+    sum.push_back(std::move(mine));
+  }
+  std::vector<std::vector<std::vector<int>>> ready;
+  for (const layout::Layout &piece : target.pieces)
+    ready.push_back(sumIn(piece, chain.front().first));
+  return ready;
 }
 
 } // namespace soap

@@ -54,12 +54,9 @@ bool Simulator::buildGatheredParameter(int tensorId) {
   if (p.replicated)
     return false;
   const GraphTensor &tensor = graph.tensors[tensorId];
-  const LazyGradient &lazy = lazyGradients[readers[0].first];
   SlotLayouts permuted;
-  if (lazy.reader >= 0)
-    permuted = lazyGradientLayouts(lazy);
   const SlotLayouts &gradients =
-      lazy.reader >= 0 ? permuted : slotLayouts(p, access, SlotKind::Gradients);
+      readerGradients(readers[0].first, readers[0].second, permuted);
   std::optional<layout::Layout> combined =
       layout::combinedLayout(gradients.pieces);
   if (combined && layout::isGridLayout(*combined, tensor.shape))
@@ -290,19 +287,18 @@ bool Simulator::buildOwnedParameter(int tensorId) {
   // where its gradient is even in one layout: the transpose reads other
   // blocks.
   std::vector<const layout::Layout *> layouts;
-  std::optional<SlotLayouts> permuted;
+  // Each lazy reader's permuted blocks, kept while `layouts` points in.
+  std::vector<SlotLayouts> permuted(readers.size());
+  bool anyLazy = false;
   for (auto [reader, readerAccess] : readers) {
     auto [node, access] = gradientReader(reader, readerAccess);
     const Placement &p = placement(node);
     if (p.replicated ||
         (!layouts.empty() && reader == readers[layouts.size() - 1].first))
       return false;
-    if (lazyGradients[reader].reader >= 0)
-      permuted = lazyGradientLayouts(lazyGradients[reader]);
+    anyLazy |= lazyGradients[reader].reader >= 0;
     const SlotLayouts &gradients =
-        lazyGradients[reader].reader >= 0
-            ? *permuted
-            : slotLayouts(p, access, SlotKind::Gradients);
+        readerGradients(reader, readerAccess, permuted[layouts.size()]);
     if (gradients.pieces.size() != 1 || gradients.pieces[0].partial)
       return false;
     const layout::Layout &mine = gradients.pieces[0];
@@ -315,7 +311,7 @@ bool Simulator::buildOwnedParameter(int tensorId) {
       return false;
     layouts.push_back(&mine);
   }
-  if (!permuted &&
+  if (!anyLazy &&
       std::all_of(layouts.begin(), layouts.end(), [&](const layout::Layout *l) {
         return l->blocks == layouts.front()->blocks;
       }))
@@ -324,45 +320,13 @@ bool Simulator::buildOwnedParameter(int tensorId) {
   ParameterTasks &sync = parameterTasks[tensorId];
   layout::TensorShape shape{tensor.shape, tensor.elementBytes};
   std::vector<std::vector<int>> steps;
-  // The gradient so far, in the backward pass's order: addends, each in
-  // its layout with, per device, the tasks that made it there.
-  struct Addend {
-    const layout::Layout *layout;
-    std::vector<std::vector<int>> madeBy;
-  };
+  // The gradient so far, in the backward pass's order.
+  using Addend = GradientAddend;
   std::vector<Addend> sum;
-  int planned = 0;
-  // The sum in `target` (the partitioner's materializeSum): the addends of
-  // one layout add up where they are, then move there as lib/layout plans
-  // it. Per device, the tasks it waits for.
+  TaskKey base{4, tensorId, 0, 0, 0, 0};
   auto sumIn = [&](const layout::Layout &target) {
-    std::vector<Addend> groups;
-    for (Addend &addend : sum) {
-      auto same =
-          std::find_if(groups.begin(), groups.end(), [&](const Addend &g) {
-            return g.layout->blocks == addend.layout->blocks;
-          });
-      if (same == groups.end()) {
-        groups.push_back(std::move(addend));
-        continue;
-      }
-      for (int d = 0; d < numDevices; ++d)
-        same->madeBy[d].insert(same->madeBy[d].end(), addend.madeBy[d].begin(),
-                               addend.madeBy[d].end());
-    }
-    std::vector<std::vector<int>> at(numDevices);
-    for (const Addend &group : groups) {
-      std::vector<std::vector<int>> ready = group.madeBy;
-      if (group.layout->blocks != target.blocks)
-        ready = addPlanTasks(
-            planFor(shape, {*group.layout}, target, /*zerosElsewhere=*/false),
-            /*forward=*/false, TaskKey{4, tensorId, 0, planned++, 0, 0},
-            [&](int, int device) { return group.madeBy[device]; },
-            tensor.elementBytes, steps);
-      for (int d = 0; d < numDevices; ++d)
-        at[d].insert(at[d].end(), ready[d].begin(), ready[d].end());
-    }
-    return at;
+    return gradientSumIn(sum, target, shape, /*zerosElsewhere=*/false, base,
+                         steps);
   };
   // Readers whose configs interleave (a config comes back after another):
   // a contraction's gradient accumulates into the chain of its own config

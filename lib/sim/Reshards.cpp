@@ -367,6 +367,13 @@ void Simulator::buildEdge(int edgeId) {
     bool gradientHere = backward && lazyGradients[producer].reader !=
                                         static_cast<int>(consumer);
     bool viaReader = gradientHere && lazy.reader >= 0;
+    // Readers of which one accumulates the sum so far of the gradient in
+    // place: the whole sum is planned on the first reader's edge
+    // (chainedGradientSum).
+    std::vector<std::pair<int, int>> chain =
+        gradientHere && !viaReader && gradientParts(graph, producer).empty()
+            ? inPlaceChain(producer, access.tensor)
+            : std::vector<std::pair<int, int>>{};
     bool local = !partial && sameBlocksOnSameDevices(pp, pa, cp, ca,
                                                      gradientHere && !viaReader,
                                                      producerOf, consumerOf);
@@ -385,10 +392,10 @@ void Simulator::buildEdge(int edgeId) {
     if (local) {
       for (size_t u = 0; u < producerOf.size(); ++u)
         fwdPairs.emplace_back(u, producedBy(producerOf[u]));
-      if (gradientHere && !viaReader)
+      if (gradientHere && !viaReader && chain.empty())
         for (size_t s = 0; s < consumerOf.size(); ++s)
           bwdPairs.emplace_back(s, nodeTasks[consumer].bwd[consumerOf[s]]);
-      if (!viaReader)
+      if (!viaReader && chain.empty())
         continue;
     }
     layout::TensorShape shape{tensor.shape, tensor.elementBytes};
@@ -437,13 +444,24 @@ void Simulator::buildEdge(int edgeId) {
     }
     if (!gradientHere)
       continue;
+    if (!chain.empty()) {
+      if (chain.front() == std::make_pair(consumer, static_cast<int>(ca))) {
+        const SlotLayouts &target = slotLayouts(pp, pa, SlotKind::Blocks);
+        std::vector<std::vector<std::vector<int>>> ready =
+            chainedGradientSum(chain, producer, target, groupsOfEdge);
+        for (size_t k = 0; k < ready.size(); ++k)
+          for (int d = 0; d < numDevices; ++d)
+            if (int s = target.task[k][d]; s >= 0)
+              for (int id : ready[k][d])
+                bwdPairs.emplace_back(s, id);
+      }
+      continue;
+    }
     // ... and the gradient from the consumer's blocks (partial sums where
     // its tasks read the same elements; zeros where it reads nothing) back
     // to the producer's; through a lazy transpose, from its reader's blocks
     // permuted.
     SlotLayouts permuted;
-    if (viaReader)
-      permuted = lazyGradientLayouts(lazy);
     // Slices of disjoint parts of the tensor: their gradients, zero
     // elsewhere, add up without moving (the partitioner's
     // addDisjointParts), and the producer's blocks come from all their
@@ -466,9 +484,7 @@ void Simulator::buildEdge(int edgeId) {
       }
     }
     const SlotLayouts &gradients =
-        viaReader        ? permuted
-        : slices.empty() ? slotLayouts(cp, ca, SlotKind::Gradients)
-                         : joined;
+        slices.empty() ? readerGradients(consumer, ca, permuted) : joined;
     // A replicated producer's backward work has no config: readers'
     // gradients in several layouts add up where the first complete one is
     // (those of one layout where they are, the others moved there), and
@@ -553,24 +569,18 @@ void Simulator::buildEdge(int edgeId) {
     std::vector<std::pair<const SlotLayouts *, int>> sharing;
     if (gradients.pieces.size() == 1 && !sumLayout && slices.empty()) {
       bool first = true;
-      for (int c : consumersOf[producer]) {
-        const OpNode &other = graph.nodes[c];
-        if (!other.needsBackward)
+      for (auto [c, a] : gradientReadersOf(producer, access.tensor)) {
+        if (c == static_cast<int>(consumer) && a == static_cast<int>(ca))
           continue;
-        for (size_t a = 0; a < other.accesses.size(); ++a) {
-          const NodeAccess &read = other.accesses[a];
-          if ((c == consumer && a == ca) || read.tensor != access.tensor ||
-              !read.readsValue())
-            continue;
-          const SlotLayouts &theirs =
-              slotLayouts(placement(c), a, SlotKind::Gradients);
-          if (theirs.pieces.size() != 1 ||
-              !sameLayout(theirs.pieces[0], gradients.pieces[0]))
-            continue;
-          if (std::make_pair(c, a) < std::make_pair(consumer, ca))
-            first = false;
-          sharing.emplace_back(&theirs, c);
-        }
+        const SlotLayouts &theirs =
+            slotLayouts(placement(c), a, SlotKind::Gradients);
+        if (theirs.pieces.size() != 1 ||
+            !sameLayout(theirs.pieces[0], gradients.pieces[0]))
+          continue;
+        if (std::make_pair(c, a) <
+            std::make_pair(static_cast<int>(consumer), static_cast<int>(ca)))
+          first = false;
+        sharing.emplace_back(&theirs, c);
       }
       if (!first)
         continue;

@@ -402,6 +402,23 @@ struct Simulator::Placement {
     return {ranges.data() + task * stride + accessAt[access],
             accessRank[access]};
   }
+  /// The part of the tensor that access `access` reads: its tasks' boxes'
+  /// span.
+  Box region(size_t access) const {
+    Box span;
+    for (size_t t = 0; t < devices.size(); ++t) {
+      Box b = box(t, access).toBox();
+      if (span.empty()) {
+        span = b;
+        continue;
+      }
+      for (size_t d = 0; d < b.size(); ++d) {
+        span[d].first = std::min(span[d].first, b[d].first);
+        span[d].second = std::max(span[d].second, b[d].second);
+      }
+    }
+    return span;
+  }
 };
 
 /// The tasks of one parameter's synchronization (Parameters.cpp): its

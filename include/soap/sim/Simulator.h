@@ -161,6 +161,10 @@ private:
   /// end) comes to `device` through a collective of that edge's reshard.
   bool readsThroughCollective(int producer, int reader, int device) const;
   void buildEdge(int edge);
+  /// The readers (node, access) of `tensor`, made by `producer`, that
+  /// have backward work and read its value, in consumersOf's order.
+  std::vector<std::pair<int, int>> gradientReadersOf(int producer,
+                                                     int tensor) const;
   /// The readers (node, access) of `tensor`, made by `producer`, when
   /// they are two or more slices of disjoint parts of it (an LSTM's gates):
   /// their gradients, zero elsewhere, add up without moving
@@ -326,6 +330,47 @@ private:
   /// The blocks of a lazy transpose's input gradient: its reader's
   /// gradient blocks, dimensions permuted.
   SlotLayouts lazyGradientLayouts(const LazyGradient &lazy);
+  /// One addend of a gradient sum: its layout and, per device, the tasks
+  /// that made it there.
+  struct GradientAddend {
+    const layout::Layout *layout;
+    std::vector<std::vector<int>> madeBy;
+  };
+  /// The sum of `addends` in `target` (the partitioner's materializeSum):
+  /// the addends of one layout add up where they are, then each such group
+  /// moves there as lib/layout plans it, its steps keyed from `base` with
+  /// base[3] counting plans. Per device, the tasks its block waits for.
+  std::vector<std::vector<int>>
+  gradientSumIn(const std::vector<GradientAddend> &addends,
+                const layout::Layout &target, const layout::TensorShape &shape,
+                bool zerosElsewhere, std::array<int32_t, 6> &base,
+                std::vector<std::vector<int>> &groups);
+  /// The gradient blocks of `reader`'s access `access`: its own, or,
+  /// through a lazy transpose, its reader's permuted (kept in `storage`).
+  const SlotLayouts &readerGradients(int reader, int access,
+                                     SlotLayouts &storage);
+  /// Whether the training step's gradient of `node`'s operand `access`
+  /// is a contraction or convolution into zeros, which the sum so far of
+  /// the operand's gradient becomes the init of (accumulated in place:
+  /// autodiff::GradientBuilder::accumulate): a matmul's operands, a
+  /// convolution's input when its windows read all of it.
+  bool accumulatesInPlace(int node, int access);
+  /// The readers (node, access) of `tensor`, made by `producer`, in the
+  /// backward pass's order, when one of them other than the first
+  /// accumulates the sum so far of the gradient in place: each reader's
+  /// gradient one complete block per device, one access per reader, no
+  /// lazy transpose, no configs that come back after another
+  /// (GradientBuilder::interleaved). Empty otherwise.
+  std::vector<std::pair<int, int>> inPlaceChain(int producer, int tensor);
+  /// The steps of an in-place chain's gradient sum (inPlaceChain's
+  /// `chain`): the sum so far moves to each reader that accumulates into
+  /// it, the other readers' gradients are addends summed where their
+  /// reader needs them, and the sum reaches `target` (the producer's
+  /// blocks). Per target slot and device, the tasks its block waits for.
+  std::vector<std::vector<std::vector<int>>>
+  chainedGradientSum(const std::vector<std::pair<int, int>> &chain,
+                     int producer, const SlotLayouts &target,
+                     std::vector<std::vector<int>> &groups);
   /// The op (and its access) whose backward work computes the gradient
   /// that the reader `node` of a parameter takes (access `access`): the
   /// reader, or the reader of a lazily transposed parameter.
