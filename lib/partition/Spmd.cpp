@@ -116,11 +116,38 @@ LogicalResult SpmdPartitioner::runOnHolders(Operation *op) {
     if (found->second.splat)
       continue;
     std::optional<Piece> layout = layoutOf(value);
-    if (!layout || layout->partial)
+    Box whole = wholeBox(type);
+    if (!layout) {
+      // A reshape of a value in several pieces (the gradient an op with
+      // several tasks on a device wrote): a device holds it whole when its
+      // parts tile it, and the reshape runs there, where the op's backward
+      // work runs (the simulator's backward tasks read it there).
+      if (!isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(op) ||
+          found->second.zerosElsewhere || !found->second.addends.empty() ||
+          !hasOnlyComplete(found->second))
+        return failure();
+      for (int64_t device = 0; device < numDevices; ++device) {
+        SmallVector<const Box *> parts;
+        int64_t volume = 0;
+        bool disjoint = true;
+        for (const Piece &piece : found->second.pieces) {
+          const std::optional<Box> &box = piece.boxes[device];
+          if (piece.derived || !box)
+            continue;
+          for (const Box *other : parts)
+            disjoint = disjoint && !box->meets(*other);
+          parts.push_back(&*box);
+          volume += box->volume();
+        }
+        holds[device] = holds[device] && disjoint && volume == whole.volume();
+      }
+      decided = true;
+      continue;
+    }
+    if (layout->partial)
       return failure();
     if (covers(*layout, everywhere(type)))
       continue;
-    Box whole = wholeBox(type);
     for (int64_t device = 0; device < numDevices; ++device)
       holds[device] = holds[device] && layout->boxes[device] &&
                       *layout->boxes[device] == whole;
