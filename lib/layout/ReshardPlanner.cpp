@@ -56,27 +56,35 @@ private:
   ReshardPlan plan;
 };
 
+/// Per dimension, whether every block of `target` takes the same range
+/// along it (all false when it holds nothing or partial sums).
+static std::vector<bool> readAlike(const Layout &target, size_t rank) {
+  std::vector<bool> alike(rank, false);
+  std::vector<int> readers = target.holders();
+  if (readers.empty() || target.partial)
+    return alike;
+  const Block &first = *target.blocks[readers.front()];
+  for (size_t dim = 0; dim < rank; ++dim)
+    alike[dim] = std::all_of(readers.begin(), readers.end(), [&](int d) {
+      return target.blocks[d]->offsets[dim] == first.offsets[dim] &&
+             target.blocks[d]->sizes[dim] == first.sizes[dim];
+    });
+  return alike;
+}
+
 /// `target` with every dimension along which all its blocks take the same
 /// range given `to`'s range instead (the readers of one column range of a
 /// row-split tensor: rows split, all columns).
 static Layout widened(const Layout &target, const Block &to) {
   Layout wide = target;
-  std::vector<int> readers = target.holders();
-  if (readers.empty() || target.partial)
-    return wide;
-  const Block &first = *target.blocks[readers.front()];
-  for (size_t dim = 0; dim < to.sizes.size(); ++dim) {
-    bool same = std::all_of(readers.begin(), readers.end(), [&](int d) {
-      return target.blocks[d]->offsets[dim] == first.offsets[dim] &&
-             target.blocks[d]->sizes[dim] == first.sizes[dim];
-    });
-    if (!same)
-      continue;
-    for (int d : readers) {
-      wide.blocks[d]->offsets[dim] = to.offsets[dim];
-      wide.blocks[d]->sizes[dim] = to.sizes[dim];
-    }
-  }
+  std::vector<bool> alike = readAlike(target, to.sizes.size());
+  for (size_t dim = 0; dim < alike.size(); ++dim)
+    if (alike[dim])
+      for (std::optional<Block> &block : wide.blocks)
+        if (block) {
+          block->offsets[dim] = to.offsets[dim];
+          block->sizes[dim] = to.sizes[dim];
+        }
   return wide;
 }
 
@@ -560,19 +568,16 @@ static int64_t movedBytes(const ReshardPlan &plan) {
 static std::optional<ReshardPlan>
 narrowedPlan(const TensorShape &tensor, const std::vector<Layout> &pieces,
              const Layout &target, bool zerosElsewhere) {
-  std::vector<int> readers = target.holders();
-  if (readers.empty() || target.partial)
-    return std::nullopt;
   size_t rank = tensor.shape.size();
   // The range the readers all take along the dimensions they read alike;
   // whole along the others.
+  std::vector<bool> alike = readAlike(target, rank);
+  if (std::none_of(alike.begin(), alike.end(), [](bool a) { return a; }))
+    return std::nullopt;
+  const Block &first = *target.blocks[target.holders().front()];
   Block range = Block::whole(tensor.shape);
-  const Block &first = *target.blocks[readers.front()];
   for (size_t dim = 0; dim < rank; ++dim)
-    if (std::all_of(readers.begin(), readers.end(), [&](int d) {
-          return target.blocks[d]->offsets[dim] == first.offsets[dim] &&
-                 target.blocks[d]->sizes[dim] == first.sizes[dim];
-        })) {
+    if (alike[dim]) {
       range.offsets[dim] = first.offsets[dim];
       range.sizes[dim] = first.sizes[dim];
     }
@@ -606,15 +611,11 @@ narrowedPlan(const TensorShape &tensor, const std::vector<Layout> &pieces,
       std::all_of(plan.steps.begin(), plan.steps.end(),
                   [](const Step &s) { return s.kind == StepKind::Slice; }))
     return std::nullopt;
-  for (Step &step : plan.steps) {
+  // Collectives only (no transfers): their results back in the tensor's
+  // coordinates.
+  for (Step &step : plan.steps)
     for (std::optional<Block> &block : step.result.blocks)
       shifted(block, 1);
-    for (Transfer &transfer : step.transfers) {
-      std::optional<Block> block = transfer.block;
-      shifted(block, 1);
-      transfer.block = *block;
-    }
-  }
   // The first step reads the piece's part of the range: a local slice
   // takes it out of the piece unless the piece holds no more than that.
   Layout sliced = parts[plan.piece];
@@ -667,10 +668,10 @@ ReshardPlan planReshard(const TensorShape &tensor,
   }
   if (!communicatedLayout(direct))
     return direct;
-  // Readers of one range that no other reader shares: re-splitting that
-  // range alone when it moves less (a pad's gradient read by a pad split
-  // otherwise: the interior moves, not the gathered whole), or as much
-  // without point-to-point transfers.
+  // Readers that all read one range along some dimensions: re-splitting
+  // that range alone when it moves less (a pad's gradient read by a pad
+  // split otherwise: the interior moves, not the gathered whole), or as
+  // much without point-to-point transfers.
   std::optional<ReshardPlan> narrow =
       narrowedPlan(tensor, pieces, target, zerosElsewhere);
   if (!narrow)

@@ -116,38 +116,20 @@ LogicalResult SpmdPartitioner::runOnHolders(Operation *op) {
     if (found->second.splat)
       continue;
     std::optional<Piece> layout = layoutOf(value);
-    Box whole = wholeBox(type);
-    if (!layout) {
-      // A reshape of a value in several pieces (the gradient an op with
-      // several tasks on a device wrote): a device holds it whole when its
-      // parts tile it, and the reshape runs there, where the op's backward
-      // work runs (the simulator's backward tasks read it there).
-      if (!isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(op) ||
-          found->second.zerosElsewhere || !found->second.addends.empty() ||
-          !hasOnlyComplete(found->second))
-        return failure();
-      for (int64_t device = 0; device < numDevices; ++device) {
-        SmallVector<const Box *> parts;
-        int64_t volume = 0;
-        bool disjoint = true;
-        for (const Piece &piece : found->second.pieces) {
-          const std::optional<Box> &box = piece.boxes[device];
-          if (piece.derived || !box)
-            continue;
-          for (const Box *other : parts)
-            disjoint = disjoint && !box->meets(*other);
-          parts.push_back(&*box);
-          volume += box->volume();
-        }
-        holds[device] = holds[device] && disjoint && volume == whole.volume();
-      }
-      decided = true;
-      continue;
-    }
-    if (layout->partial)
+    // A reshape of a value in several complete pieces (the gradient an op
+    // with several tasks on a device wrote): each device's pieces as the
+    // box they tile, so that the reshape runs where they are, where the
+    // op's backward work runs (the simulator's backward tasks read it
+    // there).
+    if (!layout && isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(op) &&
+        !found->second.zerosElsewhere && found->second.addends.empty() &&
+        hasOnlyComplete(found->second))
+      layout = completedLayoutOf(value);
+    if (!layout || layout->partial)
       return failure();
     if (covers(*layout, everywhere(type)))
       continue;
+    Box whole = wholeBox(type);
     for (int64_t device = 0; device < numDevices; ++device)
       holds[device] = holds[device] && layout->boxes[device] &&
                       *layout->boxes[device] == whole;
@@ -213,13 +195,7 @@ LogicalResult SpmdPartitioner::replicateSlice(tensor::ExtractSliceOp extract,
                                                extract.getStaticStrides()),
                    ShapedType::isDynamic))
     return failure();
-  // The region the slice reads: from its first element to its last.
-  Box region = wholeBox(sourceType);
-  for (int64_t d = 0; d < sourceType.getRank(); ++d) {
-    region.offsets[d] = extract.getStaticOffsets()[d];
-    region.sizes[d] =
-        (extract.getStaticSizes()[d] - 1) * extract.getStaticStrides()[d] + 1;
-  }
+  Box region = sliceRegion(extract);
   if (region == wholeBox(sourceType))
     return failure();
   DeviceBoxes target(numDevices, region);

@@ -164,6 +164,9 @@ struct LinalgLoops {
 
 /// The box of the whole tensor.
 Box wholeBox(RankedTensorType type);
+/// The region a tensor.extract_slice with static offsets, sizes and
+/// strides reads of its source: from its first element to its last.
+Box sliceRegion(tensor::ExtractSliceOp extract);
 
 /// The boxes of a transpose's result given its input's: result dimension i
 /// is input dimension perm[i].

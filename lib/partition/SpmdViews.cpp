@@ -189,6 +189,16 @@ LogicalResult SpmdPartitioner::embedIntoZeros(tensor::InsertSliceOp insert) {
   return success();
 }
 
+Box soap::partition::sliceRegion(tensor::ExtractSliceOp extract) {
+  Box region = wholeBox(extract.getSourceType());
+  for (auto [d, offset] : llvm::enumerate(extract.getStaticOffsets())) {
+    region.offsets[d] = offset;
+    region.sizes[d] =
+        (extract.getStaticSizes()[d] - 1) * extract.getStaticStrides()[d] + 1;
+  }
+  return region;
+}
+
 /// tensor.pad, extract_slice and insert_slice of a value split only along
 /// dimensions the op leaves alone (no padding; the slice covers the whole
 /// dimension at stride 1; rank-reducing slices drop only whole dimensions):
@@ -256,6 +266,9 @@ LogicalResult SpmdPartitioner::partitionPassThrough(Operation *op) {
   if (!producedPiece || producedPiece->partial)
     return failure();
   auto extractOp = dyn_cast<tensor::ExtractSliceOp>(op);
+  std::optional<Box> sliceRead;
+  if (extractOp)
+    sliceRead = sliceRegion(extractOp);
   // The result's boxes when each device runs the op on its block of
   // `piece`; none when a device's block does not hold what the op needs.
   // A dimension the op does not leave alone must be whole in the block,
@@ -288,12 +301,9 @@ LogicalResult SpmdPartitioner::partitionPassThrough(Operation *op) {
         }
         if (whole)
           continue;
-        if (!extractOp)
-          return std::nullopt;
-        int64_t first = extractOp.getStaticOffsets()[d];
-        int64_t last = first + (extractOp.getStaticSizes()[d] - 1) *
-                                   extractOp.getStaticStrides()[d];
-        if (first < box->offsets[d] || last >= box->offsets[d] + box->sizes[d])
+        if (!extractOp || sliceRead->offsets[d] < box->offsets[d] ||
+            sliceRead->offsets[d] + sliceRead->sizes[d] >
+                box->offsets[d] + box->sizes[d])
           return std::nullopt;
         offsets[d] = box->offsets[d];
       }
@@ -316,18 +326,7 @@ LogicalResult SpmdPartitioner::partitionPassThrough(Operation *op) {
   // forward did), then the produced piece.
   auto onlyTheSlice = [&](const Piece &piece) {
     return llvm::all_of(piece.boxes, [&](const std::optional<Box> &box) {
-      if (!box)
-        return true;
-      for (int64_t d = 0; d < sourceRank; ++d) {
-        int64_t first = extractOp.getStaticOffsets()[d];
-        int64_t end = first +
-                      (extractOp.getStaticSizes()[d] - 1) *
-                          extractOp.getStaticStrides()[d] +
-                      1;
-        if (box->offsets[d] < first || box->offsets[d] + box->sizes[d] > end)
-          return false;
-      }
-      return true;
+      return !box || sliceRead->contains(*box);
     });
   };
   int chosen = -1, bestRank = -1;

@@ -193,6 +193,28 @@ bool Simulator::accumulatesInPlace(int node, int access) {
   return true;
 }
 
+bool Simulator::sameConfig(int a, int b) {
+  const Placement &x = placement(a), &y = placement(b);
+  if (x.replicated || y.replicated)
+    return x.replicated == y.replicated;
+  const ParallelConfig &u = current.configs[a], &v = current.configs[b];
+  return u.degrees == v.degrees && u.devices == v.devices;
+}
+
+bool Simulator::configsInterleave(
+    const std::vector<std::pair<int, int>> &readers) {
+  std::vector<int> runs;
+  for (auto [node, access] : readers) {
+    if (!runs.empty() && sameConfig(runs.back(), node))
+      continue;
+    for (int earlier : runs)
+      if (sameConfig(earlier, node))
+        return true;
+    runs.push_back(node);
+  }
+  return false;
+}
+
 std::vector<std::pair<int, int>> Simulator::inPlaceChain(int producer,
                                                          int tensor) {
   if (lazyGradients[producer].reader >= 0)
@@ -207,29 +229,18 @@ std::vector<std::pair<int, int>> Simulator::inPlaceChain(int producer,
     if (lazyGradients[readers[r].first].reader >= 0 ||
         (r > 0 && readers[r].first == readers[r - 1].first))
       return {};
-  std::vector<int> runs;
-  auto sameConfig = [&](int a, int b) {
-    const Placement &x = placement(a), &y = placement(b);
-    if (x.replicated || y.replicated)
-      return x.replicated == y.replicated;
-    const ParallelConfig &u = current.configs[a], &v = current.configs[b];
-    return u.degrees == v.degrees && u.devices == v.devices;
-  };
-  for (auto [c, a] : readers) {
-    if (!runs.empty() && sameConfig(runs.back(), c))
-      continue;
-    for (int earlier : runs)
-      if (sameConfig(earlier, c))
-        return {};
-    runs.push_back(c);
-  }
+  if (configsInterleave(readers))
+    return {};
   std::reverse(readers.begin(), readers.end());
+  auto gradientsOf = [&](size_t r) -> const SlotLayouts & {
+    return slotLayouts(placement(readers[r].first), readers[r].second,
+                       SlotKind::Gradients);
+  };
   bool inPlace = false;
   size_t lastInPlace = 0;
   for (size_t r = 0; r < readers.size(); ++r) {
     auto [c, a] = readers[r];
-    const SlotLayouts &gradients =
-        slotLayouts(placement(c), a, SlotKind::Gradients);
+    const SlotLayouts &gradients = gradientsOf(r);
     if (gradients.pieces.size() != 1 || gradients.pieces[0].partial)
       return {};
     if (r > 0 && accumulatesInPlace(c, a)) {
@@ -243,13 +254,8 @@ std::vector<std::pair<int, int>> Simulator::inPlaceChain(int producer,
   // where the first addend is (addendsSummedAtFirst); not modeled here.
   if (placement(producer).replicated)
     for (size_t r = lastInPlace + 1; r < readers.size(); ++r)
-      if (!sameLayout(slotLayouts(placement(readers[r].first),
-                                  readers[r].second, SlotKind::Gradients)
-                          .pieces[0],
-                      slotLayouts(placement(readers[lastInPlace].first),
-                                  readers[lastInPlace].second,
-                                  SlotKind::Gradients)
-                          .pieces[0]))
+      if (!sameLayout(gradientsOf(r).pieces[0],
+                      gradientsOf(lastInPlace).pieces[0]))
         return {};
   return readers;
 }

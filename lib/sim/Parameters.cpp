@@ -332,21 +332,7 @@ bool Simulator::buildOwnedParameter(int tensorId) {
   // a contraction's gradient accumulates into the chain of its own config
   // alone, and the chains are added last, in the order they began
   // (autodiff::GradientBuilder::interleaved).
-  auto sameConfig = [&](int a, int b) {
-    const ParallelConfig &x = current.configs[a], &y = current.configs[b];
-    return x.degrees == y.degrees && x.devices == y.devices;
-  };
-  bool interleaved = false;
-  {
-    std::vector<int> runs;
-    for (auto [node, access] : readers) {
-      if (!runs.empty() && sameConfig(runs.back(), node))
-        continue;
-      for (int earlier : runs)
-        interleaved |= sameConfig(earlier, node);
-      runs.push_back(node);
-    }
-  }
+  bool interleaved = configsInterleave(readers);
   std::vector<Addend> chains;
   std::vector<int> chainNode;
   for (size_t r = readers.size(); r-- > 0;) {

@@ -355,6 +355,14 @@ private:
   /// autodiff::GradientBuilder::accumulate): a matmul's operands, a
   /// convolution's input when its windows read all of it.
   bool accumulatesInPlace(int node, int access);
+  /// Whether ops `a` and `b` run by one config (both replicated, or the
+  /// same degrees on the same devices), as the training step compares
+  /// their soap.config.
+  bool sameConfig(int a, int b);
+  /// Whether the configs of `readers` (node, access; in program order)
+  /// interleave, one coming back after another
+  /// (autodiff::GradientBuilder::interleaved).
+  bool configsInterleave(const std::vector<std::pair<int, int>> &readers);
   /// The readers (node, access) of `tensor`, made by `producer`, in the
   /// backward pass's order, when one of them other than the first
   /// accumulates the sum so far of the gradient in place: each reader's
