@@ -113,6 +113,10 @@ partialGroups(const Layout &layout) {
   return groups;
 }
 
+} // namespace soap::layout::detail
+
+namespace soap::layout {
+
 bool holdsEverything(const Layout &layout, const TensorShape &tensor) {
   if (layout.partial)
     return false;
@@ -131,4 +135,4 @@ bool holdsEverything(const Layout &layout, const TensorShape &tensor) {
   return volume == Block::whole(tensor.shape).volume();
 }
 
-} // namespace soap::layout::detail
+} // namespace soap::layout

@@ -37,10 +37,6 @@ std::vector<int> needing(const Layout &held, const Layout &target);
 std::optional<std::vector<std::vector<int>>>
 partialGroups(const Layout &layout);
 
-/// True when the distinct blocks of a complete layout tile the whole
-/// tensor (copies aside).
-bool holdsEverything(const Layout &layout, const TensorShape &tensor);
-
 } // namespace soap::layout::detail
 
 #endif // SOAP_LIB_LAYOUT_REGULARLAYOUTS_H

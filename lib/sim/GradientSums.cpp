@@ -50,28 +50,39 @@ Simulator::gradientSumIn(const std::vector<GradientAddend> &addends,
                          const layout::TensorShape &shape, bool zerosElsewhere,
                          TaskKey &base, std::vector<std::vector<int>> &groups) {
   int numDevices = machine.numDevices();
-  std::vector<GradientAddend> byLayout;
+  // As the partitioner's materializeSum: addends in one layout add up
+  // where they are; one of several pieces moves alone.
+  std::vector<GradientAddend> moves;
   for (const GradientAddend &addend : addends) {
-    auto same = std::find_if(byLayout.begin(), byLayout.end(),
-                             [&](const GradientAddend &g) {
-                               return sameLayout(*g.layout, *addend.layout);
-                             });
-    if (same == byLayout.end()) {
-      byLayout.push_back(addend);
+    auto same = moves.end();
+    if (addend.pieces.size() == 1)
+      same = std::find_if(moves.begin(), moves.end(),
+                          [&](const GradientAddend &g) {
+                            return g.pieces.size() == 1 &&
+                                   sameLayout(*g.pieces[0], *addend.pieces[0]);
+                          });
+    if (same == moves.end()) {
+      moves.push_back(addend);
       continue;
     }
     for (int d = 0; d < numDevices; ++d)
-      same->madeBy[d].insert(same->madeBy[d].end(), addend.madeBy[d].begin(),
-                             addend.madeBy[d].end());
+      same->madeBy[0][d].insert(same->madeBy[0][d].end(),
+                                addend.madeBy[0][d].begin(),
+                                addend.madeBy[0][d].end());
   }
   std::vector<std::vector<int>> at(numDevices);
-  for (const GradientAddend &group : byLayout) {
-    std::vector<std::vector<int>> ready = group.madeBy;
-    if (!sameLayout(*group.layout, target)) {
+  for (const GradientAddend &group : moves) {
+    std::vector<std::vector<int>> ready;
+    if (group.pieces.size() == 1 && sameLayout(*group.pieces[0], target)) {
+      ready = group.madeBy[0];
+    } else {
+      std::vector<layout::Layout> pieces;
+      for (const layout::Layout *piece : group.pieces)
+        pieces.push_back(*piece);
       ready = addPlanTasks(
-          planFor(shape, {*group.layout}, target, zerosElsewhere),
+          planFor(shape, pieces, target, zerosElsewhere),
           /*forward=*/false, base,
-          [&](int, int device) { return group.madeBy[device]; },
+          [&](int piece, int device) { return group.madeBy[piece][device]; },
           shape.elementBytes, groups);
       ++base[3];
     }
@@ -240,9 +251,11 @@ std::vector<std::pair<int, int>> Simulator::inPlaceChain(int producer,
   size_t lastInPlace = 0;
   for (size_t r = 0; r < readers.size(); ++r) {
     auto [c, a] = readers[r];
-    const SlotLayouts &gradients = gradientsOf(r);
-    if (gradients.pieces.size() != 1 || gradients.pieces[0].partial)
-      return {};
+    // Several tasks on a device give several pieces, each task's init
+    // the sum so far in its piece's layout; partial sums are not chained.
+    for (const layout::Layout &piece : gradientsOf(r).pieces)
+      if (piece.partial)
+        return {};
     if (r > 0 && accumulatesInPlace(c, a)) {
       inPlace = true;
       lastInPlace = r;
@@ -253,8 +266,9 @@ std::vector<std::pair<int, int>> Simulator::inPlaceChain(int producer,
   // A replicated producer's backward work takes a sum of several layouts
   // where the first addend is (addendsSummedAtFirst); not modeled here.
   if (placement(producer).replicated)
-    for (size_t r = lastInPlace + 1; r < readers.size(); ++r)
-      if (!sameLayout(gradientsOf(r).pieces[0],
+    for (size_t r = lastInPlace; r < readers.size(); ++r)
+      if (gradientsOf(r).pieces.size() != 1 ||
+          !sameLayout(gradientsOf(r).pieces[0],
                       gradientsOf(lastInPlace).pieces[0]))
         return {};
   return readers;
@@ -280,17 +294,23 @@ Simulator::chainedGradientSum(const std::vector<std::pair<int, int>> &chain,
     auto [c, a] = chain[r];
     const SlotLayouts &gradients =
         slotLayouts(placement(c), a, SlotKind::Gradients);
-    GradientAddend mine{&gradients.pieces[0],
-                        std::vector<std::vector<int>>(numDevices)};
-    for (int d = 0; d < numDevices; ++d)
-      if (int u = gradients.task[0][d]; u >= 0)
-        mine.madeBy[d].push_back(nodeTasks[c].bwd[u]);
-    // The contraction's init is the sum so far, in its own layout.
-    if (r > 0 && accumulatesInPlace(c, a)) {
-      std::vector<std::vector<int>> init = sumIn(*mine.layout, c);
+    GradientAddend mine;
+    for (size_t k = 0; k < gradients.pieces.size(); ++k) {
+      mine.pieces.push_back(&gradients.pieces[k]);
+      mine.madeBy.emplace_back(numDevices);
       for (int d = 0; d < numDevices; ++d)
-        mine.madeBy[d].insert(mine.madeBy[d].end(), init[d].begin(),
-                              init[d].end());
+        if (int u = gradients.task[k][d]; u >= 0)
+          mine.madeBy[k][d].push_back(nodeTasks[c].bwd[u]);
+    }
+    // The contraction's init is the sum so far, each task's in its own
+    // layout (the partitioner materializes the init slot by slot).
+    if (r > 0 && accumulatesInPlace(c, a)) {
+      for (size_t k = 0; k < mine.pieces.size(); ++k) {
+        std::vector<std::vector<int>> init = sumIn(*mine.pieces[k], c);
+        for (int d = 0; d < numDevices; ++d)
+          mine.madeBy[k][d].insert(mine.madeBy[k][d].end(), init[d].begin(),
+                                   init[d].end());
+      }
       sum.clear();
     }
     sum.push_back(std::move(mine));

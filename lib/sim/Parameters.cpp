@@ -338,9 +338,9 @@ bool Simulator::buildOwnedParameter(int tensorId) {
   for (size_t r = readers.size(); r-- > 0;) {
     auto [node, access] = gradientReader(readers[r].first, readers[r].second);
     const Placement &p = *placements[node];
-    Addend mine{layouts[r], std::vector<std::vector<int>>(numDevices)};
+    Addend mine{{layouts[r]}, {std::vector<std::vector<int>>(numDevices)}};
     for (size_t t = 0; t < p.devices.size(); ++t)
-      mine.madeBy[p.devices[t]].push_back(nodeTasks[node].bwd[t]);
+      mine.madeBy[0][p.devices[t]].push_back(nodeTasks[node].bwd[t]);
     if (interleaved && isContraction(graph.nodes[node].opClass)) {
       size_t c = 0;
       while (c < chains.size() && !sameConfig(chainNode[c], node))
@@ -352,7 +352,7 @@ bool Simulator::buildOwnedParameter(int tensorId) {
       }
       // The product's init is the chain so far, in its own layout.
       for (size_t t = 0; t < p.devices.size(); ++t)
-        for (int id : chains[c].madeBy[p.devices[t]])
+        for (int id : chains[c].madeBy[0][p.devices[t]])
           sync.backwardDeps.push_back({node, static_cast<int>(t), id});
       chains[c].madeBy = std::move(mine.madeBy);
       continue;
@@ -375,7 +375,7 @@ bool Simulator::buildOwnedParameter(int tensorId) {
   // The update reads the sum where its last addend is (the first reader's
   // layout unless readers interleave), where the next step starts with the
   // parameter.
-  const layout::Layout target = *sum.back().layout;
+  const layout::Layout target = *sum.back().pieces[0];
   std::vector<std::vector<int>> atTarget = sumIn(target);
   std::vector<int> updates(numDevices, -1), updateIds;
   for (int d = 0; d < numDevices; ++d)

@@ -14,237 +14,6 @@
 #include <tuple>
 
 namespace soap {
-const Simulator::SlotLayouts &
-Simulator::slotLayouts(const Placement &p, size_t access, SlotKind kind) const {
-  std::vector<std::unique_ptr<SlotLayouts>> &cache =
-      p.layouts[static_cast<int>(kind)];
-  if (cache.size() <= access)
-    cache.resize(access + 1);
-  if (!cache[access])
-    cache[access] =
-        std::make_unique<SlotLayouts>(buildSlotLayouts(p, access, kind));
-  return *cache[access];
-}
-
-bool Simulator::hasReaders(int node, size_t access) const {
-  int tensor = graph.nodes[node].accesses[access].tensor;
-  for (int c : consumersOf[node])
-    for (const NodeAccess &a : graph.nodes[c].accesses)
-      if (a.tensor == tensor && a.readsValue())
-        return true;
-  return false;
-}
-
-Simulator::SlotLayouts Simulator::buildSlotLayouts(const Placement &p,
-                                                   size_t access,
-                                                   SlotKind kind) const {
-  int numDevices = machine.numDevices();
-  SlotLayouts result;
-  std::vector<int> slotOf(numDevices, 0);
-  for (size_t t = 0; t < p.devices.size(); ++t) {
-    int device = p.devices[t];
-    size_t slot = slotOf[device]++;
-    if (slot == result.pieces.size()) {
-      result.pieces.emplace_back();
-      result.pieces.back().blocks.resize(numDevices);
-      result.task.emplace_back(numDevices, -1);
-    }
-    BoxRef box = p.box(t, access);
-    result.task[slot][device] = static_cast<int>(t);
-    if (isEmpty(box))
-      continue; // the task reads none of it
-    layout::Block block;
-    block.offsets.reserve(box.rank);
-    block.sizes.reserve(box.rank);
-    for (size_t d = 0; d < box.rank; ++d) {
-      block.offsets.push_back(box.first[d].first);
-      block.sizes.push_back(box.first[d].second - box.first[d].first + 1);
-    }
-    result.pieces[slot].blocks[device] = std::move(block);
-  }
-  // A replicated op's tasks compute the same gradient (copies, not partial
-  // sums).
-  if (kind == SlotKind::Blocks || p.replicated ||
-      (kind == SlotKind::Produced && !p.partialOutputs))
-    return result;
-  // Gradients of elements read by several tasks add up, as do the outputs
-  // of a split reduction's tasks.
-  bool shared = false;
-  for (size_t t = 0; t < p.devices.size() && !shared; ++t)
-    for (size_t u = t + 1; u < p.devices.size() && !shared; ++u)
-      shared = overlapVolume(p.box(t, access), p.box(u, access)) > 0;
-  if (!shared)
-    return result;
-  for (size_t slot = 0; slot < result.pieces.size(); ++slot) {
-    layout::Layout &piece = result.pieces[slot];
-    piece.partial = layout::Combine::Sum;
-    piece.tasks.assign(numDevices, -1);
-    for (int d = 0; d < numDevices; ++d)
-      piece.tasks[d] = result.task[slot][d];
-  }
-  return result;
-}
-
-int Simulator::addCollective(CollectiveKind kind, const TaskKey &key,
-                             int64_t bytes, const std::vector<int> &group,
-                             const std::vector<int> &preds) {
-  int numDevices = machine.numDevices();
-  int id = newTask();
-  Task &t = tasks[id];
-  t.kind = TaskKind::Collective;
-  t.collective = kind;
-  t.key = key;
-  t.bytes = bytes;
-  t.groupSize = static_cast<int>(group.size());
-  t.members.append(group.begin(), group.end());
-  // Collectives as training steps run them where the profile timed some
-  // (CostModel::collectiveTime).
-  t.duration = cost.collectiveTime(kind, bytes, group);
-  for (LinkId link : machine.collectiveLinks(group))
-    t.resources.push_back(numDevices + link);
-  occupyDevices(t, group.data(), group.data() + group.size());
-  t.preds.append(preds.begin(), preds.end());
-  return id;
-}
-
-const layout::ReshardPlan &
-Simulator::planFor(const layout::TensorShape &shape,
-                   const std::vector<layout::Layout> &pieces,
-                   const layout::Layout &target, bool zerosElsewhere) {
-  // The same layouts recur across layers and proposals: plan each once.
-  std::string &key = plans->key;
-  key.clear();
-  auto add = [&](int64_t v) {
-    key.append(reinterpret_cast<const char *>(&v), sizeof v);
-  };
-  auto addLayout = [&](const layout::Layout &l) {
-    add(l.partial ? 1 + static_cast<int>(*l.partial) : 0);
-    for (size_t d = 0; d < l.blocks.size(); ++d) {
-      if (!l.blocks[d]) {
-        add(-1);
-        continue;
-      }
-      for (size_t i = 0; i < l.blocks[d]->sizes.size(); ++i) {
-        add(l.blocks[d]->offsets[i]);
-        add(l.blocks[d]->sizes[i]);
-      }
-      if (l.partial)
-        add(l.tasks[d]);
-      add(-2);
-    }
-  };
-  add(shape.elementBytes);
-  add(zerosElsewhere);
-  for (int64_t size : shape.shape)
-    add(size);
-  add(-3);
-  for (const layout::Layout &piece : pieces)
-    addLayout(piece);
-  add(-4);
-  addLayout(target);
-  auto it = plans->plans.find(key);
-  if (it != plans->plans.end())
-    return it->second;
-  if (plans->plans.size() > 100000)
-    plans->plans.clear();
-  return plans->plans
-      .emplace(key, layout::planReshard(shape, pieces, target, zerosElsewhere))
-      .first->second;
-}
-
-static std::optional<CollectiveKind> collectiveOf(layout::StepKind kind) {
-  switch (kind) {
-  case layout::StepKind::AllReduce:
-  case layout::StepKind::AllReduceWhole:
-    return CollectiveKind::AllReduce;
-  case layout::StepKind::ReduceScatter:
-    return CollectiveKind::ReduceScatter;
-  case layout::StepKind::AllGather:
-    return CollectiveKind::AllGather;
-  case layout::StepKind::AllToAll:
-    return CollectiveKind::AllToAll;
-  case layout::StepKind::Broadcast:
-    return CollectiveKind::Broadcast;
-  default:
-    return std::nullopt;
-  }
-}
-
-std::vector<std::vector<int>>
-Simulator::addPlanTasks(const layout::ReshardPlan &plan, bool forward,
-                        const TaskKey &base, const SourceTask &sourceOf,
-                        int64_t elementBytes,
-                        std::vector<std::vector<int>> &groups) {
-  int numDevices = machine.numDevices();
-  // What each device's data waits for, as the steps go.
-  std::vector<std::vector<int>> ready(numDevices);
-  if (plan.piece >= 0)
-    for (int d = 0; d < numDevices; ++d)
-      ready[d] = sourceOf(plan.piece, d);
-  TaskKind transferKind = forward ? TaskKind::Transfer : TaskKind::GradTransfer;
-  for (size_t s = 0; s < plan.steps.size(); ++s) {
-    const layout::Step &step = plan.steps[s];
-    TaskKey key = base;
-    key[0] += 8 * static_cast<int32_t>(1 + groups.size());
-    std::vector<int> ids;
-    if (std::optional<CollectiveKind> kind = collectiveOf(step.kind)) {
-      for (size_t g = 0; g < step.groups.size(); ++g) {
-        const std::vector<int> &group = step.groups[g];
-        std::vector<int> preds;
-        if (step.kind == layout::StepKind::AllReduceWhole) {
-          for (int piece : step.pieces)
-            for (int d = 0; d < numDevices; ++d)
-              for (int id : sourceOf(piece, d))
-                preds.push_back(id);
-        } else {
-          for (int d : group)
-            preds.insert(preds.end(), ready[d].begin(), ready[d].end());
-        }
-        key[4] = static_cast<int32_t>(g);
-        int id = addCollective(*kind, key, step.bytes, group, preds);
-        ids.push_back(id);
-        for (int d : group)
-          ready[d] = {id};
-      }
-    } else if (step.kind == layout::StepKind::LocalSum) {
-      // Each device adds up its own partials: nothing moves.
-      for (int d = 0; d < numDevices; ++d)
-        if (step.result.blocks[d]) {
-          ready[d].clear();
-          for (int piece : step.pieces)
-            for (int id : sourceOf(piece, d))
-              ready[d].push_back(id);
-        }
-    } else if (step.kind == layout::StepKind::SendRecv ||
-               step.kind == layout::StepKind::HaloExchange) {
-      std::vector<std::vector<int>> received(numDevices);
-      for (size_t i = 0; i < step.transfers.size(); ++i) {
-        const layout::Transfer &t = step.transfers[i];
-        std::vector<int> source =
-            t.piece >= 0 ? sourceOf(t.piece, t.from) : ready[t.from];
-        if (t.from == t.to) {
-          received[t.to].insert(received[t.to].end(), source.begin(),
-                                source.end());
-          continue;
-        }
-        key[4] = t.from;
-        key[5] = t.to;
-        int id = addTransfer(transferKind, key, t.block.volume() * elementBytes,
-                             t.from, t.to, source);
-        ids.push_back(id);
-        received[t.to].push_back(id);
-      }
-      for (int d = 0; d < numDevices; ++d)
-        if (step.result.blocks[d])
-          ready[d] = std::move(received[d]);
-    }
-    for (int id : ids)
-      tasks[id].intermediate = s + 1 < plan.steps.size();
-    if (!ids.empty())
-      groups.push_back(std::move(ids));
-  }
-  return ready;
-}
 
 static bool sameBox(BoxRef a, BoxRef b) {
   return a.rank == b.rank && std::equal(a.first, a.first + a.rank, b.first);
@@ -325,6 +94,67 @@ static std::vector<layout::Block> gradientParts(const OpGraph &graph,
   return parts;
 }
 
+bool Simulator::initStaysLocal(int producer, size_t pa, int consumer,
+                               size_t ca) {
+  const Placement &pp = placement(producer);
+  const Placement &cp = placement(consumer);
+  if (pp.replicated || cp.replicated || !cp.splitsReduction)
+    return false;
+  const SlotLayouts &produced = slotLayouts(pp, pa, SlotKind::Produced);
+  if (produced.pieces.size() != 1)
+    return false;
+  const layout::Layout &made = produced.pieces[0];
+  const SlotLayouts &read = slotLayouts(cp, ca, SlotKind::Blocks);
+  for (const layout::Layout &want : read.pieces) {
+    std::vector<int> holders = want.holders();
+    if (made.partial) {
+      // Partial sums in exactly the blocks the tasks write, one distinct
+      // partial on each of their devices: each adds its own.
+      std::vector<int> partials;
+      for (int d = 0; d < static_cast<int>(want.blocks.size()); ++d) {
+        if (made.blocks[d].has_value() != want.blocks[d].has_value() ||
+            (made.blocks[d] && !(*made.blocks[d] == *want.blocks[d])))
+          return false;
+        if (made.blocks[d])
+          partials.push_back(made.tasks[d]);
+      }
+      std::sort(partials.begin(), partials.end());
+      if (std::adjacent_find(partials.begin(), partials.end()) !=
+          partials.end())
+        return false;
+      continue;
+    }
+    // Parts inside each task's block that tile the block of each group
+    // of tasks writing one block: each puts its part into the identity.
+    for (int d : holders)
+      if (!made.blocks[d] || !want.blocks[d]->contains(*made.blocks[d]))
+        return false;
+    for (size_t i = 0; i < holders.size(); ++i) {
+      const layout::Block &block = *want.blocks[holders[i]];
+      bool firstOfGroup = true;
+      for (size_t j = 0; j < i; ++j)
+        firstOfGroup &= !(*want.blocks[holders[j]] == block);
+      if (!firstOfGroup)
+        continue;
+      int64_t covered = 0;
+      std::vector<const layout::Block *> parts;
+      for (size_t j = i; j < holders.size(); ++j) {
+        if (!(*want.blocks[holders[j]] == block))
+          continue;
+        const layout::Block &part = *made.blocks[holders[j]];
+        for (const layout::Block *other : parts)
+          if (other->overlaps(part))
+            return false;
+        parts.push_back(&part);
+        covered += part.volume();
+      }
+      if (covered != block.volume())
+        return false;
+    }
+  }
+  return true;
+}
+
 void Simulator::buildEdge(int edgeId) {
   auto [producer, consumer] = edgeEnds[edgeId];
   const OpNode &pn = graph.nodes[producer];
@@ -374,9 +204,19 @@ void Simulator::buildEdge(int edgeId) {
         gradientHere && !viaReader && gradientParts(graph, producer).empty()
             ? inPlaceChain(producer, access.tensor)
             : std::vector<std::pair<int, int>>{};
-    bool local = !partial && sameBlocksOnSameDevices(pp, pa, cp, ca,
-                                                     gradientHere && !viaReader,
-                                                     producerOf, consumerOf);
+    // The gradient of an init the consumer accumulates into is its
+    // result's adjoint, which the producer's backward work takes from
+    // where the result's one reader put it (adjointReaders).
+    std::pair<int, int> adjoint =
+        gradientHere && !viaReader && access.isDestination &&
+                gradientReadersOf(producer, access.tensor).size() == 1
+            ? adjointReaders[consumer]
+            : std::make_pair(-1, -1);
+    bool fromAdjoint = adjoint.first >= 0;
+    bool local = !partial &&
+                 sameBlocksOnSameDevices(
+                     pp, pa, cp, ca, gradientHere && !viaReader && !fromAdjoint,
+                     producerOf, consumerOf);
     // A view of a parameter kept whole on every device: each reader takes
     // its blocks from the parameter where it runs (the partitioner slices
     // the whole parameter again), after the view's work on that device.
@@ -389,17 +229,26 @@ void Simulator::buildEdge(int edgeId) {
       if (!gradientHere)
         continue;
     }
+    // A split reduction's tasks that each take their part of the init
+    // where they run: nothing moves.
+    bool initLocal = !local && !fromWhole && access.isDestination &&
+                     initStaysLocal(producer, pa, consumer, ca);
+    if (initLocal)
+      for (size_t u = 0; u < cp.devices.size(); ++u)
+        for (size_t s = 0; s < pp.devices.size(); ++s)
+          if (pp.devices[s] == cp.devices[u])
+            fwdPairs.emplace_back(u, producedBy(static_cast<int>(s)));
     if (local) {
       for (size_t u = 0; u < producerOf.size(); ++u)
         fwdPairs.emplace_back(u, producedBy(producerOf[u]));
-      if (gradientHere && !viaReader && chain.empty())
+      if (gradientHere && !viaReader && !fromAdjoint && chain.empty())
         for (size_t s = 0; s < consumerOf.size(); ++s)
           bwdPairs.emplace_back(s, nodeTasks[consumer].bwd[consumerOf[s]]);
-      if (!viaReader && chain.empty())
+      if (!viaReader && !fromAdjoint && chain.empty())
         continue;
     }
     layout::TensorShape shape{tensor.shape, tensor.elementBytes};
-    if (!local && !fromWhole) {
+    if (!local && !fromWhole && !initLocal) {
       // The reshards lib/layout plans, as the partitioner emits them: the
       // consumer's blocks of each slot from what the producer's tasks wrote
       // (`produced` above) ...
@@ -484,7 +333,10 @@ void Simulator::buildEdge(int edgeId) {
       }
     }
     const SlotLayouts &gradients =
-        slices.empty() ? readerGradients(consumer, ca, permuted) : joined;
+        fromAdjoint      ? slotLayouts(placement(adjoint.first), adjoint.second,
+                                       SlotKind::Gradients)
+        : slices.empty() ? readerGradients(consumer, ca, permuted)
+                         : joined;
     // A replicated producer's backward work has no config: readers'
     // gradients in several layouts add up where the first complete one is
     // (those of one layout where they are, the others moved there), and
@@ -600,7 +452,9 @@ void Simulator::buildEdge(int edgeId) {
             block = block->intersect(region);
       }
     const SlotLayouts &blocks = regions.empty() ? written : parts;
-    const NodeTasks &read_ = nodeTasks[viaReader ? lazy.reader : consumer];
+    const NodeTasks &read_ = nodeTasks[fromAdjoint ? adjoint.first
+                                       : viaReader ? lazy.reader
+                                                   : consumer];
     auto gradientBy = [&](int piece, int device) -> std::vector<int> {
       std::vector<int> ids;
       if (int u = gradients.task[piece][device]; u >= 0)
@@ -611,6 +465,33 @@ void Simulator::buildEdge(int edgeId) {
           ids.push_back(nodeTasks[c].bwd[u]);
       return ids;
     };
+    // A complete adjoint also comes from the copies the consumer's
+    // backward work made of it, moved to its blocks of the result, as the
+    // partitioner plans from every piece of a value.
+    std::vector<layout::Layout> adjointPieces;
+    std::vector<std::vector<std::vector<int>>> copyMadeBy;
+    if (fromAdjoint && gradients.pieces.size() == 1 &&
+        layout::holdsEverything(gradients.pieces[0], shape)) {
+      size_t xa = 0;
+      while (cn.accesses[xa].role != AccessRole::Write)
+        ++xa;
+      const SlotLayouts &result = slotLayouts(cp, xa, SlotKind::Blocks);
+      adjointPieces = gradients.pieces;
+      for (size_t k = 0; k < result.pieces.size(); ++k) {
+        const layout::Layout *made = layout::communicatedLayout(
+            planFor(shape, gradients.pieces, result.pieces[k],
+                    /*zerosElsewhere=*/true));
+        if (!made)
+          continue;
+        adjointPieces.push_back(*made);
+        copyMadeBy.emplace_back(numDevices);
+        for (int d = 0; d < numDevices; ++d)
+          if (int u = result.task[k][d]; u >= 0)
+            copyMadeBy.back()[d].push_back(nodeTasks[consumer].bwd[u]);
+      }
+      if (copyMadeBy.empty())
+        adjointPieces.clear();
+    }
     // A part that what an earlier part's steps made holds whole is sliced
     // from it (the partitioner keeps it as a piece of the gradient).
     std::vector<PlanCache::Copy> partsMade;
@@ -633,8 +514,16 @@ void Simulator::buildEdge(int edgeId) {
                                 /*zerosElsewhere=*/false)
           : sumLayout ? planFor(shape, {*sumLayout}, target,
                                 /*zerosElsewhere=*/true)
-                      : planFor(shape, gradients.pieces, target,
-                                /*zerosElsewhere=*/true);
+          : !adjointPieces.empty()
+              ? planFor(shape, adjointPieces, target, /*zerosElsewhere=*/false)
+              : planFor(shape, gradients.pieces, target,
+                        /*zerosElsewhere=*/true);
+      size_t own = gradients.pieces.size();
+      auto adjointBy = [&](int piece, int device) -> std::vector<int> {
+        return static_cast<size_t>(piece) < own
+                   ? gradientBy(piece, device)
+                   : copyMadeBy[piece - own][device];
+      };
       TaskKey base{3,
                    producer,
                    consumer,
@@ -647,7 +536,7 @@ void Simulator::buildEdge(int edgeId) {
                      [&](int, int device) { return from->madeBy[device]; })
           : sumLayout
               ? SourceTask([&](int, int device) { return sumMadeBy[device]; })
-              : SourceTask(gradientBy),
+              : SourceTask(adjointBy),
           tensor.elementBytes, groupsOfEdge);
       if (const layout::Layout *made = layout::communicatedLayout(plan);
           made && !from)
@@ -662,78 +551,6 @@ void Simulator::buildEdge(int edgeId) {
   groupByTask(bwdPairs, pp.devices.size(), edge.bwdStart, edge.bwdDeps);
   for (std::vector<int> &ids : groupsOfEdge)
     edge.groups.push_back(addGroup(std::move(ids)));
-}
-
-/// What the communication task with key `key` moves (CommStep::what).
-static std::string describeTask(const OpGraph &graph, const TaskKey &key) {
-  auto op = [&](int node) {
-    if (node < 0 || node >= static_cast<int>(graph.nodes.size()))
-      return std::string("?");
-    const OpNode &n = graph.nodes[node];
-    return n.location.empty() ? n.opName : n.opName + " (" + n.location + ")";
-  };
-  auto tensor = [&](int id) {
-    if (id < 0 || id >= static_cast<int>(graph.tensors.size()))
-      return std::string("?");
-    const GraphTensor &t = graph.tensors[id];
-    return t.name.empty() ? "tensor " + std::to_string(id) : "'" + t.name + "'";
-  };
-  switch (key[0] % 8) {
-  case 2:
-    return "forward edge " + op(key[2]) + " -> " + op(key[1]);
-  case 3:
-    return "gradient edge " + op(key[2]) + " -> " + op(key[1]);
-  case 4:
-    if (key[2] == 1)
-      return "parameter " + tensor(key[1]) + " to its readers";
-    if (key[2] == 2)
-      return "parameter " + tensor(key[1]) + " returned whole";
-    return "gradient of parameter " + tensor(key[1]);
-  case 6:
-    return "split reduction of " + op(key[1]);
-  case 7:
-    return "result of " + op(key[1]);
-  default:
-    return op(key[1]);
-  }
-}
-
-std::vector<CommStep> Simulator::communication() const {
-  std::vector<CommStep> steps;
-  for (const Group &g : groups) {
-    if (!g.alive)
-      continue;
-    for (int id : g.tasks) {
-      const Task &t = tasks[id];
-      switch (t.kind) {
-      case TaskKind::Transfer:
-      case TaskKind::GradTransfer:
-        steps.push_back(
-            {"send", {t.src, t.dst}, t.bytes, describeTask(graph, t.key)});
-        break;
-      case TaskKind::AllReduce:
-        if (t.groupSize > 1) {
-          steps.push_back({"all_reduce",
-                           std::vector<int>(t.members.begin(), t.members.end()),
-                           t.bytes, describeTask(graph, t.key)});
-        }
-        break;
-      case TaskKind::Collective:
-        steps.push_back({collectiveName(t.collective),
-                         std::vector<int>(t.members.begin(), t.members.end()),
-                         t.bytes, describeTask(graph, t.key)});
-        break;
-      default:
-        break;
-      }
-    }
-  }
-  std::sort(steps.begin(), steps.end(),
-            [](const CommStep &a, const CommStep &b) {
-              return std::tie(a.kind, a.group, a.bytes, a.what) <
-                     std::tie(b.kind, b.group, b.bytes, b.what);
-            });
-  return steps;
 }
 
 } // namespace soap

@@ -76,10 +76,12 @@ SimReport Simulator::simulateDelta(
     params.insert(parametersReadBy[node].begin(), parametersReadBy[node].end());
   }
   // A lazy transpose's producer takes its gradient from the transpose's
-  // reader: a change of that reader rebuilds the producer's edges.
+  // reader, as the producer of an init does from the reader of the result
+  // accumulated into it: a change of that reader rebuilds the producer's
+  // edges.
   for (int node : nodes)
     for (int t : producersOf[node]) {
-      if (lazyGradients[t].reader != node)
+      if (lazyGradients[t].reader != node && adjointReaders[t].first != node)
         continue;
       for (int p : producersOf[t]) {
         edgeIds.insert(consumerEdges[p].begin(), consumerEdges[p].end());

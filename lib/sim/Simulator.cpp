@@ -100,6 +100,7 @@ Simulator::Simulator(const OpGraph &graph, const CostModel &cost,
     }
   edges.resize(edgeEnds.size());
   findLazyGradients();
+  findAdjointReaders();
   findWholeViews();
   placements.resize(n);
   nodeTasks.resize(n);
@@ -167,6 +168,43 @@ void Simulator::findWholeViews() {
                                    : wholeViews[tensor.producer] != 0;
     }
     wholeViews[node] = any && whole;
+  }
+}
+
+void Simulator::findAdjointReaders() {
+  adjointReaders.assign(graph.nodes.size(), {-1, -1});
+  if (!options.training)
+    return;
+  for (size_t node = 0; node < graph.nodes.size(); ++node) {
+    const OpNode &n = graph.nodes[node];
+    if (!n.needsBackward || n.splat)
+      continue;
+    const NodeAccess *result = nullptr;
+    int results = 0;
+    bool readsInit = false;
+    for (const NodeAccess &a : n.accesses) {
+      if (a.role == AccessRole::Write) {
+        result = &a;
+        ++results;
+      }
+      readsInit |= a.isDestination && a.role == AccessRole::Read;
+    }
+    if (results != 1 || !readsInit)
+      continue;
+    std::pair<int, int> only{-1, -1};
+    int count = 0;
+    for (int c : consumersOf[node]) {
+      const OpNode &reader = graph.nodes[c];
+      for (size_t a = 0; a < reader.accesses.size(); ++a)
+        if (reader.accesses[a].tensor == result->tensor &&
+            reader.accesses[a].readsValue()) {
+          ++count;
+          only = {c, static_cast<int>(a)};
+        }
+    }
+    if (count == 1 && graph.nodes[only.first].needsBackward &&
+        lazyGradients[only.first].reader < 0 && lazyGradients[node].reader < 0)
+      adjointReaders[node] = only;
   }
 }
 

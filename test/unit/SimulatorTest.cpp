@@ -422,6 +422,21 @@ func.func @cnn(%x: tensor<8x3x16x16xf32>, %k1: tensor<8x3x3x3xf32> {soap.param},
   checkDeltaEqualsFull(g, loadMachine("h100-4x8", 32), 500, 4, true);
 }
 
+// Biases broadcast into the inits of matmuls: an init's gradient comes
+// from the reader of its op's result (Simulator::adjointReaders), so a
+// change of that reader's config rebuilds the bias broadcast's edges; and
+// an in-place gradient chain through a matmul of several tasks per device.
+TEST_F(SimulatorIR, DeltaEqualsFullWithBiasInitsAndChains) {
+  for (const char *file :
+       {"test/Passes/partition/Inputs/bias-init-adjoint.mlir",
+        "test/Passes/partition/Inputs/in-place-chain-slots.mlir"}) {
+    OpGraph g = graphOfFile(file);
+    ASSERT_FALSE(g.nodes.empty()) << file;
+    checkDeltaEqualsFull(g, loadMachine("p100-4x4", 2), 800, 5, true);
+    checkDeltaEqualsFull(g, loadMachine("p100-4x4", 4), 800, 6, true);
+  }
+}
+
 // torch-mlir's forms that cost nothing in the partitioned step: the
 // weight's transpose before its matmul (owt places it where the matmul
 // reads each block), an identity copy (erased by the training step's

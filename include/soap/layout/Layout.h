@@ -204,6 +204,10 @@ ReshardPlan planReshard(const TensorShape &tensor,
                         const std::vector<Layout> &pieces, const Layout &target,
                         bool zerosElsewhere = false);
 
+/// True when the distinct blocks of a complete layout tile the whole
+/// tensor (copies aside): it leaves no zeros elsewhere.
+bool holdsEverything(const Layout &layout, const TensorShape &tensor);
+
 /// True when every device with a block in `target` holds exactly that
 /// block in `held`, as a complete (non-partial) value.
 bool covers(const Layout &held, const Layout &target);

@@ -152,6 +152,8 @@ private:
   void buildAll();
   /// Sets lazyGradients.
   void findLazyGradients();
+  /// Sets adjointReaders (after findLazyGradients).
+  void findAdjointReaders();
   /// Sets wholeViews.
   void findWholeViews();
   /// The steps that make the loss `node` writes whole on every device.
@@ -327,19 +329,34 @@ private:
     std::vector<int> outputDim;
   };
   std::vector<LazyGradient> lazyGradients;
+  /// Per node that accumulates into an init it reads (a bias broadcast
+  /// into a convolution's output): the one reader with backward work of
+  /// its result (node, access), whose gradient is the result's adjoint,
+  /// which the training step gives the init as its gradient; the
+  /// partitioner moves it from that reader's layout, not through the
+  /// node's blocks. {-1, -1} for every other node.
+  std::vector<std::pair<int, int>> adjointReaders;
+  /// Whether the tasks of split-reduction `consumer` take the init they
+  /// read through access `ca` from `producer`'s blocks where they run
+  /// (SpmdPartitioner::accumulatingInit, embeddedInit): the producer's
+  /// partial sums in exactly the consumer's blocks, or parts that tile the
+  /// block of each group of tasks writing one block.
+  bool initStaysLocal(int producer, size_t pa, int consumer, size_t ca);
   /// The blocks of a lazy transpose's input gradient: its reader's
   /// gradient blocks, dimensions permuted.
   SlotLayouts lazyGradientLayouts(const LazyGradient &lazy);
-  /// One addend of a gradient sum: its layout and, per device, the tasks
-  /// that made it there.
+  /// One addend of a gradient sum: the layouts of its pieces (several
+  /// where a device runs several of its reader's tasks) and, per piece and
+  /// device, the tasks that made it there.
   struct GradientAddend {
-    const layout::Layout *layout;
-    std::vector<std::vector<int>> madeBy;
+    std::vector<const layout::Layout *> pieces;
+    std::vector<std::vector<std::vector<int>>> madeBy; ///< [piece][device]
   };
   /// The sum of `addends` in `target` (the partitioner's materializeSum):
   /// the addends of one layout add up where they are, then each such group
-  /// moves there as lib/layout plans it, its steps keyed from `base` with
-  /// base[3] counting plans. Per device, the tasks its block waits for.
+  /// (and each addend of several pieces, alone) moves there as lib/layout
+  /// plans it, its steps keyed from `base` with base[3] counting plans.
+  /// Per device, the tasks its block waits for.
   std::vector<std::vector<int>>
   gradientSumIn(const std::vector<GradientAddend> &addends,
                 const layout::Layout &target, const layout::TensorShape &shape,
