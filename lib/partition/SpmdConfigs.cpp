@@ -458,12 +458,21 @@ LogicalResult SpmdPartitioner::deferSum(Operation *op) {
       return failure();
     addends.push_back(input);
   }
-  // Addends in one layout are added where they are. A sum needs a complete
-  // addend with one layout: a reader without a config adds them there.
+  // Addends in one layout are added where they are. A reader without a
+  // config adds them where the last complete addend with one layout is:
+  // without one (partial sums, and pieces of an op with several tasks on a
+  // device), only readers with configs take the sum, each addend brought
+  // to their blocks (as the simulator moves each reader's gradient).
   std::optional<Piece> first = lastCompleteLayout(addends);
-  if (!first || llvm::all_of(addends, [&](Value addend) {
+  std::optional<Piece> firstLayout = layoutOf(addends.front());
+  if (llvm::all_of(addends, [&](Value addend) {
         std::optional<Piece> layout = layoutOf(addend);
-        return layout && sameLayout(*layout, *first);
+        return layout && firstLayout && sameLayout(*layout, *firstLayout);
+      }))
+    return failure();
+  if (!first && !llvm::all_of(op->getResult(0).getUsers(), [](Operation *user) {
+        return isa<linalg::LinalgOp>(user) &&
+               user->hasAttr(SoapDialect::getConfigAttrName());
       }))
     return failure();
   DistValue sum;

@@ -213,10 +213,13 @@ void Simulator::buildEdge(int edgeId) {
             ? adjointReaders[consumer]
             : std::make_pair(-1, -1);
     bool fromAdjoint = adjoint.first >= 0;
-    bool local = !partial &&
-                 sameBlocksOnSameDevices(
-                     pp, pa, cp, ca, gradientHere && !viaReader && !fromAdjoint,
-                     producerOf, consumerOf);
+    // The loss's seed: nothing moves.
+    bool seeded = adjoint.first == kSeedAdjoint;
+    // The gradient comes from the consumer's own backward tasks.
+    bool ownGradient = gradientHere && !viaReader && !fromAdjoint && !seeded;
+    bool local =
+        !partial && sameBlocksOnSameDevices(pp, pa, cp, ca, ownGradient,
+                                            producerOf, consumerOf);
     // A view of a parameter kept whole on every device: each reader takes
     // its blocks from the parameter where it runs (the partitioner slices
     // the whole parameter again), after the view's work on that device.
@@ -241,7 +244,7 @@ void Simulator::buildEdge(int edgeId) {
     if (local) {
       for (size_t u = 0; u < producerOf.size(); ++u)
         fwdPairs.emplace_back(u, producedBy(producerOf[u]));
-      if (gradientHere && !viaReader && !fromAdjoint && chain.empty())
+      if (ownGradient && chain.empty())
         for (size_t s = 0; s < consumerOf.size(); ++s)
           bwdPairs.emplace_back(s, nodeTasks[consumer].bwd[consumerOf[s]]);
       if (!viaReader && !fromAdjoint && chain.empty())
@@ -291,7 +294,7 @@ void Simulator::buildEdge(int edgeId) {
               fwdPairs.emplace_back(u, id);
       }
     }
-    if (!gradientHere)
+    if (!gradientHere || seeded)
       continue;
     if (!chain.empty()) {
       if (chain.front() == std::make_pair(consumer, static_cast<int>(ca))) {

@@ -191,6 +191,12 @@ void Simulator::findAdjointReaders() {
     }
     if (results != 1 || !readsInit)
       continue;
+    // The loss's adjoint is the training step's seed, a constant every
+    // device makes.
+    if (graph.tensors[result->tensor].isLoss) {
+      adjointReaders[node] = {kSeedAdjoint, -1};
+      continue;
+    }
     std::pair<int, int> only{-1, -1};
     int count = 0;
     for (int c : consumersOf[node]) {

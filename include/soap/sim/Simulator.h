@@ -334,8 +334,10 @@ private:
   /// its result (node, access), whose gradient is the result's adjoint,
   /// which the training step gives the init as its gradient; the
   /// partitioner moves it from that reader's layout, not through the
-  /// node's blocks. {-1, -1} for every other node.
+  /// node's blocks; {kSeedAdjoint, -1} when the result is the loss, whose
+  /// adjoint every device makes. {-1, -1} for every other node.
   std::vector<std::pair<int, int>> adjointReaders;
+  static constexpr int kSeedAdjoint = -2;
   /// Whether the tasks of split-reduction `consumer` take the init they
   /// read through access `ca` from `producer`'s blocks where they run
   /// (SpmdPartitioner::accumulatingInit, embeddedInit): the producer's
