@@ -376,4 +376,47 @@ bool keptAcrossSteps(const Layout &held) {
                                [](int64_t o) { return o == 0; });
 }
 
+bool initAddsLocally(const Layout &init, const Layout &blocks) {
+  std::vector<int> holders = blocks.holders();
+  if (init.partial) {
+    std::vector<int64_t> partials;
+    for (size_t d = 0; d < blocks.blocks.size(); ++d) {
+      if (init.blocks[d].has_value() != blocks.blocks[d].has_value() ||
+          (init.blocks[d] && !(*init.blocks[d] == *blocks.blocks[d])))
+        return false;
+      if (init.blocks[d])
+        partials.push_back(init.tasks[d]);
+    }
+    std::sort(partials.begin(), partials.end());
+    return std::adjacent_find(partials.begin(), partials.end()) ==
+           partials.end();
+  }
+  for (int d : holders)
+    if (!init.blocks[d] || !blocks.blocks[d]->contains(*init.blocks[d]))
+      return false;
+  for (size_t i = 0; i < holders.size(); ++i) {
+    const Block &block = *blocks.blocks[holders[i]];
+    bool firstOfGroup = true;
+    for (size_t j = 0; j < i; ++j)
+      firstOfGroup &= !(*blocks.blocks[holders[j]] == block);
+    if (!firstOfGroup)
+      continue;
+    int64_t covered = 0;
+    std::vector<const Block *> parts;
+    for (size_t j = i; j < holders.size(); ++j) {
+      if (!(*blocks.blocks[holders[j]] == block))
+        continue;
+      const Block &part = *init.blocks[holders[j]];
+      for (const Block *other : parts)
+        if (other->overlaps(part))
+          return false;
+      parts.push_back(&part);
+      covered += part.volume();
+    }
+    if (covered != block.volume())
+      return false;
+  }
+  return true;
+}
+
 } // namespace soap::layout

@@ -289,7 +289,7 @@ bool Simulator::buildOwnedParameter(int tensorId) {
   std::vector<const layout::Layout *> layouts;
   // Each lazy reader's permuted blocks, kept while `layouts` points in.
   std::vector<SlotLayouts> permuted(readers.size());
-  bool anyLazy = false;
+  bool anyLazy = false, anyPartial = false;
   for (auto [reader, readerAccess] : readers) {
     auto [node, access] = gradientReader(reader, readerAccess);
     const Placement &p = placement(node);
@@ -299,22 +299,37 @@ bool Simulator::buildOwnedParameter(int tensorId) {
     anyLazy |= lazyGradients[reader].reader >= 0;
     const SlotLayouts &gradients =
         readerGradients(reader, readerAccess, permuted[layouts.size()]);
-    if (gradients.pieces.size() != 1 || gradients.pieces[0].partial)
+    if (gradients.pieces.size() != 1)
       return false;
     const layout::Layout &mine = gradients.pieces[0];
-    bool everywhere =
-        std::all_of(mine.blocks.begin(), mine.blocks.end(),
-                    [&](const std::optional<layout::Block> &block) {
-                      return block && block->volume() == tensor.numElements();
-                    });
-    if (everywhere)
+    // Partial sums (a product that splits its reduction) from a reader
+    // that accumulates the sum so far in place, not the first one (where
+    // the update runs).
+    if (mine.partial) {
+      if (layouts.empty() || !isContraction(graph.nodes[node].opClass) ||
+          lazyGradients[reader].reader >= 0)
+        return false;
+      anyPartial = true;
+    } else if (std::all_of(mine.blocks.begin(), mine.blocks.end(),
+                           [&](const std::optional<layout::Block> &block) {
+                             return block &&
+                                    block->volume() == tensor.numElements();
+                           })) {
       return false;
+    }
     layouts.push_back(&mine);
   }
   if (!anyLazy &&
       std::all_of(layouts.begin(), layouts.end(), [&](const layout::Layout *l) {
         return l->blocks == layouts.front()->blocks;
       }))
+    return false;
+  // Readers whose configs interleave (a config comes back after another):
+  // a contraction's gradient accumulates into the chain of its own config
+  // alone, and the chains are added last, in the order they began
+  // (autodiff::GradientBuilder::interleaved).
+  bool interleaved = configsInterleave(readers);
+  if (interleaved && anyPartial)
     return false;
 
   ParameterTasks &sync = parameterTasks[tensorId];
@@ -328,11 +343,6 @@ bool Simulator::buildOwnedParameter(int tensorId) {
     return gradientSumIn(sum, target, shape, /*zerosElsewhere=*/false, base,
                          steps);
   };
-  // Readers whose configs interleave (a config comes back after another):
-  // a contraction's gradient accumulates into the chain of its own config
-  // alone, and the chains are added last, in the order they began
-  // (autodiff::GradientBuilder::interleaved).
-  bool interleaved = configsInterleave(readers);
   std::vector<Addend> chains;
   std::vector<int> chainNode;
   for (size_t r = readers.size(); r-- > 0;) {
@@ -362,7 +372,16 @@ bool Simulator::buildOwnedParameter(int tensorId) {
     // any other reader's gradient is one more addend.
     if (!interleaved && !sum.empty() &&
         isContraction(graph.nodes[node].opClass)) {
-      std::vector<std::vector<int>> init = sumIn(*layouts[r]);
+      // A product that splits its reduction reads the init in its blocks,
+      // where it stays when each task adds its part (initAddsLocally).
+      layout::Layout blocks = *layouts[r];
+      blocks.partial.reset();
+      blocks.tasks.clear();
+      std::vector<std::vector<int>> init =
+          layouts[r]->partial && sum.size() == 1 && sum[0].pieces.size() == 1 &&
+                  layout::initAddsLocally(*sum[0].pieces[0], blocks)
+              ? sum[0].madeBy[0]
+              : sumIn(blocks);
       for (size_t t = 0; t < p.devices.size(); ++t)
         for (int id : init[p.devices[t]])
           sync.backwardDeps.push_back({node, static_cast<int>(t), id});

@@ -103,56 +103,12 @@ bool Simulator::initStaysLocal(int producer, size_t pa, int consumer,
   const SlotLayouts &produced = slotLayouts(pp, pa, SlotKind::Produced);
   if (produced.pieces.size() != 1)
     return false;
-  const layout::Layout &made = produced.pieces[0];
   const SlotLayouts &read = slotLayouts(cp, ca, SlotKind::Blocks);
-  for (const layout::Layout &want : read.pieces) {
-    std::vector<int> holders = want.holders();
-    if (made.partial) {
-      // Partial sums in exactly the blocks the tasks write, one distinct
-      // partial on each of their devices: each adds its own.
-      std::vector<int> partials;
-      for (int d = 0; d < static_cast<int>(want.blocks.size()); ++d) {
-        if (made.blocks[d].has_value() != want.blocks[d].has_value() ||
-            (made.blocks[d] && !(*made.blocks[d] == *want.blocks[d])))
-          return false;
-        if (made.blocks[d])
-          partials.push_back(made.tasks[d]);
-      }
-      std::sort(partials.begin(), partials.end());
-      if (std::adjacent_find(partials.begin(), partials.end()) !=
-          partials.end())
-        return false;
-      continue;
-    }
-    // Parts inside each task's block that tile the block of each group
-    // of tasks writing one block: each puts its part into the identity.
-    for (int d : holders)
-      if (!made.blocks[d] || !want.blocks[d]->contains(*made.blocks[d]))
-        return false;
-    for (size_t i = 0; i < holders.size(); ++i) {
-      const layout::Block &block = *want.blocks[holders[i]];
-      bool firstOfGroup = true;
-      for (size_t j = 0; j < i; ++j)
-        firstOfGroup &= !(*want.blocks[holders[j]] == block);
-      if (!firstOfGroup)
-        continue;
-      int64_t covered = 0;
-      std::vector<const layout::Block *> parts;
-      for (size_t j = i; j < holders.size(); ++j) {
-        if (!(*want.blocks[holders[j]] == block))
-          continue;
-        const layout::Block &part = *made.blocks[holders[j]];
-        for (const layout::Block *other : parts)
-          if (other->overlaps(part))
-            return false;
-        parts.push_back(&part);
-        covered += part.volume();
-      }
-      if (covered != block.volume())
-        return false;
-    }
-  }
-  return true;
+  return std::all_of(read.pieces.begin(), read.pieces.end(),
+                     [&](const layout::Layout &blocks) {
+                       return layout::initAddsLocally(produced.pieces[0],
+                                                      blocks);
+                     });
 }
 
 void Simulator::buildEdge(int edgeId) {

@@ -707,3 +707,28 @@ TEST(Layout, ZerosElsewhereCompleteWhereTheyTileElseEverywhere) {
   EXPECT_EQ(halves.blocks[0], block({0, 0}, {4, 3}));
   EXPECT_EQ(halves.blocks[1], block({4, 0}, {4, 3}));
 }
+
+TEST(Layout, InitsThatSplitReductionsAddWhereTheyLie) {
+  // A product that splits its reduction over devices 0 and 1 writes the
+  // whole 4x8 block on each.
+  Layout blocks;
+  blocks.blocks = {block({0, 0}, {4, 8}), block({0, 0}, {4, 8})};
+  // Partial sums in those blocks, a distinct partial on each device: each
+  // adds its own.
+  Layout partial = blocks;
+  partial.partial = Combine::Sum;
+  partial.tasks = {0, 1};
+  EXPECT_TRUE(initAddsLocally(partial, blocks));
+  // Copies of one partial would count it twice.
+  partial.tasks = {0, 0};
+  EXPECT_FALSE(initAddsLocally(partial, blocks));
+  // Complete rows that tile the block: each device puts its rows into
+  // zeros.
+  EXPECT_TRUE(initAddsLocally(Layout::split({4, 8}, 2, 0, {0, 1}), blocks));
+  // Rows on one device only leave the other's part out.
+  Layout half;
+  half.blocks = {block({0, 0}, {2, 8}), std::nullopt};
+  EXPECT_FALSE(initAddsLocally(half, blocks));
+  // The whole init on both devices would be added twice.
+  EXPECT_FALSE(initAddsLocally(Layout::everywhere({4, 8}, 2), blocks));
+}

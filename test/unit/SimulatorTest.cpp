@@ -424,12 +424,14 @@ func.func @cnn(%x: tensor<8x3x16x16xf32>, %k1: tensor<8x3x3x3xf32> {soap.param},
 
 // Biases broadcast into the inits of matmuls: an init's gradient comes
 // from the reader of its op's result (Simulator::adjointReaders), so a
-// change of that reader's config rebuilds the bias broadcast's edges; and
-// an in-place gradient chain through a matmul of several tasks per device.
+// change of that reader's config rebuilds the bias broadcast's edges; an
+// in-place gradient chain through a matmul of several tasks per device; a
+// weight's chain through a product with partial sums.
 TEST_F(SimulatorIR, DeltaEqualsFullWithBiasInitsAndChains) {
   for (const char *file :
        {"test/Passes/partition/Inputs/bias-init-adjoint.mlir",
-        "test/Passes/partition/Inputs/in-place-chain-slots.mlir"}) {
+        "test/Passes/partition/Inputs/in-place-chain-slots.mlir",
+        "test/Passes/partition/Inputs/param-chain-partial.mlir"}) {
     OpGraph g = graphOfFile(file);
     ASSERT_FALSE(g.nodes.empty()) << file;
     checkDeltaEqualsFull(g, loadMachine("p100-4x4", 2), 800, 5, true);

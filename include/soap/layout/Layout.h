@@ -248,6 +248,15 @@ Layout completedZerosElsewhere(const std::vector<Layout> &pieces,
 /// Otherwise the step returns the state whole on every device.
 bool keptAcrossSteps(const Layout &held);
 
+/// Whether an op that splits a reduction and writes `blocks` (one slot of
+/// its tasks) takes its init, held as `init`, where each task runs, with
+/// nothing moved (the partitioner's accumulatingInit and embeddedInit):
+/// partial sums in exactly those blocks, one distinct partial on each of
+/// their devices, each adding its own; or complete parts inside each
+/// task's block that tile the block of each group of tasks writing one
+/// block, each put into the reduction's identity.
+bool initAddsLocally(const Layout &init, const Layout &blocks);
+
 } // namespace soap::layout
 
 #endif // SOAP_LAYOUT_LAYOUT_H
