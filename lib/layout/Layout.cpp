@@ -157,6 +157,8 @@ const char *stepKindName(StepKind kind) {
     return "send_recv";
   case StepKind::HaloExchange:
     return "halo_exchange";
+  case StepKind::SendRecvCombine:
+    return "send_recv_combine";
   case StepKind::LocalSum:
     return "local_sum";
   case StepKind::AllReduceWhole:
@@ -169,7 +171,8 @@ std::string Step::str() const {
   std::ostringstream os;
   os << stepKindName(kind);
   if (kind == StepKind::AllReduce || kind == StepKind::ReduceScatter ||
-      kind == StepKind::LocalSum || kind == StepKind::AllReduceWhole)
+      kind == StepKind::LocalSum || kind == StepKind::SendRecvCombine ||
+      kind == StepKind::AllReduceWhole)
     os << ' ' << combineName(combine);
   if (dim >= 0)
     os << " dim " << dim;

@@ -41,6 +41,10 @@ private:
   /// Point-to-point transfers of what each reader misses, from the pieces
   /// `sourcePieces` (none: from the last step's result `current`).
   bool trySendRecv(const Layout &current, const std::vector<int> &sourcePieces);
+  /// Partial results in blocks that overlap without being equal: the
+  /// overlaps sent to the target's devices and combined there, when that
+  /// moves less than the whole tensor (SendRecvCombine).
+  bool trySendRecvCombine(Layout &current);
   void allReduceWhole();
 
   void push(Step step) { plan.steps.push_back(std::move(step)); }
@@ -145,8 +149,54 @@ void Planner::combine(Layout &current) {
       push(std::move(step));
     return;
   }
+  if (trySendRecvCombine(current))
+    return;
   allReduceWhole();
   current = plan.steps.back().result;
+}
+
+bool Planner::trySendRecvCombine(Layout &current) {
+  std::vector<int> readers = target.holders();
+  if (!current.partial || target.partial || readers.empty())
+    return false;
+  // The devices of each distinct partial, which must hold one block.
+  std::map<int64_t, std::vector<int>> holdersOf;
+  for (int d : current.holders())
+    holdersOf[current.tasks[d]].push_back(d);
+  for (const auto &[id, devices] : holdersOf)
+    for (int d : devices)
+      if (!(*current.blocks[d] == *current.blocks[devices.front()]))
+        return false;
+  Step step;
+  step.kind = StepKind::SendRecvCombine;
+  step.combine = *current.partial;
+  std::vector<int64_t> sent(target.numDevices(), 0);
+  for (int u : readers) {
+    const Block &want = *target.blocks[u];
+    for (const auto &[id, devices] : holdersOf) {
+      std::optional<Block> part = want.intersect(*current.blocks[devices[0]]);
+      if (!part)
+        continue;
+      // Its own copy, else the holder that has sent least so far.
+      int from = devices.front();
+      if (std::find(devices.begin(), devices.end(), u) != devices.end()) {
+        from = u;
+      } else {
+        for (int d : devices)
+          if (sent[d] < sent[from])
+            from = d;
+        sent[from] += part->volume();
+        step.bytes += tensor.bytes(*part);
+      }
+      step.transfers.push_back({from, u, -1, *part});
+    }
+  }
+  if (step.bytes > tensor.bytes())
+    return false; // the whole tensor's all-reduce moves no more
+  step.result = target;
+  current = target;
+  push(std::move(step));
+  return true;
 }
 
 bool Planner::tryAllToAll(const Layout &current) {
@@ -472,6 +522,8 @@ ReshardPlan Planner::run() {
     current = *it;
     combine(current);
   }
+  if (!plan.steps.empty() && covers(current, target))
+    return plan;
   // Collectives, one dimension at a time, while they fit (when the one
   // piece holds all of the tensor).
   if (holdsEverything(current, tensor)) {
@@ -520,6 +572,7 @@ ReshardPlan Planner::run() {
 static bool pointToPoint(const ReshardPlan &plan) {
   return std::any_of(plan.steps.begin(), plan.steps.end(), [](const Step &s) {
     return s.kind == StepKind::SendRecv || s.kind == StepKind::HaloExchange ||
+           s.kind == StepKind::SendRecvCombine ||
            s.kind == StepKind::AllReduceWhole;
   });
 }

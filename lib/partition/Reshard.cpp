@@ -239,98 +239,6 @@ Value SpmdPartitioner::universalGather(DistValue &value, ArrayRef<int> pieceIds,
                              whole, b.getDenseI64ArrayAttr(allDevices()));
 }
 
-/// The local value of `init` when it holds partial results of `kind` in
-/// exactly the `boxes` the op's tasks write, one distinct partial on each
-/// of those devices and none elsewhere: each device then adds its own
-/// partial into its task's, and the sum over the devices stays right (a
-/// weight's gradient accumulated over an RNN's time steps needs no
-/// all_reduce per step). Null otherwise.
-Value SpmdPartitioner::accumulatingInit(Value init, const DeviceBoxes &boxes,
-                                        ReductionKind kind) {
-  auto found = dist.find(init);
-  if (found == dist.end() || found->second.splat || found->second.transpose ||
-      found->second.pieces.empty())
-    return nullptr;
-  const Piece &piece = found->second.pieces.front();
-  if (piece.partial != kind)
-    return nullptr;
-  DenseSet<int64_t> tasks;
-  for (int64_t device = 0; device < numDevices; ++device) {
-    const std::optional<Box> &have = piece.boxes[device];
-    const std::optional<Box> &want = boxes[device];
-    if (have.has_value() != want.has_value() || (have && !(*have == *want)))
-      return nullptr;
-    if (have && !tasks.insert(piece.tasks[device]).second)
-      return nullptr;
-  }
-  return piece.local;
-}
-
-/// The local value of `init` for an op whose split reduction loops make
-/// several devices write partial results of one block, when `init` is
-/// split so that the parts those devices hold tile their block: each
-/// device puts its part into the identity of `kind` at the part's place,
-/// and the partial results then combine to the init plus the op's result
-/// without moving the init (a gradient accumulated into by a product that
-/// is reduce-scattered afterwards). Null otherwise.
-Value SpmdPartitioner::embeddedInit(Value init, const DeviceBoxes &boxes,
-                                    ReductionKind kind, Location loc) {
-  auto found = dist.find(init);
-  if (found == dist.end() || found->second.splat || found->second.transpose ||
-      found->second.zerosElsewhere)
-    return nullptr;
-  const Piece *piece = onlyProducedPiece(found->second);
-  if (!piece || piece->partial || !piece->local)
-    return nullptr;
-  DeviceBoxes parts(numDevices);
-  const Box *anyBlock = nullptr, *anyPart = nullptr;
-  bool moves = false;
-  for (int64_t device = 0; device < numDevices; ++device) {
-    const std::optional<Box> &block = boxes[device];
-    if (!block)
-      continue;
-    const std::optional<Box> &part = piece->boxes[device];
-    if (!part || !block->contains(*part))
-      return nullptr;
-    parts[device] = part;
-    anyBlock = &*block;
-    anyPart = &*parts[device];
-    moves |= !(*part == *block);
-  }
-  if (!moves)
-    return nullptr;
-  // The devices that write one block: their parts tile it.
-  for (int64_t first = 0; first < numDevices; ++first) {
-    if (!boxes[first])
-      continue;
-    SmallVector<int64_t> group;
-    for (int64_t device = 0; device < numDevices; ++device)
-      if (boxes[device] && *boxes[device] == *boxes[first])
-        group.push_back(device);
-    if (group.front() != first)
-      continue;
-    int64_t covered = 0;
-    for (auto [i, device] : llvm::enumerate(group)) {
-      covered += parts[device]->volume();
-      for (int64_t other : llvm::drop_begin(group, i + 1))
-        if (parts[device]->meets(*parts[other]))
-          return nullptr;
-    }
-    if (covered != boxes[first]->volume())
-      return nullptr;
-  }
-  auto blockType = RankedTensorType::get(
-      anyBlock->sizes, cast<RankedTensorType>(init.getType()).getElementType());
-  Value identity = identityFilled(b, loc, blockType, kind);
-  SmallVector<OpFoldResult> sizes,
-      strides(anyPart->sizes.size(), b.getIndexAttr(1));
-  for (int64_t size : anyPart->sizes)
-    sizes.push_back(b.getIndexAttr(size));
-  return tensor::InsertSliceOp::create(
-      b, loc, piece->local, identity,
-      offsetsOf(parts, &boxes, blockType.getRank(), loc), sizes, strides);
-}
-
 Value SpmdPartitioner::materialize(Value original, const DeviceBoxes &target,
                                    Location loc) {
   auto type = cast<RankedTensorType>(original.getType());
@@ -458,7 +366,7 @@ layout::Layout soap::partition::layoutOfBoxes(const DeviceBoxes &boxes) {
   return result;
 }
 
-static layout::Layout layoutOfPiece(const Piece &piece) {
+layout::Layout soap::partition::layoutOfPiece(const Piece &piece) {
   layout::Layout result = layoutOfBoxes(piece.boxes);
   if (piece.partial) {
     result.partial = static_cast<layout::Combine>(*piece.partial);
@@ -565,8 +473,12 @@ Value SpmdPartitioner::emitTransfers(DistValue &value, const layout::Step &step,
     round->sends[t.from] = true;
     round->receives[t.to] = true;
   }
-  // Parts no piece holds stay zero.
-  Value assembled = value.zerosElsewhere
+  // Parts no piece holds stay zero; partial parts combine into the
+  // combination's identity.
+  bool combines = step.kind == layout::StepKind::SendRecvCombine;
+  auto kind = static_cast<ReductionKind>(step.combine);
+  Value assembled = combines ? identityFilled(b, loc, localType, kind)
+                    : value.zerosElsewhere
                         ? identityFilled(b, loc, localType, ReductionKind::sum)
                         : tensor::EmptyOp::create(b, loc, localType.getShape(),
                                                   localType.getElementType())
@@ -612,6 +524,11 @@ Value SpmdPartitioner::emitTransfers(DistValue &value, const layout::Step &step,
       part = RecvOp::create(b, loc, partType, b.getDenseI64ArrayAttr(senders),
                             b.getDenseI64ArrayAttr(receivers), tag);
     }
+    if (combines)
+      part = combineLocally(tensor::ExtractSliceOp::create(
+                                b, loc, partType, assembled,
+                                offsetsPerDevice(into, loc), sizes, strides),
+                            part, kind, loc);
     Value updated = tensor::InsertSliceOp::create(
         b, loc, part, assembled, offsetsPerDevice(into, loc), sizes, strides);
     assembled = onlyOn(receivers, step.result, updated, assembled, loc);
@@ -673,6 +590,7 @@ SpmdPartitioner::emitStep(DistValue &value, const layout::Step &step,
   }
   case layout::StepKind::SendRecv:
   case layout::StepKind::HaloExchange:
+  case layout::StepKind::SendRecvCombine:
     return emitTransfers(value, step, current, held, *localType, loc);
   case layout::StepKind::LocalSum: {
     // Each device's partials added up: identity, then each piece where the

@@ -190,6 +190,8 @@ std::optional<Box> accessBox(AffineMap map, ArrayRef<int64_t> loopSizes,
 
 /// The boxes of each device as a lib/layout layout (complete blocks).
 layout::Layout layoutOfBoxes(const DeviceBoxes &boxes);
+/// A piece's boxes, and its partial sums, as a lib/layout layout.
+layout::Layout layoutOfPiece(const Piece &piece);
 /// The blocks of a lib/layout layout as boxes (its partial sums aside).
 DeviceBoxes boxesOfLayout(const layout::Layout &layout);
 

@@ -216,7 +216,8 @@ Simulator::addPlanTasks(const layout::ReshardPlan &plan, bool forward,
               ready[d].push_back(id);
         }
     } else if (step.kind == layout::StepKind::SendRecv ||
-               step.kind == layout::StepKind::HaloExchange) {
+               step.kind == layout::StepKind::HaloExchange ||
+               step.kind == layout::StepKind::SendRecvCombine) {
       std::vector<std::vector<int>> received(numDevices);
       for (size_t i = 0; i < step.transfers.size(); ++i) {
         const layout::Transfer &t = step.transfers[i];

@@ -488,6 +488,17 @@ struct Interpreter {
           }
           next[d] = read(next[d], b);
           break;
+        case StepKind::SendRecvCombine:
+          for (const Transfer &t : step.transfers) {
+            if (t.to != d)
+              continue;
+            const Values &from =
+                t.piece >= 0 ? data[t.piece][t.from] : current[t.from];
+            for (auto &[flat, v] : read(from, t.block))
+              next[d][flat] += v;
+          }
+          next[d] = read(next[d], b);
+          break;
         case StepKind::LocalSum:
           for (int p : step.pieces)
             if (pieces[p].blocks[d])
@@ -731,4 +742,45 @@ TEST(Layout, InitsThatSplitReductionsAddWhereTheyLie) {
   EXPECT_FALSE(initAddsLocally(half, blocks));
   // The whole init on both devices would be added twice.
   EXPECT_FALSE(initAddsLocally(Layout::everywhere({4, 8}, 2), blocks));
+}
+
+TEST(Layout, OverlappingPartialsSendOnlyTheOverlaps) {
+  // The input gradient of a convolution split along its output rows: each
+  // device's partial sums cover the input rows its task read (6 of 10, the
+  // window's halo overlapping the other's). Re-split by rows, only the
+  // overlapping rows move, each added where it goes (not a whole
+  // all-reduce).
+  TensorShape t = f32({4, 2, 10, 10});
+  Layout partial;
+  partial.blocks = {block({0, 0, 0, 0}, {4, 2, 6, 10}),
+                    block({0, 0, 4, 0}, {4, 2, 6, 10})};
+  partial.partial = Combine::Sum;
+  partial.tasks = {0, 1};
+  Layout target = Layout::split(t.shape, 2, 2, {0, 1});
+  ReshardPlan plan = planReshard(t, {partial}, target);
+  ASSERT_EQ(kinds(plan), std::vector<StepKind>{StepKind::SendRecvCombine});
+  // One row of 4x2x10 each way.
+  EXPECT_EQ(plan.steps[0].bytes, 2 * 4 * 2 * 10 * 4);
+  // The values: each element is the sum of the partials whose blocks
+  // hold it.
+  Interpreter interpreter(t);
+  std::vector<Values> data(2);
+  for (int d = 0; d < 2; ++d)
+    interpreter.forEach(*partial.blocks[d], [&](int64_t flat) {
+      int64_t row = (flat / 10) % 10;
+      int covering = (row < 6) + (row >= 4);
+      data[d][flat] = Interpreter::truth(flat) / covering;
+    });
+  std::vector<Values> result = interpreter.run(plan, {partial}, {data});
+  for (int d = 0; d < 2; ++d) {
+    EXPECT_EQ(result[d].size(), static_cast<size_t>(4 * 2 * 5 * 10));
+    for (auto &[flat, v] : result[d])
+      EXPECT_NEAR(v, Interpreter::truth(flat), 1e-9);
+  }
+  // Gathered whole on device 0: the other device's six partial rows go
+  // there and add up.
+  Layout one = Layout::whole(t.shape, 2, {0});
+  ReshardPlan toOne = planReshard(t, {partial}, one);
+  ASSERT_EQ(kinds(toOne), std::vector<StepKind>{StepKind::SendRecvCombine});
+  EXPECT_EQ(toOne.steps[0].bytes, 4 * 2 * 6 * 10 * 4);
 }

@@ -117,6 +117,13 @@ enum class StepKind {
   /// per device: one partial layout, a distinct partial per device (a
   /// complete one where no other device holds the block). No traffic.
   LocalSum,
+  /// Partial results in blocks that overlap without being equal (the
+  /// input gradient of a window op split along a spatial dimension: each
+  /// task's rows and its halo): each device starts its target block from
+  /// the combination's identity and combines into it the parts of each
+  /// distinct partial that fall in it, its own where it holds them, the
+  /// others sent point to point (`transfers`); only the overlaps move.
+  SendRecvCombine,
   /// The fallback for partial results in an irregular layout: every device
   /// writes what it is responsible for into a tensor of the combination's
   /// identity, and an all-reduce over all devices combines the whole
