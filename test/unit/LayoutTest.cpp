@@ -478,24 +478,17 @@ struct Interpreter {
         }
         case StepKind::SendRecv:
         case StepKind::HaloExchange:
-          for (const Transfer &t : step.transfers) {
-            if (t.to != d)
-              continue;
-            const Values &from =
-                t.piece >= 0 ? data[t.piece][t.from] : current[t.from];
-            Values part = read(from, t.block);
-            next[d].insert(part.begin(), part.end());
-          }
-          next[d] = read(next[d], b);
-          break;
         case StepKind::SendRecvCombine:
+          // Parts assembled, or, of partial sums, added up.
           for (const Transfer &t : step.transfers) {
             if (t.to != d)
               continue;
             const Values &from =
                 t.piece >= 0 ? data[t.piece][t.from] : current[t.from];
             for (auto &[flat, v] : read(from, t.block))
-              next[d][flat] += v;
+              next[d][flat] = step.kind == StepKind::SendRecvCombine
+                                  ? next[d][flat] + v
+                                  : v;
           }
           next[d] = read(next[d], b);
           break;
