@@ -164,7 +164,8 @@ void Simulator::buildEdge(int edgeId) {
     // result's adjoint, which the producer's backward work takes from
     // where the result's one reader put it (adjointReaders).
     std::pair<int, int> adjoint =
-        gradientHere && !viaReader && access.isDestination &&
+        adjointReaders[consumer].first != -1 && gradientHere && !viaReader &&
+                access.isDestination &&
                 gradientReadersOf(producer, access.tensor).size() == 1
             ? adjointReaders[consumer]
             : std::make_pair(-1, -1);
@@ -179,12 +180,17 @@ void Simulator::buildEdge(int edgeId) {
     // A view of a parameter kept whole on every device: each reader takes
     // its blocks from the parameter where it runs (the partitioner slices
     // the whole parameter again), after the view's work on that device.
-    bool fromWhole = !local && viewOfWholeParameter(producer);
-    if (fromWhole) {
+    // Each consumer task reads what the producer's tasks on its device
+    // made.
+    auto fromOwnDevice = [&] {
       for (size_t u = 0; u < cp.devices.size(); ++u)
         for (size_t s = 0; s < pp.devices.size(); ++s)
           if (pp.devices[s] == cp.devices[u])
             fwdPairs.emplace_back(u, producedBy(static_cast<int>(s)));
+    };
+    bool fromWhole = !local && viewOfWholeParameter(producer);
+    if (fromWhole) {
+      fromOwnDevice();
       if (!gradientHere)
         continue;
     }
@@ -193,10 +199,7 @@ void Simulator::buildEdge(int edgeId) {
     bool initLocal = !local && !fromWhole && access.isDestination &&
                      initStaysLocal(producer, pa, consumer, ca);
     if (initLocal)
-      for (size_t u = 0; u < cp.devices.size(); ++u)
-        for (size_t s = 0; s < pp.devices.size(); ++s)
-          if (pp.devices[s] == cp.devices[u])
-            fwdPairs.emplace_back(u, producedBy(static_cast<int>(s)));
+      fromOwnDevice();
     if (local) {
       for (size_t u = 0; u < producerOf.size(); ++u)
         fwdPairs.emplace_back(u, producedBy(producerOf[u]));

@@ -197,20 +197,11 @@ void Simulator::findAdjointReaders() {
       adjointReaders[node] = {kSeedAdjoint, -1};
       continue;
     }
-    std::pair<int, int> only{-1, -1};
-    int count = 0;
-    for (int c : consumersOf[node]) {
-      const OpNode &reader = graph.nodes[c];
-      for (size_t a = 0; a < reader.accesses.size(); ++a)
-        if (reader.accesses[a].tensor == result->tensor &&
-            reader.accesses[a].readsValue()) {
-          ++count;
-          only = {c, static_cast<int>(a)};
-        }
-    }
-    if (count == 1 && graph.nodes[only.first].needsBackward &&
-        lazyGradients[only.first].reader < 0 && lazyGradients[node].reader < 0)
-      adjointReaders[node] = only;
+    std::vector<std::pair<int, int>> readers =
+        gradientReadersOf(static_cast<int>(node), result->tensor);
+    if (readers.size() == 1 && lazyGradients[readers[0].first].reader < 0 &&
+        lazyGradients[node].reader < 0)
+      adjointReaders[node] = readers[0];
   }
 }
 
