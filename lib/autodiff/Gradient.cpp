@@ -117,6 +117,10 @@ static linalg::LinalgOp accumulatingProducer(Value gradient) {
   if (!isa<linalg::Conv2DNchwFchwOp>(op.getOperation()) &&
       !linalg::isaContractionOpInterface(op))
     return {};
+  // A convolution's input gradient that the partitioner runs task by task
+  // into zeros (soap.transposed_config) keeps its own init.
+  if (op->hasAttr(SoapDialect::getTransposedConfigAttrName()))
+    return {};
   Value init = op.getDpsInits()[0];
   auto fill = init.getDefiningOp<linalg::FillOp>();
   if (!fill || !init.hasOneUse() || init.getType() != gradient.getType())

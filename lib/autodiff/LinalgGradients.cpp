@@ -224,13 +224,13 @@ static LogicalResult differentiateConv(GradientBuilder &g,
         AffineMap::get(4, 0, {f, c, w.kernelH - 1 - kh, w.kernelW - 1 - kw},
                        context);
     Value flipped = copyThrough(b, loc, filter, flippedType, read);
-    // Its loops n, c, h, w, f, kh, kw. A forward that splits rows or
-    // columns (not windows) gives its config as soap.transposed_config:
-    // the partitioner runs each forward task's part of the gradient.
+    // Its loops n, c, h, w, f, kh, kw. A forward that splits rows,
+    // columns or windows gives its config as soap.transposed_config: the
+    // partitioner runs each forward task's part of the gradient.
     ConfigAttr config =
         convGradientConfig(g, {0, 4, 2, 3, 1, 5, 6}, /*sameGeometry=*/false);
     ConfigAttr transposed;
-    if (!config && unsplitConvLoops(g.forwardConfig, {5, 6}))
+    if (!config && unsplitConvLoops(g.forwardConfig, {}))
       transposed = g.forwardConfig;
     Value gradient = convInputGradient(g, loc, adjoint, flipped, w, inputType,
                                        config, transposed);

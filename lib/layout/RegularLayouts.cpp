@@ -117,22 +117,41 @@ partialGroups(const Layout &layout) {
 
 namespace soap::layout {
 
-bool holdsEverything(const Layout &layout, const TensorShape &tensor) {
-  if (layout.partial)
-    return false;
+/// Whether the distinct blocks of `count` complete layouts tile the whole
+/// tensor without overlapping.
+static bool tileEverything(const Layout *const *layouts, size_t count,
+                           const TensorShape &tensor) {
   std::vector<Block> distinct;
   int64_t volume = 0;
-  for (int d : layout.holders()) {
-    const Block &b = *layout.blocks[d];
-    if (std::find(distinct.begin(), distinct.end(), b) != distinct.end())
-      continue;
-    for (const Block &other : distinct)
-      if (b.overlaps(other))
-        return false;
-    distinct.push_back(b);
-    volume += b.volume();
+  for (size_t i = 0; i < count; ++i) {
+    const Layout &layout = *layouts[i];
+    if (layout.partial)
+      return false;
+    for (int d : layout.holders()) {
+      const Block &b = *layout.blocks[d];
+      if (std::find(distinct.begin(), distinct.end(), b) != distinct.end())
+        continue;
+      for (const Block &other : distinct)
+        if (b.overlaps(other))
+          return false;
+      distinct.push_back(b);
+      volume += b.volume();
+    }
   }
   return volume == Block::whole(tensor.shape).volume();
+}
+
+bool holdsEverything(const Layout &layout, const TensorShape &tensor) {
+  const Layout *one = &layout;
+  return tileEverything(&one, 1, tensor);
+}
+
+bool holdsEverything(const std::vector<Layout> &pieces,
+                     const TensorShape &tensor) {
+  std::vector<const Layout *> layouts;
+  for (const Layout &piece : pieces)
+    layouts.push_back(&piece);
+  return tileEverything(layouts.data(), layouts.size(), tensor);
 }
 
 } // namespace soap::layout

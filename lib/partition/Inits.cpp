@@ -31,7 +31,7 @@ Value SpmdPartitioner::accumulatingInit(Value init, const DeviceBoxes &boxes,
                                         ReductionKind kind) {
   auto found = dist.find(init);
   if (found == dist.end() || found->second.splat || found->second.transpose ||
-      found->second.pieces.empty())
+      found->second.flip || found->second.pieces.empty())
     return nullptr;
   const Piece &piece = found->second.pieces.front();
   if (piece.partial != kind ||
@@ -51,7 +51,7 @@ Value SpmdPartitioner::embeddedInit(Value init, const DeviceBoxes &boxes,
                                     ReductionKind kind, Location loc) {
   auto found = dist.find(init);
   if (found == dist.end() || found->second.splat || found->second.transpose ||
-      found->second.zerosElsewhere)
+      found->second.flip || found->second.zerosElsewhere)
     return nullptr;
   const Piece *piece = onlyProducedPiece(found->second);
   if (!piece || piece->partial || !piece->local)

@@ -272,6 +272,8 @@ Value SpmdPartitioner::materialize(Value original, const DeviceBoxes &target,
     return linalg::TransposeOp::create(b, loc, input, init, perm)
         .getResult()[0];
   }
+  if (linalg::GenericOp flip = value.flip; flip && any)
+    return materializeFlip(flip, target, localType, loc);
   if (tensor::InsertSliceOp spread = value.spread; spread && any)
     return materializeSpread(spread, target, localType, loc);
   if (!any) // no device reads it

@@ -86,6 +86,7 @@ FailureOr<IRMapping> SpmdPartitioner::localReads(
     DeviceBoxes target = targetOf(value, type);
     DistValue &distValue = dist[value];
     if (!distValue.splat && !distValue.transpose && !distValue.spread &&
+        !distValue.flip &&
         llvm::none_of(distValue.pieces, [&](const Piece &piece) {
           return covers(piece, target);
         }))
@@ -345,6 +346,10 @@ LogicalResult SpmdPartitioner::run() {
         transpose && transpose.hasPureTensorSemantics() &&
         !op->hasAttr(SoapDialect::getConfigAttrName())) {
       dist[transpose->getResult(0)].transpose = transpose;
+      continue;
+    }
+    if (flippedCopy(op)) {
+      dist[op->getResult(0)].flip = cast<linalg::GenericOp>(op);
       continue;
     }
     if (auto insert = dyn_cast<tensor::InsertSliceOp>(op);

@@ -114,6 +114,13 @@ struct DistValue {
   /// needs, so that the adjoint moves, not its spread (the simulator's
   /// backward task reads the adjoint). See isLazySpread.
   tensor::InsertSliceOp spread;
+  /// A copy without a config that permutes and reverses dimensions, read
+  /// as a convolution's filter (the training step's flipped filter of an
+  /// input gradient): each device copies the part it reads from the
+  /// input's block that part comes from, so that a sharded filter is not
+  /// gathered (the simulator's backward task reads the forward's filter
+  /// block). See flippedCopy.
+  linalg::GenericOp flip;
   /// Elements no piece holds are zeros: the gradient of a slice (an
   /// insert_slice of its blocks into zeros), or a sum of such gradients
   /// of disjoint slices. Only materialize reads such a value (planning with
@@ -216,6 +223,20 @@ tensor::InsertSliceOp insertionIntoZeros(Value value);
 /// as destination, and one reader, an input of a convolution with a
 /// config (not a transposed one, which spreads its own blocks).
 bool isLazySpread(tensor::InsertSliceOp insert);
+
+/// How a flipped copy (DistValue::flip) reads its input: per input
+/// dimension, the result dimension it runs along and whether reversed.
+struct FlipDims {
+  SmallVector<int64_t> resultDim;
+  SmallVector<bool> reversed;
+};
+
+/// The dimensions of `op` when it is a flipped copy that stays lazy: no
+/// config, a linalg.generic of parallel loops whose body yields its one
+/// input, read through a permutation whose results may be reversed
+/// (`size - 1 - d`), written through the identity, with one reader, a
+/// convolution's filter.
+std::optional<FlipDims> flippedCopy(Operation *op);
 
 /// True when `op` reads none of its inputs' values, only their shapes (the
 /// count of a batch norm's divisor): it runs where its result is needed,
@@ -367,6 +388,11 @@ private:
 
   // Distributed values.
   Value materialize(Value original, const DeviceBoxes &target, Location loc);
+  /// materialize for a lazy flipped copy (DistValue::flip) of local type
+  /// `localType`: each device copies its block from the input's block it
+  /// comes from.
+  Value materializeFlip(linalg::GenericOp flip, const DeviceBoxes &target,
+                        RankedTensorType localType, Location loc);
   /// materialize for a lazy spread (DistValue::spread) of local type
   /// `localType`: each device spreads its block's part of the adjoint
   /// into zeros; when a block does not hold the spread dimensions whole,

@@ -169,8 +169,8 @@ LogicalResult SpmdPartitioner::embedIntoZeros(tensor::InsertSliceOp insert) {
     return failure();
   auto found = dist.find(insert.getSource());
   if (found == dist.end() || found->second.splat || found->second.transpose ||
-      found->second.spread || !found->second.addends.empty() ||
-      !hasOnlyComplete(found->second))
+      found->second.flip || found->second.spread ||
+      !found->second.addends.empty() || !hasOnlyComplete(found->second))
     return failure();
   ArrayRef<int64_t> offsets = insert.getStaticOffsets();
   DistValue result;

@@ -185,13 +185,14 @@ bool Simulator::accumulatesInPlace(int node, int access) {
     return true;
   if (n.opName != "linalg.conv_2d_nchw_fchw" || access != 0)
     return false;
-  // A forward split along its output rows or columns runs each task's part
-  // of the input gradient (soap.transposed_config), which the partitioner
-  // does not accumulate into.
+  // A forward split along its output rows or columns or its window runs
+  // each task's part of the input gradient (soap.transposed_config), which
+  // the partitioner does not accumulate into.
   const Placement &p = placement(node);
   if (!p.replicated) {
     const std::vector<int64_t> &degrees = current.configs[node].degrees;
-    if (degrees.size() == 7 && (degrees[2] > 1 || degrees[3] > 1))
+    if (degrees.size() == 7 &&
+        (degrees[2] > 1 || degrees[3] > 1 || degrees[5] > 1 || degrees[6] > 1))
       return false;
   }
   // The input gradient is the convolution's result only where the

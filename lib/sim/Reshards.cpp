@@ -432,8 +432,7 @@ void Simulator::buildEdge(int edgeId) {
     // partitioner plans from every piece of a value.
     std::vector<layout::Layout> adjointPieces;
     std::vector<std::vector<std::vector<int>>> copyMadeBy;
-    if (fromAdjoint && gradients.pieces.size() == 1 &&
-        layout::holdsEverything(gradients.pieces[0], shape)) {
+    if (fromAdjoint && layout::holdsEverything(gradients.pieces, shape)) {
       size_t xa = 0;
       while (cn.accesses[xa].role != AccessRole::Write)
         ++xa;

@@ -214,6 +214,10 @@ ReshardPlan planReshard(const TensorShape &tensor,
 /// True when the distinct blocks of a complete layout tile the whole
 /// tensor (copies aside): it leaves no zeros elsewhere.
 bool holdsEverything(const Layout &layout, const TensorShape &tensor);
+/// The same for the pieces of one value together (a value whose tasks on
+/// one device hold several blocks).
+bool holdsEverything(const std::vector<Layout> &pieces,
+                     const TensorShape &tensor);
 
 /// True when every device with a block in `target` holds exactly that
 /// block in `held`, as a complete (non-partial) value.
