@@ -253,10 +253,9 @@ std::vector<std::pair<int, int>> Simulator::inPlaceChain(int producer,
   for (size_t r = 0; r < readers.size(); ++r) {
     auto [c, a] = readers[r];
     // Several tasks on a device give several pieces, each task's init
-    // the sum so far in its piece's layout; partial sums are not chained.
-    for (const layout::Layout &piece : gradientsOf(r).pieces)
-      if (piece.partial)
-        return {};
+    // the sum so far in its piece's blocks (partial sums of a split
+    // reduction: every task reads the init, the first along the
+    // reduction adds it; see chainedGradientSum).
     if (r > 0 && accumulatesInPlace(c, a)) {
       inPlace = true;
       lastInPlace = r;
@@ -266,7 +265,7 @@ std::vector<std::pair<int, int>> Simulator::inPlaceChain(int producer,
     return {};
   // A replicated producer's backward work takes a sum of several layouts
   // where the first addend is (addendsSummedAtFirst); not modeled here.
-  if (placement(producer).replicated)
+  if (placement(producer).replicated && lastInPlace + 1 < readers.size())
     for (size_t r = lastInPlace; r < readers.size(); ++r)
       if (gradientsOf(r).pieces.size() != 1 ||
           !sameLayout(gradientsOf(r).pieces[0],
@@ -306,8 +305,36 @@ Simulator::chainedGradientSum(const std::vector<std::pair<int, int>> &chain,
     // The contraction's init is the sum so far, each task's in its own
     // layout (the partitioner materializes the init slot by slot).
     if (r > 0 && accumulatesInPlace(c, a)) {
+      // Tasks whose blocks an earlier task's init already brought take
+      // it from there (the partitioner keeps what a reshard made).
+      std::vector<std::pair<layout::Layout, std::vector<std::vector<int>>>>
+          brought;
       for (size_t k = 0; k < mine.pieces.size(); ++k) {
-        std::vector<std::vector<int>> init = sumIn(*mine.pieces[k], c);
+        layout::Layout blocks = *mine.pieces[k];
+        blocks.partial.reset();
+        blocks.tasks.clear();
+        // A sum so far that holds partial sums or parts in the blocks of
+        // a split reduction's tasks is added where it lies (the
+        // partitioner's accumulatingInit and embeddedInit).
+        if (mine.pieces[k]->partial && sum.size() == 1 &&
+            sum[0].pieces.size() == 1 &&
+            layout::initAddsLocally(*sum[0].pieces[0], blocks)) {
+          for (int d = 0; d < numDevices; ++d)
+            if (blocks.blocks[d])
+              mine.madeBy[k][d].insert(mine.madeBy[k][d].end(),
+                                       sum[0].madeBy[0][d].begin(),
+                                       sum[0].madeBy[0][d].end());
+          continue;
+        }
+        auto same =
+            std::find_if(brought.begin(), brought.end(), [&](const auto &b) {
+              return b.first.blocks == blocks.blocks;
+            });
+        if (same == brought.end()) {
+          brought.emplace_back(blocks, sumIn(blocks, c));
+          same = std::prev(brought.end());
+        }
+        const std::vector<std::vector<int>> &init = same->second;
         for (int d = 0; d < numDevices; ++d)
           mine.madeBy[k][d].insert(mine.madeBy[k][d].end(), init[d].begin(),
                                    init[d].end());
@@ -316,9 +343,35 @@ Simulator::chainedGradientSum(const std::vector<std::pair<int, int>> &chain,
     }
     sum.push_back(std::move(mine));
   }
+  // A piece of the producer that what an earlier piece's steps made holds
+  // takes it from there (the partitioner keeps it as a piece of the
+  // gradient): one addend moves once.
   std::vector<std::vector<std::vector<int>>> ready;
-  for (const layout::Layout &piece : target.pieces)
+  std::vector<PlanCache::Copy> made;
+  for (const layout::Layout &piece : target.pieces) {
+    auto from = std::find_if(made.begin(), made.end(), [&](const auto &copy) {
+      for (int d = 0; d < numDevices; ++d)
+        if (piece.blocks[d] &&
+            !(copy.layout.blocks[d] &&
+              copy.layout.blocks[d]->contains(*piece.blocks[d])))
+          return false;
+      return true;
+    });
+    if (from != made.end()) {
+      ready.push_back(from->madeBy);
+      continue;
+    }
     ready.push_back(sumIn(piece, chain.front().first));
+    if (sum.size() != 1 ||
+        (sum[0].pieces.size() == 1 && sameLayout(*sum[0].pieces[0], piece)))
+      continue;
+    std::vector<layout::Layout> pieces;
+    for (const layout::Layout *p : sum[0].pieces)
+      pieces.push_back(*p);
+    if (const layout::Layout *copy = layout::communicatedLayout(
+            planFor(shape, pieces, piece, /*zerosElsewhere=*/true)))
+      made.push_back({*copy, ready.back()});
+  }
   return ready;
 }
 
