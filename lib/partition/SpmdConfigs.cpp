@@ -504,6 +504,16 @@ DeviceBoxes SpmdPartitioner::completeLayout(const DistValue &value,
 void SpmdPartitioner::normalizeOperands(Operation *op, bool viewsByConfig) {
   if (viewsByConfig && isConfiguredView(op))
     return; // partitionByConfig
+  // A slice without a config of a value zero elsewhere (a replicated
+  // pad's gradient) takes its region alone (replicateSlice), as the
+  // simulator's gradient edge moves only what the slice reads.
+  if (auto extract = dyn_cast<tensor::ExtractSliceOp>(op);
+      extract && !op->hasAttr(SoapDialect::getConfigAttrName())) {
+    auto found = dist.find(extract.getSource());
+    if (found != dist.end() && found->second.zerosElsewhere &&
+        found->second.addends.empty())
+      return;
+  }
   auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
   // A linalg op reads its inputs through materialize when its config or,
   // without one, another input that is split or on a device subset
