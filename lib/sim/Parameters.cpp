@@ -18,16 +18,18 @@
 //   blocks that leave part of it uncovered, zero there): the gradient goes
 //   whole to every device, as lib/layout plans it, and each updates the
 //   whole parameter, which stays whole everywhere.
-// - Readers in different layouts, none of them partial (model parallelism
-//   placing an RNN's time steps on several devices): the gradient follows
-//   the training step's adjoint sums in the backward pass's order. A
-//   contraction's gradient accumulates into the sum so far, which first
-//   moves to the contraction's layout; any other reader's gradient is one
-//   more addend of a sum that the partitioner adds where its reader needs
-//   it. The update reads it where its last addend is, the first reader's
-//   layout; the parameter stays there across steps (docs/partition.md,
-//   "Sharded state"), and the next step brings each reader its blocks from
-//   there.
+// - Readers in different layouts, at least one of them complete (model
+//   parallelism placing an RNN's time steps on several devices): the
+//   gradient follows the training step's adjoint sums in the backward
+//   pass's order. A contraction's gradient accumulates into the sum so
+//   far, which first moves to the contraction's layout; any other
+//   reader's gradient (partial sums too, in several pieces where tasks
+//   share a device) is one more addend of a sum that the partitioner adds
+//   where its reader needs it. The update reads it where its last
+//   complete addend is, the first reader's layout unless that holds
+//   partial sums; the parameter stays there across steps
+//   (docs/partition.md, "Sharded state"), and the next step brings each
+//   reader its blocks from there.
 //
 //===----------------------------------------------------------------------===//
 
@@ -289,6 +291,8 @@ bool Simulator::buildOwnedParameter(int tensorId) {
   std::vector<const layout::Layout *> layouts;
   // Each lazy reader's permuted blocks, kept while `layouts` points in.
   std::vector<SlotLayouts> permuted(readers.size());
+  // The gradients of readers with several tasks on a device.
+  std::vector<const SlotLayouts *> multiPiece(readers.size(), nullptr);
   bool anyLazy = false, anyPartial = false;
   for (auto [reader, readerAccess] : readers) {
     auto [node, access] = gradientReader(reader, readerAccess);
@@ -299,15 +303,26 @@ bool Simulator::buildOwnedParameter(int tensorId) {
     anyLazy |= lazyGradients[reader].reader >= 0;
     const SlotLayouts &gradients =
         readerGradients(reader, readerAccess, permuted[layouts.size()]);
-    if (gradients.pieces.size() != 1)
-      return false;
+    // Several tasks on a device (pieces): an addend of partial sums, not
+    // a place to add nor a product's init.
+    if (gradients.pieces.size() != 1) {
+      if (lazyGradients[reader].reader >= 0 ||
+          isContraction(graph.nodes[node].opClass) ||
+          !gradients.pieces[0].partial)
+        return false;
+      anyPartial = true;
+      multiPiece[layouts.size()] = &gradients;
+      layouts.push_back(&gradients.pieces[0]);
+      continue;
+    }
     const layout::Layout &mine = gradients.pieces[0];
-    // Partial sums (a product that splits its reduction) from a reader
-    // that accumulates the sum so far in place, not the first one (where
-    // the update runs).
+    // Partial sums (a product that splits its reduction, an op that reads
+    // the parameter along a split loop it does not index): an addend, or
+    // the init a product accumulates into; the update runs where a
+    // complete addend is (below).
     if (mine.partial) {
-      if (layouts.empty() || !isContraction(graph.nodes[node].opClass) ||
-          lazyGradients[reader].reader >= 0)
+      if (lazyGradients[reader].reader >= 0 ||
+          (layouts.empty() && isContraction(graph.nodes[node].opClass)))
         return false;
       anyPartial = true;
     } else if (std::all_of(mine.blocks.begin(), mine.blocks.end(),
@@ -331,6 +346,18 @@ bool Simulator::buildOwnedParameter(int tensorId) {
   bool interleaved = configsInterleave(readers);
   if (interleaved && anyPartial)
     return false;
+  // The sum ends with the addends after the last product that
+  // accumulates in place, and that product's: one of them complete.
+  bool completeAddend = false;
+  for (size_t r = readers.size(); r-- > 0;) {
+    int node = gradientReader(readers[r].first, readers[r].second).first;
+    if (!interleaved && r + 1 < readers.size() &&
+        isContraction(graph.nodes[node].opClass))
+      completeAddend = false;
+    completeAddend |= !layouts[r]->partial;
+  }
+  if (!completeAddend)
+    return false;
 
   ParameterTasks &sync = parameterTasks[tensorId];
   layout::TensorShape shape{tensor.shape, tensor.elementBytes};
@@ -349,8 +376,20 @@ bool Simulator::buildOwnedParameter(int tensorId) {
     auto [node, access] = gradientReader(readers[r].first, readers[r].second);
     const Placement &p = *placements[node];
     Addend mine{{layouts[r]}, {std::vector<std::vector<int>>(numDevices)}};
-    for (size_t t = 0; t < p.devices.size(); ++t)
-      mine.madeBy[0][p.devices[t]].push_back(nodeTasks[node].bwd[t]);
+    if (const SlotLayouts *pieces = multiPiece[r]) {
+      mine.pieces.clear();
+      mine.madeBy.clear();
+      for (size_t k = 0; k < pieces->pieces.size(); ++k) {
+        mine.pieces.push_back(&pieces->pieces[k]);
+        mine.madeBy.emplace_back(numDevices);
+        for (int d = 0; d < numDevices; ++d)
+          if (int u = pieces->task[k][d]; u >= 0)
+            mine.madeBy[k][d].push_back(nodeTasks[node].bwd[u]);
+      }
+    } else {
+      for (size_t t = 0; t < p.devices.size(); ++t)
+        mine.madeBy[0][p.devices[t]].push_back(nodeTasks[node].bwd[t]);
+    }
     if (interleaved && isContraction(graph.nodes[node].opClass)) {
       size_t c = 0;
       while (c < chains.size() && !sameConfig(chainNode[c], node))
@@ -391,10 +430,14 @@ bool Simulator::buildOwnedParameter(int tensorId) {
   }
   for (Addend &chain : chains)
     sum.push_back(std::move(chain));
-  // The update reads the sum where its last addend is (the first reader's
-  // layout unless readers interleave), where the next step starts with the
-  // parameter.
-  const layout::Layout target = *sum.back().pieces[0];
+  // The update reads the sum where its last complete addend is (the first
+  // reader's layout unless readers interleave or it holds partial sums:
+  // the partitioner's lastCompleteLayout), where the next step starts
+  // with the parameter.
+  auto complete = std::find_if(sum.rbegin(), sum.rend(), [](const Addend &a) {
+    return a.pieces.size() == 1 && !a.pieces[0]->partial;
+  });
+  const layout::Layout target = *complete->pieces[0];
   std::vector<std::vector<int>> atTarget = sumIn(target);
   std::vector<int> updates(numDevices, -1), updateIds;
   for (int d = 0; d < numDevices; ++d)
