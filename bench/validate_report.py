@@ -33,6 +33,30 @@ def kind(name):
     return name.split(".", 1)[-1]
 
 
+_source_lines = {}
+
+
+def forward_kind(name):
+    """The kind of the op at a kernel's location ('linalg.generic
+    (m.mlir:3:4)' of a batch_matmul's backward -> 'batch_matmul'), as the
+    simulator counts a backward task under its forward op; the kernel's own
+    kind where the location names no op."""
+    m = re.search(r"\(([^()]+):(\d+):\d+\)$", name)
+    if m:
+        path, line = m.group(1), int(m.group(2))
+        if path not in _source_lines:
+            try:
+                _source_lines[path] = read(path).split("\n")
+            except OSError:
+                _source_lines[path] = []
+        lines = _source_lines[path]
+        if 0 < line <= len(lines):
+            op = re.search(r"=\s*([a-z_]+\.[a-z_0-9]+)", lines[line - 1])
+            if op:
+                return kind(op.group(1))
+    return kind(name)
+
+
 def measured_step(trace_base, d):
     """Per rank: the events of the step whose duration is rank 0's median,
     rebased to the step's start; and per-kind kernel time of that step on
@@ -64,7 +88,8 @@ def measured_step(trace_base, d):
                 if r == 0 and e.get("cat") == "comm":
                     comm += e["dur"] / 1000
                 elif r == 0:
-                    kinds[kind(e["name"])] += e["dur"] / 1000
+                    kinds[forward_kind(e["name"]) if e.get("cat") == "op"
+                          else kind(e["name"])] += e["dur"] / 1000
         if r == 0:
             outside = (s["dur"] - busy) / 1000
     return out, kinds, outside, comm, [per[idx]["dur"] / 1000 for per in
@@ -342,8 +367,9 @@ w("")
 w("## Where the time goes")
 w("")
 w("Per op kind: measured = the kernels' trace events on rank 0 in the median step "
-  "(forward, backward and optimizer-update kernels together: the executable's "
-  "backward ops are real ops, named by their kind; `copy` is the copies "
+  "(forward, backward and optimizer-update kernels together, each counted under "
+  "the kind of the op at its location, the forward op a backward kernel comes "
+  "from, as the simulator counts backward tasks; `copy` is the copies "
   "bufferization left: pads, concatenations, slices); simulated = device 0's "
   "forward + backward tasks of that kind with the profile database (backward "
   "ops measured by soap-profile), and the optimizer update and the "
