@@ -350,12 +350,7 @@ Simulator::chainedGradientSum(const std::vector<std::pair<int, int>> &chain,
   std::vector<PlanCache::Copy> made;
   for (const layout::Layout &piece : target.pieces) {
     auto from = std::find_if(made.begin(), made.end(), [&](const auto &copy) {
-      for (int d = 0; d < numDevices; ++d)
-        if (piece.blocks[d] &&
-            !(copy.layout.blocks[d] &&
-              copy.layout.blocks[d]->contains(*piece.blocks[d])))
-          return false;
-      return true;
+      return layout::contains(copy.layout, piece);
     });
     if (from != made.end()) {
       ready.push_back(from->madeBy);

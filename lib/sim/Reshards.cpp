@@ -459,17 +459,11 @@ void Simulator::buildEdge(int edgeId) {
     for (size_t k = 0; k < blocks.pieces.size(); ++k) {
       const layout::Layout &target = blocks.pieces[k];
       const PlanCache::Copy *from = nullptr;
-      for (const PlanCache::Copy &copy : partsMade) {
-        bool holds = true;
-        for (int d = 0; d < numDevices && holds; ++d)
-          holds = !target.blocks[d] ||
-                  (copy.layout.blocks[d] &&
-                   copy.layout.blocks[d]->contains(*target.blocks[d]));
-        if (holds) {
+      for (const PlanCache::Copy &copy : partsMade)
+        if (layout::contains(copy.layout, target)) {
           from = &copy;
           break;
         }
-      }
       const layout::ReshardPlan &plan =
           from        ? planFor(shape, {from->layout}, target,
                                 /*zerosElsewhere=*/false)
