@@ -35,6 +35,7 @@ struct SoapLowerCpuPass
     options.reassociateReductions = reassociateReductions;
     options.sparseUpdates = sparseUpdates;
     options.mergeAccumulations = mergeAccumulations;
+    options.foldBroadcasts = foldBroadcasts;
     options.mergeReductions = mergeReductions;
     options.planeUpdates = planeUpdates;
     options.blockedWeights = blockedWeights;

@@ -385,6 +385,13 @@ def SoapLowerCpu : Pass<"soap-lower-cpu", "mlir::ModuleOp"> {
     weight's gradient summed over its uses (an LSTM's over its time
     steps), runs as one product over the concatenated reduction
     dimension: the accumulator is read and written once, not once per use.
+    With `fold-broadcasts` (the default, kernels=blas) a product that reads
+    a copy of a tensor broadcast along some of its dimensions reads the
+    tensor itself, and a product whose result only a sum over some of its
+    dimensions reads adds into that sum: torch-mlir's linear layer on a 3-D
+    input (its weight transposed, broadcast along the batch, into a
+    batch_matmul) and that broadcast's gradient (the per-batch weight
+    gradients summed) each run as one GEMM, and the copy is never made.
     With `plane-updates` (the default) a chain of elementwise updates of
     slices of one tensor of at least 1 MiB, as the autodiff writes a max
     pooling's gradient (one update of a strided slice per window offset),
@@ -424,6 +431,8 @@ def SoapLowerCpu : Pass<"soap-lower-cpu", "mlir::ModuleOp"> {
            "Apply an SGD update of a table read by gathers as a scatter into the parameter, without the dense zero-filled gradient (results differ by rounding where several points reach one element)">,
     Option<"mergeAccumulations", "merge-accumulations", "bool", /*default=*/"true",
            "Run a chain of products that accumulate into one another (a weight's gradient summed over its uses, as an LSTM's over its time steps) as one product over the concatenated reduction dimension (results differ by rounding)">,
+    Option<"foldBroadcasts", "fold-broadcasts", "bool", /*default=*/"true",
+           "With kernels=blas: a product that reads a copy of a tensor broadcast along some of its dimensions (torch-mlir's linear layer on a 3-D input: the weight broadcast along the batch into a batch_matmul) reads that tensor itself, and a product whose result only a sum over some of its dimensions reads (that broadcast's gradient) adds into the sum; the runtime runs each as one GEMM (results differ by rounding)">,
     Option<"mergeReductions", "merge-reductions", "bool", /*default=*/"true",
            "Run independent reductions over the same loops that read one tensor through the same map (a batch norm's backward sums) as one loop nest, so that they read their inputs once (results bitwise equal)">,
     Option<"planeUpdates", "plane-updates", "bool", /*default=*/"true",

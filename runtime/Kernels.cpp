@@ -532,6 +532,44 @@ void conv2dKernel(const soaprt::Conv2dShape &shape,
             st.out[0], st.out[2], st.out[3], st.out[4]);
 }
 
+/// C[i] += A[i] B[i] for i < batch, the matrices `ab`, `bb`, `cb` elements
+/// apart (C = ... without `accumulate`). A batch loop that the product sums
+/// over (cb == 0: every batch adds into the one C, the lowering's pseudo
+/// batch of a product summed over a second reduction loop) accumulates
+/// after the first. A batch that one operand does not depend on (stride 0)
+/// while the other two hold it right after their rows (or columns, or the
+/// k dimension) is one product with batch times as many rows (columns, k):
+/// a weight broadcast over the batch times activations, or a weight's
+/// gradient summed over the batch, runs as one GEMM.
+template <typename T>
+void batchMatmul(int64_t batch, const Matrix<const T> &a, int64_t ab,
+                 const Matrix<const T> &b, int64_t bb, const Matrix<T> &c,
+                 int64_t cb, bool accumulate) {
+  int64_t m = c.rows, n = c.cols, k = a.cols;
+  if (batch > 1) {
+    if (bb == 0 && ab != 0 && cb != 0 && ab == m * a.rowStride &&
+        cb == m * c.rowStride)
+      return matmul<T>({a.data, batch * m, k, a.rowStride, a.colStride}, b,
+                       {c.data, batch * m, n, c.rowStride, c.colStride},
+                       accumulate);
+    if (ab == 0 && bb != 0 && cb != 0 && bb == n * b.colStride &&
+        cb == n * c.colStride)
+      return matmul<T>(a, {b.data, k, batch * n, b.rowStride, b.colStride},
+                       {c.data, m, batch * n, c.rowStride, c.colStride},
+                       accumulate);
+    if (cb == 0 && ab != 0 && bb != 0 && ab == k * a.colStride &&
+        bb == k * b.rowStride)
+      return matmul<T>({a.data, m, batch * k, a.rowStride, a.colStride},
+                       {b.data, batch * k, n, b.rowStride, b.colStride}, c,
+                       accumulate);
+  }
+  for (int64_t i = 0; i < batch; ++i)
+    matmul<T>({a.data + i * ab, m, k, a.rowStride, a.colStride},
+              {b.data + i * bb, k, n, b.rowStride, b.colStride},
+              {c.data + i * cb, m, n, c.rowStride, c.colStride},
+              accumulate || (cb == 0 && i > 0));
+}
+
 } // namespace
 
 extern "C" int soaprt_select_blas_core(char **argv) {
@@ -569,9 +607,8 @@ extern "C" int soaprt_select_blas_core(char **argv) {
       int64_t batch, int64_t m, int64_t n, int64_t k, const T *a, int64_t ab,  \
       int64_t am, int64_t ak, const T *b, int64_t bb, int64_t bk, int64_t bn,  \
       T *c, int64_t cb, int64_t cm, int64_t cn, int64_t accumulate) {          \
-    for (int64_t i = 0; i < batch; ++i)                                        \
-      matmul<T>({a + i * ab, m, k, am, ak}, {b + i * bb, k, n, bk, bn},        \
-                {c + i * cb, m, n, cm, cn}, accumulate != 0);                  \
+    batchMatmul<T>(batch, {a, m, k, am, ak}, ab, {b, k, n, bk, bn}, bb,        \
+                   {c, m, n, cm, cn}, cb, accumulate != 0);                    \
   }                                                                            \
   void soaprt_conv2d_nchw_fchw_##SUFFIX(                                       \
       int64_t n, int64_t c, int64_t h, int64_t w, int64_t f, int64_t kh,       \

@@ -131,18 +131,7 @@ bool blasTakes(linalg::LinalgOp op) {
   return conv2dRoles(op).has_value() || linalg::isaContractionOpInterface(op);
 }
 
-namespace {
-/// A tensor that is another one's dimensions permuted: dimension j of it is
-/// dimension perm[j] of `source`.
-struct Transposed {
-  Value source;
-  SmallVector<int64_t> perm;
-};
-} // namespace
-
-/// One transposing step: a linalg.transpose, or a linalg.generic that
-/// copies its input through permuted loops.
-static std::optional<Transposed> transposeStep(Value value) {
+std::optional<Transposed> transposeStep(Value value) {
   if (auto transpose = value.getDefiningOp<linalg::TransposeOp>())
     return Transposed{transpose.getInput(),
                       llvm::to_vector(transpose.getPermutation())};
@@ -640,6 +629,10 @@ LogicalResult lowerModuleForCpu(ModuleOp module,
   // optimizer update), leaving the update to read it through a permutation.
   if (options.kernels == KernelCodegen::Blas) {
     codegen::normalizeConvolutionOperands(module);
+    if (options.foldBroadcasts) {
+      codegen::foldBroadcastsIntoContractions(module);
+      codegen::foldSumsIntoContractions(module);
+    }
     codegen::foldTransposesIntoContractions(module);
     codegen::foldTransposesIntoConvolutions(module);
   }

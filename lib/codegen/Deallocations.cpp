@@ -409,6 +409,7 @@ void registerLoweringPasses() {
     registerPass([] { return codegen::createPlaneUpdatesPass(); });
     registerPass([] { return codegen::createMergeSiblingReductionsPass(); });
     registerPass([] { return codegen::createFoldTransposesPass(); });
+    registerPass([] { return codegen::createFoldBroadcastsPass(); });
     registerPass([] { return codegen::createKernelCallsPass(); });
   });
 }

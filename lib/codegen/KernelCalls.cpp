@@ -296,8 +296,24 @@ matmulDimensions(linalg::LinalgOp op) {
     return std::nullopt;
   FailureOr<linalg::ContractionDimensions> dims =
       linalg::inferContractionDims(op);
-  if (failed(dims) || dims->batch.size() > 1 || dims->m.size() > 1 ||
-      dims->n.size() > 1 || dims->k.size() != 1)
+  if (failed(dims))
+    return std::nullopt;
+  // Without a batch loop, a second m, n or k loop (a product of a weight
+  // broadcast over the batch, or summed over it:
+  // foldBroadcastsIntoContractions, foldSumsIntoContractions) runs as the
+  // call's batch, the outer of the two: an operand that does not depend on it
+  // reads it with stride 0, and a k batch adds every batch's product into the
+  // one C.
+  if (dims->batch.empty())
+    for (SmallVector<unsigned, 2> *loops : {&dims->m, &dims->n, &dims->k})
+      if (loops->size() == 2) {
+        auto outer = llvm::min_element(*loops);
+        dims->batch.push_back(*outer);
+        loops->erase(outer);
+        break;
+      }
+  if (dims->batch.size() > 1 || dims->m.size() > 1 || dims->n.size() > 1 ||
+      dims->k.size() != 1)
     return std::nullopt;
   // Every loop must be one of batch, m, n, k.
   if (dims->batch.size() + dims->m.size() + dims->n.size() + 1 !=
@@ -339,6 +355,12 @@ bool replaceContraction(linalg::LinalgOp op, const std::string &suffix,
   int64_t k = dims->k[0];
   auto size = [&](int64_t loop) { return loop < 0 ? 1 : sizes[loop]; };
 
+  // A batch C does not depend on sums into it: the GPU's strided batched
+  // GEMM would write every batch's C at once.
+  if (target.math && !dims->batch.empty() &&
+      !op.getMatchingIndexingMap(op.getDpsInitOperand(0))
+           .isFunctionOfDim(dims->batch[0]))
+    return false;
   if (target.needsUnitStride &&
       !hasUnitStrideMatrices(op, {{op.getDpsInputOperand(0), {m, k}},
                                   {op.getDpsInputOperand(1), {k, n}},

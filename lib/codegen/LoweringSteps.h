@@ -232,8 +232,40 @@ copyRelayout(mlir::linalg::GenericOp op);
 std::optional<llvm::SmallVector<int64_t>> permutingCopy(mlir::Operation *op,
                                                         mlir::Value source);
 
+/// A tensor that is another one's dimensions permuted: dimension j of it is
+/// dimension perm[j] of `source`.
+struct Transposed {
+  mlir::Value source;
+  llvm::SmallVector<int64_t> perm;
+};
+/// One transposing step (CpuLowering.cpp): a linalg.transpose, or a
+/// linalg.generic that copies its input through permuted loops.
+std::optional<Transposed> transposeStep(mlir::Value value);
+
+/// kernels=blas, before fusion, on tensors (BroadcastContractions.cpp): a
+/// contraction that reads a copy of a tensor broadcast along some of its
+/// dimensions (a linalg.broadcast, or a linalg.generic that yields its one
+/// input read through fewer loops), through transposes and broadcasts in
+/// any order, reads that tensor itself through the composed map, when the
+/// runtime's calls still take the product (matmulDimensions): torch-mlir's
+/// linear layer on a 3-D input (its weight transposed, given a unit batch
+/// dimension and broadcast along the batch into a batch_matmul) runs as one
+/// GEMM, and the broadcast copy is never made.
+void foldBroadcastsIntoContractions(mlir::ModuleOp module);
+/// kernels=blas, before fusion, on tensors (BroadcastContractions.cpp): a
+/// contraction whose result, started from zeros, only a sum over some of
+/// its dimensions reads (a linalg.generic adding it into its output, other
+/// inputs unread: the gradient of a broadcast, which sums the per-batch
+/// weight gradients of a batch_matmul) adds into that sum's output itself,
+/// those loops becoming reductions, when the runtime's calls still take it.
+void foldSumsIntoContractions(mlir::ModuleOp module);
+/// soap-fold-broadcasts (the two folds above, on a module), for tests.
+std::unique_ptr<mlir::Pass> createFoldBroadcastsPass();
+
 /// The (batch,) m, n and k loops of a contraction that the runtime's
-/// matmul calls run (at most one of each, one k, no other loop): what
+/// matmul calls run (at most one of each, one k, no other loop; without a
+/// batch loop, the outer of two m, n or k loops is the batch, with stride 0
+/// in the operand that does not depend on it): what
 /// replaceKernelsByBlasCalls makes a call of; nothing for other ops.
 std::optional<mlir::linalg::ContractionDimensions>
 matmulDimensions(mlir::linalg::LinalgOp op);

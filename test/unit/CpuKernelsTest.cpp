@@ -621,6 +621,100 @@ TEST(CpuKernels, MatmulMatchesLoops) {
   }
 }
 
+// soaprt_batch_matmul_*: batches with stride 0 in one operand (the
+// lowering's products of a weight broadcast over the batch, and of a
+// weight gradient summed over it: BroadcastContractions.cpp), as one GEMM
+// where the other two operands hold the batch next to their rows, columns
+// or k, and one GEMM per batch elsewhere; against a loop in double.
+namespace {
+
+/// Strides of one batch_matmul operand: batch, row, column.
+struct BatchStrides {
+  int64_t batch, row, col;
+};
+
+struct BatchCase {
+  const char *name;
+  int64_t batch, m, n, k;
+  BatchStrides a, b, c;
+};
+
+template <typename T>
+void checkBatchMatmul(const BatchCase &bc, bool accumulate,
+                      void (*kernel)(int64_t, int64_t, int64_t, int64_t,
+                                     const T *, int64_t, int64_t, int64_t,
+                                     const T *, int64_t, int64_t, int64_t, T *,
+                                     int64_t, int64_t, int64_t, int64_t)) {
+  auto extent = [&](const BatchStrides &s, int64_t rows, int64_t cols) {
+    return static_cast<size_t>((bc.batch - 1) * s.batch + (rows - 1) * s.row +
+                               (cols - 1) * s.col + 1);
+  };
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<double> dist(-1.0, 1.0);
+  auto fill = [&](size_t size) {
+    std::vector<T> v(size);
+    for (T &x : v)
+      x = static_cast<T>(dist(rng));
+    return v;
+  };
+  std::vector<T> a = fill(extent(bc.a, bc.m, bc.k));
+  std::vector<T> b = fill(extent(bc.b, bc.k, bc.n));
+  std::vector<T> c = fill(extent(bc.c, bc.m, bc.n));
+  // The expected output: each batch's product added into (or, overwritten,
+  // replacing) what its C held, in batch order (a C several batches share
+  // takes all their products).
+  std::vector<double> want(c.begin(), c.end());
+  std::vector<bool> written(c.size(), false);
+  for (int64_t i = 0; i < bc.batch; ++i)
+    for (int64_t r = 0; r < bc.m; ++r)
+      for (int64_t j = 0; j < bc.n; ++j) {
+        size_t at =
+            static_cast<size_t>(i * bc.c.batch + r * bc.c.row + j * bc.c.col);
+        if (!accumulate && !written[at])
+          want[at] = 0;
+        written[at] = true;
+        for (int64_t l = 0; l < bc.k; ++l)
+          want[at] += double(a[i * bc.a.batch + r * bc.a.row + l * bc.a.col]) *
+                      double(b[i * bc.b.batch + l * bc.b.row + j * bc.b.col]);
+      }
+  kernel(bc.batch, bc.m, bc.n, bc.k, a.data(), bc.a.batch, bc.a.row, bc.a.col,
+         b.data(), bc.b.batch, bc.b.row, bc.b.col, c.data(), bc.c.batch,
+         bc.c.row, bc.c.col, accumulate);
+  double eps = std::is_same_v<T, float> ? 1e-5 : 1e-13;
+  for (size_t at = 0; at < c.size(); ++at)
+    ASSERT_NEAR(c[at], want[at], eps * (bc.batch * bc.k + 1)) << "at " << at;
+}
+
+// batch 3, m 5, n 7, k 4.
+const BatchCase batchCases[] = {
+    // B broadcast; A and C hold the batch before their rows: one GEMM of
+    // 15 rows.
+    {"B broadcast, rows", 3, 5, 7, 4, {20, 4, 1}, {0, 7, 1}, {35, 7, 1}},
+    // ... A's batches apart by more: one GEMM per batch.
+    {"B broadcast, gaps", 3, 5, 7, 4, {23, 4, 1}, {0, 7, 1}, {35, 7, 1}},
+    // A broadcast; B and C hold the batch after their columns.
+    {"A broadcast, columns", 3, 5, 7, 4, {0, 4, 1}, {7, 21, 1}, {7, 21, 1}},
+    // C summed over the batch; A and B hold it next to k: one GEMM of k 12.
+    {"C summed, k", 3, 5, 7, 4, {4, 12, 1}, {28, 7, 1}, {0, 7, 1}},
+    // ... B's batches apart by more: one GEMM per batch, added up.
+    {"C summed, gaps", 3, 5, 7, 4, {4, 12, 1}, {30, 7, 1}, {0, 7, 1}},
+    // Plain batches.
+    {"plain", 3, 5, 7, 4, {20, 4, 1}, {28, 7, 1}, {35, 7, 1}},
+};
+
+} // namespace
+
+TEST(CpuKernels, BatchMatmulBroadcastAndSummedBatches) {
+  for (const BatchCase &bc : batchCases) {
+    SCOPED_TRACE(bc.name);
+    for (bool accumulate : {true, false}) {
+      SCOPED_TRACE(accumulate ? "C += A B" : "C = A B");
+      checkBatchMatmul<float>(bc, accumulate, soaprt_batch_matmul_f32);
+      checkBatchMatmul<double>(bc, accumulate, soaprt_batch_matmul_f64);
+    }
+  }
+}
+
 // Blocked layouts hold ungrouped weights: a grouped convolution given a
 // block is stopped with a message naming the problem, in the plain and
 // the spread (strided backward-data) entry points alike.

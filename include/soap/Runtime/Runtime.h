@@ -41,7 +41,8 @@ void soaprt_matmul_f64(int64_t m, int64_t n, int64_t k, const double *a,
                        int64_t accumulate);
 
 /** C[i,m,n] += sum_k A[i,m,k] * B[i,k,n] (= without `accumulate`); ab, bb,
- *  cb are batch strides. */
+ *  cb are batch strides. A batch stride of 0 broadcasts A or B; cb = 0 sums
+ *  the products of all batches into the one C. */
 void soaprt_batch_matmul_f32(int64_t batch, int64_t m, int64_t n, int64_t k,
                              const float *a, int64_t ab, int64_t am, int64_t ak,
                              const float *b, int64_t bb, int64_t bk, int64_t bn,

@@ -59,6 +59,9 @@ struct CpuLoweringOptions {
   /// Products that accumulate into one another (a weight's gradient over
   /// its uses) run as one product (AccumulationChains.cpp).
   bool mergeAccumulations = true;
+  /// kernels=blas: products read the tensors broadcast copies copy, and add
+  /// into the sums that alone read them (BroadcastContractions.cpp).
+  bool foldBroadcasts = true;
   /// Independent reductions over the same loops that read one tensor
   /// share a pass over their inputs (SiblingReductions.cpp).
   bool mergeReductions = true;
