@@ -24,6 +24,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Dominance.h"
 #include "mlir/IR/Matchers.h"
@@ -97,6 +98,15 @@ static std::optional<CopyOf> asBroadcastCopy(Value value) {
       copy.source = broadcast->source;
       step = broadcast->map;
       broadcasts = true;
+    } else if (auto guard = copy.source.getDefiningOp<scf::IfOp>()) {
+      // A device guard's result (a copy made in one guard, read in
+      // another): what its devices yield. The product runs on those
+      // devices too where it reads the result (elsewhere the guard yields
+      // an undefined tensor), and the fold reads the source only where it
+      // is visible (foldBroadcastsIntoContractions).
+      auto result = cast<OpResult>(copy.source);
+      copy.source = guard.thenYield().getOperand(result.getResultNumber());
+      continue;
     } else if (std::optional<Transposed> transpose =
                    transposeStep(copy.source)) {
       // Dimension j of the transposed tensor is dimension perm[j] of its
@@ -149,13 +159,80 @@ dropUnitReads(Value source, AffineMap map, RewriterBase &rewriter,
       collapsed, AffineMap::get(map.getNumDims(), 0, kept, map.getContext()));
 }
 
-/// Erases the copies (broadcasts, transposes) and collapses nothing reads
-/// any more, producers after their readers.
+/// `guard` without the results nothing reads (the copies a fold made
+/// unneeded): a new scf.if whose branches yield only the others.
+static void dropUnreadResults(scf::IfOp guard, RewriterBase &rewriter) {
+  SmallVector<unsigned> kept;
+  for (OpResult result : guard->getResults())
+    if (!result.use_empty())
+      kept.push_back(result.getResultNumber());
+  if (kept.size() == guard->getNumResults())
+    return;
+  SmallVector<Type> types;
+  for (unsigned i : kept)
+    types.push_back(guard->getResult(i).getType());
+  rewriter.setInsertionPoint(guard);
+  auto replacement =
+      scf::IfOp::create(rewriter, guard.getLoc(), types, guard.getCondition(),
+                        /*withElseRegion=*/false);
+  for (auto [from, to] :
+       {std::make_pair(&guard.getThenRegion(), &replacement.getThenRegion()),
+        std::make_pair(&guard.getElseRegion(), &replacement.getElseRegion())}) {
+    if (!to->empty())
+      rewriter.eraseBlock(&to->front());
+    rewriter.inlineRegionBefore(*from, *to, to->end());
+    if (to->empty())
+      continue;
+    auto yield = cast<scf::YieldOp>(to->front().getTerminator());
+    SmallVector<Value> values;
+    for (unsigned i : kept)
+      values.push_back(yield.getOperand(i));
+    rewriter.setInsertionPoint(yield);
+    rewriter.replaceOpWithNewOp<scf::YieldOp>(yield, values);
+  }
+  for (auto [n, i] : llvm::enumerate(kept))
+    rewriter.replaceAllUsesWith(guard->getResult(i), replacement->getResult(n));
+  rewriter.eraseOp(guard);
+}
+
+/// Inputs of linalg.generics that their bodies do not read and that a
+/// device guard yields (the autodiff carries a forward value into a
+/// gradient's sum for its shape) go, so that the guard need not yield them.
+static void dropUnreadGuardInputs(ModuleOp module) {
+  module.walk([&](linalg::GenericOp generic) {
+    if (!generic.hasPureTensorSemantics())
+      return;
+    Block &body = generic.getRegion().front();
+    SmallVector<AffineMap> maps = generic.getIndexingMapsArray();
+    for (int64_t i = generic.getNumDpsInputs() - 1; i >= 0; --i) {
+      Value input = generic.getDpsInputs()[i];
+      if (!body.getArgument(i).use_empty() || !input.getDefiningOp<scf::IfOp>())
+        continue;
+      generic.getInputsMutable().erase(i);
+      maps.erase(maps.begin() + i);
+      body.eraseArgument(i);
+    }
+    generic.setIndexingMapsAttr(
+        Builder(generic.getContext()).getAffineMapArrayAttr(maps));
+  });
+}
+
+/// Erases the copies (broadcasts, transposes), collapses and empty
+/// tensors nothing reads any more, and the results of device guards
+/// nothing reads, producers after their readers.
 static void eraseDeadCopies(ModuleOp module) {
   IRRewriter rewriter(module.getContext());
   bool erased = true;
   while (erased) {
     erased = false;
+    SmallVector<scf::IfOp> guards;
+    module.walk([&](scf::IfOp guard) {
+      if (llvm::any_of(guard->getResults(),
+                       [](OpResult r) { return r.use_empty(); }))
+        guards.push_back(guard);
+    });
+    for (scf::IfOp guard : guards)
+      dropUnreadResults(guard, rewriter);
     module.walk([&](Operation *op) {
       if (op->getNumResults() != 1 || !op->use_empty())
         return;
@@ -163,7 +240,8 @@ static void eraseDeadCopies(ModuleOp module) {
       if (!isa<RankedTensorType>(result.getType()))
         return;
       if (broadcastStep(result) || transposeStep(result) ||
-          isa<tensor::CollapseShapeOp, tensor::ExpandShapeOp>(op)) {
+          isa<tensor::CollapseShapeOp, tensor::ExpandShapeOp, tensor::EmptyOp>(
+              op)) {
         rewriter.eraseOp(op);
         erased = true;
       }
@@ -207,6 +285,7 @@ void foldBroadcastsIntoContractions(ModuleOp module) {
   });
   DominanceInfo dominance(module);
   IRRewriter rewriter(module.getContext());
+  bool anyFolded = false;
   for (linalg::LinalgOp op : contractions) {
     rewriter.setInsertionPoint(op);
     // The new operands and maps; the op unchanged when none applies.
@@ -234,12 +313,18 @@ void foldBroadcastsIntoContractions(ModuleOp module) {
       continue;
     // Only a product the runtime's calls take: anything else would run as
     // scalar loops, slower than the copy it saves.
-    if (!replaceByCallableProduct(op, op, inputs, op.getDpsInits(), maps,
-                                  op.getIteratorTypesArray(), rewriter))
-      for (Operation *collapse : made)
-        rewriter.eraseOp(collapse);
+    if (replaceByCallableProduct(op, op, inputs, op.getDpsInits(), maps,
+                                 op.getIteratorTypesArray(), rewriter)) {
+      anyFolded = true;
+      continue;
+    }
+    for (Operation *collapse : made)
+      rewriter.eraseOp(collapse);
   }
-  eraseDeadCopies(module);
+  if (anyFolded) {
+    dropUnreadGuardInputs(module);
+    eraseDeadCopies(module);
+  }
 }
 
 namespace {
