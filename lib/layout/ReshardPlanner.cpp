@@ -12,6 +12,7 @@
 #include "RegularLayouts.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <iterator>
 #include <map>
 #include <numeric>
@@ -25,9 +26,9 @@ namespace {
 class Planner {
 public:
   Planner(const TensorShape &tensor, const std::vector<Layout> &pieces,
-          const Layout &target, bool zerosElsewhere)
+          const Layout &target, bool zerosElsewhere, bool collectives = true)
       : tensor(tensor), pieces(pieces), target(target),
-        zerosElsewhere(zerosElsewhere) {}
+        zerosElsewhere(zerosElsewhere), collectives(collectives) {}
 
   ReshardPlan run();
 
@@ -57,6 +58,9 @@ private:
   const std::vector<Layout> &pieces;
   const Layout &target;
   bool zerosElsewhere;
+  /// False: no all-to-all, all-gather or broadcast of a tensor held
+  /// whole; what is missing moves point to point.
+  bool collectives;
   ReshardPlan plan;
 };
 
@@ -526,7 +530,7 @@ ReshardPlan Planner::run() {
     return plan;
   // Collectives, one dimension at a time, while they fit (when the one
   // piece holds all of the tensor).
-  if (holdsEverything(current, tensor)) {
+  if (collectives && holdsEverything(current, tensor)) {
     for (int round = 0; round < 8; ++round) {
       if (covers(current, target))
         return plan;
@@ -611,6 +615,70 @@ static int64_t movedBytes(const ReshardPlan &plan) {
   return moved;
 }
 
+/// Whether the readers of `target`, all together, read every element of
+/// `gathered` along each dimension they do not all read alike: a re-split
+/// of what was gathered, not a slice of it that other readers of the
+/// value would read the rest of (an LSTM's gates).
+static bool readAcrossGathered(const Layout &target, const Layout &gathered) {
+  std::vector<int> readers = target.holders(), holders = gathered.holders();
+  if (readers.empty() || holders.empty())
+    return false;
+  size_t rank = target.blocks[readers.front()]->sizes.size();
+  std::vector<bool> alike = readAlike(target, rank);
+  for (size_t dim = 0; dim < rank; ++dim) {
+    if (alike[dim])
+      continue;
+    int64_t lo = INT64_MAX, hi = INT64_MIN;
+    for (int d : holders) {
+      const Block &b = *gathered.blocks[d];
+      lo = std::min(lo, b.offsets[dim]);
+      hi = std::max(hi, b.offsets[dim] + b.sizes[dim]);
+    }
+    std::vector<std::pair<int64_t, int64_t>> ranges;
+    for (int d : readers) {
+      const Block &b = *target.blocks[d];
+      ranges.emplace_back(b.offsets[dim], b.offsets[dim] + b.sizes[dim]);
+    }
+    std::sort(ranges.begin(), ranges.end());
+    int64_t reached = lo;
+    for (auto [begin, end] : ranges)
+      if (begin <= reached)
+        reached = std::max(reached, end);
+    if (reached < hi)
+      return false;
+  }
+  return true;
+}
+
+/// Planner's plan, or, when its collectives gather blocks that each reader
+/// then slices (an all-gather or broadcast, then a local slice) and the
+/// readers together read all of what was gathered (readAcrossGathered),
+/// the point-to-point transfers of exactly the missing blocks where they
+/// move fewer bytes (a batch split re-split along channels on the devices
+/// in another order, which no all-to-all fits: gathering the batch moves
+/// twice what the transfers do).
+static ReshardPlan planned(const TensorShape &tensor,
+                           const std::vector<Layout> &pieces,
+                           const Layout &target, bool zerosElsewhere) {
+  ReshardPlan plan = Planner(tensor, pieces, target, zerosElsewhere).run();
+  bool gathers =
+      std::any_of(plan.steps.begin(), plan.steps.end(), [](const Step &s) {
+        return s.kind == StepKind::AllGather || s.kind == StepKind::Broadcast;
+      });
+  if (!gathers || plan.steps.back().kind != StepKind::Slice ||
+      !readAcrossGathered(target, *communicatedLayout(plan)))
+    return plan;
+  ReshardPlan transfers =
+      Planner(tensor, pieces, target, zerosElsewhere, /*collectives=*/false)
+          .run();
+  bool sends = std::all_of(
+      transfers.steps.begin(), transfers.steps.end(),
+      [](const Step &s) { return s.kind != StepKind::AllReduceWhole; });
+  if (sends && movedBytes(transfers) < movedBytes(plan))
+    return transfers;
+  return plan;
+}
+
 /// Readers that all read one range along some dimensions (a pad's
 /// interior along the image's rows and columns): the plan on that range
 /// alone — each device first slices its piece to the range, then the
@@ -659,7 +727,7 @@ narrowedPlan(const TensorShape &tensor, const std::vector<Layout> &pieces,
   for (std::optional<Block> &block : local.blocks)
     shifted(block, -1);
   TensorShape sub{range.sizes, tensor.elementBytes};
-  ReshardPlan plan = Planner(sub, parts, local, zerosElsewhere).run();
+  ReshardPlan plan = planned(sub, parts, local, zerosElsewhere);
   if (plan.piece < 0 || pointToPoint(plan) ||
       std::all_of(plan.steps.begin(), plan.steps.end(),
                   [](const Step &s) { return s.kind == StepKind::Slice; }))
@@ -700,17 +768,23 @@ ReshardPlan planReshard(const TensorShape &tensor,
   // One piece that holds every element leaves no zeros elsewhere.
   if (pieces.size() == 1 && holdsEverything(pieces.front(), tensor))
     zerosElsewhere = false;
-  ReshardPlan direct = Planner(tensor, pieces, target, zerosElsewhere).run();
+  ReshardPlan direct = planned(tensor, pieces, target, zerosElsewhere);
   if (!zerosElsewhere && pointToPoint(direct)) {
     // Readers of a part of a tensor that would need point-to-point
     // transfers: the collective that brings the whole range they share,
     // then a local slice, when one fits (the slices of an LSTM's gates,
     // taken out of a re-split of the whole gate matrix that the other
     // slices then read).
+    // Readers that all read one range re-split that range alone instead
+    // when that moves no more (narrowedPlan below).
     Layout wide = widened(target, Block::whole(tensor.shape));
     if (wide.blocks != target.blocks) {
-      ReshardPlan plan = Planner(tensor, pieces, wide, zerosElsewhere).run();
+      ReshardPlan plan = planned(tensor, pieces, wide, zerosElsewhere);
       if (!plan.steps.empty() && !pointToPoint(plan)) {
+        std::optional<ReshardPlan> narrow =
+            narrowedPlan(tensor, pieces, target, zerosElsewhere);
+        if (narrow && movedBytes(*narrow) <= movedBytes(plan))
+          return *narrow;
         Step slice;
         slice.kind = StepKind::Slice;
         slice.result = target;

@@ -169,6 +169,27 @@ TEST(Layout, ReadersOfOneRangeReSplitThatRangeAlone) {
             (std::vector<StepKind>{StepKind::AllGather, StepKind::Slice}));
 }
 
+TEST(Layout, ReSplitInAnotherDeviceOrderSendsOnlyWhatIsMissing) {
+  // The batch split over devices 0, 1 and read with the channels split
+  // over 1, 0 (no all_to_all fits that order), from the gradient of a
+  // pooling window that reads rows and columns 0-8 of 10 (zero elsewhere)
+  // or from the whole: each device receives the quarter it lacks (1024
+  // bytes each way), not the other's whole half by an all_gather (4096).
+  TensorShape t = f32({4, 4, 10, 10});
+  Layout target;
+  target.blocks = {block({0, 2, 0, 0}, {4, 2, 9, 9}),
+                   block({0, 0, 0, 0}, {4, 2, 9, 9})};
+  Layout window;
+  window.blocks = {block({0, 0, 0, 0}, {2, 4, 9, 9}),
+                   block({2, 0, 0, 0}, {2, 4, 9, 9})};
+  for (const Layout &held : {window, Layout::split(t.shape, 2, 0, {0, 1})}) {
+    ReshardPlan plan = planReshard(t, {held}, target, /*zerosElsewhere=*/true);
+    ASSERT_EQ(kinds(plan), (std::vector<StepKind>{StepKind::SendRecv}));
+    EXPECT_EQ(plan.steps[0].bytes, 2 * 2 * 2 * 9 * 9 * 4);
+    EXPECT_EQ(plan.steps[0].result.blocks, target.blocks);
+  }
+}
+
 TEST(Layout, ResplitIsAnAllToAll) {
   TensorShape t = f32({8, 8});
   ReshardPlan plan = planReshard(t, {Layout::split(t.shape, 2, 0, {1, 0})},

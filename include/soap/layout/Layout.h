@@ -201,8 +201,11 @@ const Layout *communicatedLayout(const ReshardPlan &plan);
 /// re-split, each device slicing it out of its piece first, when that
 /// moves less (or as much without point-to-point transfers); partial
 /// results read in part are reduce-scattered whole along the split
-/// dimension, then sliced. A single piece that holds every element
-/// leaves no zeros elsewhere.
+/// dimension, then sliced. A collective that gathers blocks its readers
+/// then slice, when the readers together read all it gathered (a re-split
+/// in another device order), gives way to point-to-point transfers of the
+/// missing blocks where those move fewer bytes. A single piece that holds
+/// every element leaves no zeros elsewhere.
 ///
 /// With `zerosElsewhere`, elements that no piece holds are zeros that need
 /// no transfer (a gradient: a reader that reads part of a tensor
