@@ -35,8 +35,8 @@
 #                     [--models "mlp torch-resnet18 ..."]
 #                     [--strategies "data-parallel owt ..."]
 #                     [--search-budget N] [--search-rounds N]
-#                     [--wait-idle SECONDS] [--keep DIR]
-#                     [--profile-mode run|program|ops]
+#                     [--wait-idle SECONDS] [--quiet-wait SECONDS]
+#                     [--keep DIR] [--profile-mode run|program|ops]
 # --profile-mode: how soap-profile fills the database: run (default: each
 # training step runs, its baselines on 2 ranks, and each kernel is timed
 # where the step runs it, from the executable's trace; soap-profile
@@ -50,7 +50,13 @@
 # VM's host slows the machine down for seconds at a time), as soap-profile
 # --run times kernels;
 # --wait-idle: wait up to SECONDS for no `ninja` process and >= 80 % idle
-# CPUs before measuring (default 300); --keep DIR: keep the work files (executables, full traces).
+# CPUs before measuring (default 300); --quiet-wait: before each run of a
+# step (soap-profile --run's, through --before-run, and each executable's
+# below) wait up to SECONDS (20; 0: never) until soap-host-probe finds
+# this host within 15 % of the fastest it gave (a fixed GEMM and triad on
+# one core: other tenants of this VM's host slow it down for seconds to
+# minutes at a time, and the simulator models the machine as calibrated);
+# --keep DIR: keep the work files (executables, full traces).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=$ROOT/build
@@ -62,6 +68,7 @@ SEARCH_BUDGET=2000
 SEARCH_ROUNDS=3
 STRATEGIES="data-parallel owt megatron model-parallel"
 WAIT_IDLE=300
+QUIET_WAIT=20
 KEEP=""
 PROFILE_MODE=run
 while [ $# -gt 0 ]; do
@@ -75,6 +82,7 @@ while [ $# -gt 0 ]; do
     --search-budget) SEARCH_BUDGET=$2; shift 2 ;;
     --search-rounds) SEARCH_ROUNDS=$2; shift 2 ;;
     --wait-idle) WAIT_IDLE=$2; shift 2 ;;
+    --quiet-wait) QUIET_WAIT=$2; shift 2 ;;
     --keep) KEEP=$2; shift 2 ;;
     --profile-mode) PROFILE_MODE=$2; shift 2 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
@@ -169,6 +177,20 @@ done
 NINJA_AT_START=$(pgrep -fc ninja || true)
 LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
 
+# The host's usual speed: the fastest of a few probes a second apart (the
+# state soap-host-probe compares with; each later probe may lower it).
+HOST_STATE=$WORK/host-probe.state
+HOST_LOG=$WORK/host-probe.log
+rm -f "$HOST_STATE" "$HOST_LOG"
+for _ in 1 2 3 4 5 6 7 8; do
+  "$BIN/soap-host-probe" --state "$HOST_STATE" --wait 0 > /dev/null; sleep 1
+done
+quiet_host() {
+  [ "$QUIET_WAIT" = 0 ] || "$BIN/soap-host-probe" --state "$HOST_STATE" --wait "$QUIET_WAIT" --log "$HOST_LOG"
+}
+BEFORE_RUN=()
+[ "$QUIET_WAIT" = 0 ] || BEFORE_RUN=(--before-run "$BIN/soap-host-probe --state $HOST_STATE --wait $QUIET_WAIT --log $HOST_LOG")
+
 log "calibrating the machine (soap-profile --mpi, 2 ranks)"
 "${MPIRUN[@]}" -np 2 "$BIN/soap-profile" --mpi -o "$WORK/cpu-local.json" --quiet > "$WORK/calibration.txt" 2>&1
 MACHINE=$WORK/cpu-local.json
@@ -180,7 +202,7 @@ for m in $MODELS; do
   for st in $STRATEGIES; do profile_strategies+=(--strategy "$st"); done
   program=()
   [ "$PROFILE_MODE" = program ] && program=(--program)
-  [ "$PROFILE_MODE" = run ] && program=(--program --run --mpirun "${MPIRUN[*]}" --repeat 10 --runs "$RUNS")
+  [ "$PROFILE_MODE" = run ] && program=(--program --run --mpirun "${MPIRUN[*]}" --repeat 10 --runs "$RUNS" "${BEFORE_RUN[@]}")
   "$BIN/soap-profile" "$WORK/$m.mlir" -o "$WORK/$m.profile.json" --machine "$MACHINE" \
     "${profile_strategies[@]}" "${program[@]}" --devices 2 --max-seconds 60 --quiet > "$WORK/$m.profile.txt" 2>&1
   keys="1 $(for st in $STRATEGIES; do echo "2.$st"; done)"
@@ -242,6 +264,7 @@ for m in $MODELS; do
   for run in $(seq 1 "$RUNS"); do
     for key in $keys; do
       d=${key%%.*}
+      quiet_host
       if [ "$d" = 1 ]; then
         "$WORK/$m.$key.exe" --steps "$STEPS" --warmup "$WARMUP" --trace "$WORK/try.trace.json" > "$WORK/try.run.txt"
       else
@@ -272,4 +295,5 @@ python3 "$ROOT/bench/validate_report.py" \
   --load-before "$LOAD_BEFORE" --load-after "$LOAD_AFTER" \
   --ninja "$NINJA_AT_START/$NINJA_AT_END" --waited "$waited" --idle "$IDLE" \
   --seconds "$(( $(date +%s) - START ))" --profile-mode "$PROFILE_MODE" \
+  --quiet-wait "$QUIET_WAIT" \
   --models "$(for m in $MODELS; do printf '%s=%s;' "$m" "${MODEL_LINE[$m]}"; done)"

@@ -11,7 +11,7 @@ import statistics
 
 p = argparse.ArgumentParser()
 for a in ("work", "out", "traces", "steps", "runs", "warmup", "load-before", "load-after",
-          "ninja", "waited", "idle", "seconds", "models", "profile-mode"):
+          "ninja", "waited", "idle", "seconds", "models", "profile-mode", "quiet-wait"):
     p.add_argument("--" + a, required=True)
 args = p.parse_args()
 W = args.work
@@ -258,6 +258,26 @@ w("Load average (1/5/15 min) before measuring: %s; after: %s. `ninja` processes 
   "at the start/end of the measurements: %s; CPUs %s %% idle over the 3 s before "
   "measuring (waited %s s for a quiet machine)." % (
       args.load_before, args.load_after, args.ninja, args.idle, args.waited))
+w("")
+probes = []
+if os.path.exists(os.path.join(W, "host-probe.log")):
+    for line in read(os.path.join(W, "host-probe.log")).splitlines():
+        f = dict(kv.split("=") for kv in line.split())
+        probes.append(f)
+if args.quiet_wait == "0" or not probes:
+    w("Host probe: off (`--quiet-wait 0`): runs started whatever the host's speed.")
+else:
+    quiet_at_once = sum(1 for f in probes if f["quiet"] == "1" and f["probes"] == "1")
+    still_slow = sum(1 for f in probes if f["quiet"] == "0")
+    waited = sum(float(f["waited_s"]) for f in probes if f["probes"] != "1")
+    w("Host probe (`soap-host-probe`, a 256^3 GEMM and a 16 MB triad on one core, "
+      "before each run of a step, soap-profile's (`--before-run`) and the executables' "
+      "below): %d runs; the host was within 15 %% of its fastest probe (%s ms) at once "
+      "for %d, after waiting for %d (%.0f s in all), and still slower after %s s for %d "
+      "(the slowest probe %.2f ms)." % (
+          len(probes), "%.2f" % min(float(f["best_ms"]) for f in probes), quiet_at_once,
+          len(probes) - quiet_at_once - still_slow, waited, args.quiet_wait, still_slow,
+          max(float(f["probe_ms"]) for f in probes)))
 w("")
 w("Measured: the median of the fastest quarter of the steps of " + args.runs + " runs (`--runs`; "
   "a model's executables take turns, one run each per round), each run %s steps after "

@@ -35,7 +35,7 @@ tools = [
     ToolSubst(name, unresolved="fatal"
               if not built or name in built.split(",") else "ignore")
     for name in ["soap-opt", "soap-translate", "soap-zoo", "soap-profile",
-                 "soap-gradcheck"]
+                 "soap-gradcheck", "soap-host-probe"]
 ]
 llvm_config.add_tool_substitutions(tools, [config.soap_tools_dir])
 

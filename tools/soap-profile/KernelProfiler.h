@@ -67,6 +67,9 @@ struct KernelProfileOptions {
   int runs = 3;
   /// The MPI launcher and its options, before "-np N executable ...".
   std::vector<std::string> launcher = {"mpirun"};
+  /// With runPrograms: a shell command run before each run of a step (empty:
+  /// none); bench/validate.sh waits there for a quiet host.
+  std::string beforeRun;
 };
 
 /// The strategies of `options` (named ones at each device count, and

@@ -292,7 +292,19 @@ bool linkStep(ModuleOp module, int numDevices,
 }
 
 /// Runs `step` once and appends its steps to `samples`.
-bool runStep(const LinkedStep &step, StepSamples &samples, std::string &error) {
+bool runStep(const LinkedStep &step, const KernelProfileOptions &options,
+             StepSamples &samples, std::string &error) {
+  if (!options.beforeRun.empty()) {
+    llvm::ErrorOr<std::string> shell = llvm::sys::findProgramByName("sh");
+    if (!shell) {
+      error = "cannot find 'sh' to run --before-run";
+      return false;
+    }
+    if (!runAndWait(*shell, {*shell, "-c", options.beforeRun}, std::nullopt,
+                    step.inDir("before-run.txt"), "--before-run command",
+                    error))
+      return false;
+  }
   std::vector<StringRef> args(step.command.begin(), step.command.end());
   std::vector<StringRef> env(step.environment.begin(), step.environment.end());
   if (!runAndWait(step.program, args, ArrayRef<StringRef>(env),
@@ -495,7 +507,7 @@ profilePrograms(ModuleOp module, const BuiltOpGraph &built,
     std::vector<StepSamples> samples(programs.size());
     for (int round = 0; round < std::max(options.runs, 1); ++round)
       for (size_t index = 0; index < programs.size(); ++index)
-        if (!runStep(*linked[index], samples[index], error)) {
+        if (!runStep(*linked[index], options, samples[index], error)) {
           error = programs[index].name + ": " + error;
           return std::nullopt;
         }

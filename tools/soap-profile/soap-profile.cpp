@@ -120,6 +120,10 @@ static void printHelp(llvm::raw_ostream &os) {
         "                       runs (3)\n"
         "  --mpirun CMD         with --run: the MPI launcher and its options,\n"
         "                       split at spaces, before -np N (mpirun)\n"
+        "  --before-run CMD     with --run: a shell command run before each\n"
+        "                       run of a step (bench/validate.sh waits for\n"
+        "                       a quiet host there: soap-host-probe); a\n"
+        "                       failing command stops the profiling\n"
         "  --loss L             with --program: the loss the training step\n"
         "                       appends to a model that returns no scalar (an\n"
         "                       export's logits): --soap-training-step's "
@@ -215,6 +219,7 @@ static const std::vector<std::string> &flagsWithValues() {
                                                  "--codegen",
                                                  "--optimizer",
                                                  "--mpirun",
+                                                 "--before-run",
                                                  "--runs",
                                                  "--loss",
                                                  "--base",
@@ -506,6 +511,14 @@ static int runKernelMode(const CommandLine &cl, bool onGpu) {
         options.launcher.push_back(part.str());
     if (options.launcher.empty())
       return fail("--mpirun needs a command, got '" + *launcher + "'");
+  }
+  if (std::optional<std::string> hook = cl.last("--before-run")) {
+    if (!cl.run)
+      return fail("--before-run runs before each run of --run; it needs "
+                  "--run");
+    if (llvm::StringRef(*hook).trim().empty())
+      return fail("--before-run needs a command");
+    options.beforeRun = *hook;
   }
   if ((cl.run || cl.last("--mpirun")) && !cl.program)
     return fail(std::string(cl.run ? "--run" : "--mpirun") +
