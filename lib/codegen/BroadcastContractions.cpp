@@ -45,13 +45,6 @@ struct CopyOf {
 };
 } // namespace
 
-/// The body of `generic` yields its one input's element unchanged.
-static bool yieldsInput(linalg::GenericOp generic) {
-  Block &body = generic.getRegion().front();
-  return body.getOperations().size() == 1 &&
-         body.getTerminator()->getOperand(0) == body.getArgument(0);
-}
-
 /// One broadcasting copy: a linalg.broadcast, or an all-parallel
 /// linalg.generic with an identity-mapped output that yields its one input
 /// read through fewer loops (or a 0 on a unit dimension).
@@ -67,14 +60,10 @@ static std::optional<CopyOf> broadcastStep(Value value) {
                   AffineMap::get(rank, 0, results, context)};
   }
   auto generic = value.getDefiningOp<linalg::GenericOp>();
-  if (!generic || !generic.hasPureTensorSemantics() ||
-      generic.getNumDpsInputs() != 1 || generic.getNumDpsInits() != 1 ||
-      generic.getNumReductionLoops() != 0 || !yieldsInput(generic))
+  if (!generic || !generic.hasPureTensorSemantics() || !copiesItsInput(generic))
     return std::nullopt;
   AffineMap in = generic.getIndexingMapsArray()[0];
-  AffineMap out = generic.getIndexingMapsArray()[1];
-  if (!out.isIdentity() ||
-      !in.isProjectedPermutation(/*allowZeroInResults=*/true) ||
+  if (!in.isProjectedPermutation(/*allowZeroInResults=*/true) ||
       in.isPermutation())
     return std::nullopt;
   auto sourceType = cast<RankedTensorType>(generic.getDpsInputs()[0].getType());

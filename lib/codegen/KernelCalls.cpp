@@ -107,15 +107,18 @@ void insertCopyTraceHooks(ModuleOp module, std::vector<std::string> &ops) {
   bracketWithTraceHooks(module, targets, ops);
 }
 
-std::optional<SmallVector<RelayoutRead>> copyRelayout(linalg::GenericOp op) {
+bool copiesItsInput(linalg::GenericOp op) {
   if (op.getNumDpsInputs() != 1 || op.getNumDpsInits() != 1 ||
       op.getNumReductionLoops() != 0 ||
       !op.getIndexingMapsArray().back().isIdentity())
-    return std::nullopt;
+    return false;
   Block &body = op.getRegion().front();
-  auto yield = cast<linalg::YieldOp>(body.getTerminator());
-  if (body.getOperations().size() != 1 ||
-      yield.getValues().front() != body.getArgument(0))
+  return body.getOperations().size() == 1 &&
+         body.getTerminator()->getOperand(0) == body.getArgument(0);
+}
+
+std::optional<SmallVector<RelayoutRead>> copyRelayout(linalg::GenericOp op) {
+  if (!copiesItsInput(op))
     return std::nullopt;
   auto type = dyn_cast<ShapedType>(op.getDpsInputs().front().getType());
   AffineMap map = op.getIndexingMapsArray().front();
