@@ -54,8 +54,9 @@
 # step (soap-profile --run's, through --before-run, and each executable's
 # below) wait up to SECONDS (20; 0: never) until soap-host-probe finds
 # this host within 15 % of the fastest it gave (a fixed GEMM and triad on
-# one core: other tenants of this VM's host slow it down for seconds to
-# minutes at a time, and the simulator models the machine as calibrated);
+# each core the run takes, at once: other tenants of this VM's host slow
+# it down for seconds to minutes at a time, and the simulator models the
+# machine as calibrated);
 # --keep DIR: keep the work files (executables, full traces).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -177,19 +178,24 @@ done
 NINJA_AT_START=$(pgrep -fc ninja || true)
 LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
 
-# The host's usual speed: the fastest of a few probes a second apart (the
-# state soap-host-probe compares with; each later probe may lower it).
-HOST_STATE=$WORK/host-probe.state
+# The host's usual speed, on one core and on both: the fastest of a few
+# probes a second apart (the state soap-host-probe compares with; each
+# later probe may lower it). A run on N ranks waits until N cores are
+# quiet at once (soap-profile's runs: 2, most of them being strategies).
 HOST_LOG=$WORK/host-probe.log
-rm -f "$HOST_STATE" "$HOST_LOG"
-for _ in 1 2 3 4 5 6 7 8; do
-  "$BIN/soap-host-probe" --state "$HOST_STATE" --wait 0 > /dev/null; sleep 1
+rm -f "$WORK"/host-probe.state.* "$HOST_LOG"
+for _ in 1 2 3 4 5 6; do
+  for n in 1 2; do
+    "$BIN/soap-host-probe" --state "$WORK/host-probe.state.$n" --threads "$n" --wait 0 > /dev/null
+  done
+  sleep 1
 done
-quiet_host() {
-  [ "$QUIET_WAIT" = 0 ] || "$BIN/soap-host-probe" --state "$HOST_STATE" --wait "$QUIET_WAIT" --log "$HOST_LOG"
+quiet_host() { # $1: the ranks of the run
+  [ "$QUIET_WAIT" = 0 ] || "$BIN/soap-host-probe" --state "$WORK/host-probe.state.$1" \
+    --threads "$1" --wait "$QUIET_WAIT" --log "$HOST_LOG"
 }
 BEFORE_RUN=()
-[ "$QUIET_WAIT" = 0 ] || BEFORE_RUN=(--before-run "$BIN/soap-host-probe --state $HOST_STATE --wait $QUIET_WAIT --log $HOST_LOG")
+[ "$QUIET_WAIT" = 0 ] || BEFORE_RUN=(--before-run "$BIN/soap-host-probe --state $WORK/host-probe.state.2 --threads 2 --wait $QUIET_WAIT --log $HOST_LOG")
 
 log "calibrating the machine (soap-profile --mpi, 2 ranks)"
 "${MPIRUN[@]}" -np 2 "$BIN/soap-profile" --mpi -o "$WORK/cpu-local.json" --quiet > "$WORK/calibration.txt" 2>&1
@@ -264,7 +270,7 @@ for m in $MODELS; do
   for run in $(seq 1 "$RUNS"); do
     for key in $keys; do
       d=${key%%.*}
-      quiet_host
+      quiet_host "$d"
       if [ "$d" = 1 ]; then
         "$WORK/$m.$key.exe" --steps "$STEPS" --warmup "$WARMUP" --trace "$WORK/try.trace.json" > "$WORK/try.run.txt"
       else

@@ -270,12 +270,17 @@ else:
     quiet_at_once = sum(1 for f in probes if f["quiet"] == "1" and f["probes"] == "1")
     still_slow = sum(1 for f in probes if f["quiet"] == "0")
     waited = sum(float(f["waited_s"]) for f in probes if f["probes"] != "1")
-    w("Host probe (`soap-host-probe`, a 256^3 GEMM and a 16 MB triad on one core, "
-      "before each run of a step, soap-profile's (`--before-run`) and the executables' "
-      "below): %d runs; the host was within 15 %% of its fastest probe (%s ms) at once "
-      "for %d, after waiting for %d (%.0f s in all), and still slower after %s s for %d "
-      "(the slowest probe %.2f ms)." % (
-          len(probes), "%.2f" % min(float(f["best_ms"]) for f in probes), quiet_at_once,
+    fastest = ", ".join(
+        "%.2f ms on %s core(s)" % (min(float(f["best_ms"]) for f in probes
+                                       if f.get("threads", "1") == n), n)
+        for n in sorted({f.get("threads", "1") for f in probes}))
+    w("Host probe (`soap-host-probe`, a 256^3 GEMM and a 16 MB triad on each core "
+      "the run takes, at once, before each run of a step, soap-profile's "
+      "(`--before-run`, 2 cores) and the executables' below): %d runs; the host was "
+      "within 15 %% of its fastest probe (%s) at once for %d, after waiting for %d "
+      "(%.0f s in all), and still slower after %s s for %d (the slowest probe "
+      "%.2f ms)." % (
+          len(probes), fastest, quiet_at_once,
           len(probes) - quiet_at_once - still_slow, waited, args.quiet_wait, still_slow,
           max(float(f["probe_ms"]) for f in probes)))
 w("")
