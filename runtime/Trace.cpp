@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 
@@ -32,6 +33,15 @@ double nowUs() {
 }
 
 void setOpTracing(bool enabled) { opTracing = enabled; }
+
+void reserveTraceEvents(size_t events) {
+  std::vector<TraceEvent> &all = traceEvents();
+  size_t size = all.size();
+  // Growing into the room writes it: its pages are the process's before
+  // the steps, not page faults inside them.
+  all.resize(std::max(size, std::min(size + events, kMaxEvents)), TraceEvent{});
+  all.resize(size);
+}
 
 void traceTensorMemory(int64_t bytes) {
   if (opTracing && traceEvents().size() < kMaxEvents)
@@ -67,28 +77,31 @@ bool writeChromeTrace(const std::string &path,
                     {"tid", 2},
                     {"args", {{"name", "communication"}}}});
   for (const TraceEvent &event : traceEvents()) {
-    if (event.category == "memory") {
+    std::string category = event.category;
+    if (category == "memory") {
       events.push_back({{"name", event.name},
-                        {"cat", event.category},
+                        {"cat", category},
                         {"ph", "C"},
                         {"ts", event.startUs},
                         {"pid", 0},
                         {"args", {{"MB", event.bytes / (1024.0 * 1024.0)}}}});
       continue;
     }
-    bool isOp = event.category == "op";
-    bool isComm = event.category == "comm";
-    bool isCopy = event.category == "copy";
-    std::string name = event.name;
+    bool isOp = category == "op";
+    bool isComm = category == "comm";
+    bool isCopy = category == "copy";
+    std::string name = event.name ? event.name : "";
     if (isOp && event.id >= 0 && static_cast<size_t>(event.id) < opNames.size())
       name = opNames[event.id];
+    else if (category == "step")
+      name = "step " + std::to_string(event.id);
     nlohmann::json args = {{"id", event.id}};
     if (isComm || isCopy)
       args = {{"bytes", event.bytes}};
     if (isComm && event.ranks > 0)
       args["ranks"] = event.ranks;
     events.push_back({{"name", name},
-                      {"cat", event.category},
+                      {"cat", category},
                       {"ph", "X"},
                       {"ts", event.startUs},
                       {"dur", event.durationUs},
@@ -144,5 +157,5 @@ extern "C" void soaprt_op_end(int64_t id) {
   auto &events = soaprt::traceEvents();
   if (events.size() >= soaprt::kMaxEvents)
     return;
-  events.push_back({std::string(), "op", start, soaprt::nowUs() - start, id});
+  events.push_back({nullptr, "op", start, soaprt::nowUs() - start, id});
 }

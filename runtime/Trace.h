@@ -17,9 +17,12 @@
 namespace soaprt {
 
 /// One complete event ("ph": "X"); times in microseconds since the start.
+/// Plain data (names are string literals), so that recording one while a
+/// step runs costs two clock reads and a store: a traced step must run as
+/// fast as an untraced one.
 struct TraceEvent {
-  std::string name;
-  std::string category; // "step", "op", "comm", "copy" or "memory"
+  const char *name;     // a string literal; kernels and steps: by `id`
+  const char *category; // "step", "op", "comm", "copy" or "memory"
   double startUs = 0, durationUs = 0;
   int64_t id = -1;   // the op's index in soap_model_info's "ops", or the step
   int64_t bytes = 0; // "comm": the bytes this rank contributes; "copy";
@@ -56,6 +59,11 @@ double nowUs();
 
 /// Turns the recording of kernel events by soaprt_op_begin/end on or off.
 void setOpTracing(bool enabled);
+
+/// Makes room for `events` more events up front (at most the cap on
+/// events), so that the event list does not grow, copy itself and move the
+/// heap's thresholds while the steps it records run.
+void reserveTraceEvents(size_t events);
 
 /// While kernels are traced: records that the tensors now hold `bytes` (a
 /// "memory" counter event, drawn as a graph under the kernels).
