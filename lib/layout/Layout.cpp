@@ -1,7 +1,7 @@
 //===- Layout.cpp - distributed tensor layouts ----------------------------===//
 //
 // Blocks, layouts and the steps of a reshard plan (the planner itself:
-// ReshardPlanner.cpp).
+// Planner.cpp and ReshardPlanner.cpp).
 //
 //===----------------------------------------------------------------------===//
 

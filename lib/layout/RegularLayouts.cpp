@@ -113,6 +113,33 @@ partialGroups(const Layout &layout) {
   return groups;
 }
 
+std::vector<bool> readAlike(const Layout &target, size_t rank) {
+  std::vector<bool> alike(rank, false);
+  std::vector<int> readers = target.holders();
+  if (readers.empty() || target.partial)
+    return alike;
+  const Block &first = *target.blocks[readers.front()];
+  for (size_t dim = 0; dim < rank; ++dim)
+    alike[dim] = std::all_of(readers.begin(), readers.end(), [&](int d) {
+      return target.blocks[d]->offsets[dim] == first.offsets[dim] &&
+             target.blocks[d]->sizes[dim] == first.sizes[dim];
+    });
+  return alike;
+}
+
+Layout widened(const Layout &target, const Block &to) {
+  Layout wide = target;
+  std::vector<bool> alike = readAlike(target, to.sizes.size());
+  for (size_t dim = 0; dim < alike.size(); ++dim)
+    if (alike[dim])
+      for (std::optional<Block> &block : wide.blocks)
+        if (block) {
+          block->offsets[dim] = to.offsets[dim];
+          block->sizes[dim] = to.sizes[dim];
+        }
+  return wide;
+}
+
 } // namespace soap::layout::detail
 
 namespace soap::layout {

@@ -1,7 +1,7 @@
 //===- RegularLayouts.h - recognizing regular layouts -----------*- C++ -*-===//
 //
 // Private to lib/layout: the recognizers the reshard planner
-// (ReshardPlanner.cpp) builds its collectives on.
+// (Planner.cpp, ReshardPlanner.cpp) builds its collectives on.
 //
 //===----------------------------------------------------------------------===//
 
@@ -36,6 +36,15 @@ std::vector<int> needing(const Layout &held, const Layout &target);
 /// overlap without being equal or copies of one partial share a block.
 std::optional<std::vector<std::vector<int>>>
 partialGroups(const Layout &layout);
+
+/// Per dimension, whether every block of `target` takes the same range
+/// along it (all false when it holds nothing or partial sums).
+std::vector<bool> readAlike(const Layout &target, size_t rank);
+
+/// `target` with every dimension along which all its blocks take the same
+/// range given `to`'s range instead (the readers of one column range of a
+/// row-split tensor: rows split, all columns).
+Layout widened(const Layout &target, const Block &to);
 
 } // namespace soap::layout::detail
 

@@ -217,6 +217,8 @@ struct LinkedStep {
   int numDevices = 1;
   std::string program;
   std::vector<std::string> command, environment;
+  /// The shell that runs --before-run (empty without one).
+  std::string shell;
 
   LinkedStep() = default;
   LinkedStep(const LinkedStep &) = delete;
@@ -288,21 +290,24 @@ bool linkStep(ModuleOp module, int numDevices,
     return false;
   }
   step.program = *program;
-  return true;
-}
-
-/// Runs `step` once and appends its steps to `samples`.
-bool runStep(const LinkedStep &step, const KernelProfileOptions &options,
-             StepSamples &samples, std::string &error) {
   if (!options.beforeRun.empty()) {
     llvm::ErrorOr<std::string> shell = llvm::sys::findProgramByName("sh");
     if (!shell) {
       error = "cannot find 'sh' to run --before-run";
       return false;
     }
-    if (!runAndWait(*shell, {*shell, "-c", options.beforeRun}, std::nullopt,
-                    step.inDir("before-run.txt"), "--before-run command",
-                    error))
+    step.shell = *shell;
+  }
+  return true;
+}
+
+/// Runs `step` once and appends its steps to `samples`.
+bool runStep(const LinkedStep &step, const KernelProfileOptions &options,
+             StepSamples &samples, std::string &error) {
+  if (!step.shell.empty()) {
+    if (!runAndWait(step.shell, {step.shell, "-c", options.beforeRun},
+                    std::nullopt, step.inDir("before-run.txt"),
+                    "--before-run command", error))
       return false;
   }
   std::vector<StringRef> args(step.command.begin(), step.command.end());
