@@ -59,18 +59,13 @@ static std::optional<CopyOf> broadcastStep(Value value) {
     return CopyOf{broadcast.getInput(),
                   AffineMap::get(rank, 0, results, context)};
   }
+  // A copy through a projected permutation (isRelayoutCopy) that is no
+  // mere permutation.
   auto generic = value.getDefiningOp<linalg::GenericOp>();
-  if (!generic || !generic.hasPureTensorSemantics() || !copiesItsInput(generic))
+  if (!generic || !isRelayoutCopy(generic) ||
+      generic.getIndexingMapsArray()[0].isPermutation())
     return std::nullopt;
-  AffineMap in = generic.getIndexingMapsArray()[0];
-  if (!in.isProjectedPermutation(/*allowZeroInResults=*/true) ||
-      in.isPermutation())
-    return std::nullopt;
-  auto sourceType = cast<RankedTensorType>(generic.getDpsInputs()[0].getType());
-  for (auto [i, expr] : llvm::enumerate(in.getResults()))
-    if (!isa<AffineDimExpr>(expr) && sourceType.getDimSize(i) != 1)
-      return std::nullopt;
-  return CopyOf{generic.getDpsInputs()[0], in};
+  return CopyOf{generic.getDpsInputs()[0], generic.getIndexingMapsArray()[0]};
 }
 
 /// `value` as a copy of a tensor through transposes and broadcasts, when at

@@ -107,16 +107,6 @@ void insertCopyTraceHooks(ModuleOp module, std::vector<std::string> &ops) {
   bracketWithTraceHooks(module, targets, ops);
 }
 
-bool copiesItsInput(linalg::GenericOp op) {
-  if (op.getNumDpsInputs() != 1 || op.getNumDpsInits() != 1 ||
-      op.getNumReductionLoops() != 0 ||
-      !op.getIndexingMapsArray().back().isIdentity())
-    return false;
-  Block &body = op.getRegion().front();
-  return body.getOperations().size() == 1 &&
-         body.getTerminator()->getOperand(0) == body.getArgument(0);
-}
-
 std::optional<SmallVector<RelayoutRead>> copyRelayout(linalg::GenericOp op) {
   if (!copiesItsInput(op))
     return std::nullopt;

@@ -7,6 +7,7 @@
 #ifndef SOAP_LIB_CODEGEN_LOWERINGSTEPS_H
 #define SOAP_LIB_CODEGEN_LOWERINGSTEPS_H
 
+#include "soap/Dialect/IdentityCopy.h" // copiesItsInput
 #include "soap/codegen/BlasKernels.h"
 #include "soap/codegen/CpuLowering.h"
 
@@ -215,11 +216,6 @@ struct RelayoutRead {
   unsigned loop;
   bool backwards;
 };
-/// A linalg.generic (on tensors or buffers) with one input and one output,
-/// no reduction loop and an identity-mapped output, whose body yields the
-/// input's element unchanged: a copy, through whatever map reads the input
-/// (KernelCalls.cpp).
-bool copiesItsInput(mlir::linalg::GenericOp op);
 /// A linalg.generic (on tensors or buffers) that copies its one input into
 /// its identity-mapped output through loops each read forwards or
 /// backwards (a transpose, the autodiff's flipped filter): how it reads the

@@ -105,6 +105,34 @@ bool GraphTensor::isFloat() const {
          dtype.rfind("tf", 0) == 0;
 }
 
+bool OpGraph::carriesGradient(int tensor) const {
+  const GraphTensor &t = tensors[tensor];
+  return (t.isParameter && t.producer < 0 && t.isFloat()) ||
+         (t.producer >= 0 && nodes[t.producer].needsBackward);
+}
+
+bool OpGraph::keepsForBackward(int node, int access) const {
+  const OpNode &n = nodes[node];
+  const NodeAccess &a = n.accesses[access];
+  if (a.role != AccessRole::Read || !a.savedForBackward || a.isDestination)
+    return false;
+  if (!isContraction(n.opClass))
+    return true;
+  for (size_t b = 0; b < n.accesses.size(); ++b) {
+    const NodeAccess &other = n.accesses[b];
+    if (static_cast<int>(b) != access && other.role == AccessRole::Read &&
+        !other.isDestination && other.tensor != a.tensor &&
+        carriesGradient(other.tensor))
+      return true;
+  }
+  // A product of a tensor with itself: its gradient reads it.
+  for (size_t b = 0; b < n.accesses.size(); ++b)
+    if (static_cast<int>(b) != access && n.accesses[b].tensor == a.tensor &&
+        carriesGradient(a.tensor))
+      return true;
+  return false;
+}
+
 void OpGraph::markBackward() {
   // A node needs backward work when one of its inputs depends on a
   // parameter (gradients flow back through it to that parameter). Only
@@ -288,6 +316,8 @@ std::string OpGraph::toJSON() const {
       e["splat"] = true;
     if (n.completesPartials)
       e["completes_partials"] = true;
+    if (n.relayoutCopy)
+      e["relayout_copy"] = true;
     jn.push_back(e);
   }
   j["nodes"] = jn;
@@ -367,7 +397,8 @@ std::optional<OpGraph> OpGraph::fromJSON(const std::string &text,
         !r.get(e, "flops_per_iteration", path, n.flopsPerIteration) ||
         !r.get(e, "needs_backward", path, n.needsBackward, false) ||
         !r.get(e, "splat", path, n.splat, false) ||
-        !r.get(e, "completes_partials", path, n.completesPartials, false))
+        !r.get(e, "completes_partials", path, n.completesPartials, false) ||
+        !r.get(e, "relayout_copy", path, n.relayoutCopy, false))
       return std::nullopt;
     auto parsedClass = parseOpClass(opClass);
     if (!parsedClass) {

@@ -339,6 +339,7 @@ private:
         }
     }
     node.splat = isRebuiltSplat(op) || isViewOfSplatConstant(op);
+    node.relayoutCopy = isRelayoutCopy(op);
     result.graph.nodes.push_back(std::move(node));
     result.ops.push_back(op);
   }

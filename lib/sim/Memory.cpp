@@ -15,13 +15,16 @@
 //     its optimizer state twice;
 //   - an op's output on a device, from its forward work to its last use:
 //     the backward work of the first reader whose backward reads it again
-//     (NodeAccess::savedForBackward: a ReLU's or a matmul's input, not a
-//     bias add's) and does not get it through a collective there, else the last
-//     reader's forward work, or just before it where that reader takes the
-//     buffer over (its only reader: an op that accumulates into it, an
-//     elementwise op that writes its result in its place); outputs nothing
-//     reads (the loss), to the end. Views (reshapes, slices) hold nothing:
-//     their readers read what they view;
+//     (OpGraph::keepsForBackward: a ReLU's input, a matmul's operand where
+//     the other carries a gradient, not a bias add's) and does not get it
+//     through a collective there, else the last reader's forward work, or just
+//     before it where that reader takes the buffer over (its only reader: an op
+//     that accumulates into it, an elementwise op that writes its result in its
+//     place); outputs nothing reads (the loss), to the end. Views (reshapes,
+//     slices) hold nothing: their readers read what they view; nor do
+//     transposing or broadcasting copies that only products read (directly or
+//     through other such copies: the CPU lowering folds them into the products,
+//     which read the source through the composed map);
 //   - the gradient of an op's output, from the backward work of its last
 //     reader that has some to the op's own backward work;
 //   - a parameter's gradient where devices synchronize it (another device
@@ -79,9 +82,21 @@ Simulator::MemoryPlan &Simulator::memoryPlan() {
   for (size_t t = 0; t < numTensors; ++t)
     root[t] = static_cast<int>(t);
   plan.isView.assign(numNodes, 0);
+  // A transposing or broadcasting copy that only products read, directly
+  // or through other such copies, is folded into them (the products read
+  // its source through the composed map): a view too.
+  std::vector<std::vector<int>> readers = graph.consumers();
+  plan.foldedUntil.assign(numNodes, -1);
+  for (int n = numNodes - 1; n >= 0; --n)
+    if (graph.nodes[n].relayoutCopy && !readers[n].empty() &&
+        std::all_of(readers[n].begin(), readers[n].end(), [&](int c) {
+          return graph.nodes[c].opClass == OpClass::Matmul ||
+                 plan.foldedUntil[c] >= 0;
+        }))
+      plan.foldedUntil[n] = readers[n].back();
   for (int n = 0; n < numNodes; ++n) {
     const OpNode &node = graph.nodes[n];
-    if (!isViewOp(node))
+    if (!isViewOp(node) && plan.foldedUntil[n] < 0)
       continue;
     int in = -1, out = -1;
     for (const NodeAccess &access : node.accesses) {
@@ -130,7 +145,8 @@ Simulator::MemoryPlan &Simulator::memoryPlan() {
       if (!hasBackward(c))
         continue;
       plan.lastBackward[t] = std::max(plan.lastBackward[t], c);
-      if (access.savedForBackward && !access.isDestination)
+      if (graph.keepsForBackward(
+              c, static_cast<int>(&access - node.accesses.data())))
         plan.savedReaders[t].emplace_back(
             c, graph.tensors[access.tensor].producer);
     }
@@ -161,6 +177,27 @@ Simulator::MemoryPlan &Simulator::memoryPlan() {
       plan.argRanges += graph.tensors[t].shape.size();
     }
   return plan;
+}
+
+bool Simulator::communicatesFrom(int producer, int device,
+                                 bool gradient) const {
+  // Keys (Reshards.cpp): 2 a forward edge's steps, 3 a gradient edge's.
+  int kind = gradient ? 3 : 2;
+  for (int e : consumerEdges[producer])
+    for (int g : edges[e].groups)
+      for (int id : groups[g].tasks) {
+        const Task &task = tasks[id];
+        if (task.key[0] % 8 != kind)
+          continue;
+        if ((task.kind == TaskKind::Collective &&
+             std::find(task.members.begin(), task.members.end(), device) !=
+                 task.members.end()) ||
+            ((task.kind == TaskKind::Transfer ||
+              task.kind == TaskKind::GradTransfer) &&
+             (gradient ? task.dst : task.src) == device))
+          return true;
+      }
+  return false;
 }
 
 bool Simulator::readsThroughCollective(int producer, int reader,
@@ -238,10 +275,23 @@ void Simulator::accountMemory(std::vector<MemoryPoint> *timeline) {
             plan.lastReader[k] = std::max(plan.lastReader[k], n);
           continue;
         }
-        if (tensor.producer != n || plan.isView[n] ||
-            (access.role != AccessRole::Write &&
-             access.role != AccessRole::Unread))
+        if (tensor.producer != n || (access.role != AccessRole::Write &&
+                                     access.role != AccessRole::Unread))
           continue;
+        if (plan.isView[n]) {
+          // A folded copy that a reshard moves is made after all: its
+          // block serves the reshard over its readers' forward work; its
+          // gradient, where a reshard brings it, over the backward work.
+          int last = plan.foldedUntil[n];
+          if (last < 0)
+            continue;
+          int64_t bytes = boxVolume(box) * tensor.elementBytes;
+          if (communicatesFrom(n, device, /*gradient=*/false))
+            hold(device, forwardAt(n), forwardAt(last), bytes);
+          if (hasBackward(n) && communicatesFrom(n, device, /*gradient=*/true))
+            hold(device, backwardAt(last), backwardAt(n), bytes);
+          continue;
+        }
         int id = access.tensor;
         int end = numPoints - 1; // nothing reads it: a result
         // The first reader whose backward work reads this device's block
@@ -410,7 +460,7 @@ void Simulator::accountReceived(const Task &task, int sign) {
   auto readerSpan = [&](int reader, int access) {
     const OpNode &node = graph.nodes[reader];
     bool saved = options.training && node.needsBackward &&
-                 (access < 0 || node.accesses[access].savedForBackward);
+                 (access < 0 || graph.keepsForBackward(reader, access));
     return std::pair<int, int>{reader, saved ? backwardAt(reader) : reader};
   };
   std::pair<int, int> span;

@@ -317,6 +317,10 @@ inline int64_t boxVolume(const Box &box) {
 /// simulation fills.
 struct Simulator::MemoryPlan {
   std::vector<char> isView;                            ///< per node
+  /// Per node: for a copy folded into the products that read it (a view
+  /// too), its last reader, where it is made after all on a device that
+  /// sends it or takes part in a collective of it; else -1.
+  std::vector<int> foldedUntil;
   std::vector<int> lastRead, lastBackward;             ///< per buffer
   std::vector<char> takenOver;                         ///< per buffer
   /// Per buffer: the readers whose backward work reads it again, in graph

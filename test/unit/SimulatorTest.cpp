@@ -794,3 +794,107 @@ func.func @f(%x: tensor<4x3x8x8xf32>, %w: tensor<4x3x3x3xf32>)
     padMoves |= step.what.find(g.nodes[pad2].location) != std::string::npos;
   EXPECT_TRUE(padMoves) << "the pad of a computed value follows its config";
 }
+
+// A weight transposed and broadcast along the batch for a batch_matmul
+// with the input data, as torch-mlir writes a linear layer on a 3-D input.
+// The CPU lowering folds the copies into the product, which reads the
+// weight itself: the copies hold no buffer. The product's backward work
+// computes the weight's gradient only (the input data carries none), so
+// it keeps no operand that is not state anyway.
+static const char *kBroadcastWeight = R"mlir(
+#in = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#out = affine_map<(d0, d1, d2) -> ()>
+func.func @f(%x: tensor<8x16x32xf32>, %w: tensor<64x32xf32> {soap.param}) -> tensor<f32> {
+  %zero = arith.constant 0.0 : f32
+  %et = tensor.empty() : tensor<32x64xf32>
+  %t = linalg.transpose ins(%w : tensor<64x32xf32>) outs(%et : tensor<32x64xf32>) permutation = [1, 0]
+  %eb = tensor.empty() : tensor<8x32x64xf32>
+  %b = linalg.broadcast ins(%t : tensor<32x64xf32>) outs(%eb : tensor<8x32x64xf32>) dimensions = [0]
+  %ey = tensor.empty() : tensor<8x16x64xf32>
+  %fy = linalg.fill ins(%zero : f32) outs(%ey : tensor<8x16x64xf32>) -> tensor<8x16x64xf32>
+  %y = linalg.batch_matmul ins(%x, %b : tensor<8x16x32xf32>, tensor<8x32x64xf32>) outs(%fy : tensor<8x16x64xf32>) -> tensor<8x16x64xf32>
+  %el = tensor.empty() : tensor<f32>
+  %fl = linalg.fill ins(%zero : f32) outs(%el : tensor<f32>) -> tensor<f32>
+  %l = linalg.generic {indexing_maps = [#in, #out], iterator_types = ["reduction", "reduction", "reduction"]}
+      ins(%y : tensor<8x16x64xf32>) outs(%fl : tensor<f32>) {
+  ^bb0(%a: f32, %o: f32):
+    %s = arith.addf %a, %o : f32
+    linalg.yield %s : f32
+  } -> tensor<f32>
+  return %l : tensor<f32>
+}
+)mlir";
+
+TEST_F(SimulatorIR, CopiesFoldedIntoAProductHoldNothing) {
+  OpGraph g = graphOf(kBroadcastWeight);
+  int transpose = nodeOf(g, "linalg.transpose"),
+      broadcast = nodeOf(g, "linalg.broadcast"),
+      product = nodeOf(g, "linalg.batch_matmul"),
+      loss = nodeOf(g, "linalg.generic");
+  ASSERT_GE(loss, 0);
+  EXPECT_TRUE(g.nodes[transpose].relayoutCopy);
+  EXPECT_TRUE(g.nodes[broadcast].relayoutCopy);
+  EXPECT_FALSE(g.nodes[product].relayoutCopy);
+  // The product keeps x for the weight's gradient, not the broadcast
+  // weight: x's gradient is not computed.
+  int x = -1, copy = -1;
+  for (size_t a = 0; a < g.nodes[product].accesses.size(); ++a) {
+    int t = g.nodes[product].accesses[a].tensor;
+    if (g.tensors[t].producer < 0)
+      x = static_cast<int>(a);
+    else if (g.tensors[t].producer == broadcast)
+      copy = static_cast<int>(a);
+  }
+  ASSERT_GE(x, 0);
+  ASSERT_GE(copy, 0);
+  EXPECT_TRUE(g.keepsForBackward(product, x));
+  EXPECT_FALSE(g.keepsForBackward(product, copy));
+  // The loss's gradient reads nothing of y again (a sum).
+  Machine machine = loadMachine("p100-4x4", 1);
+  CostModel cost(machine);
+  Simulator sim(g, cost);
+  sim.simulate(dataParallelStrategy(g, 1));
+  std::vector<MemoryPoint> timeline = sim.memoryTimeline();
+  // From before the copies to the loss's forward work: y (8x16x64) and
+  // the loss; no transposed (32x64) or broadcast (8x32x64) copy.
+  int64_t y = 8 * 16 * 64 * 4;
+  EXPECT_EQ(timeline[loss].bytes[0] - timeline[transpose].bytes[0], y + 4);
+  EXPECT_EQ(timeline[broadcast].bytes[0], timeline[transpose].bytes[0]);
+}
+
+TEST_F(SimulatorIR, AFoldedCopyIsMadeWhereAReshardMovesIt) {
+  OpGraph g = graphOf(kBroadcastWeight);
+  int broadcast = nodeOf(g, "linalg.broadcast"),
+      product = nodeOf(g, "linalg.batch_matmul"),
+      loss = nodeOf(g, "linalg.generic");
+  ASSERT_GE(loss, 0);
+  Machine machine = loadMachine("p100-4x4", 2);
+  CostModel cost(machine);
+  Simulator sim(g, cost);
+  // The broadcast split by batch, the product by columns: an all_to_all
+  // between them, whose source the partitioned program makes.
+  Strategy s = dataParallelStrategy(g, 2);
+  s.configs[product].degrees = {1, 1, 2, 1}; // (b, m, n, k)
+  s.configs[product].devices = {0, 1};
+  s.configs[broadcast].degrees = {2, 1, 1};
+  s.configs[broadcast].devices = {0, 1};
+  // The loss sums y's columns where they are.
+  s.configs[loss].degrees = {1, 1, 2};
+  s.configs[loss].devices = {0, 1};
+  sim.simulate(s);
+  bool allToAll = false;
+  for (const CommStep &step : sim.communication())
+    allToAll |= step.kind == "all_to_all";
+  ASSERT_TRUE(allToAll);
+  std::vector<MemoryPoint> timeline = sim.memoryTimeline();
+  // The broadcast's block (4x32x64) over its forward work, then the
+  // all_to_all's result (8x32x32) for the product's forward work alone (it
+  // keeps no operand for its backward work).
+  int64_t block = 4 * 32 * 64 * 4, received = 8 * 32 * 32 * 4;
+  int64_t before = timeline[broadcast - 1].bytes[0];
+  EXPECT_EQ(timeline[broadcast].bytes[0] - before, block);
+  int64_t yBlock = 8 * 16 * 32 * 4;
+  EXPECT_EQ(timeline[product].bytes[0] - before, block + received + yBlock);
+  // After the product: the block and the received data are gone.
+  EXPECT_EQ(timeline[loss].bytes[0] - before, yBlock + 4);
+}

@@ -97,6 +97,11 @@ struct OpNode {
   /// once on its devices, never left for the readers
   /// (soap::completesPartialsAtOnce).
   bool completesPartials = false;
+  /// The op copies its one input with its dimensions transposed or
+  /// broadcast (soap::isRelayoutCopy): where only contractions read it,
+  /// directly or through other such copies, the CPU lowering folds it into
+  /// them and it holds no buffer of its own.
+  bool relayoutCopy = false;
   /// Training: the op lies between a parameter and the loss, so it has
   /// backward work.
   bool needsBackward = false;
@@ -128,6 +133,16 @@ public:
   std::vector<std::vector<int>> consumers() const;
   /// Bytes of all parameter tensors.
   int64_t parameterBytes() const;
+  /// Whether the training step computes a gradient for `tensor`: a
+  /// floating-point parameter, or a result of a node with backward work
+  /// (after markBackward).
+  bool carriesGradient(int tensor) const;
+  /// Whether node `node`'s backward work reads the value of its
+  /// `access`-th access again, so that training keeps it until then
+  /// (NodeAccess::savedForBackward): a product's operand only where
+  /// another operand carries a gradient (the gradient of a product with
+  /// the input data needs the input, not the weight's copy).
+  bool keepsForBackward(int node, int access) const;
   /// Sets needsBackward on nodes that depend on a parameter and lead to an
   /// output of the function (every node with results, for a loss function),
   /// and each node's accumulatedReads.

@@ -162,6 +162,10 @@ private:
   /// Whether `reader`'s operand from `producer` (its edge's producer
   /// end) comes to `device` through a collective of that edge's reshard.
   bool readsThroughCollective(int producer, int reader, int device) const;
+  /// Whether a reshard of `producer`'s result for any reader sends from,
+  /// or takes part in a collective on, `device` (`gradient`: a reshard of
+  /// the readers' gradients back to it that brings some to `device`).
+  bool communicatesFrom(int producer, int device, bool gradient) const;
   void buildEdge(int edge);
   /// The readers (node, access) of `tensor`, made by `producer`, that
   /// have backward work and read its value, in consumersOf's order.
