@@ -118,18 +118,14 @@ bool OpGraph::keepsForBackward(int node, int access) const {
     return false;
   if (!isContraction(n.opClass))
     return true;
+  // Another operand's gradient reads this one (a product of a tensor with
+  // itself included).
   for (size_t b = 0; b < n.accesses.size(); ++b) {
     const NodeAccess &other = n.accesses[b];
     if (static_cast<int>(b) != access && other.role == AccessRole::Read &&
-        !other.isDestination && other.tensor != a.tensor &&
-        carriesGradient(other.tensor))
+        !other.isDestination && carriesGradient(other.tensor))
       return true;
   }
-  // A product of a tensor with itself: its gradient reads it.
-  for (size_t b = 0; b < n.accesses.size(); ++b)
-    if (static_cast<int>(b) != access && n.accesses[b].tensor == a.tensor &&
-        carriesGradient(a.tensor))
-      return true;
   return false;
 }
 

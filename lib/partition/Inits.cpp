@@ -30,8 +30,8 @@ using namespace soap::partition;
 Value SpmdPartitioner::accumulatingInit(Value init, const DeviceBoxes &boxes,
                                         ReductionKind kind) {
   auto found = dist.find(init);
-  if (found == dist.end() || found->second.splat || found->second.transpose ||
-      found->second.flip || found->second.pieces.empty())
+  if (found == dist.end() || found->second.rebuiltByReaders() ||
+      found->second.pieces.empty())
     return nullptr;
   const Piece &piece = found->second.pieces.front();
   if (piece.partial != kind ||
@@ -50,8 +50,8 @@ Value SpmdPartitioner::accumulatingInit(Value init, const DeviceBoxes &boxes,
 Value SpmdPartitioner::embeddedInit(Value init, const DeviceBoxes &boxes,
                                     ReductionKind kind, Location loc) {
   auto found = dist.find(init);
-  if (found == dist.end() || found->second.splat || found->second.transpose ||
-      found->second.flip || found->second.zerosElsewhere)
+  if (found == dist.end() || found->second.rebuiltByReaders() ||
+      found->second.zerosElsewhere)
     return nullptr;
   const Piece *piece = onlyProducedPiece(found->second);
   if (!piece || piece->partial || !piece->local)

@@ -85,8 +85,7 @@ FailureOr<IRMapping> SpmdPartitioner::localReads(
                              << " needs a static shape";
     DeviceBoxes target = targetOf(value, type);
     DistValue &distValue = dist[value];
-    if (!distValue.splat && !distValue.transpose && !distValue.spread &&
-        !distValue.flip &&
+    if (!distValue.rebuiltByReaders() && !distValue.spread &&
         llvm::none_of(distValue.pieces, [&](const Piece &piece) {
           return covers(piece, target);
         }))

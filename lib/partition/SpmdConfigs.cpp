@@ -446,7 +446,7 @@ LogicalResult SpmdPartitioner::deferSum(Operation *op) {
       llvm::append_range(addends, value.addends);
       continue;
     }
-    if (value.splat || value.transpose || value.flip)
+    if (value.rebuiltByReaders())
       return failure();
     auto type = cast<RankedTensorType>(input.getType());
     std::optional<Piece> layout = layoutOf(input);

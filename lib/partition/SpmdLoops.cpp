@@ -85,8 +85,7 @@ LogicalResult SpmdPartitioner::partitionPartialSum(linalg::LinalgOp op) {
   const Piece *first = nullptr;
   for (Value input : op.getDpsInputs()) {
     auto found = dist.find(input);
-    if (found == dist.end() || found->second.splat || found->second.transpose ||
-        found->second.flip)
+    if (found == dist.end() || found->second.rebuiltByReaders())
       return failure();
     const Piece *piece = onlyProducedPiece(found->second);
     if (!piece || piece->partial != ReductionKind::sum ||

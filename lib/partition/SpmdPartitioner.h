@@ -121,6 +121,9 @@ struct DistValue {
   /// gathered (the simulator's backward task reads the forward's filter
   /// block). See flippedCopy.
   linalg::GenericOp flip;
+  /// Whether each reader rebuilds the part it reads from another value
+  /// (a splat, a transpose or a flip) instead of reading pieces.
+  bool rebuiltByReaders() const { return splat || transpose || flip; }
   /// Elements no piece holds are zeros: the gradient of a slice (an
   /// insert_slice of its blocks into zeros), or a sum of such gradients
   /// of disjoint slices. Only materialize reads such a value (planning with

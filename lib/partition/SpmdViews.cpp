@@ -168,9 +168,9 @@ LogicalResult SpmdPartitioner::embedIntoZeros(tensor::InsertSliceOp insert) {
       llvm::any_of(insert.getStaticStrides(), [](int64_t s) { return s != 1; }))
     return failure();
   auto found = dist.find(insert.getSource());
-  if (found == dist.end() || found->second.splat || found->second.transpose ||
-      found->second.flip || found->second.spread ||
-      !found->second.addends.empty() || !hasOnlyComplete(found->second))
+  if (found == dist.end() || found->second.rebuiltByReaders() ||
+      found->second.spread || !found->second.addends.empty() ||
+      !hasOnlyComplete(found->second))
     return failure();
   ArrayRef<int64_t> offsets = insert.getStaticOffsets();
   DistValue result;

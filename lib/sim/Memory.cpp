@@ -85,7 +85,7 @@ Simulator::MemoryPlan &Simulator::memoryPlan() {
   // A transposing or broadcasting copy that only products read, directly
   // or through other such copies, is folded into them (the products read
   // its source through the composed map): a view too.
-  std::vector<std::vector<int>> readers = graph.consumers();
+  const std::vector<std::vector<int>> &readers = consumersOf;
   plan.foldedUntil.assign(numNodes, -1);
   for (int n = numNodes - 1; n >= 0; --n)
     if (graph.nodes[n].relayoutCopy && !readers[n].empty() &&
@@ -179,42 +179,48 @@ Simulator::MemoryPlan &Simulator::memoryPlan() {
   return plan;
 }
 
+bool Simulator::anyReshardTask(
+    int edge, const std::function<bool(const Task &)> &pred) const {
+  for (int g : edges[edge].groups)
+    for (int id : groups[g].tasks)
+      if (pred(tasks[id]))
+        return true;
+  return false;
+}
+
+namespace {
+bool isMember(const TaskInts &members, int device) {
+  return std::find(members.begin(), members.end(), device) != members.end();
+}
+} // namespace
+
 bool Simulator::communicatesFrom(int producer, int device,
                                  bool gradient) const {
   // Keys (Reshards.cpp): 2 a forward edge's steps, 3 a gradient edge's.
   int kind = gradient ? 3 : 2;
-  for (int e : consumerEdges[producer])
-    for (int g : edges[e].groups)
-      for (int id : groups[g].tasks) {
-        const Task &task = tasks[id];
-        if (task.key[0] % 8 != kind)
-          continue;
-        if ((task.kind == TaskKind::Collective &&
-             std::find(task.members.begin(), task.members.end(), device) !=
-                 task.members.end()) ||
-            ((task.kind == TaskKind::Transfer ||
-              task.kind == TaskKind::GradTransfer) &&
-             (gradient ? task.dst : task.src) == device))
-          return true;
-      }
-  return false;
+  auto moves = [&](const Task &task) {
+    if (task.key[0] % 8 != kind)
+      return false;
+    if (task.kind == TaskKind::Collective)
+      return isMember(task.members, device);
+    return (task.kind == TaskKind::Transfer ||
+            task.kind == TaskKind::GradTransfer) &&
+           (gradient ? task.dst : task.src) == device;
+  };
+  return std::any_of(consumerEdges[producer].begin(),
+                     consumerEdges[producer].end(),
+                     [&](int e) { return anyReshardTask(e, moves); });
 }
 
 bool Simulator::readsThroughCollective(int producer, int reader,
                                        int device) const {
-  for (int e : producerEdges[reader]) {
-    if (edgeEnds[e].first != producer)
-      continue;
-    for (int g : edges[e].groups)
-      for (int id : groups[g].tasks) {
-        const Task &task = tasks[id];
-        if (task.kind == TaskKind::Collective &&
-            std::find(task.members.begin(), task.members.end(), device) !=
-                task.members.end())
-          return true;
-      }
-  }
-  return false;
+  auto collective = [&](const Task &task) {
+    return task.kind == TaskKind::Collective && isMember(task.members, device);
+  };
+  return std::any_of(
+      producerEdges[reader].begin(), producerEdges[reader].end(), [&](int e) {
+        return edgeEnds[e].first == producer && anyReshardTask(e, collective);
+      });
 }
 
 void Simulator::accountMemory(std::vector<MemoryPoint> *timeline) {

@@ -346,13 +346,18 @@ bool Simulator::buildOwnedParameter(int tensorId) {
   bool interleaved = configsInterleave(readers);
   if (interleaved && anyPartial)
     return false;
+  // Whether reader r's gradient, a contraction's, accumulates into the
+  // sum of the later readers' (the training step makes that sum its init).
+  auto accumulatesIntoSum = [&](size_t r) {
+    int node = gradientReader(readers[r].first, readers[r].second).first;
+    return !interleaved && r + 1 < readers.size() &&
+           isContraction(graph.nodes[node].opClass);
+  };
   // The sum ends with the addends after the last product that
   // accumulates in place, and that product's: one of them complete.
   bool completeAddend = false;
   for (size_t r = readers.size(); r-- > 0;) {
-    int node = gradientReader(readers[r].first, readers[r].second).first;
-    if (!interleaved && r + 1 < readers.size() &&
-        isContraction(graph.nodes[node].opClass))
+    if (accumulatesIntoSum(r))
       completeAddend = false;
     completeAddend |= !layouts[r]->partial;
   }
@@ -406,11 +411,9 @@ bool Simulator::buildOwnedParameter(int tensorId) {
       chains[c].madeBy = std::move(mine.madeBy);
       continue;
     }
-    // A contraction's gradient accumulates into the sum so far (the
-    // training step makes that sum its init), which moves to it first;
-    // any other reader's gradient is one more addend.
-    if (!interleaved && !sum.empty() &&
-        isContraction(graph.nodes[node].opClass)) {
+    // A contraction's gradient accumulates into the sum so far, which
+    // moves to it first; any other reader's gradient is one more addend.
+    if (accumulatesIntoSum(r)) {
       // A product that splits its reduction reads the init in its blocks,
       // where it stays when each task adds its part (initAddsLocally).
       layout::Layout blocks = *layouts[r];

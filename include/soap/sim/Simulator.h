@@ -166,6 +166,9 @@ private:
   /// or takes part in a collective on, `device` (`gradient`: a reshard of
   /// the readers' gradients back to it that brings some to `device`).
   bool communicatesFrom(int producer, int device, bool gradient) const;
+  /// Whether some task of `edge`'s reshard satisfies `pred`.
+  bool anyReshardTask(int edge,
+                      const std::function<bool(const Task &)> &pred) const;
   void buildEdge(int edge);
   /// The readers (node, access) of `tensor`, made by `producer`, that
   /// have backward work and read its value, in consumersOf's order.
