@@ -14,10 +14,22 @@
 //      inside guards of its block that name the same devices into the
 //      first of them (so that only those devices run it), which yields it
 //      to the others;
-//   2. merges each run of guards that follow each other directly and name
+//   2. moves each transfer (a soap.send and the soap.recv of its tag
+//      after it) up past guards its senders do not run, and past ops
+//      without memory effects or regions (with those of them that make
+//      what it sends), to right after the transfer before it with the
+//      same senders and receivers. A model-parallel stage's backward pass
+//      receives the gradients another stage made in one guard as many
+//      transfers, each before the guard that reads it: guards that could
+//      not merge, and chains of products (an LSTM's weight gradient over
+//      its time steps) that mergeAccumulatingProducts could not merge, as
+//      it merges within one block. Nothing waits longer: the senders send
+//      the moved transfer right after the one before it, since they run
+//      nothing in between, and the receivers waited for that one there;
+//   3. merges each run of guards that follow each other directly and name
 //      the same devices into one guard, whose results are the values the
 //      run yields that something after it uses;
-//   3. moves a permuting copy (permutingCopy: the autodiff's transposed
+//   4. moves a permuting copy (permutingCopy: the autodiff's transposed
 //      weight gradient) that a guard runs of a result an earlier guard on
 //      the same devices makes, and that nothing else reads (neither after
 //      that guard nor inside it), into that earlier guard, beside the op
@@ -32,7 +44,7 @@
 //      the transpose of each gradient then sits with the product that makes
 //      it, which writes the transposed layout directly
 //      (foldTransposesIntoConvolutions), as on one device.
-//   4. inside each guard, replaces a lookup in a constant rank table
+//   5. inside each guard, replaces a lookup in a constant rank table
 //      (tensor.extract of a constant at soap.rank: RankTables.h) whose
 //      entries agree on the guard's devices by that entry. An op on device
 //      1 alone has its pad offsets, say, as constants again, which the
@@ -155,7 +167,7 @@ void sinkIntoGuards(Block &block) {
   }
 }
 
-/// Step 4 (file comment) in `guard`.
+/// Step 5 (file comment) in `guard`.
 void foldRankLookups(OnDevicesOp guard) {
   ArrayRef<int64_t> devices = guard.getDevices();
   if (devices.empty())
@@ -200,7 +212,65 @@ void foldRankLookups(OnDevicesOp guard) {
                               GreedyRewriteConfig().enableConstantCSE(false));
 }
 
-/// Step 2 for one run of at least two guards (file comment).
+/// Whether `send` and the op after it are one transfer: the soap.recv of
+/// its tag between the same devices.
+RecvOp receiverOf(SendOp send) {
+  auto recv = dyn_cast_or_null<RecvOp>(send->getNextNode());
+  if (!recv || recv.getTag() != send.getTag() ||
+      recv.getFrom() != send.getFrom() || recv.getTo() != send.getTo())
+    return nullptr;
+  return recv;
+}
+
+/// Step 2 (file comment), in block order.
+void hoistTransfers(Block &block) {
+  SmallVector<SendOp> sends(block.getOps<SendOp>());
+  for (SendOp send : sends) {
+    RecvOp recv = receiverOf(send);
+    if (!recv)
+      continue;
+    ArrayRef<int64_t> senders = send.getFrom();
+    // What the transfer sends, and the ops passed on the way that make it.
+    llvm::SmallDenseSet<Value> needed = {send.getInput()};
+    SmallVector<Operation *> makers;
+    Operation *after = nullptr;
+    for (Operation *at = send->getPrevNode(); at; at = at->getPrevNode()) {
+      if (auto previous = dyn_cast<RecvOp>(at)) {
+        auto previousSend = dyn_cast_or_null<SendOp>(at->getPrevNode());
+        if (previousSend && receiverOf(previousSend) == previous &&
+            previous.getFrom() == send.getFrom() &&
+            previous.getTo() == send.getTo())
+          after = at;
+        break;
+      }
+      bool makes = llvm::any_of(at->getResults(),
+                                [&](Value v) { return needed.contains(v); });
+      if (auto guard = dyn_cast<OnDevicesOp>(at)) {
+        if (makes || llvm::any_of(guard.getDevices(), [&](int64_t device) {
+              return llvm::is_contained(senders, device);
+            }))
+          break;
+        continue;
+      }
+      if (at->getNumRegions() != 0 || !isMemoryEffectFree(at))
+        break;
+      if (makes) {
+        makers.push_back(at);
+        needed.insert(at->getOperands().begin(), at->getOperands().end());
+      }
+    }
+    if (!after || after->getNextNode() == send.getOperation())
+      continue;
+    for (Operation *maker : llvm::reverse(makers)) {
+      maker->moveAfter(after);
+      after = maker;
+    }
+    send->moveAfter(after);
+    recv->moveAfter(send);
+  }
+}
+
+/// Step 3 for one run of at least two guards (file comment).
 void mergeRun(ArrayRef<OnDevicesOp> run) {
   auto inRun = [&](OpOperand &use) {
     return llvm::any_of(run, [&](OnDevicesOp guard) {
@@ -276,7 +346,7 @@ bool availableIn(Value value, OnDevicesOp producer, OnDevicesOp consumer) {
   });
 }
 
-/// Step 3 (file comment) for the copies of `producer`'s results.
+/// Step 4 (file comment) for the copies of `producer`'s results.
 void hoistCopiesOfResults(OnDevicesOp producer) {
   Block *block = producer->getBlock();
   auto yield = cast<YieldOp>(producer.getBody().front().getTerminator());
@@ -358,7 +428,8 @@ struct MergeGuardsPass
   StringRef getArgument() const override { return "soap-merge-guards"; }
   StringRef getDescription() const override {
     return "sink ops without memory effects into the soap.on_devices "
-           "guards on one device set that use them, merge neighbouring "
+           "guards on one device set that use them, move transfers up past "
+           "guards their senders do not run, merge neighbouring "
            "guards on the same devices into one, and move transposes of a "
            "guard's results into it (the CPU lowering runs it before it "
            "lowers the guards)";
@@ -373,6 +444,7 @@ void mergeGuards(ModuleOp module) {
   module.walk([&](OnDevicesOp guard) { blocks.insert(guard->getBlock()); });
   for (Block *block : blocks) {
     sinkIntoGuards(*block);
+    hoistTransfers(*block);
     mergeAdjacentGuards(*block);
     hoistCopiesIntoProducers(*block);
   }

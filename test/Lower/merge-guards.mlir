@@ -234,3 +234,60 @@ func.func @shared(%x: tensor<4xf32>, %y: tensor<4xf32>, %o: tensor<6xf32>) -> (t
   }
   return %a, %b, %c : tensor<6xf32>, tensor<6xf32>, tensor<6xf32>
 }
+
+// -----
+
+// Device 1 makes two gradients in one guard and sends them to device 0,
+// each before the guard on device 0 that reads it (as the partitioner
+// places a model-parallel stage's backward transfers). The second transfer
+// moves up, with the slice it sends, to right after the first: device 1
+// runs nothing between them. The guards on device 0 then merge. A transfer
+// of what a later guard on device 1 makes stays after that guard, and so
+// does the guard on device 0 after it.
+// CHECK-LABEL: func.func @transfers
+// CHECK-NEXT:    %[[G:.*]]:2 = soap.on_devices [1]
+// CHECK:         soap.send %[[G]]#0 from [1] to [0] tag 1
+// CHECK-NEXT:    %[[R1:.*]] = soap.recv from [1] to [0] tag 1
+// CHECK-NEXT:    %[[S:.*]] = tensor.extract_slice %[[G]]#1
+// CHECK-NEXT:    soap.send %[[S]] from [1] to [0] tag 2
+// CHECK-NEXT:    %[[R2:.*]] = soap.recv from [1] to [0] tag 2
+// CHECK-NEXT:    %[[A:.*]] = soap.on_devices [0] -> tensor<4xf32> {
+// CHECK:           linalg.add ins(%[[R1]], %[[R1]]
+// CHECK:           linalg.add ins(%{{.*}}, %[[R2]]
+// CHECK:         }
+// CHECK-NEXT:    %[[H:.*]] = soap.on_devices [1]
+// CHECK:         soap.send %[[H]] from [1] to [0] tag 3
+// CHECK-NEXT:    %[[R3:.*]] = soap.recv from [1] to [0] tag 3
+// CHECK-NEXT:    soap.on_devices [0]
+// CHECK-NEXT:      linalg.add ins(%[[A]], %[[R3]]
+func.func @transfers(%x: tensor<4xf32>, %y: tensor<8xf32>, %o: tensor<4xf32>, %o8: tensor<8xf32>) -> (tensor<4xf32>, tensor<8xf32>) {
+  %g:2 = soap.on_devices [1] -> tensor<4xf32>, tensor<8xf32> {
+    %r = linalg.add ins(%x, %x : tensor<4xf32>, tensor<4xf32>) outs(%o : tensor<4xf32>) -> tensor<4xf32>
+    %s = linalg.add ins(%y, %y : tensor<8xf32>, tensor<8xf32>) outs(%o8 : tensor<8xf32>) -> tensor<8xf32>
+    soap.yield %r, %s : tensor<4xf32>, tensor<8xf32>
+  }
+  soap.send %g#0 from [1] to [0] tag 1 : tensor<4xf32>
+  %r1 = soap.recv from [1] to [0] tag 1 : tensor<4xf32>
+  %a = soap.on_devices [0] -> tensor<4xf32> {
+    %r = linalg.add ins(%r1, %r1 : tensor<4xf32>, tensor<4xf32>) outs(%o : tensor<4xf32>) -> tensor<4xf32>
+    soap.yield %r : tensor<4xf32>
+  }
+  %slice = tensor.extract_slice %g#1[4] [4] [1] : tensor<8xf32> to tensor<4xf32>
+  soap.send %slice from [1] to [0] tag 2 : tensor<4xf32>
+  %r2 = soap.recv from [1] to [0] tag 2 : tensor<4xf32>
+  %b = soap.on_devices [0] -> tensor<4xf32> {
+    %r = linalg.add ins(%a, %r2 : tensor<4xf32>, tensor<4xf32>) outs(%o : tensor<4xf32>) -> tensor<4xf32>
+    soap.yield %r : tensor<4xf32>
+  }
+  %h = soap.on_devices [1] -> tensor<4xf32> {
+    %r = linalg.add ins(%x, %x : tensor<4xf32>, tensor<4xf32>) outs(%o : tensor<4xf32>) -> tensor<4xf32>
+    soap.yield %r : tensor<4xf32>
+  }
+  soap.send %h from [1] to [0] tag 3 : tensor<4xf32>
+  %r3 = soap.recv from [1] to [0] tag 3 : tensor<4xf32>
+  %c = soap.on_devices [0] -> tensor<4xf32> {
+    %r = linalg.add ins(%b, %r3 : tensor<4xf32>, tensor<4xf32>) outs(%o : tensor<4xf32>) -> tensor<4xf32>
+    soap.yield %r : tensor<4xf32>
+  }
+  return %c, %g#1 : tensor<4xf32>, tensor<8xf32>
+}
