@@ -278,6 +278,17 @@ Machine::measuredCollectiveTime(CollectiveKind kind, int64_t bytes,
   return m->interpolate(kind, bytes);
 }
 
+std::optional<double> Machine::measuredTransferTime(int src, int dst,
+                                                    int64_t bytes) const {
+  const std::optional<MeasuredCollectives> &m = spec_.collectives.measured;
+  if (!m || m->sendRecv.empty() || src == dst || nodeOf(src) != nodeOf(dst))
+    return std::nullopt;
+  if (bytes <= 0)
+    return 0.0;
+  return interpolateCurve(m->sendRecv, static_cast<double>(bytes),
+                          /*extendSlope=*/true);
+}
+
 double Machine::allReduceTime(int64_t bytes,
                               const std::vector<int> &group) const {
   return collectiveCost(CollectiveKind::AllReduce, bytes, group).time;

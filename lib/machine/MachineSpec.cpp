@@ -252,6 +252,28 @@ static void checkDeviceType(Checker &c, const DeviceType &type,
       return;
 }
 
+/// Why the measured (bytes, seconds) points at `path` are not a curve, if
+/// they are not: at least one point, positive values, increasing bytes.
+static std::optional<std::string>
+checkMeasuredCurve(const std::string &path,
+                   const std::vector<std::pair<int64_t, double>> &points) {
+  if (points.empty())
+    return "'" + path + "' must list at least one [bytes, seconds] point";
+  for (size_t i = 0; i < points.size(); ++i) {
+    if (points[i].first < 1 || !(points[i].second > 0) ||
+        !std::isfinite(points[i].second))
+      return "'" + path + "[" + std::to_string(i) +
+             "]' must be [bytes >= 1, seconds > 0], got [" +
+             std::to_string(points[i].first) + ", " +
+             formatNumber(points[i].second) + "]";
+    if (i > 0 && points[i].first <= points[i - 1].first)
+      return "'" + path + "' must list increasing byte counts: " +
+             std::to_string(points[i].first) + " follows " +
+             std::to_string(points[i - 1].first);
+  }
+  return std::nullopt;
+}
+
 std::optional<std::string> validateMachineSpec(const MachineSpec &spec) {
   Checker c;
   if (spec.name.empty())
@@ -321,24 +343,15 @@ std::optional<std::string> validateMachineSpec(const MachineSpec &spec) {
              "devices_per_node = " +
              std::to_string(spec.devicesPerNode) + "], got " +
              std::to_string(m->ranks);
-    for (const auto &[kind, points] : m->times) {
-      std::string path =
-          std::string("collectives.measured.") + collectiveName(kind);
-      if (points.empty())
-        return "'" + path + "' must list at least one [bytes, seconds] point";
-      for (size_t i = 0; i < points.size(); ++i) {
-        if (points[i].first < 1 || !(points[i].second > 0) ||
-            !std::isfinite(points[i].second))
-          return "'" + path + "[" + std::to_string(i) +
-                 "]' must be [bytes >= 1, seconds > 0], got [" +
-                 std::to_string(points[i].first) + ", " +
-                 formatNumber(points[i].second) + "]";
-        if (i > 0 && points[i].first <= points[i - 1].first)
-          return "'" + path + "' must list increasing byte counts: " +
-                 std::to_string(points[i].first) + " follows " +
-                 std::to_string(points[i - 1].first);
-      }
-    }
+    for (const auto &[kind, points] : m->times)
+      if (std::optional<std::string> error = checkMeasuredCurve(
+              std::string("collectives.measured.") + collectiveName(kind),
+              points))
+        return error;
+    if (!m->sendRecv.empty())
+      if (std::optional<std::string> error =
+              checkMeasuredCurve("collectives.measured.send_recv", m->sendRecv))
+        return error;
   }
   return std::nullopt;
 }
@@ -546,6 +559,7 @@ static bool readMeasured(Reader &r, const json &value,
   std::vector<std::string> allowed = {"ranks"};
   for (CollectiveKind kind : collectiveKinds())
     allowed.push_back(collectiveName(kind));
+  allowed.push_back("send_recv");
   if (!r.object(value, path, allowed))
     return false;
   const json *ranks = r.member(value, path, "ranks");
@@ -554,16 +568,16 @@ static bool readMeasured(Reader &r, const json &value,
                            "an integer >= 2 (count)", 2, 1 << 20, count))
     return false;
   out.ranks = static_cast<int>(count);
-  for (CollectiveKind kind : collectiveKinds()) {
-    const json *table = r.member(value, path, collectiveName(kind), false);
+  auto readCurve = [&](const char *name,
+                       std::vector<std::pair<int64_t, double>> &points) {
+    const json *table = r.member(value, path, name, false);
     if (!table)
-      continue;
-    std::string tablePath = path + "." + collectiveName(kind);
+      return true;
+    std::string tablePath = path + "." + name;
     const char *what = "a list of [bytes, seconds] pairs";
     if (!table->is_array())
       return r.fail("'" + tablePath + "' must be " + what + ", got " +
                     table->dump());
-    std::vector<std::pair<int64_t, double>> &points = out.times[kind];
     for (size_t i = 0; i < table->size(); ++i) {
       const json &point = (*table)[i];
       std::string pointPath = tablePath + "[" + std::to_string(i) + "]";
@@ -580,8 +594,13 @@ static bool readMeasured(Reader &r, const json &value,
         return false;
       points.emplace_back(bytes, seconds);
     }
-  }
-  return true;
+    return true;
+  };
+  for (CollectiveKind kind : collectiveKinds())
+    if (r.member(value, path, collectiveName(kind), false) &&
+        !readCurve(collectiveName(kind), out.times[kind]))
+      return false;
+  return readCurve("send_recv", out.sendRecv);
 }
 
 static bool readCollectives(Reader &r, const json &value, CollectiveSpec &out) {
@@ -784,6 +803,12 @@ std::string machineSpecToJson(const MachineSpec &spec) {
       for (const auto &[bytes, seconds] : points)
         table.push_back({bytes, seconds});
       measured[collectiveName(kind)] = table;
+    }
+    if (!m->sendRecv.empty()) {
+      ordered_json table = ordered_json::array();
+      for (const auto &[bytes, seconds] : m->sendRecv)
+        table.push_back({bytes, seconds});
+      measured["send_recv"] = table;
     }
     root["collectives"]["measured"] = measured;
   }

@@ -667,9 +667,13 @@ int Simulator::addTransfer(TaskKind kind, const TaskKey &key, int64_t bytes,
   const TransferPath &route = path(src, dst);
   for (LinkId link : route.route)
     t.resources.push_back(numDevices + link);
+  // A measured transfer (libsoaprt's send and receive) keeps the receiver
+  // busy: the sender only copies the message and posts it.
+  std::optional<double> measured =
+      machine.measuredTransferTime(src, dst, bytes);
   int ends[2] = {src, dst};
-  occupyDevices(t, ends, ends + 2);
-  t.duration = route.cost.time(bytes);
+  occupyDevices(t, measured ? ends + 1 : ends, ends + 2);
+  t.duration = measured.value_or(route.cost.time(bytes));
   t.preds.append(preds.begin(), preds.end());
   return id;
 }

@@ -800,10 +800,28 @@ TEST(MachineMeasured, InterpolatesBetweenAndBeyondThePoints) {
   EXPECT_FALSE(m->measuredCollectiveTime(CollectiveKind::AllGather, 4096, 2));
 }
 
+TEST(MachineMeasured, TransfersWithinANodeTakeTheMeasuredSendRecv) {
+  json j = withMeasuredAllGather();
+  j["collectives"]["measured"]["send_recv"] = {{64, 3e-6}, {65600, 13e-6}};
+  std::string error;
+  std::optional<Machine> m = Machine::parse(j.dump(), error);
+  ASSERT_TRUE(m) << error;
+  EXPECT_EQ(m->measuredTransferTime(0, 1, 64), 3e-6);
+  EXPECT_DOUBLE_EQ(*m->measuredTransferTime(3, 1, 32832), 8e-6); // halfway
+  // Across nodes and within one device: the links' latency and bandwidth.
+  EXPECT_FALSE(m->measuredTransferTime(0, 4, 64));
+  EXPECT_FALSE(m->measuredTransferTime(2, 2, 64));
+  // A file without the table.
+  m = Machine::parse(withMeasuredAllGather().dump(), error);
+  ASSERT_TRUE(m) << error;
+  EXPECT_FALSE(m->measuredTransferTime(0, 1, 64));
+}
+
 TEST(MachineMeasured, WrittenSpecReadsBack) {
   std::string error;
-  std::optional<MachineSpec> spec =
-      parseMachineSpec(withMeasuredAllGather().dump(), error);
+  json j = withMeasuredAllGather();
+  j["collectives"]["measured"]["send_recv"] = {{64, 3e-6}, {65600, 13e-6}};
+  std::optional<MachineSpec> spec = parseMachineSpec(j.dump(), error);
   ASSERT_TRUE(spec) << error;
   std::string text = machineSpecToJson(*spec);
   std::optional<MachineSpec> again = parseMachineSpec(text, error);
@@ -814,6 +832,7 @@ TEST(MachineMeasured, WrittenSpecReadsBack) {
   EXPECT_EQ(again->collectives.measured->times.at(CollectiveKind::AllGather)
                 .size(),
             3u);
+  EXPECT_EQ(again->collectives.measured->sendRecv.size(), 2u);
 }
 
 TEST(MachineMeasured, RanksBeyondANode) {
@@ -828,6 +847,13 @@ TEST(MachineMeasured, BytesMustIncrease) {
   j["collectives"]["measured"]["all_gather"][1][0] = 512;
   EXPECT_EQ(parseError(j), "'collectives.measured.all_gather' must list "
                            "increasing byte counts: 512 follows 1024");
+}
+
+TEST(MachineMeasured, SendRecvBytesMustIncrease) {
+  json j = withMeasuredAllGather();
+  j["collectives"]["measured"]["send_recv"] = {{64, 3e-6}, {64, 4e-6}};
+  EXPECT_EQ(parseError(j), "'collectives.measured.send_recv' must list "
+                           "increasing byte counts: 64 follows 64");
 }
 
 TEST(MachineMeasured, MalformedPoint) {

@@ -211,6 +211,25 @@ TEST(Simulator, MeasuredCollectivesPriceReshards) {
                    gathered.stepTime);
 }
 
+TEST(Simulator, MeasuredSendRecvPricesTransfers) {
+  // kTwoDevices with libsoaprt's send and receive measured: A whole on
+  // device 0, B replicated; device 1 receives t (32 bytes) in 4 us, as
+  // measured, instead of the link's 1 us + 32 ns.
+  std::string text = kTwoDevices;
+  text.insert(text.rfind('}'),
+              R"json(, "collectives": {"measured": {"ranks": 2,
+                  "send_recv": [[16, 3e-6], [48, 5e-6]]}})json");
+  Machine machine = parseMachine(text.c_str());
+  CostModel cost(machine);
+  OpGraph g = chain();
+  Strategy s;
+  s.numDevices = 2;
+  s.configs = {onDevice(0), ParallelConfig{}};
+  Simulator sim(g, cost, SimOptions{/*training=*/false});
+  double whole = 1e-6 + 64e-9;
+  EXPECT_DOUBLE_EQ(sim.simulate(s).stepTime, whole + 4e-6 + whole);
+}
+
 //===----------------------------------------------------------------------===//
 // From IR
 //===----------------------------------------------------------------------===//

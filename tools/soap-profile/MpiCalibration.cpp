@@ -119,9 +119,10 @@ double pingPong(int rank, int a, int b, int64_t bytes,
 
 /// Median over `reps` timed calls of `call` (after `warmup` untimed ones),
 /// each started together behind a barrier and counted as the slowest
-/// rank's time; the same result on every rank.
-template <typename Call>
-double slowestRankMedian(int warmup, int reps, Call call) {
+/// rank's time, `after` run untimed after each; the same result on every
+/// rank.
+template <typename Call, typename After>
+double slowestRankMedian(int warmup, int reps, Call call, After after) {
   std::vector<double> times;
   for (int i = 0; i < warmup + reps; ++i) {
     MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
@@ -129,11 +130,17 @@ double slowestRankMedian(int warmup, int reps, Call call) {
     call();
     if (i >= warmup)
       times.push_back(MPI_Wtime() - start);
+    after();
   }
   MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, times.data(),
                           static_cast<int>(times.size()), MPI_DOUBLE, MPI_MAX,
                           MPI_COMM_WORLD));
   return median(times);
+}
+
+template <typename Call>
+double slowestRankMedian(int warmup, int reps, Call call) {
+  return slowestRankMedian(warmup, reps, call, [] {});
 }
 
 /// Time per message when every rank sends `bytes` to the next rank and
@@ -234,6 +241,29 @@ int64_t timeRuntimeCollective(CollectiveKind kind, int64_t bytes,
   int reps = std::clamp(repetitionsFor(used) / 2, 3, 500);
   seconds = slowestRankMedian(std::max(2, reps / 10), reps, call);
   return used;
+}
+
+/// libsoaprt's transfer of `bytes` (rounded down to f32 elements, at least
+/// one) from rank 0 to rank 1, the way an executable's soap.send and
+/// soap.recv run it: the sender copies the message and posts it, the
+/// receiver waits for it and takes it. The slowest rank's median time from
+/// the barrier to the end of its call (the receiver's); the sender's
+/// request completes outside the timed calls. Returns the bytes used.
+int64_t timeRuntimeTransfer(int rank, int64_t bytes, std::vector<float> &in,
+                            std::vector<float> &out, double &seconds) {
+  int64_t elements = std::max<int64_t>(bytes / 4, 1);
+  static const int64_t from[] = {0}, to[] = {1};
+  int reps = std::clamp(repetitionsFor(elements * 4) / 2, 3, 500);
+  seconds = slowestRankMedian(
+      std::max(2, reps / 10), reps,
+      [&] {
+        if (rank == 0)
+          soaprt_send(in.data(), elements, SOAPRT_F32, from, to, 1, 1);
+        else if (rank == 1)
+          soaprt_recv(out.data(), elements, SOAPRT_F32, from, to, 1, 1);
+      },
+      [] { soaprt::commCompletePendingSends(); });
+  return elements * 4;
 }
 
 std::string cpuModel() {
@@ -540,6 +570,12 @@ int runMpiCalibration(int *argc, char ***argv, mlir::MLIRContext &context,
     // several times its cost in every simulation that uses the file.
     std::map<std::pair<CollectiveKind, int64_t>, std::pair<int64_t, double>>
         fastest; // (kind, size) -> (bytes used, seconds)
+    std::map<int64_t, std::pair<int64_t, double>> fastestTransfer;
+    auto keepFastest = [](auto &table, auto key, int64_t used, double seconds) {
+      auto [at, added] = table.try_emplace(key, used, seconds);
+      if (!added)
+        at->second.second = std::min(at->second.second, seconds);
+    };
     for (int pass = 0; pass < kPasses; ++pass) {
       if (pass > 0)
         pauseBetweenPasses();
@@ -548,10 +584,13 @@ int runMpiCalibration(int *argc, char ***argv, mlir::MLIRContext &context,
           double seconds = 0;
           int64_t used =
               timeRuntimeCollective(kind, bytes, group, in, out, seconds);
-          auto [at, added] = fastest.try_emplace({kind, bytes}, used, seconds);
-          if (!added)
-            at->second.second = std::min(at->second.second, seconds);
+          keepFastest(fastest, std::make_pair(kind, bytes), used, seconds);
         }
+      for (int64_t bytes : sizes) {
+        double seconds = 0;
+        int64_t used = timeRuntimeTransfer(rank, bytes, in, out, seconds);
+        keepFastest(fastestTransfer, bytes, used, seconds);
+      }
     }
     for (CollectiveKind kind : collectiveKinds()) {
       std::vector<std::pair<int64_t, double>> &points = measured.times[kind];
@@ -568,12 +607,25 @@ int runMpiCalibration(int *argc, char ***argv, mlir::MLIRContext &context,
         os << "\n";
       }
     }
+    for (int64_t bytes : sizes) {
+      auto [used, seconds] = fastestTransfer.at(bytes);
+      if (measured.sendRecv.empty() || used > measured.sendRecv.back().first)
+        measured.sendRecv.emplace_back(used, roundToFourDigits(seconds));
+    }
+    if (rank == 0 && !options.quiet) {
+      os << llvm::formatv("  {0,-15}", "send_recv");
+      for (auto [bytes, seconds] : measured.sendRecv)
+        os << " " << formatBytes(bytes) << " " << formatTime(seconds) << ";";
+      os << "\n";
+    }
     spec.collectives.measured = std::move(measured);
     if (rank == 0)
       spec.description +=
           llvm::formatv(" The collectives' times (collectives.measured) are "
                         "libsoaprt's over all {0} ranks, measured from 64 B "
-                        "to {1}; the simulator takes them for groups of {0}.",
+                        "to {1}; the simulator takes them for groups of {0}. "
+                        "Its transfers between two ranks take libsoaprt's "
+                        "send and receive (collectives.measured.send_recv).",
                         size, formatBytes(largest))
               .str();
     if (rank == 0)

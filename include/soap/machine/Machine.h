@@ -120,6 +120,12 @@ double interpolateCurve(const std::vector<std::pair<int64_t, double>> &points,
 struct MeasuredCollectives {
   int ranks = 0;
   std::map<CollectiveKind, std::vector<std::pair<int64_t, double>>> times;
+  /// libsoaprt's send and receive of one message between two ranks of the
+  /// node ("send_recv"; the sender's copy, the rendezvous and the
+  /// receiver's copy included): (bytes, seconds) points with increasing
+  /// bytes. They replace the links' latency and bandwidth for transfers
+  /// between two devices of one node.
+  std::vector<std::pair<int64_t, double>> sendRecv;
 
   /// The time of `kind` over `bytes`: linear between the two nearest
   /// points, the smallest point's time below them and the last segment's
@@ -285,6 +291,11 @@ public:
   std::optional<double> measuredCollectiveTime(CollectiveKind kind,
                                                int64_t bytes,
                                                size_t groupSize) const;
+  /// The measured time of a transfer of `bytes` from `src` to `dst`, when
+  /// both are devices of one node and the machine file measured
+  /// libsoaprt's send and receive (collectives.measured.send_recv).
+  std::optional<double> measuredTransferTime(int src, int dst,
+                                             int64_t bytes) const;
 
   /// Links any collective on `group` may occupy (the union of the routes
   /// between its members), sorted, for the simulator's contention.
