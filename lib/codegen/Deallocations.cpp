@@ -402,6 +402,7 @@ void registerLoweringPasses() {
     PassRegistration<codegen::DeallocAfterLastUsePass>();
     PassRegistration<codegen::InlineSingleBlockCallsPass>();
     registerPass([] { return codegen::createMergeGuardsPass(); });
+    registerPass([] { return codegen::createSendEarlyPass(); });
     registerPass([] { return codegen::createRegisterReductionsPass(); });
     registerPass([] { return codegen::createSparseUpdatesPass(); });
     registerPass([] { return codegen::createMergeAccumulationsPass(); });

@@ -324,6 +324,13 @@ void mergeGuards(mlir::ModuleOp module);
 /// The soap-merge-guards pass (mergeGuards on a module).
 std::unique_ptr<mlir::Pass> createMergeGuardsPass();
 
+/// Moves each soap.send outside loops up to right after what makes what it
+/// sends (lib/codegen/CommunicationOps.cpp); lowerCommunicationOps calls it
+/// on the CPU, where a send does not wait.
+void sendEarly(mlir::ModuleOp module);
+/// The soap-send-early pass (sendEarly on a module).
+std::unique_ptr<mlir::Pass> createSendEarlyPass();
+
 /// Before bufferization: soap.on_devices becomes an scf.if on the rank,
 /// soap.rank a call of soaprt_rank, and every communication op a call of a
 /// placeholder on buffers (a new buffer for its result). Fails with an
