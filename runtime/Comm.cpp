@@ -19,6 +19,7 @@
 
 #include "soap/Runtime/Runtime.h"
 
+#include <algorithm>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
@@ -607,6 +608,24 @@ void soaprt_broadcast(const void *in, void *out, int64_t count, int64_t dtype,
 #endif
 }
 
+#if SOAP_HAVE_MPI
+/// Frees the copies of the sends that MPI has completed, so that a step
+/// holds only the messages still in flight, not a copy of every message it
+/// sent (a layer pipeline sends its activations and gradients; sendEarly
+/// sends each as soon as it exists).
+static void freeCompletedSends(State &s) {
+  auto done = [](State::PendingSend *send) {
+    int complete = 0;
+    check(MPI_Test(&send->request, &complete, MPI_STATUS_IGNORE), "MPI_Test");
+    if (complete)
+      delete send;
+    return complete != 0;
+  };
+  s.sends.erase(std::remove_if(s.sends.begin(), s.sends.end(), done),
+                s.sends.end());
+}
+#endif
+
 void soaprt_send(const void *in, int64_t count, int64_t dtype,
                  const int64_t *from, const int64_t *to, int64_t pairs,
                  int64_t tag) {
@@ -624,6 +643,7 @@ void soaprt_send(const void *in, int64_t count, int64_t dtype,
     if (s.active) {
       // A copy in flight, so that the caller may free its buffer and pairs
       // that exchange in both directions cannot deadlock.
+      freeCompletedSends(s);
       auto *send = new State::PendingSend;
       send->data.assign(static_cast<const char *>(in),
                         static_cast<const char *>(in) + bytes);

@@ -230,42 +230,28 @@ void hoistTransfers(Block &block) {
     if (!recv)
       continue;
     ArrayRef<int64_t> senders = send.getFrom();
-    // What the transfer sends, and the ops passed on the way that make it.
-    llvm::SmallDenseSet<Value> needed = {send.getInput()};
     SmallVector<Operation *> makers;
-    Operation *after = nullptr;
-    for (Operation *at = send->getPrevNode(); at; at = at->getPrevNode()) {
-      if (auto previous = dyn_cast<RecvOp>(at)) {
-        auto previousSend = dyn_cast_or_null<SendOp>(at->getPrevNode());
-        if (previousSend && receiverOf(previousSend) == previous &&
-            previous.getFrom() == send.getFrom() &&
-            previous.getTo() == send.getTo())
-          after = at;
-        break;
-      }
-      bool makes = llvm::any_of(at->getResults(),
-                                [&](Value v) { return needed.contains(v); });
-      if (auto guard = dyn_cast<OnDevicesOp>(at)) {
-        if (makes || llvm::any_of(guard.getDevices(), [&](int64_t device) {
-              return llvm::is_contained(senders, device);
-            }))
-          break;
-        continue;
-      }
-      if (at->getNumRegions() != 0 || !isMemoryEffectFree(at))
-        break;
-      if (makes) {
-        makers.push_back(at);
-        needed.insert(at->getOperands().begin(), at->getOperands().end());
-      }
-    }
-    if (!after || after->getNextNode() == send.getOperation())
+    Operation *after = walkUpToMove(
+        send,
+        [&](Operation *at, bool makes) {
+          if (auto guard = dyn_cast<OnDevicesOp>(at))
+            return !makes && llvm::none_of(guard.getDevices(), [&](int64_t d) {
+              return llvm::is_contained(senders, d);
+            });
+          return !isa<RecvOp>(at) && at->getNumRegions() == 0 &&
+                 isMemoryEffectFree(at);
+        },
+        makers);
+    // Only to right after the transfer before it between the same devices.
+    auto previous = dyn_cast_or_null<RecvOp>(after);
+    auto previousSend =
+        previous ? dyn_cast_or_null<SendOp>(previous->getPrevNode()) : nullptr;
+    if (!previousSend || receiverOf(previousSend) != previous ||
+        previous.getFrom() != send.getFrom() ||
+        previous.getTo() != send.getTo() ||
+        after->getNextNode() == send.getOperation())
       continue;
-    for (Operation *maker : llvm::reverse(makers)) {
-      maker->moveAfter(after);
-      after = maker;
-    }
-    send->moveAfter(after);
+    moveUpAfter(send, makers, after);
     recv->moveAfter(send);
   }
 }

@@ -324,6 +324,22 @@ void mergeGuards(mlir::ModuleOp module);
 /// The soap-merge-guards pass (mergeGuards on a module).
 std::unique_ptr<mlir::Pass> createMergeGuardsPass();
 
+/// Where `op` can move up to in its block, walking up from it: `passes(at,
+/// makes)` says whether the walk goes past `at` (`makes`: `at` makes what
+/// `op` reads, directly or through ops collected). An op that makes it and
+/// has no regions or memory effects (a slice, a rank-table lookup) is
+/// collected into `makers` (in reverse block order) to move along; any
+/// other maker ends the walk. Returns the op the walk stopped at, null at
+/// the block's start.
+mlir::Operation *
+walkUpToMove(mlir::Operation *op,
+             llvm::function_ref<bool(mlir::Operation *at, bool makes)> passes,
+             llvm::SmallVectorImpl<mlir::Operation *> &makers);
+/// Moves `makers` (as walkUpToMove collected them) and then `op` to right
+/// after `after` (the start of `op`'s block if null).
+void moveUpAfter(mlir::Operation *op, llvm::ArrayRef<mlir::Operation *> makers,
+                 mlir::Operation *after);
+
 /// Moves each soap.send outside loops up to right after what makes what it
 /// sends (lib/codegen/CommunicationOps.cpp); lowerCommunicationOps calls it
 /// on the CPU, where a send does not wait.
