@@ -628,6 +628,8 @@ static void keepFreedMemory() {
 }
 
 int main(int argc, char **argv) {
+  // Fully buffered even on a terminal: the step loop flushes (above).
+  std::setvbuf(stdout, nullptr, _IOFBF, 1 << 16);
   keepFreedMemory();
   soaprt_select_blas_core(argv);
   Options options = parseOptions(argc, argv);
@@ -677,6 +679,14 @@ int main(int argc, char **argv) {
   setOpTracing(tracing);
   std::vector<double> times;
   double loss = NAN;
+  // Under mpirun a rank's output goes through mpirun's own process (on a
+  // pseudo-terminal, so line by line), which wakes for every write; where
+  // each rank has a core of its own, that process takes its time from a
+  // rank (a 2 ms step of zoo resnet18 on 2 ranks here ran 5 % slower with
+  // a write each step). Step lines go out at least once a second, and when
+  // the steps end (fail and the watchdog flush before they report). main
+  // makes stdout fully buffered.
+  double lastFlush = nowUs();
   for (long i = 0; i < options.steps; ++i) {
     if (haveData)
       data.fill(run, step);
@@ -699,7 +709,10 @@ int main(int argc, char **argv) {
       std::printf("step=%llu loss=%.9g time_ms=%.3f\n",
                   static_cast<unsigned long long>(step), loss,
                   slowest / 1000.0);
-      std::fflush(stdout);
+      if (double now = nowUs(); now - lastFlush >= 1e6) {
+        std::fflush(stdout);
+        lastFlush = now;
+      }
       // The loss is replicated: rank 0 judges it for the job.
       if (!std::isfinite(loss))
         fail("the loss is " +
