@@ -628,7 +628,7 @@ static void keepFreedMemory() {
 }
 
 int main(int argc, char **argv) {
-  // Fully buffered even on a terminal: the step loop flushes (above).
+  // Fully buffered even on a terminal: the step loop flushes (below).
   std::setvbuf(stdout, nullptr, _IOFBF, 1 << 16);
   keepFreedMemory();
   soaprt_select_blas_core(argv);

@@ -474,20 +474,6 @@ static void transposeBeforeAllReduces(ModuleOp module) {
   }
 }
 
-/// On the CPU, each soap.send outside loops moves up to right after the op
-/// that makes what it sends (with the ops without memory effects or
-/// regions that make it from earlier values: a slice, a rank-table
-/// lookup), not past a send with its tag (the n-th send of a tag meets the
-/// n-th receive). libsoaprt's send copies the message and posts it without
-/// waiting, so an earlier send costs the sender nothing, and the receiver,
-/// which still receives where it did, no longer waits for the sender's
-/// work between the two points. A layer pipeline's backward pass needed
-/// that: the partitioner places each transfer before the op that reads it,
-/// so the stage that holds the decoder's input gradients sent each time
-/// step's block only after its own backward work of the step before, and
-/// the stages took turns (the zoo rnnlm's searched strategy on 2 ranks ran
-/// 6.5 ms a step where the simulator, which sends a block once it exists,
-/// found 3.7 ms).
 Operation *walkUpToMove(Operation *op,
                         function_ref<bool(Operation *at, bool makes)> passes,
                         SmallVectorImpl<Operation *> &makers) {
@@ -524,6 +510,20 @@ void moveUpAfter(Operation *op, ArrayRef<Operation *> makers,
   place(op);
 }
 
+/// On the CPU, each soap.send outside loops moves up to right after the op
+/// that makes what it sends (with the ops without memory effects or
+/// regions that make it from earlier values: a slice, a rank-table
+/// lookup), not past a send with its tag (the n-th send of a tag meets the
+/// n-th receive). libsoaprt's send copies the message and posts it without
+/// waiting, so an earlier send costs the sender nothing, and the receiver,
+/// which still receives where it did, no longer waits for the sender's
+/// work between the two points. A layer pipeline's backward pass needed
+/// that: the partitioner places each transfer before the op that reads it,
+/// so the stage that holds the decoder's input gradients sent each time
+/// step's block only after its own backward work of the step before, and
+/// the stages took turns (the zoo rnnlm's searched strategy on 2 ranks ran
+/// 6.5 ms a step where the simulator, which sends a block once it exists,
+/// found 3.7 ms).
 void sendEarly(ModuleOp module) {
   SmallVector<SendOp> sends;
   module.walk([&](SendOp send) {

@@ -19,6 +19,8 @@
 
 namespace soap {
 
+using namespace spec_text;
+
 const std::vector<std::string> &machineDtypes() {
   static const std::vector<std::string> dtypes = {"f64",  "f32", "tf32", "f16",
                                                   "bf16", "f8",  "i8"};

@@ -18,6 +18,8 @@
 
 namespace soap {
 
+using namespace spec_text;
+
 using json = nlohmann::json;
 using ordered_json = nlohmann::ordered_json;
 

@@ -13,7 +13,8 @@
 #include <string>
 #include <vector>
 
-namespace soap {
+/// Internal to lib/machine: generic names kept out of namespace soap.
+namespace soap::spec_text {
 
 /// Shortest decimal form that reads back as the same double.
 inline std::string formatNumber(double value) {
@@ -46,6 +47,6 @@ inline std::string childPath(const std::string &parent,
   return parent.empty() ? key : parent + "." + key;
 }
 
-} // namespace soap
+} // namespace soap::spec_text
 
 #endif // SOAP_LIB_MACHINE_SPECTEXT_H
