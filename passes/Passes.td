@@ -385,6 +385,9 @@ def SoapLowerCpu : Pass<"soap-lower-cpu", "mlir::ModuleOp"> {
     weight's gradient summed over its uses (an LSTM's over its time
     steps), runs as one product over the concatenated reduction
     dimension: the accumulator is read and written once, not once per use.
+    A chain through guards on the same devices (a layer pipeline's LSTM, a
+    guard per time step) first moves into one guard before the op that
+    reads its sum.
     With `fold-broadcasts` (the default, kernels=blas) a product that reads
     a copy of a tensor broadcast along some of its dimensions reads the
     tensor itself, and a product whose result only a sum over some of its

@@ -29,17 +29,43 @@
 // against 2 M N read and written), within one block, and where each
 // intermediate result has no use besides the next product.
 //
+// A partitioned program puts each op placed on a subset of the devices in
+// a soap.on_devices guard; a layer pipeline's LSTM runs each time step's
+// cell in a guard of its own, so its weight gradient's chain runs through
+// one guard per time step, each yielding the sum so far to the next.
+// gatherAccumulationChains, before the guards are lowered, moves such a
+// chain's products (all its guards name the same devices) into a new guard
+// on those devices right before the first op that reads the sum, or, where
+// the last product's guard reads the sum itself, into that guard: the
+// guards yield the operands of their products instead of the sum
+// (tensor.empty, constants, fills and transposes they read are made again
+// beside the moved products, so that the transposes still fold into the
+// merged GEMM), and the chain, now in one block, merges as above. The
+// accumulator is no longer carried from guard to guard; the operands
+// (K (M + N) elements per product) are held until the merged product
+// instead. In a guard of its own, the merged product delays nothing that
+// another device waits for: the last time step's guard of a pipeline
+// stage sends the other stage its gradient first.
+//
 //===----------------------------------------------------------------------===//
 
 #include "LoweringSteps.h"
 
+#include "soap/Dialect/SoapDialect.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Pass/Pass.h"
 
+#include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/SmallPtrSet.h"
+
+#include <functional>
 
 using namespace mlir;
 
@@ -70,6 +96,181 @@ linalg::MatmulOp accumulatedProduct(linalg::MatmulOp op) {
       !previous.getResult(0).hasOneUse())
     return nullptr;
   return previous;
+}
+
+/// The product in an earlier guard on the same devices whose result `op`, a
+/// product directly in a guard, accumulates into: `op`'s addend is a result
+/// of that guard that nothing else reads, where it yields the result of a
+/// product made directly in its body that nothing else reads.
+linalg::MatmulOp productOfEarlierGuard(linalg::MatmulOp op) {
+  auto guard = dyn_cast<OnDevicesOp>(op->getParentOp());
+  auto result = dyn_cast<OpResult>(op.getDpsInits()[0]);
+  if (!guard || !result || !result.hasOneUse())
+    return nullptr;
+  auto earlier = dyn_cast<OnDevicesOp>(result.getOwner());
+  if (!earlier || earlier->getBlock() != guard->getBlock() ||
+      earlier.getDevices() != guard.getDevices())
+    return nullptr;
+  Value yielded = earlier.getBody().front().getTerminator()->getOperand(
+      result.getResultNumber());
+  auto previous = yielded.getDefiningOp<linalg::MatmulOp>();
+  if (!previous || !isPlainProduct(previous) ||
+      previous->getParentOp() != earlier.getOperation() || !yielded.hasOneUse())
+    return nullptr;
+  return previous;
+}
+
+/// The product `op` accumulates into, in its block or an earlier guard.
+linalg::MatmulOp previousProduct(linalg::MatmulOp op) {
+  if (linalg::MatmulOp previous = accumulatedProduct(op))
+    return previous;
+  return productOfEarlierGuard(op);
+}
+
+/// Whether the last guard of a chain makes `op`'s results again rather than
+/// an earlier guard yielding them: ops that make what a product reads from
+/// nothing held (an empty tensor, a constant, a fill) or that fold into it
+/// (a transpose).
+bool madeAgain(Operation *op) {
+  return isa<tensor::EmptyOp, arith::ConstantOp, linalg::FillOp,
+             linalg::TransposeOp>(op);
+}
+
+/// The guard of `op` when it is another than `last`.
+OnDevicesOp earlierGuardOf(Operation *op, OnDevicesOp last) {
+  auto guard = op->getParentOfType<OnDevicesOp>();
+  return guard == last ? nullptr : guard;
+}
+
+/// Erases `op` and then the ops that made what it read (of the kinds
+/// madeAgain names) that nothing else reads.
+void eraseWithDeadMakers(Operation *op) {
+  SmallVector<Operation *> worklist{op};
+  while (!worklist.empty()) {
+    Operation *dead = worklist.pop_back_val();
+    if (!dead->use_empty() || (dead != op && !madeAgain(dead)))
+      continue;
+    SmallVector<Operation *> makers;
+    for (Value operand : dead->getOperands())
+      if (Operation *maker = operand.getDefiningOp())
+        makers.push_back(maker);
+    dead->erase();
+    for (Operation *maker : makers)
+      if (!llvm::is_contained(worklist, maker))
+        worklist.push_back(maker);
+  }
+}
+
+/// Moves `chain` (first product first), whose products lie in guards on
+/// the same devices, into one guard `into`: a new guard right before the
+/// first op that reads the chain's sum, where the last product's guard
+/// only yields the sum, else that guard (before the chain's products
+/// there).
+void gatherChain(ArrayRef<linalg::MatmulOp> chain) {
+  linalg::MatmulOp last = chain.back();
+  auto lastGuard = cast<OnDevicesOp>(last->getParentOp());
+  Value sum = last.getResult(0);
+  OpBuilder builder(last);
+  OnDevicesOp into;
+  if (sum.hasOneUse() && isa<YieldOp>(*sum.user_begin())) {
+    Value result = lastGuard.getResult(sum.use_begin()->getOperandNumber());
+    Block *block = lastGuard->getBlock();
+    Operation *reader = nullptr;
+    for (Operation *user : result.getUsers()) {
+      Operation *top = block->findAncestorOpInBlock(*user);
+      if (!reader || top->isBeforeInBlock(reader))
+        reader = top;
+    }
+    if (reader) {
+      builder.setInsertionPoint(reader);
+      into =
+          OnDevicesOp::create(builder, last.getLoc(), TypeRange{sum.getType()},
+                              lastGuard.getDevicesAttr());
+      into.getBody().push_back(new Block());
+      builder.setInsertionPointToEnd(&into.getBody().front());
+      result.replaceAllUsesWith(into.getResult(0));
+    }
+  }
+  if (!into)
+    into = lastGuard;
+  auto moved = llvm::make_filter_range(chain, [&](linalg::MatmulOp op) {
+    return earlierGuardOf(op, into) != nullptr;
+  });
+  SmallVector<linalg::MatmulOp> earlier(moved.begin(), moved.end());
+  // With `into` the last guard: the chain's first product there.
+  linalg::MatmulOp firstInto =
+      earlier.size() < chain.size() ? chain[earlier.size()] : nullptr;
+  if (firstInto)
+    builder.setInsertionPoint(firstInto);
+
+  // What each earlier guard yields: the values of its own that its products
+  // read, but for those made again.
+  llvm::MapVector<Operation *, llvm::SetVector<Value>> yields;
+  std::function<void(Value, OnDevicesOp)> collect = [&](Value value,
+                                                        OnDevicesOp guard) {
+    Operation *def = value.getDefiningOp();
+    if (!def || !guard->isProperAncestor(def))
+      return;
+    if (!madeAgain(def)) {
+      yields[guard].insert(value);
+      return;
+    }
+    for (Value operand : def->getOperands())
+      collect(operand, guard);
+  };
+  for (auto [index, op] : llvm::enumerate(earlier)) {
+    OnDevicesOp guard = earlierGuardOf(op, into);
+    collect(op.getDpsInputs()[0], guard);
+    collect(op.getDpsInputs()[1], guard);
+    if (index == 0)
+      collect(op.getDpsInits()[0], guard);
+  }
+  IRMapping mapping;
+  for (auto &[guard, values] : yields) {
+    OnDevicesOp rebuilt =
+        yieldAlso(cast<OnDevicesOp>(guard), values.getArrayRef());
+    for (auto [value, result] :
+         llvm::zip(values, rebuilt.getResults().take_back(values.size())))
+      mapping.map(value, result);
+  }
+
+  // The products again in `into`, each with what it reads made again there.
+  std::function<void(Value)> makeAgain = [&](Value value) {
+    Operation *def = value.getDefiningOp();
+    if (mapping.contains(value) || !def || !earlierGuardOf(def, into))
+      return;
+    for (Value operand : def->getOperands())
+      makeAgain(operand);
+    builder.clone(*def, mapping);
+  };
+  for (auto [index, op] : llvm::enumerate(earlier)) {
+    // The sum so far: the copy of the product before (through its guard's
+    // result where that is in another guard).
+    if (index != 0)
+      mapping.map(op.getDpsInits()[0],
+                  mapping.lookup(earlier[index - 1].getResult(0)));
+    for (Value operand : op->getOperands())
+      makeAgain(operand);
+    builder.clone(*op, mapping);
+  }
+  Value merged = mapping.lookup(earlier.back().getResult(0));
+  if (firstInto)
+    firstInto.getDpsInitsMutable()[0].set(merged);
+  else
+    YieldOp::create(builder, last.getLoc(), merged);
+
+  // The old products, last first: each guard stops yielding the sum.
+  // A guard left with nothing to do goes.
+  for (linalg::MatmulOp op : llvm::reverse(earlier)) {
+    auto guard = cast<OnDevicesOp>(op->getParentOp());
+    Value sum = op.getResult(0);
+    if (sum.hasOneUse() && isa<YieldOp>(*sum.user_begin()))
+      guard = yieldAlso(guard, {});
+    eraseWithDeadMakers(op);
+    if (guard->getNumResults() == 0 &&
+        llvm::hasSingleElement(guard.getBody().front()))
+      guard->erase();
+  }
 }
 
 /// The input of a 2-D linalg.transpose that swaps its dimensions, or null.
@@ -123,19 +324,52 @@ struct MergeAccumulationsPass
   StringRef getArgument() const override { return "soap-merge-accumulations"; }
   StringRef getDescription() const override {
     return "merge chains of products that accumulate into one another "
-           "into one product over the concatenated reduction dimension "
-           "(the --soap-lower-cpu step merge-accumulations)";
+           "into one product over the concatenated reduction dimension, "
+           "first moving a chain through guards on the same devices into "
+           "one guard before the op that reads its sum (the "
+           "--soap-lower-cpu step merge-accumulations)";
   }
   void getDependentDialects(DialectRegistry &registry) const override {
     registry.insert<tensor::TensorDialect>();
   }
-  void runOnOperation() override { mergeAccumulatingProducts(getOperation()); }
+  void runOnOperation() override {
+    gatherAccumulationChains(getOperation());
+    mergeAccumulatingProducts(getOperation());
+  }
 };
 
 } // namespace
 
 std::unique_ptr<Pass> createMergeAccumulationsPass() {
   return std::make_unique<MergeAccumulationsPass>();
+}
+
+int gatherAccumulationChains(Operation *root) {
+  // Plain products directly in guards, and those another accumulates into.
+  SmallVector<linalg::MatmulOp> products;
+  llvm::SmallPtrSet<Operation *, 16> accumulatedInto;
+  root->walk([&](linalg::MatmulOp op) {
+    if (!isPlainProduct(op) || !isa<OnDevicesOp>(op->getParentOp()))
+      return;
+    products.push_back(op);
+    if (linalg::MatmulOp previous = previousProduct(op))
+      accumulatedInto.insert(previous);
+  });
+  int gathered = 0;
+  for (linalg::MatmulOp last : products) {
+    if (accumulatedInto.contains(last))
+      continue;
+    SmallVector<linalg::MatmulOp> chain{last};
+    while (linalg::MatmulOp previous = previousProduct(chain.back()))
+      chain.push_back(previous);
+    if (chain.back()->getParentOp() == last->getParentOp() ||
+        !worthMerging(chain))
+      continue;
+    std::reverse(chain.begin(), chain.end()); // first product first
+    gatherChain(chain);
+    ++gathered;
+  }
+  return gathered;
 }
 
 int mergeAccumulatingProducts(Operation *root) {
@@ -185,7 +419,7 @@ int mergeAccumulatingProducts(Operation *root) {
         transposes.insert(transpose);
     for (Operation *transpose : transposes)
       if (transpose->use_empty())
-        rewriter.eraseOp(transpose);
+        eraseWithDeadMakers(transpose);
     ++merged;
   }
   return merged;

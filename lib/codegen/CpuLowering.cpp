@@ -6,7 +6,8 @@
 //      it does not call are dropped; SGD updates of tables read by
 //      gathers become scatters into the parameter (SparseUpdates.cpp);
 //      products that accumulate into one another (a weight's gradient
-//      summed over its uses) become one (AccumulationChains.cpp);
+//      summed over its uses) become one, also through device guards on
+//      the same devices (AccumulationChains.cpp);
 //   2. bracket every linalg op with trace hooks;
 //   3. kernels=vector (and, with kernels=blas, convolutions BLAS does not
 //      take): tile and vectorize contractions and convolutions on tensors;
@@ -618,6 +619,10 @@ LogicalResult lowerModuleForCpu(ModuleOp module,
   // update may lie in two guards on the same devices.
   if (options.sparseUpdates)
     scatterUpdatesIntoParameters(module);
+  // Also before: a chain of products through guards on the same devices
+  // moves into one guard, to merge there below.
+  if (options.mergeAccumulations)
+    codegen::gatherAccumulationChains(module);
   if (failed(codegen::prepareEntry(module, options.entry, description)))
     return failure();
   if (options.mergeAccumulations)

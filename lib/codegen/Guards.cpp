@@ -122,22 +122,6 @@ OnDevicesOp rebuildGuard(OnDevicesOp at, Block *body,
   return rebuilt;
 }
 
-/// Replaces `guard` by one that also yields `values` (made inside it),
-/// which replace them where they are used after it.
-void yieldAlso(OnDevicesOp guard, ValueRange values) {
-  auto yield = cast<YieldOp>(guard.getBody().front().getTerminator());
-  SmallVector<std::pair<Value, Value>> results;
-  for (auto [result, value] : llvm::zip(guard.getResults(), yield.getValues()))
-    results.push_back({result, value});
-  for (Value value : values)
-    results.push_back({value, value});
-  Block *body = &guard.getBody().front();
-  body->getParent()->getBlocks().remove(body);
-  yield->erase();
-  rebuildGuard(guard, body, results);
-  guard->erase();
-}
-
 /// Step 1 (file comment), last op first, so that a chain of such ops
 /// (tensor.empty, then the linalg.fill of it) moves in whole and in order.
 /// An op that several guards on the same devices read (the padded image
@@ -424,6 +408,21 @@ struct MergeGuardsPass
 };
 
 } // namespace
+
+OnDevicesOp yieldAlso(OnDevicesOp guard, ValueRange values) {
+  auto yield = cast<YieldOp>(guard.getBody().front().getTerminator());
+  SmallVector<std::pair<Value, Value>> results;
+  for (auto [result, value] : llvm::zip(guard.getResults(), yield.getValues()))
+    results.push_back({result, value});
+  for (Value value : values)
+    results.push_back({value, value});
+  Block *body = &guard.getBody().front();
+  body->getParent()->getBlocks().remove(body);
+  yield->erase();
+  OnDevicesOp rebuilt = rebuildGuard(guard, body, results);
+  guard->erase();
+  return rebuilt;
+}
 
 void mergeGuards(ModuleOp module) {
   llvm::SetVector<Block *> blocks;

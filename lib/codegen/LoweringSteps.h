@@ -22,6 +22,10 @@
 #include <string>
 #include <vector>
 
+namespace soap {
+class OnDevicesOp;
+} // namespace soap
+
 namespace mlir {
 class Pass;
 namespace linalg {
@@ -144,6 +148,14 @@ std::unique_ptr<mlir::Pass> createSparseUpdatesPass();
 /// one product over the concatenated reduction dimension where that moves
 /// fewer bytes (AccumulationChains.cpp). Returns the chains merged.
 int mergeAccumulatingProducts(mlir::Operation *root);
+/// Before the guards are lowered: a chain of such products that runs through
+/// several soap.on_devices guards on the same devices (a layer pipeline's
+/// LSTM weight gradient, one product per time step in each time step's
+/// guard) moves into one guard on those devices before the op that reads
+/// its sum, where mergeAccumulatingProducts merges it; the guards yield the
+/// products' operands instead of the sum (AccumulationChains.cpp). Returns
+/// the chains moved.
+int gatherAccumulationChains(mlir::Operation *root);
 /// soap-merge-accumulations (mergeAccumulatingProducts on functions).
 std::unique_ptr<mlir::Pass> createMergeAccumulationsPass();
 
@@ -323,6 +335,11 @@ mlir::LogicalResult lowerVectorKernels(mlir::ModuleOp module);
 void mergeGuards(mlir::ModuleOp module);
 /// The soap-merge-guards pass (mergeGuards on a module).
 std::unique_ptr<mlir::Pass> createMergeGuardsPass();
+/// Replaces `guard` by one that also yields `values` (made inside it), which
+/// replace them where they are used after it, and drops the results nothing
+/// uses (Guards.cpp). Returns the new guard: its results are the old ones
+/// still used, then one per value.
+OnDevicesOp yieldAlso(OnDevicesOp guard, mlir::ValueRange values);
 
 /// Where `op` can move up to in its block, walking up from it: `passes(at,
 /// makes)` says whether the walk goes past `at` (`makes`: `at` makes what

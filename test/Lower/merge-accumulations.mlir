@@ -62,3 +62,86 @@ func.func @kept(%a: tensor<6x4xf32>, %b: tensor<4x8xf32>, %c: tensor<6x8xf32>,
   %3 = linalg.matmul ins(%p, %q : tensor<2x64xf32>, tensor<64x2xf32>) outs(%2 : tensor<2x2xf32>) -> tensor<2x2xf32>
   return %0, %1, %3 : tensor<6x8xf32>, tensor<6x8xf32>, tensor<2x2xf32>
 }
+
+// A chain through guards on the same devices (a layer pipeline's weight
+// gradient, one product per time step in each time step's guard) moves
+// into a new guard right before the first op that reads its sum, and
+// merges there: the earlier guards yield the products' operands instead of
+// the sum (the transposes are made again beside the merged product, so
+// that they still fold into it), and the guard of the last time step does
+// not wait for the merged product.
+// CHECK-LABEL: func.func @through_guards(
+// CHECK-SAME: %[[X0:[^:]*]]: tensor<4x6xf32>, %[[X1:[^:]*]]: tensor<4x6xf32>, %[[D0:[^:]*]]: tensor<4x8xf32>, %[[D1:[^:]*]]: tensor<4x8xf32>
+// CHECK: %[[G0:.*]] = soap.on_devices [1] -> tensor<4x8xf32> {
+// CHECK:   %[[S0:.*]] = math.exp %[[D0]]
+// CHECK:   soap.yield %[[S0]]
+// CHECK-NOT: linalg.matmul
+// CHECK: %[[G1:.*]]:2 = soap.on_devices [1] -> tensor<4x8xf32>, tensor<4x8xf32> {
+// CHECK:   %[[S1:.*]] = math.exp %[[D1]]
+// CHECK:   soap.yield %[[S1]], %[[S1]]
+// CHECK: soap.send %[[G1]]#0 from [1] to [0]
+// CHECK: %[[SUM:.*]] = soap.on_devices [1] -> tensor<6x8xf32> {
+// CHECK:   %[[ZERO:.*]] = linalg.fill
+// CHECK:   %[[XS:.*]] = tensor.concat dim(0) %[[X0]], %[[X1]] : {{.*}} -> tensor<8x6xf32>
+// CHECK:   %[[XT:.*]] = linalg.transpose ins(%[[XS]] : tensor<8x6xf32>)
+// CHECK:   %[[DS:.*]] = tensor.concat dim(0) %[[G0]], %[[G1]]#1 : {{.*}} -> tensor<8x8xf32>
+// CHECK:   %[[P:.*]] = linalg.matmul ins(%[[XT]], %[[DS]] : tensor<6x8xf32>, tensor<8x8xf32>) outs(%[[ZERO]] : tensor<6x8xf32>)
+// CHECK:   soap.yield %[[P]]
+// CHECK-NOT: linalg.matmul
+// CHECK: soap.on_devices [1] -> tensor<6x8xf32> {
+// CHECK:   math.sqrt %[[SUM]]
+func.func @through_guards(%x0: tensor<4x6xf32>, %x1: tensor<4x6xf32>,
+                          %d0: tensor<4x8xf32>, %d1: tensor<4x8xf32>)
+    -> tensor<6x8xf32> {
+  %g0 = soap.on_devices [1] -> tensor<6x8xf32> {
+    %zero = arith.constant 0.0 : f32
+    %e = tensor.empty() : tensor<6x8xf32>
+    %z = linalg.fill ins(%zero : f32) outs(%e : tensor<6x8xf32>) -> tensor<6x8xf32>
+    %t = tensor.empty() : tensor<6x4xf32>
+    %x0t = linalg.transpose ins(%x0 : tensor<4x6xf32>) outs(%t : tensor<6x4xf32>) permutation = [1, 0]
+    %s0 = math.exp %d0 : tensor<4x8xf32>
+    %p0 = linalg.matmul ins(%x0t, %s0 : tensor<6x4xf32>, tensor<4x8xf32>) outs(%z : tensor<6x8xf32>) -> tensor<6x8xf32>
+    soap.yield %p0 : tensor<6x8xf32>
+  }
+  %g1:2 = soap.on_devices [1] -> tensor<6x8xf32>, tensor<4x8xf32> {
+    %t = tensor.empty() : tensor<6x4xf32>
+    %x1t = linalg.transpose ins(%x1 : tensor<4x6xf32>) outs(%t : tensor<6x4xf32>) permutation = [1, 0]
+    %s1 = math.exp %d1 : tensor<4x8xf32>
+    %p1 = linalg.matmul ins(%x1t, %s1 : tensor<6x4xf32>, tensor<4x8xf32>) outs(%g0 : tensor<6x8xf32>) -> tensor<6x8xf32>
+    soap.yield %p1, %s1 : tensor<6x8xf32>, tensor<4x8xf32>
+  }
+  soap.send %g1#1 from [1] to [0] tag 0 : tensor<4x8xf32>
+  %r = soap.recv from [1] to [0] tag 0 : tensor<4x8xf32>
+  %u = soap.on_devices [1] -> tensor<6x8xf32> {
+    %v = math.sqrt %g1#0 : tensor<6x8xf32>
+    soap.yield %v : tensor<6x8xf32>
+  }
+  return %u : tensor<6x8xf32>
+}
+
+// Left alone: a chain through guards on other devices, and one whose sum
+// so far another op of its guard also reads.
+// CHECK-LABEL: func.func @guards_kept(
+// CHECK-COUNT-4: linalg.matmul
+// CHECK-NOT: tensor.concat
+func.func @guards_kept(%a: tensor<6x4xf32>, %b: tensor<4x8xf32>, %c: tensor<6x8xf32>)
+    -> (tensor<6x8xf32>, tensor<6x8xf32>, tensor<6x8xf32>) {
+  %g0 = soap.on_devices [0] -> tensor<6x8xf32> {
+    %p = linalg.matmul ins(%a, %b : tensor<6x4xf32>, tensor<4x8xf32>) outs(%c : tensor<6x8xf32>) -> tensor<6x8xf32>
+    soap.yield %p : tensor<6x8xf32>
+  }
+  %g1 = soap.on_devices [1] -> tensor<6x8xf32> {
+    %p = linalg.matmul ins(%a, %b : tensor<6x4xf32>, tensor<4x8xf32>) outs(%g0 : tensor<6x8xf32>) -> tensor<6x8xf32>
+    soap.yield %p : tensor<6x8xf32>
+  }
+  %g2:2 = soap.on_devices [1] -> tensor<6x8xf32>, tensor<6x8xf32> {
+    %p = linalg.matmul ins(%a, %b : tensor<6x4xf32>, tensor<4x8xf32>) outs(%c : tensor<6x8xf32>) -> tensor<6x8xf32>
+    %n = math.exp %p : tensor<6x8xf32>
+    soap.yield %p, %n : tensor<6x8xf32>, tensor<6x8xf32>
+  }
+  %g3 = soap.on_devices [1] -> tensor<6x8xf32> {
+    %p = linalg.matmul ins(%a, %b : tensor<6x4xf32>, tensor<4x8xf32>) outs(%g2#0 : tensor<6x8xf32>) -> tensor<6x8xf32>
+    soap.yield %p : tensor<6x8xf32>
+  }
+  return %g1, %g2#1, %g3 : tensor<6x8xf32>, tensor<6x8xf32>, tensor<6x8xf32>
+}
