@@ -627,6 +627,9 @@ LogicalResult lowerModuleForCpu(ModuleOp module,
     return failure();
   if (options.mergeAccumulations)
     codegen::mergeAccumulatingProducts(module);
+  // Before the transposes fold: a weight gradient's product then meets the
+  // transpose that reads it directly.
+  codegen::dropUnitDimensionSums(module);
 
   // Transposes fold into the contractions and convolutions that read or
   // write them before elementwise fusion, which would otherwise fuse a

@@ -132,6 +132,10 @@ int markInPlaceResults(mlir::func::FuncOp entry,
 /// that copies an input unchanged is that input (ZeroAccumulations.cpp).
 /// Returns the rewrites made.
 int dropZeroAccumulations(mlir::Operation *root);
+/// On tensors: a sum into a fill of zero over loops of size one (the
+/// gradient of a broadcast that adds unit dimensions) becomes its input
+/// without those dimensions (ZeroAccumulations.cpp). Returns how many.
+int dropUnitDimensionSums(mlir::Operation *root);
 /// On tensors: an elementwise generic that writes into an empty tensor
 /// writes into an input of its result's type and map instead, where that
 /// input is a linalg op's result it alone reads, so that bufferization

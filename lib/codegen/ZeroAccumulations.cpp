@@ -12,6 +12,18 @@
 // of 2 MB each per layer). x + 0 is x except for x = -0, whose sign
 // becomes +0.
 //
+// A sum into a fill of zero over loops that each run once (the autodiff's
+// gradient of a broadcast that only adds dimensions of size one:
+// torch-mlir's linear layer on a 3-D input broadcasts its transposed
+// weight [K, N] to [1, K, N], whose gradient sums [1, K, N] over the unit
+// dimension) copies its input: it is that input without those dimensions,
+// a tensor.collapse_shape, or the tensor an expand_shape added them to
+// (dropUnitDimensionSums). The weight gradient's product then meets the
+// transpose after it directly, which folds into it
+// (foldTransposesIntoContractions, after this step); with a device guard
+// between the product and the weight's update, the copies stayed: two
+// passes over the gradient, the second transposing.
+//
 // An elementwise generic that writes into an empty tensor may write into
 // an input that dies there instead (writeIntoDyingInputs): one buffer
 // fewer, updated in place.
@@ -120,6 +132,82 @@ bool writeIntoDyingInput(linalg::GenericOp op) {
   return false;
 }
 
+/// `op` sums an input into a fill of zero over loops that each run once:
+/// every loop that its output does not index is a reduction of size one,
+/// it yields `out + in` with `in` read through the identity (other inputs
+/// unread: the autodiff passes the broadcast's operand for its shape), and
+/// its output through the identity without those loops. Returns that input
+/// without the unit dimensions (made before `op`), or null.
+Value unitDimensionSum(linalg::GenericOp op, RewriterBase &rewriter) {
+  if (!op.hasPureTensorSemantics() || op.getNumDpsInits() != 1 ||
+      op->getNumResults() != 1 || op.getNumReductionLoops() == 0)
+    return nullptr;
+  OpOperand *init = op.getDpsInitOperand(0);
+  auto fill = init->get().getDefiningOp<linalg::FillOp>();
+  auto resultType = dyn_cast<RankedTensorType>(op->getResult(0).getType());
+  if (!fill || !matchPattern(fill.value(), m_AnyZeroFloat()) || !resultType)
+    return nullptr;
+  // The body yields out + in.
+  Block &body = op.getRegion().front();
+  auto add = dyn_cast_or_null<arith::AddFOp>(
+      cast<linalg::YieldOp>(body.getTerminator())
+          .getValues()[0]
+          .getDefiningOp());
+  BlockArgument out = op.getMatchingBlockArgument(init);
+  if (!add || add->getBlock() != &body || !out.hasOneUse() ||
+      (add.getLhs() != out && add.getRhs() != out))
+    return nullptr;
+  auto in = dyn_cast<BlockArgument>(add.getLhs() == out ? add.getRhs()
+                                                        : add.getLhs());
+  if (!in || in.getOwner() != &body ||
+      in.getArgNumber() >= op.getNumDpsInputs())
+    return nullptr;
+  OpOperand *input = op.getDpsInputOperand(in.getArgNumber());
+  if (!op.getMatchingIndexingMap(input).isIdentity() ||
+      llvm::any_of(op.getDpsInputOperands(), [&](OpOperand *other) {
+        return other != input &&
+               !op.getMatchingBlockArgument(other).use_empty();
+      }))
+    return nullptr;
+  // The loops the output indexes, in order; the others run once.
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  AffineMap outputMap = op.getMatchingIndexingMap(init);
+  if (!outputMap.isProjectedPermutation() || outputMap.getNumResults() == 0)
+    return nullptr;
+  SmallVector<bool> kept(ranges.size(), false);
+  int64_t previous = -1;
+  for (AffineExpr result : outputMap.getResults()) {
+    int64_t dim = cast<AffineDimExpr>(result).getPosition();
+    if (dim <= previous)
+      return nullptr;
+    kept[dim] = true;
+    previous = dim;
+  }
+  for (auto [dim, range] : llvm::enumerate(ranges))
+    if (!kept[dim] && range != 1)
+      return nullptr;
+  // Each kept dimension with the unit ones before it; trailing unit ones
+  // join the last group.
+  SmallVector<ReassociationIndices> groups;
+  ReassociationIndices group;
+  for (auto [dim, isKept] : llvm::enumerate(kept)) {
+    group.push_back(dim);
+    if (isKept) {
+      groups.push_back(group);
+      group.clear();
+    }
+  }
+  groups.back().append(group.begin(), group.end());
+  Value source = input->get();
+  if (auto expand = source.getDefiningOp<tensor::ExpandShapeOp>())
+    if (expand.getSrc().getType() == resultType &&
+        expand.getReassociationIndices() == groups)
+      return expand.getSrc();
+  rewriter.setInsertionPoint(op);
+  return tensor::CollapseShapeOp::create(rewriter, op.getLoc(), resultType,
+                                         source, groups);
+}
+
 struct DropZeroAccumulationsPass
     : PassWrapper<DropZeroAccumulationsPass, OperationPass<func::FuncOp>> {
   MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(DropZeroAccumulationsPass)
@@ -128,11 +216,15 @@ struct DropZeroAccumulationsPass
     return "soap-drop-zero-accumulations";
   }
   StringRef getDescription() const override {
-    return "elementwise sums into a fill of zero yield their addend, and "
-           "elementwise copies of an input are that input (a step of "
-           "--soap-lower-cpu)";
+    return "sums into a fill of zero over loops of size one are their "
+           "input without those dimensions, elementwise sums into a fill "
+           "of zero yield their addend, and elementwise copies of an "
+           "input are that input (steps of --soap-lower-cpu)";
   }
-  void runOnOperation() override { dropZeroAccumulations(getOperation()); }
+  void runOnOperation() override {
+    dropUnitDimensionSums(getOperation());
+    dropZeroAccumulations(getOperation());
+  }
 };
 
 } // namespace
@@ -159,6 +251,34 @@ int dropZeroAccumulations(Operation *root) {
         }))
       continue;
     rewriter.replaceOp(op, input);
+    ++rewritten;
+  }
+  return rewritten;
+}
+
+int dropUnitDimensionSums(Operation *root) {
+  SmallVector<linalg::GenericOp> generics;
+  root->walk([&](linalg::GenericOp op) { generics.push_back(op); });
+  IRRewriter rewriter(root->getContext());
+  int rewritten = 0;
+  for (linalg::GenericOp op : generics) {
+    // A returned sum stays (results get buffers of their own).
+    if (llvm::any_of(op->getUsers(),
+                     [](Operation *user) { return isa<func::ReturnOp>(user); }))
+      continue;
+    Value input = unitDimensionSum(op, rewriter);
+    if (!input)
+      continue;
+    SmallVector<Operation *> makers;
+    for (Value operand : op->getOperands())
+      if (Operation *maker = operand.getDefiningOp())
+        makers.push_back(maker);
+    rewriter.replaceOp(op, input);
+    // The fill and an expand_shape nothing else reads.
+    for (Operation *maker : makers)
+      if (isa<linalg::FillOp, tensor::ExpandShapeOp>(maker) &&
+          maker->use_empty())
+        rewriter.eraseOp(maker);
     ++rewritten;
   }
   return rewritten;

@@ -84,3 +84,78 @@ func.func @kept(%x: tensor<4x8xf32>) -> (tensor<4xf32>, tensor<4x8xf32>, tensor<
   } -> tensor<4x8xf32>
   return %sum, %ones, %copy : tensor<4xf32>, tensor<4x8xf32>, tensor<4x8xf32>
 }
+
+// A sum into zeros over loops of size one (the gradient of a broadcast that
+// only adds a unit dimension: torch-mlir's linear layer on a 3-D input
+// broadcasts its transposed weight [K, N] to [1, K, N]) is its input without
+// that dimension: the tensor the expand_shape added it to, whose transpose
+// then reads the weight gradient's product directly. The first input is
+// read for its shape only, as the autodiff writes it. A sum over a unit
+// dimension of a tensor no expand_shape made is a collapse_shape of it.
+#in3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#out3 = affine_map<(d0, d1, d2) -> (d1, d2)>
+#shape3 = affine_map<(d0, d1, d2) -> (d1, d2)>
+#t = affine_map<(d0, d1) -> (d1, d0)>
+// CHECK-LABEL: func.func @unit_sum(
+// CHECK-SAME: %[[A:[^:]*]]: tensor<6x4xf32>, %[[B:[^:]*]]: tensor<6x8xf32>, %[[W:[^:]*]]: tensor<4x8xf32>, %[[Y:[^:]*]]: tensor<8x1x4xf32>
+// CHECK: %[[P:.*]] = linalg.matmul
+// CHECK-NOT: tensor.expand_shape
+// CHECK: %[[T:.*]] = linalg.generic {{.*}} ins(%[[P]] : tensor<4x8xf32>) outs(%{{.*}} : tensor<8x4xf32>)
+// CHECK: %[[C:.*]] = tensor.collapse_shape %[[Y]] {{\[}}[0], [1, 2]] : tensor<8x1x4xf32> into tensor<8x4xf32>
+// CHECK: %[[E:.*]] = math.exp %[[C]]
+// CHECK: return %[[T]], %[[E]]
+func.func @unit_sum(%a: tensor<6x4xf32>, %b: tensor<6x8xf32>, %w: tensor<4x8xf32>,
+                    %y: tensor<8x1x4xf32>) -> (tensor<8x4xf32>, tensor<8x4xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4x8xf32>
+  %z = linalg.fill ins(%zero : f32) outs(%e : tensor<4x8xf32>) -> tensor<4x8xf32>
+  %e2 = tensor.empty() : tensor<4x6xf32>
+  %at = linalg.transpose ins(%a : tensor<6x4xf32>) outs(%e2 : tensor<4x6xf32>) permutation = [1, 0]
+  %p = linalg.matmul ins(%at, %b : tensor<4x6xf32>, tensor<6x8xf32>) outs(%z : tensor<4x8xf32>) -> tensor<4x8xf32>
+  %x = tensor.expand_shape %p [[0, 1], [2]] output_shape [1, 4, 8] : tensor<4x8xf32> into tensor<1x4x8xf32>
+  %s = linalg.generic {indexing_maps = [#shape3, #in3, #out3], iterator_types = ["reduction", "parallel", "parallel"]}
+      ins(%w, %x : tensor<4x8xf32>, tensor<1x4x8xf32>) outs(%z : tensor<4x8xf32>) {
+  ^bb0(%shape: f32, %in: f32, %out: f32):
+    %sum = arith.addf %out, %in : f32
+    linalg.yield %sum : f32
+  } -> tensor<4x8xf32>
+  %et = tensor.empty() : tensor<8x4xf32>
+  %tr = linalg.generic {indexing_maps = [#t, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%s : tensor<4x8xf32>) outs(%et : tensor<8x4xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    linalg.yield %in : f32
+  } -> tensor<8x4xf32>
+  %zt = linalg.fill ins(%zero : f32) outs(%et : tensor<8x4xf32>) -> tensor<8x4xf32>
+  %c = linalg.generic {indexing_maps = [#in3, affine_map<(d0, d1, d2) -> (d0, d2)>], iterator_types = ["parallel", "reduction", "parallel"]}
+      ins(%y : tensor<8x1x4xf32>) outs(%zt : tensor<8x4xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %sum = arith.addf %in, %out : f32
+    linalg.yield %sum : f32
+  } -> tensor<8x4xf32>
+  %ce = math.exp %c : tensor<8x4xf32>
+  return %tr, %ce : tensor<8x4xf32>, tensor<8x4xf32>
+}
+
+// Kept: a sum over a loop longer than one, and a sum into a nonzero init.
+// CHECK-LABEL: func.func @not_unit_sum(
+// CHECK-COUNT-2: linalg.generic
+// CHECK-NOT: tensor.collapse_shape
+func.func @not_unit_sum(%y: tensor<8x2x4xf32>, %u: tensor<8x1x4xf32>, %init: tensor<8x4xf32>)
+    -> (tensor<8x4xf32>, tensor<8x4xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %et = tensor.empty() : tensor<8x4xf32>
+  %zt = linalg.fill ins(%zero : f32) outs(%et : tensor<8x4xf32>) -> tensor<8x4xf32>
+  %c = linalg.generic {indexing_maps = [#in3, affine_map<(d0, d1, d2) -> (d0, d2)>], iterator_types = ["parallel", "reduction", "parallel"]}
+      ins(%y : tensor<8x2x4xf32>) outs(%zt : tensor<8x4xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %sum = arith.addf %in, %out : f32
+    linalg.yield %sum : f32
+  } -> tensor<8x4xf32>
+  %d = linalg.generic {indexing_maps = [#in3, affine_map<(d0, d1, d2) -> (d0, d2)>], iterator_types = ["parallel", "reduction", "parallel"]}
+      ins(%u : tensor<8x1x4xf32>) outs(%init : tensor<8x4xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %sum = arith.addf %in, %out : f32
+    linalg.yield %sum : f32
+  } -> tensor<8x4xf32>
+  return %c, %d : tensor<8x4xf32>, tensor<8x4xf32>
+}
