@@ -18,7 +18,10 @@
 //
 // which mergeAccumulatingProducts builds in place of the last product,
 // erasing the others: the accumulator is read and written once, and the
-// library gets one GEMM with an n times longer reduction. Operands that are
+// library gets one GEMM with an n times longer reduction. A C0 of zeros (a
+// fill of an empty tensor) moves to the merged product, so that the
+// accumulator is allocated there rather than where the chain began (the
+// products' operands are held until then instead). Operands that are
 // transposes of matrices (the autodiff's A^T) are concatenated before the
 // transposition, so that the transpose still folds into the GEMM call as
 // strides (foldTransposesIntoContractions). In real arithmetic the result
@@ -64,8 +67,6 @@
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/SmallPtrSet.h"
-
-#include <functional>
 
 using namespace mlir;
 
@@ -136,6 +137,26 @@ bool madeAgain(Operation *op) {
              linalg::TransposeOp>(op);
 }
 
+/// Walks what `value` is made of in `guard`, as a chain's guards leave it
+/// to `into`: the ops the last guard makes again (madeAgain) go to `made`,
+/// operands before the ops that read them; the values of `guard` they read
+/// that are not made again (or `value` itself), which the guard yields, to
+/// `held`. Values made outside `guard` are neither.
+void walkMadeAgain(Value value, Operation *guard,
+                   llvm::function_ref<void(Value)> held,
+                   llvm::function_ref<void(Operation *)> made) {
+  Operation *def = value.getDefiningOp();
+  if (!def || !guard->isProperAncestor(def))
+    return;
+  if (!madeAgain(def)) {
+    held(value);
+    return;
+  }
+  for (Value operand : def->getOperands())
+    walkMadeAgain(operand, guard, held, made);
+  made(def);
+}
+
 /// The guard of `op` when it is another than `last`.
 OnDevicesOp earlierGuardOf(Operation *op, OnDevicesOp last) {
   auto guard = op->getParentOfType<OnDevicesOp>();
@@ -204,26 +225,15 @@ void gatherChain(ArrayRef<linalg::MatmulOp> chain) {
     builder.setInsertionPoint(firstInto);
 
   // What each earlier guard yields: the values of its own that its products
-  // read, but for those made again.
+  // read, but for those made again (a later product's addend, the result
+  // of the guard before, is not its own).
   llvm::MapVector<Operation *, llvm::SetVector<Value>> yields;
-  std::function<void(Value, OnDevicesOp)> collect = [&](Value value,
-                                                        OnDevicesOp guard) {
-    Operation *def = value.getDefiningOp();
-    if (!def || !guard->isProperAncestor(def))
-      return;
-    if (!madeAgain(def)) {
-      yields[guard].insert(value);
-      return;
-    }
-    for (Value operand : def->getOperands())
-      collect(operand, guard);
-  };
-  for (auto [index, op] : llvm::enumerate(earlier)) {
+  for (linalg::MatmulOp op : earlier) {
     OnDevicesOp guard = earlierGuardOf(op, into);
-    collect(op.getDpsInputs()[0], guard);
-    collect(op.getDpsInputs()[1], guard);
-    if (index == 0)
-      collect(op.getDpsInits()[0], guard);
+    for (Value operand : op->getOperands())
+      walkMadeAgain(
+          operand, guard, [&](Value held) { yields[guard].insert(held); },
+          [](Operation *) {});
   }
   IRMapping mapping;
   for (auto &[guard, values] : yields) {
@@ -235,14 +245,6 @@ void gatherChain(ArrayRef<linalg::MatmulOp> chain) {
   }
 
   // The products again in `into`, each with what it reads made again there.
-  std::function<void(Value)> makeAgain = [&](Value value) {
-    Operation *def = value.getDefiningOp();
-    if (mapping.contains(value) || !def || !earlierGuardOf(def, into))
-      return;
-    for (Value operand : def->getOperands())
-      makeAgain(operand);
-    builder.clone(*def, mapping);
-  };
   for (auto [index, op] : llvm::enumerate(earlier)) {
     // The sum so far: the copy of the product before (through its guard's
     // result where that is in another guard).
@@ -250,7 +252,12 @@ void gatherChain(ArrayRef<linalg::MatmulOp> chain) {
       mapping.map(op.getDpsInits()[0],
                   mapping.lookup(earlier[index - 1].getResult(0)));
     for (Value operand : op->getOperands())
-      makeAgain(operand);
+      walkMadeAgain(
+          operand, earlierGuardOf(op, into), [](Value) {},
+          [&](Operation *maker) {
+            if (!mapping.contains(maker->getResult(0)))
+              builder.clone(*maker, mapping);
+          });
     builder.clone(*op, mapping);
   }
   Value merged = mapping.lookup(earlier.back().getResult(0));
@@ -301,6 +308,22 @@ Value concatenate(OpBuilder &b, Location loc, ArrayRef<Value> operands,
   return linalg::TransposeOp::create(b, loc, joined, init,
                                      ArrayRef<int64_t>{1, 0})
       ->getResult(0);
+}
+
+/// Moves the fill that makes `product`'s init, and the empty tensor it
+/// fills, to right before `product` where only it reads them: a merged
+/// chain's sum that starts from zeros is allocated where it is made, not
+/// where the chain began (the backward pass of an LSTM's last time step,
+/// for its weight's gradient).
+void sinkFilledInit(linalg::MatmulOp product) {
+  auto fill = product.getDpsInits()[0].getDefiningOp<linalg::FillOp>();
+  if (!fill || fill->getBlock() != product->getBlock() ||
+      !fill->getResult(0).hasOneUse())
+    return;
+  fill->moveBefore(product);
+  if (auto empty = fill.getDpsInits()[0].getDefiningOp<tensor::EmptyOp>())
+    if (empty->hasOneUse() && empty->getBlock() == fill->getBlock())
+      empty->moveBefore(fill);
 }
 
 /// Whether merging `chain` saves memory traffic: each product's operands
@@ -412,6 +435,7 @@ int mergeAccumulatingProducts(Operation *root) {
     rewriter.replaceOp(last, product->getResults());
     for (linalg::MatmulOp op : llvm::reverse(ArrayRef(chain).drop_back()))
       rewriter.eraseOp(op);
+    sinkFilledInit(product);
     // Transposes only the old products read.
     llvm::SetVector<Operation *> transposes;
     for (Value operand : llvm::concat<Value>(lhs, rhs))

@@ -208,6 +208,15 @@ Value unitDimensionSum(linalg::GenericOp op, RewriterBase &rewriter) {
                                          source, groups);
 }
 
+/// Whether the function returns a result of `op`: such an op stays where
+/// it would be replaced by another value, as results get buffers of their
+/// own (giveResultsOwnBuffers, CpuLowering.cpp).
+bool isReturned(Operation *op) {
+  return llvm::any_of(op->getUsers(), [](Operation *user) {
+    return isa<func::ReturnOp>(user);
+  });
+}
+
 struct DropZeroAccumulationsPass
     : PassWrapper<DropZeroAccumulationsPass, OperationPass<func::FuncOp>> {
   MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(DropZeroAccumulationsPass)
@@ -244,11 +253,7 @@ int dropZeroAccumulations(Operation *root) {
   for (linalg::GenericOp op : generics) {
     rewritten += dropZeroAddend(op, rewriter);
     Value input = copiedInput(op);
-    // A returned copy stays: results get buffers of their own
-    // (giveResultsOwnBuffers, CpuLowering.cpp).
-    if (!input || llvm::any_of(op->getUsers(), [](Operation *user) {
-          return isa<func::ReturnOp>(user);
-        }))
+    if (!input || isReturned(op))
       continue;
     rewriter.replaceOp(op, input);
     ++rewritten;
@@ -262,9 +267,7 @@ int dropUnitDimensionSums(Operation *root) {
   IRRewriter rewriter(root->getContext());
   int rewritten = 0;
   for (linalg::GenericOp op : generics) {
-    // A returned sum stays (results get buffers of their own).
-    if (llvm::any_of(op->getUsers(),
-                     [](Operation *user) { return isa<func::ReturnOp>(user); }))
+    if (isReturned(op))
       continue;
     Value input = unitDimensionSum(op, rewriter);
     if (!input)

@@ -33,7 +33,9 @@
 //     order, each in place (the CPU lowering's reduceInPlaceWhereInputsDie);
 //     unsynchronized gradients go into the update in place, and an SGD
 //     step of a gathered table goes into the gather's scatter (no gradient
-//     buffer: sparseSgdStep);
+//     buffer: sparseSgdStep); a chain of products that the CPU lowering
+//     merges into one (mergedChain below) from the merged product on, the
+//     products' operands held until then;
 //   - data received for a reader (transfers), from the reader's forward
 //     work to its backward work where that keeps it (else to its forward
 //     work);
@@ -328,6 +330,84 @@ void Simulator::accountMemory(std::vector<MemoryPoint> *timeline) {
       }
   }
 
+  // A parameter's gradient on a device as a chain of products that the CPU
+  // lowering merges into one (mergeAccumulatingProducts; through guards,
+  // gatherAccumulationChains first): every reader there a product
+  // (linalg.matmul, one task there, the parameter read directly), two or
+  // more, all on the same devices, each worth merging (its operands,
+  // K (M + N) elements, at most twice its M x N block: worthMerging). The
+  // merged product runs at the last product's backward work where the
+  // products run on every device, else (in guards) before the sum's first
+  // reader: right after the last product where the device sends its sum
+  // at once (`sentAtOnce`: to the device that keeps the parameter), else
+  // at the updates (its all-reduce or its update). Each product's operands
+  // (its other input, its output's gradient) wait for it there, where they
+  // are also concatenated. Holds those and returns the point, or -1.
+  auto mergedChain = [&](int tensorId, int device, bool sentAtOnce) -> int {
+    const std::vector<int> *devices = nullptr;
+    struct Product {
+      int node;
+      int64_t operandBytes;
+    };
+    std::vector<Product> products;
+    for (auto [reader, access] : parameterReaders[tensorId]) {
+      const Placement &p = placement(reader);
+      if (std::count(p.devices.begin(), p.devices.end(), device) == 0)
+        continue;
+      const OpNode &node = graph.nodes[reader];
+      if (node.opName != "linalg.matmul" || p.replicated ||
+          lazyGradients[reader].reader >= 0 ||
+          std::count(p.devices.begin(), p.devices.end(), device) != 1 ||
+          (devices && *devices != p.devices))
+        return -1;
+      devices = &p.devices;
+      size_t task = std::find(p.devices.begin(), p.devices.end(), device) -
+                    p.devices.begin();
+      BoxRef param = p.box(task, access);
+      if (param.rank != 2)
+        return -1;
+      int64_t m = param.first[0].second - param.first[0].first;
+      int64_t n = param.first[1].second - param.first[1].first;
+      // The gradient's reduction: the loops the parameter does not index.
+      int64_t k = 1;
+      for (size_t loop = 0; loop < p.shard.size(); ++loop)
+        if (std::none_of(node.accesses[access].indices.begin(),
+                         node.accesses[access].indices.end(),
+                         [&](const IndexExpr &index) {
+                           return index.singleLoop() == loop;
+                         }))
+          k *= p.shard[loop];
+      if (k * (m + n) > 2 * m * n)
+        return -1;
+      int64_t bytes = 0;
+      for (size_t a = 0; a < node.accesses.size(); ++a) {
+        const NodeAccess &other = node.accesses[a];
+        if (static_cast<int>(a) != access &&
+            ((other.role == AccessRole::Read && !other.isDestination) ||
+             other.role == AccessRole::Write))
+          bytes += boxVolume(p.box(task, a)) *
+                   graph.tensors[other.tensor].elementBytes;
+      }
+      products.push_back({reader, bytes});
+    }
+    if (products.size() < 2)
+      return -1;
+    int first = numNodes;
+    for (const Product &product : products)
+      first = std::min(first, product.node);
+    int at = static_cast<int>(devices->size()) == numDevices ? backwardAt(first)
+             : sentAtOnce ? std::min(backwardAt(first) + 1, updatesAt)
+                          : updatesAt;
+    int64_t concatenated = 0;
+    for (const Product &product : products) {
+      concatenated += product.operandBytes;
+      if (backwardAt(product.node) < at)
+        hold(device, backwardAt(product.node) + 1, at, product.operandBytes);
+    }
+    hold(device, at, at, concatenated);
+    return at;
+  };
+
   // State and parameter gradients. Every rank holds every argument: a
   // parameter whose readers' gradients are summed in one layout it stays in
   // across steps (buildOwnedParameter), a block of that layout; else its
@@ -388,14 +468,20 @@ void Simulator::accountMemory(std::vector<MemoryPoint> *timeline) {
                                : 0;
         if (gradient == 0)
           continue;
-        hold(d, backwardAt(kept[d] ? lastReader : lastReaders[d]),
-             updatesAt - 1, gradient);
+        int merged = mergedChain(plan.argTensor[slot], d,
+                                 /*sentAtOnce=*/kept[d] == 0);
+        if (merged < updatesAt)
+          hold(d,
+               merged >= 0 ? merged
+                           : backwardAt(kept[d] ? lastReader : lastReaders[d]),
+               updatesAt - 1, gradient);
         plan.gradient[slot * numDevices + d] = gradient;
         continue;
       }
       // An SGD step in a gather's scatter has no gradient buffer.
       if (lastReaders[d] < 0 || sync.stepInScatter)
         continue;
+      int merged = mergedChain(plan.argTensor[slot], d, /*sentAtOnce=*/false);
       // Devices that read overlapping regions all-reduce the gradient at
       // the updates; elsewhere the update takes it in place.
       bool synchronized = false;
@@ -405,7 +491,11 @@ void Simulator::accountMemory(std::vector<MemoryPoint> *timeline) {
       if (!synchronized)
         continue;
       int64_t gradient = boxVolume(mine) * tensor.elementBytes;
-      hold(d, backwardAt(lastReaders[d]), updatesAt - 1, gradient);
+      // A merged chain's sum from its merged product on (at the updates:
+      // the updates' hold below alone).
+      if (merged < updatesAt)
+        hold(d, merged < 0 ? backwardAt(lastReaders[d]) : merged, updatesAt - 1,
+             gradient);
       plan.gradient[slot * numDevices + d] = gradient;
     }
   }
