@@ -22,7 +22,7 @@ namespace soap {
 
 std::string ProfileDatabase::key(const OpGraph &graph, int node,
                                  const std::vector<int64_t> &shard,
-                                 const std::string &deviceKind) {
+                                 const std::string &deviceKind, bool madeCopy) {
   const OpNode &n = graph.nodes[node];
   std::ostringstream os;
   os << n.opName << ' ';
@@ -42,6 +42,8 @@ std::string ProfileDatabase::key(const OpGraph &graph, int node,
     }
   }
   os << "] " << dtype << ' ' << deviceKind;
+  if (madeCopy && n.relayoutCopy)
+    os << " made";
   return os.str();
 }
 
@@ -292,12 +294,14 @@ double CostModel::rooflineTime(double flops, double bytes,
   return type.launchOverhead + std::max(computeTime, memoryTime);
 }
 
-std::optional<ProfiledShard> findProfiledShard(
-    const OpGraph &graph, int node, const std::vector<int64_t> &shard,
-    const ProfileDatabase &profile, const std::string &deviceKind) {
+std::optional<ProfiledShard>
+findProfiledShard(const OpGraph &graph, int node,
+                  const std::vector<int64_t> &shard,
+                  const ProfileDatabase &profile, const std::string &deviceKind,
+                  bool madeCopy) {
   auto measured = [&](const std::vector<int64_t> &candidate) {
     return profile.lookup(
-        ProfileDatabase::key(graph, node, candidate, deviceKind));
+        ProfileDatabase::key(graph, node, candidate, deviceKind, madeCopy));
   };
   if (auto entry = measured(shard))
     return ProfiledShard{*entry, shard, true};
@@ -377,11 +381,12 @@ static std::string nodeDtype(const OpGraph &graph, int node) {
 
 std::optional<std::pair<ProfileDatabase::Entry, double>>
 CostModel::profiled(const OpGraph &graph, int node,
-                    const std::vector<int64_t> &shard, int device) const {
+                    const std::vector<int64_t> &shard, int device,
+                    bool madeCopy) const {
   if (!profile)
     return std::nullopt;
-  std::optional<ProfiledShard> found =
-      findProfiledShard(graph, node, shard, *profile, target.deviceType().name);
+  std::optional<ProfiledShard> found = findProfiledShard(
+      graph, node, shard, *profile, target.deviceType().name, madeCopy);
   if (!found)
     return std::nullopt;
   if (found->exact)
@@ -401,10 +406,10 @@ CostModel::profiled(const OpGraph &graph, int node,
 }
 
 double CostModel::forwardTime(const OpGraph &graph, int node,
-                              const std::vector<int64_t> &shard,
-                              int device) const {
+                              const std::vector<int64_t> &shard, int device,
+                              bool madeCopy) const {
   const OpNode &n = graph.nodes[node];
-  if (auto found = profiled(graph, node, shard, device))
+  if (auto found = profiled(graph, node, shard, device, madeCopy))
     return found->first.forward * found->second;
   ShardCost cost = shardCost(n.loopNest(graph.tensors), shard);
   if (cost.flops == 0 && cost.bytes() == 0)
@@ -431,8 +436,8 @@ int CostModel::gradientCount(const OpGraph &graph, int node) {
 }
 
 double CostModel::backwardTime(const OpGraph &graph, int node,
-                               const std::vector<int64_t> &shard,
-                               int device) const {
+                               const std::vector<int64_t> &shard, int device,
+                               bool madeCopy) const {
   const OpNode &n = graph.nodes[node];
   if (!n.needsBackward)
     return 0;
@@ -453,7 +458,7 @@ double CostModel::backwardTime(const OpGraph &graph, int node,
             : accessFootprint(loopNest(), a, shard) * a.elementBytes;
     sums += accumulateTime(bytes, device);
   }
-  if (auto found = profiled(graph, node, shard, device))
+  if (auto found = profiled(graph, node, shard, device, madeCopy))
     return found->first.backward * found->second +
            (found->first.includesGradientSums ? 0 : sums);
   ShardCost cost = shardCost(loopNest(), shard);

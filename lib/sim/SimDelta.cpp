@@ -41,7 +41,18 @@ SimReport Simulator::simulateDelta(int node, const ParallelConfig &config) {
 }
 
 SimReport Simulator::simulateDelta(
-    const std::vector<std::pair<int, ParallelConfig>> &changes) {
+    const std::vector<std::pair<int, ParallelConfig>> &proposed) {
+  // A relayout copy costs what its readers' layouts make it (copyIsMade): a
+  // change of a reader rebuilds the copy too, in its config.
+  std::vector<std::pair<int, ParallelConfig>> changes = proposed;
+  auto changed = [&](int node) {
+    return std::any_of(changes.begin(), changes.end(),
+                       [&](const auto &c) { return c.first == node; });
+  };
+  for (const auto &[node, config] : proposed)
+    for (int p : producersOf[node])
+      if (graph.nodes[p].relayoutCopy && !changed(p))
+        changes.emplace_back(p, current.configs[p]);
   if (!haveSchedule) {
     Strategy s = current;
     for (const auto &[node, config] : changes)

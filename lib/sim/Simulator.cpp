@@ -495,12 +495,50 @@ const Simulator::Placement &Simulator::placement(int node) {
     }
   }
   int someDevice = p->devices.empty() ? 0 : p->devices.front();
-  p->forward = cost.forwardTime(graph, node, p->shard, someDevice);
+  bool made = n.relayoutCopy && copyIsMade(node, *p);
+  p->forward = cost.forwardTime(graph, node, p->shard, someDevice, made);
   p->backward = options.training && lazyGradients[node].reader < 0
-                    ? cost.backwardTime(graph, node, p->shard, someDevice)
+                    ? cost.backwardTime(graph, node, p->shard, someDevice, made)
                     : 0;
   placements[node] = std::move(p);
   return *placements[node];
+}
+
+bool Simulator::copyIsMade(int node, const Placement &p) {
+  const OpNode &n = graph.nodes[node];
+  int result = -1;
+  for (size_t a = 0; a < n.accesses.size(); ++a)
+    if (graph.tensors[n.accesses[a].tensor].producer == node)
+      result = static_cast<int>(a);
+  if (result < 0)
+    return false;
+  int tensor = n.accesses[result].tensor;
+  for (int reader : consumersOf[node]) {
+    const OpNode &r = graph.nodes[reader];
+    if (r.opClass != OpClass::Matmul && !r.relayoutCopy)
+      return true;
+    const Placement &q = placement(reader);
+    for (size_t a = 0; a < r.accesses.size(); ++a) {
+      if (r.accesses[a].tensor != tensor || !r.accesses[a].readsValue())
+        continue;
+      for (size_t t = 0; t < q.devices.size(); ++t) {
+        BoxRef wanted = q.box(t, a);
+        bool local = false;
+        for (size_t u = 0; u < p.devices.size() && !local; ++u) {
+          if (p.devices[u] != q.devices[t])
+            continue;
+          BoxRef made = p.box(u, result);
+          local = true;
+          for (size_t d = 0; d < wanted.rank; ++d)
+            local &= made.first[d].first <= wanted.first[d].first &&
+                     wanted.first[d].second <= made.first[d].second;
+        }
+        if (!local)
+          return true;
+      }
+    }
+  }
+  return false;
 }
 
 void Simulator::buildNode(int node) {

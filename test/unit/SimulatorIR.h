@@ -54,6 +54,7 @@ protected:
     return graphOf(buffer.str());
   }
 
+public:
   /// The `skip`-th node (from 0) of op `name` in `g`, or -1.
   static int nodeOf(const OpGraph &g, const std::string &name, int skip = 0) {
     for (size_t n = 0; n < g.nodes.size(); ++n)
@@ -62,6 +63,7 @@ protected:
     return -1;
   }
 
+protected:
   mlir::MLIRContext context;
   mlir::OwningOpRef<mlir::ModuleOp> module;
 };

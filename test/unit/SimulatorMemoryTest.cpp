@@ -2,7 +2,7 @@
 //
 // Memory of a data-parallel MLP, the timeline's points and peaks, a
 // collective's result kept for the backward pass, and copies the CPU
-// lowering folds into products.
+// lowering folds into products (and what they cost where it cannot).
 //
 //===----------------------------------------------------------------------===//
 
@@ -208,26 +208,39 @@ TEST_F(SimulatorIR, CopiesFoldedIntoAProductHoldNothing) {
   EXPECT_EQ(timeline[broadcast].bytes[0], timeline[transpose].bytes[0]);
 }
 
+/// kBroadcastWeight's graph and ops, and its strategies on 2 devices.
+struct BroadcastWeight {
+  OpGraph g;
+  int broadcast, product, loss;
+  explicit BroadcastWeight(OpGraph graph)
+      : g(std::move(graph)),
+        broadcast(SimulatorIR::nodeOf(g, "linalg.broadcast")),
+        product(SimulatorIR::nodeOf(g, "linalg.batch_matmul")),
+        loss(SimulatorIR::nodeOf(g, "linalg.generic")) {}
+  /// Data parallelism: each product reads the batch rows its broadcast
+  /// makes.
+  Strategy data() const { return dataParallelStrategy(g, 2); }
+  /// The broadcast split by batch, the product by columns: an all_to_all
+  /// between them, whose source the partitioned program makes; the loss
+  /// sums y's columns where they are.
+  Strategy moved() const {
+    Strategy s = data();
+    s.configs[product].degrees = {1, 1, 2, 1}; // (b, m, n, k)
+    s.configs[broadcast].degrees = {2, 1, 1};
+    s.configs[loss].degrees = {1, 1, 2};
+    return s;
+  }
+};
+
 TEST_F(SimulatorIR, AFoldedCopyIsMadeWhereAReshardMovesIt) {
-  OpGraph g = graphOf(kBroadcastWeight);
-  int broadcast = nodeOf(g, "linalg.broadcast"),
-      product = nodeOf(g, "linalg.batch_matmul"),
-      loss = nodeOf(g, "linalg.generic");
+  BroadcastWeight net(graphOf(kBroadcastWeight));
+  const OpGraph &g = net.g;
+  int broadcast = net.broadcast, product = net.product, loss = net.loss;
   ASSERT_GE(loss, 0);
   Machine machine = loadMachine("p100-4x4", 2);
   CostModel cost(machine);
   Simulator sim(g, cost);
-  // The broadcast split by batch, the product by columns: an all_to_all
-  // between them, whose source the partitioned program makes.
-  Strategy s = dataParallelStrategy(g, 2);
-  s.configs[product].degrees = {1, 1, 2, 1}; // (b, m, n, k)
-  s.configs[product].devices = {0, 1};
-  s.configs[broadcast].degrees = {2, 1, 1};
-  s.configs[broadcast].devices = {0, 1};
-  // The loss sums y's columns where they are.
-  s.configs[loss].degrees = {1, 1, 2};
-  s.configs[loss].devices = {0, 1};
-  sim.simulate(s);
+  sim.simulate(net.moved());
   bool allToAll = false;
   for (const CommStep &step : sim.communication())
     allToAll |= step.kind == "all_to_all";
@@ -243,6 +256,58 @@ TEST_F(SimulatorIR, AFoldedCopyIsMadeWhereAReshardMovesIt) {
   EXPECT_EQ(timeline[product].bytes[0] - before, block + received + yBlock);
   // After the product: the block and the received data are gone.
   EXPECT_EQ(timeline[loss].bytes[0] - before, yBlock + 4);
+}
+
+// The same copy priced from a profile database: folded into the product
+// that reads its blocks where it makes them, it costs its plain entry
+// (zero: soap-profile --program found no kernel of it); moved by the
+// all_to_all, it runs as a kernel of its own and costs its entry whose key
+// ends in " made". A change of the product's config alone rebuilds the
+// copy in a delta simulation.
+TEST_F(SimulatorIR, AMovedCopyTakesItsMadeEntry) {
+  BroadcastWeight net(graphOf(kBroadcastWeight));
+  const OpGraph &g = net.g;
+  int broadcast = net.broadcast, product = net.product, loss = net.loss;
+  ASSERT_GE(loss, 0);
+  Machine machine = loadMachine("p100-4x4", 2);
+  const std::string &kind = machine.deviceType().name;
+  std::vector<int64_t> half = {4, 32, 64}; // split by batch
+  std::string plainKey = ProfileDatabase::key(g, broadcast, half, kind);
+  std::string madeKey =
+      ProfileDatabase::key(g, broadcast, half, kind, /*madeCopy=*/true);
+  EXPECT_EQ(madeKey, plainKey + " made");
+  // Only relayout copies have such keys.
+  EXPECT_EQ(ProfileDatabase::key(g, product, {8, 16, 64, 32}, kind, true),
+            ProfileDatabase::key(g, product, {8, 16, 64, 32}, kind));
+  ProfileDatabase::Entry made;
+  made.forward = 1e-3;
+  made.backward = 2e-3;
+  ProfileDatabase withMade, folded;
+  for (ProfileDatabase *db : {&withMade, &folded}) {
+    db->record(plainKey, ProfileDatabase::Entry());
+    db->record(madeKey, db == &withMade ? made : ProfileDatabase::Entry());
+  }
+  CostModel costWithMade(machine, &withMade), costFolded(machine, &folded);
+
+  Strategy data = net.data(), moved = net.moved();
+  ASSERT_EQ(data.configs[broadcast].degrees, moved.configs[broadcast].degrees);
+  Simulator a(g, costWithMade), b(g, costFolded);
+  // Folded: the made entry is not taken.
+  SimReport aData = a.simulate(data), bData = b.simulate(data);
+  EXPECT_TRUE(aData == bData);
+  // Moved: the broadcast's forward and backward work on each device.
+  SimReport aMoved = a.simulate(moved), bMoved = b.simulate(moved);
+  for (int d = 0; d < 2; ++d)
+    EXPECT_NEAR(aMoved.deviceBusy[d] - bMoved.deviceBusy[d], 3e-3, 1e-9);
+
+  // The product's and the loss's configs change, not the copy's.
+  Simulator delta(g, costWithMade);
+  delta.simulate(data);
+  SimReport incremental = delta.simulateDelta(
+      {{product, moved.configs[product]}, {loss, moved.configs[loss]}});
+  EXPECT_TRUE(incremental == aMoved);
+  EXPECT_TRUE(delta.simulateDelta({{product, data.configs[product]},
+                                   {loss, data.configs[loss]}}) == aData);
 }
 
 } // namespace

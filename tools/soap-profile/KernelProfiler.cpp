@@ -465,6 +465,13 @@ KernelProfileSummary profileKernels(const BuiltOpGraph &built,
       }
     }
     db.record(item.key, entry);
+    // Timed alone, a relayout copy runs as the kernel it is where a reader
+    // needs it moved (ProfileDatabase::key's madeCopy).
+    if (graph.nodes[item.node].relayoutCopy)
+      db.record(ProfileDatabase::key(graph, item.node, item.shard,
+                                     machine.deviceType().name,
+                                     /*madeCopy=*/true),
+                entry);
     ++summary.measured;
     if (options.gpu) {
       ++summary.byGpuLibrary[how];

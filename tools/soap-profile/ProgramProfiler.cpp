@@ -555,8 +555,13 @@ profilePrograms(ModuleOp module, const BuiltOpGraph &built,
           program.strategy
               ? Strategy::shardOf(node, program.strategy->configs[n])
               : node.loopSizes;
+      auto it = times.find(static_cast<int>(n));
+      bool ranForward = it != times.end() && !it->second.forward.empty();
+      // A relayout copy that runs as a kernel of its own (a reader needs it
+      // moved) is another entry than the one folded into its readers.
       std::string key =
-          ProfileDatabase::key(graph, static_cast<int>(n), shard, deviceKind);
+          ProfileDatabase::key(graph, static_cast<int>(n), shard, deviceKind,
+                               /*madeCopy=*/node.relayoutCopy && ranForward);
       // The first program that runs a shard measures it (with --merge,
       // the programs of the run that wrote the database came first).
       if (recorded.count(key) || (options.keepRecorded && db.lookup(key)))
@@ -566,8 +571,7 @@ profilePrograms(ModuleOp module, const BuiltOpGraph &built,
         order.push_back(key);
       KeyTimes &sum = at->second;
       ++sum.ops;
-      auto it = times.find(static_cast<int>(n));
-      if (it == times.end() || it->second.forward.empty())
+      if (!ranForward)
         ++summary.forwardFusedAway;
       if (it == times.end())
         continue;

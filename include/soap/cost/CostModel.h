@@ -43,9 +43,13 @@ public:
 
   /// The key of node `node` of `graph` run with loop extents `shard` on a
   /// device of kind `deviceKind`: "linalg.matmul f32 [16x64,64x32,16x32] P100".
+  /// A transposing or broadcasting copy (OpNode::relayoutCopy) costs nothing
+  /// where the CPU lowering folds it into the products that read it, and a
+  /// kernel where it cannot (a reader needs the copy moved): `madeCopy`
+  /// names the latter, its key ending in " made".
   static std::string key(const OpGraph &graph, int node,
                          const std::vector<int64_t> &shard,
-                         const std::string &deviceKind);
+                         const std::string &deviceKind, bool madeCopy = false);
 
   /// The key of the optimizer update of `elements` parameter elements:
   /// "soap.update sgd [4096] f32 x86-64-core" (soap-profile measures a few
@@ -101,9 +105,11 @@ struct ProfiledShard {
   std::vector<int64_t> shard;
   bool exact = true;
 };
-std::optional<ProfiledShard> findProfiledShard(
-    const OpGraph &graph, int node, const std::vector<int64_t> &shard,
-    const ProfileDatabase &profile, const std::string &deviceKind);
+std::optional<ProfiledShard>
+findProfiledShard(const OpGraph &graph, int node,
+                  const std::vector<int64_t> &shard,
+                  const ProfileDatabase &profile, const std::string &deviceKind,
+                  bool madeCopy = false);
 
 /// How the ops of a strategy are priced: from the profile database (the
 /// shard each op runs is in it), from another shard of the same op in it,
@@ -140,14 +146,18 @@ public:
   /// the profile's time of that shard, or of the nearest shard of the node
   /// it measured scaled by the two shards' roofline ratio
   /// (findProfiledShard), else the roofline.
+  /// `madeCopy`: a relayout copy run as a kernel of its own
+  /// (ProfileDatabase::key).
   double forwardTime(const OpGraph &graph, int node,
-                     const std::vector<int64_t> &shard, int device) const;
+                     const std::vector<int64_t> &shard, int device,
+                     bool madeCopy = false) const;
   /// Seconds of its backward work: the gradient for every input that needs
   /// one, each costed like the forward task (or as the profile measured
   /// the op's backward ops), plus the adds of the node's accumulatedReads
   /// (accumulateTime of what the task reads of each).
   double backwardTime(const OpGraph &graph, int node,
-                      const std::vector<int64_t> &shard, int device) const;
+                      const std::vector<int64_t> &shard, int device,
+                      bool madeCopy = false) const;
   /// Seconds to apply the optimizer to `bytes` of f32 parameters on
   /// `device`, whose gradient an all-reduce over `syncGroup` devices made
   /// (1: none): interpolated from the profile's updates (linear in the
@@ -185,7 +195,7 @@ private:
   /// take (1 when measured for this shard).
   std::optional<std::pair<ProfileDatabase::Entry, double>>
   profiled(const OpGraph &graph, int node, const std::vector<int64_t> &shard,
-           int device) const;
+           int device, bool madeCopy) const;
 
   const Machine &target;
   const ProfileDatabase *profile;

@@ -315,6 +315,11 @@ private:
   void schedule(size_t prefix, bool logForUndo);
   SimReport report() const;
   const Placement &placement(int node);
+  /// Whether the relayout copy `node` (placed as `p`) runs as a kernel of
+  /// its own: a reader is no product (nor another such copy), or reads a
+  /// block of it on a device where the copy does not make that block (it
+  /// moves there). Otherwise the CPU lowering folds it into its readers.
+  bool copyIsMade(int node, const Placement &p);
 
   const OpGraph &graph;
   const CostModel &cost;
