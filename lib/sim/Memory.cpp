@@ -352,22 +352,22 @@ void Simulator::accountMemory(std::vector<MemoryPoint> *timeline) {
     std::vector<Product> products;
     for (auto [reader, access] : parameterReaders[tensorId]) {
       const Placement &p = placement(reader);
-      if (std::count(p.devices.begin(), p.devices.end(), device) == 0)
+      auto task = std::find(p.devices.begin(), p.devices.end(), device);
+      if (task == p.devices.end())
         continue;
       const OpNode &node = graph.nodes[reader];
       if (node.opName != "linalg.matmul" || p.replicated ||
           lazyGradients[reader].reader >= 0 ||
-          std::count(p.devices.begin(), p.devices.end(), device) != 1 ||
+          std::find(task + 1, p.devices.end(), device) != p.devices.end() ||
           (devices && *devices != p.devices))
         return -1;
       devices = &p.devices;
-      size_t task = std::find(p.devices.begin(), p.devices.end(), device) -
-                    p.devices.begin();
-      BoxRef param = p.box(task, access);
+      BoxRef param = p.box(task - p.devices.begin(), access);
       if (param.rank != 2)
         return -1;
-      int64_t m = param.first[0].second - param.first[0].first;
-      int64_t n = param.first[1].second - param.first[1].first;
+      // Ranges are inclusive.
+      int64_t m = param.first[0].second - param.first[0].first + 1;
+      int64_t n = param.first[1].second - param.first[1].first + 1;
       // The gradient's reduction: the loops the parameter does not index.
       int64_t k = 1;
       for (size_t loop = 0; loop < p.shard.size(); ++loop)
@@ -385,7 +385,7 @@ void Simulator::accountMemory(std::vector<MemoryPoint> *timeline) {
         if (static_cast<int>(a) != access &&
             ((other.role == AccessRole::Read && !other.isDestination) ||
              other.role == AccessRole::Write))
-          bytes += boxVolume(p.box(task, a)) *
+          bytes += boxVolume(p.box(task - p.devices.begin(), a)) *
                    graph.tensors[other.tensor].elementBytes;
       }
       products.push_back({reader, bytes});

@@ -522,17 +522,12 @@ bool Simulator::copyIsMade(int node, const Placement &p) {
       if (r.accesses[a].tensor != tensor || !r.accesses[a].readsValue())
         continue;
       for (size_t t = 0; t < q.devices.size(); ++t) {
+        // Local where a task of the copy on that device makes all of it.
         BoxRef wanted = q.box(t, a);
         bool local = false;
-        for (size_t u = 0; u < p.devices.size() && !local; ++u) {
-          if (p.devices[u] != q.devices[t])
-            continue;
-          BoxRef made = p.box(u, result);
-          local = true;
-          for (size_t d = 0; d < wanted.rank; ++d)
-            local &= made.first[d].first <= wanted.first[d].first &&
-                     wanted.first[d].second <= made.first[d].second;
-        }
+        for (size_t u = 0; u < p.devices.size() && !local; ++u)
+          local = p.devices[u] == q.devices[t] &&
+                  overlapVolume(p.box(u, result), wanted) == boxVolume(wanted);
         if (!local)
           return true;
       }
