@@ -115,11 +115,13 @@ LogicalResult prepareSimulation(ModuleOp module, const std::string &machineName,
 std::optional<ProfileCoverage>
 reportProfileCoverage(llvm::StringRef tool, const OpGraph &graph,
                       const std::vector<ParallelConfig> &configs,
-                      const SimulationSetup &setup) {
+                      const SimulationSetup &setup,
+                      const std::vector<char> &madeCopies) {
   if (!setup.profile)
     return std::nullopt;
-  ProfileCoverage coverage = profileCoverage(graph, configs, *setup.profile,
-                                             setup.machine->deviceType().name);
+  ProfileCoverage coverage =
+      profileCoverage(graph, configs, *setup.profile,
+                      setup.machine->deviceType().name, madeCopies);
   llvm::errs() << tool << ": profile: " << coverage.measured
                << " op(s) measured, " << coverage.scaled
                << " scaled from another shard of the op, " << coverage.roofline

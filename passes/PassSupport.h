@@ -88,13 +88,15 @@ prepareSimulation(mlir::ModuleOp module, const std::string &machineName,
                   const std::string &optimizerName, SimulationSetup &setup);
 
 /// With a profile database in `setup`: how the ops of `configs` are priced
-/// (profileCoverage), printed on stderr after `tool` ("soap-simulate:
-/// profile: N op(s) measured, K priced by the roofline: linalg.matmul x2");
-/// nothing without one.
+/// (profileCoverage, with `madeCopies` of the simulated strategy),
+/// printed on stderr after `tool` ("soap-simulate: profile: N op(s)
+/// measured, K priced by the roofline: linalg.matmul x2"); nothing without
+/// one.
 std::optional<ProfileCoverage>
 reportProfileCoverage(llvm::StringRef tool, const OpGraph &graph,
                       const std::vector<ParallelConfig> &configs,
-                      const SimulationSetup &setup);
+                      const SimulationSetup &setup,
+                      const std::vector<char> &madeCopies);
 
 /// Writes `text` and a newline to `path` (soap::writeFileAtomically);
 /// false with `error` on failure.

@@ -1,8 +1,9 @@
 //===- Search.cpp - the MCMC strategy search pass -------------------------===//
 
+#include "soap/search/Search.h"
 #include "PassSupport.h"
 #include "soap/Passes/Passes.h"
-#include "soap/search/Search.h"
+#include "soap/sim/Simulator.h"
 
 #include "llvm/Support/Format.h"
 #include "llvm/Support/Process.h"
@@ -96,8 +97,13 @@ struct SoapSearchPass : public soap::impl::SoapSearchBase<SoapSearchPass> {
                  << "/s), "
                  << llvm::format("%.0f", result.acceptanceRate * 100)
                  << "% accepted\n";
-    reportProfileCoverage("soap-search", built->graph, result.best.configs,
-                          setup);
+    if (setup.profile) {
+      // The best strategy's copies that run as kernels (their made keys).
+      Simulator simulator(built->graph, cost, simOptions);
+      simulator.simulate(result.best);
+      reportProfileCoverage("soap-search", built->graph, result.best.configs,
+                            setup, simulator.madeCopies());
+    }
     if (!summaryFile.empty()) {
       std::string error;
       if (!writeTextFile(summaryFile, result.toJSON(), error)) {

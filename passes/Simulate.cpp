@@ -66,8 +66,9 @@ struct SoapSimulatePass
                  << " MB moved, peak memory "
                  << llvm::format("%.2f", peak / 1e6) << " MB/device ("
                  << report.numTasks << " tasks)\n";
-    report.coverage = reportProfileCoverage("soap-simulate", built->graph,
-                                            strategy.configs, setup);
+    report.coverage =
+        reportProfileCoverage("soap-simulate", built->graph, strategy.configs,
+                              setup, simulator.madeCopies());
     for (int64_t bytes : report.devicePeakMemory)
       if (bytes > machine->deviceType().memoryBytes) {
         llvm::errs() << "soap-simulate: warning: a device needs "

@@ -351,7 +351,8 @@ findProfiledShard(const OpGraph &graph, int node,
 ProfileCoverage profileCoverage(const OpGraph &graph,
                                 const std::vector<ParallelConfig> &configs,
                                 const ProfileDatabase &profile,
-                                const std::string &deviceKind) {
+                                const std::string &deviceKind,
+                                const std::vector<char> &madeCopies) {
   ProfileCoverage coverage;
   for (size_t n = 0; n < graph.nodes.size(); ++n) {
     const OpNode &node = graph.nodes[n];
@@ -359,8 +360,9 @@ ProfileCoverage profileCoverage(const OpGraph &graph,
                                      ? Strategy::shardOf(node, configs[n])
                                      : node.loopSizes;
     // As forwardTime prices it.
+    bool made = n < madeCopies.size() && madeCopies[n];
     if (auto found = findProfiledShard(graph, static_cast<int>(n), shard,
-                                       profile, deviceKind)) {
+                                       profile, deviceKind, made)) {
       ++(found->exact ? coverage.measured : coverage.scaled);
       continue;
     }

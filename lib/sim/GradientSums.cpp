@@ -14,17 +14,26 @@
 
 namespace soap {
 
-bool Simulator::viewOfWholeParameter(int node) const {
+bool Simulator::viewOfWholeOperands(int node) {
   const OpNode &n = graph.nodes[node];
-  if (n.opName != "tensor.extract_slice" && n.opName != "tensor.expand_shape" &&
-      n.opName != "tensor.collapse_shape")
+  if (!isView(n))
     return false;
+  bool any = false;
   for (const NodeAccess &a : n.accesses) {
     const GraphTensor &t = graph.tensors[a.tensor];
-    if (a.readsValue() && t.producer < 0 && t.isParameter)
-      return parameterTasks[a.tensor].wholeEverywhere;
+    // A view's result is an access of its own (a reshape's is unread).
+    if (!a.readsValue() || t.producer == node)
+      continue;
+    any = true;
+    bool whole = t.producer < 0 ? !t.isParameter ||
+                                      parameterTasks[a.tensor].wholeEverywhere
+                                : !graph.nodes[t.producer].splat &&
+                                      (placement(t.producer).replicated ||
+                                       viewOfWholeOperands(t.producer));
+    if (!whole)
+      return false;
   }
-  return false;
+  return any;
 }
 
 Simulator::SlotLayouts
@@ -157,8 +166,17 @@ std::vector<std::pair<int, int>> Simulator::addendsSummedAtFirst(int producer,
         (r + 1 < readers.size() && isContraction(graph.nodes[c].opClass)))
       return {};
     const SlotLayouts &gradients = slotLayouts(p, a, SlotKind::Gradients);
-    if (gradients.pieces.size() != 1)
-      return {};
+    // Several tasks on a device: complete parts that move alone (the
+    // partitioner's materializeSum), in no layout of their own.
+    if (gradients.pieces.size() != 1) {
+      if (std::any_of(gradients.pieces.begin(), gradients.pieces.end(),
+                      [](const layout::Layout &piece) {
+                        return piece.partial.has_value();
+                      }))
+        return {};
+      twoLayouts = true;
+      continue;
+    }
     const layout::Layout &mine = gradients.pieces[0];
     if (std::all_of(mine.blocks.begin(), mine.blocks.end(),
                     [&](const std::optional<layout::Block> &block) {

@@ -304,10 +304,12 @@ bool Simulator::buildOwnedParameter(int tensorId) {
     const SlotLayouts &gradients =
         readerGradients(reader, readerAccess, permuted[layouts.size()]);
     // Several tasks on a device (pieces): an addend of partial sums, not
-    // a place to add nor a product's init.
+    // a place to add nor a product's init (a product's only as the last
+    // reader, whose gradient starts the sum: checked below).
     if (gradients.pieces.size() != 1) {
       if (lazyGradients[reader].reader >= 0 ||
-          isContraction(graph.nodes[node].opClass) ||
+          (isContraction(graph.nodes[node].opClass) &&
+           layouts.size() + 1 < readers.size()) ||
           !gradients.pieces[0].partial)
         return false;
       anyPartial = true;

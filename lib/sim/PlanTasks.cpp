@@ -26,6 +26,39 @@ Simulator::slotLayouts(const Placement &p, size_t access, SlotKind kind) const {
   return *cache[access];
 }
 
+std::optional<Simulator::SlotLayouts>
+Simulator::joinedOnHolders(const Placement &p, size_t access,
+                           const SlotLayouts &pieces) const {
+  const GraphTensor &tensor =
+      graph.tensors[graph.nodes[p.node].accesses[access].tensor];
+  layout::Block whole = layout::Block::whole(tensor.shape);
+  int numDevices = machine.numDevices();
+  SlotLayouts joined;
+  joined.pieces.emplace_back();
+  joined.pieces[0].blocks.resize(numDevices);
+  joined.task.emplace_back(numDevices, -1);
+  for (int d = 0; d < numDevices; ++d) {
+    int64_t volume = 0;
+    bool holds = false;
+    for (size_t k = 0; k < pieces.pieces.size(); ++k) {
+      joined.task[0][d] = std::max(joined.task[0][d], pieces.task[k][d]);
+      if (const std::optional<layout::Block> &block =
+              pieces.pieces[k].blocks[d]) {
+        volume += block->volume();
+        holds = true;
+      }
+    }
+    // Disjoint blocks (no two tasks share an element) that add up to the
+    // tensor tile it.
+    if (!holds)
+      continue;
+    if (volume != whole.volume())
+      return std::nullopt;
+    joined.pieces[0].blocks[d] = whole;
+  }
+  return joined;
+}
+
 bool Simulator::hasReaders(int node, size_t access) const {
   int tensor = graph.nodes[node].accesses[access].tensor;
   for (int c : consumersOf[node])
@@ -73,8 +106,19 @@ Simulator::SlotLayouts Simulator::buildSlotLayouts(const Placement &p,
   for (size_t t = 0; t < p.devices.size() && !shared; ++t)
     for (size_t u = t + 1; u < p.devices.size() && !shared; ++u)
       shared = overlapVolume(p.box(t, access), p.box(u, access)) > 0;
-  if (!shared)
+  if (!shared) {
+    // Several tasks on a device whose gradients of a broadcast read tile the
+    // whole tensor there: the training step's expand_shape of the lower
+    // rank gradient runs where they are (SpmdPartitioner::runOnHolders),
+    // one whole block per such device, made by that device's last task
+    // (its tasks run in order).
+    if (kind == SlotKind::Gradients && p.expandedGradient[access] &&
+        result.pieces.size() > 1)
+      if (std::optional<SlotLayouts> joined =
+              joinedOnHolders(p, access, result))
+        return std::move(*joined);
     return result;
+  }
   for (size_t slot = 0; slot < result.pieces.size(); ++slot) {
     layout::Layout &piece = result.pieces[slot];
     piece.partial = layout::Combine::Sum;

@@ -177,9 +177,10 @@ void Simulator::buildEdge(int edgeId) {
     bool local =
         !partial && sameBlocksOnSameDevices(pp, pa, cp, ca, ownGradient,
                                             producerOf, consumerOf);
-    // A view of a parameter kept whole on every device: each reader takes
-    // its blocks from the parameter where it runs (the partitioner slices
-    // the whole parameter again), after the view's work on that device.
+    // A view of operands whole on every device (a parameter kept whole, a
+    // replicated op's result): each reader takes its blocks where it runs
+    // (the partitioner runs the view whole everywhere), after the view's
+    // work on that device.
     // Each consumer task reads what the producer's tasks on its device
     // made.
     auto fromOwnDevice = [&] {
@@ -188,7 +189,7 @@ void Simulator::buildEdge(int edgeId) {
           if (pp.devices[s] == cp.devices[u])
             fwdPairs.emplace_back(u, producedBy(static_cast<int>(s)));
     };
-    bool fromWhole = !local && viewOfWholeParameter(producer);
+    bool fromWhole = !local && viewOfWholeOperands(producer);
     if (fromWhole) {
       fromOwnDevice();
       if (!gradientHere)
@@ -319,35 +320,45 @@ void Simulator::buildEdge(int edgeId) {
       std::vector<const SlotLayouts *> theirs;
       for (auto [c, a] : summedAtFirst) {
         theirs.push_back(&slotLayouts(placement(c), a, SlotKind::Gradients));
-        if (!sumLayout && !theirs.back()->pieces[0].partial)
+        if (!sumLayout && theirs.back()->pieces.size() == 1 &&
+            !theirs.back()->pieces[0].partial)
           sumLayout = &theirs.back()->pieces[0];
       }
       std::vector<bool> done(summedAtFirst.size(), false);
       for (size_t r = 0; r < summedAtFirst.size(); ++r) {
         if (done[r])
           continue;
-        const layout::Layout &group = theirs[r]->pieces[0];
-        std::vector<std::vector<int>> madeBy(numDevices);
+        const SlotLayouts &group = *theirs[r];
+        // Per piece and device, the tasks that made it: a group of the
+        // gradients of one layout, or one gradient of several pieces.
+        std::vector<std::vector<std::vector<int>>> madeBy(
+            group.pieces.size(), std::vector<std::vector<int>>(numDevices));
         for (size_t o = r; o < summedAtFirst.size(); ++o) {
-          if (done[o] || !sameLayout(group, theirs[o]->pieces[0]))
+          if (done[o] ||
+              (o != r &&
+               (group.pieces.size() != 1 || theirs[o]->pieces.size() != 1 ||
+                !sameLayout(group.pieces[0], theirs[o]->pieces[0]))))
             continue;
           done[o] = true;
           const NodeTasks &made = nodeTasks[summedAtFirst[o].first];
-          for (int d = 0; d < numDevices; ++d)
-            if (int u = theirs[o]->task[0][d]; u >= 0)
-              madeBy[d].push_back(made.bwd[u]);
+          for (size_t k = 0; k < group.pieces.size(); ++k)
+            for (int d = 0; d < numDevices; ++d)
+              if (int u = theirs[o]->task[k][d]; u >= 0)
+                madeBy[k][d].push_back(made.bwd[u]);
         }
-        if (!sameLayout(group, *sumLayout))
-          madeBy = addPlanTasks(
-              planFor(shape, {group}, *sumLayout, /*zerosElsewhere=*/true),
+        if (group.pieces.size() != 1 ||
+            !sameLayout(group.pieces[0], *sumLayout))
+          madeBy = {addPlanTasks(
+              planFor(shape, group.pieces, *sumLayout,
+                      /*zerosElsewhere=*/true),
               /*forward=*/false,
               TaskKey{3, producer, summedAtFirst[r].first,
                       summedAtFirst[r].second, -1, 0},
-              [&](int, int device) { return madeBy[device]; },
-              tensor.elementBytes, groupsOfEdge);
+              [&](int piece, int device) { return madeBy[piece][device]; },
+              tensor.elementBytes, groupsOfEdge)};
         for (int d = 0; d < numDevices; ++d)
-          sumMadeBy[d].insert(sumMadeBy[d].end(), madeBy[d].begin(),
-                              madeBy[d].end());
+          sumMadeBy[d].insert(sumMadeBy[d].end(), madeBy[0][d].begin(),
+                              madeBy[0][d].end());
       }
     }
     // A replicated producer's backward work (no config) reads the slices'

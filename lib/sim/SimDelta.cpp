@@ -53,6 +53,24 @@ SimReport Simulator::simulateDelta(
     for (int p : producersOf[node])
       if (graph.nodes[p].relayoutCopy && !changed(p))
         changes.emplace_back(p, current.configs[p]);
+  // A view of whole operands runs whole (viewOfWholeOperands): a change
+  // that makes an op replicated or not, or a view's own change, rebuilds
+  // the views that read it, and theirs (their readers' edges).
+  std::vector<int> work;
+  for (const auto &[node, config] : proposed)
+    if (isView(graph.nodes[node]) ||
+        Strategy::isReplicated(config) !=
+            Strategy::isReplicated(current.configs[node]))
+      work.push_back(node);
+  while (!work.empty()) {
+    int node = work.back();
+    work.pop_back();
+    for (int c : consumersOf[node])
+      if (isView(graph.nodes[c]) && !changed(c)) {
+        changes.emplace_back(c, current.configs[c]);
+        work.push_back(c);
+      }
+  }
   if (!haveSchedule) {
     Strategy s = current;
     for (const auto &[node, config] : changes)

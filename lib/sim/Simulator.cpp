@@ -446,6 +446,7 @@ const Simulator::Placement &Simulator::placement(int node) {
   if (placements[node])
     return *placements[node];
   auto p = std::make_unique<Placement>();
+  p->node = node;
   const OpNode &n = graph.nodes[node];
   const ParallelConfig &config = current.configs[node];
   size_t numLoops = n.partitionable ? n.loopSizes.size() : 0;
@@ -453,6 +454,10 @@ const Simulator::Placement &Simulator::placement(int node) {
     p->accessAt.push_back(p->stride);
     p->accessRank.push_back(a.indices.size());
     p->stride += a.indices.size();
+    p->expandedGradient.push_back(
+        n.opName == "linalg.generic" && a.readsValue() &&
+        std::any_of(a.indices.begin(), a.indices.end(),
+                    [](const IndexExpr &e) { return e.terms.empty(); }));
   }
   // One task's regions, from the first iteration of each loop.
   auto addBoxes = [&](const std::vector<int64_t> &lo) {
@@ -534,6 +539,15 @@ bool Simulator::copyIsMade(int node, const Placement &p) {
     }
   }
   return false;
+}
+
+std::vector<char> Simulator::madeCopies() {
+  std::vector<char> made(graph.nodes.size(), 0);
+  for (size_t node = 0; node < graph.nodes.size(); ++node)
+    if (graph.nodes[node].relayoutCopy)
+      made[node] =
+          copyIsMade(static_cast<int>(node), placement(static_cast<int>(node)));
+  return made;
 }
 
 void Simulator::buildNode(int node) {

@@ -351,6 +351,16 @@ struct Simulator::SlotLayouts {
   std::vector<std::vector<int>> task; ///< [slot][device] -> task, or -1
 };
 
+/// A slice, reshape, concatenation or pad: the ops the partitioner runs
+/// whole where their operands are whole everywhere
+/// (Simulator::viewOfWholeOperands).
+inline bool isView(const OpNode &n) {
+  return n.opName == "tensor.extract_slice" ||
+         n.opName == "tensor.expand_shape" ||
+         n.opName == "tensor.collapse_shape" || n.opName == "tensor.concat" ||
+         n.opName == "tensor.pad";
+}
+
 /// Whether two layouts hold the same blocks on the same devices, and, for
 /// partial sums, sums of the same kind with copies of one partial on the
 /// same devices: what a local elementwise add of the two keeps.
@@ -393,6 +403,12 @@ struct Simulator::Placement {
   std::vector<Range> ranges;
   std::vector<size_t> accessAt, accessRank;
   size_t stride = 0;
+  /// Per access: a linalg.generic's read of some dimensions at a constant
+  /// index (a broadcast of a unit dimension), whose gradient the training
+  /// step computes at the lower rank and expands back
+  /// (autodiff::finishGradient).
+  std::vector<char> expandedGradient;
+  int node = -1;
   double forward = 0, backward = 0;
   /// A split reduction whose tasks are on distinct devices: outputs that
   /// ops read stay partial sums, which each reader's reshard combines (a

@@ -384,12 +384,21 @@ func.func @cnn(%x: tensor<8x3x16x16xf32>, %k1: tensor<8x3x3x3xf32> {soap.param},
 // from the reader of its op's result (Simulator::adjointReaders), so a
 // change of that reader's config rebuilds the bias broadcast's edges; an
 // in-place gradient chain through a matmul of several tasks per device; a
-// weight's chain through a product with partial sums.
+// weight's chain through a product with partial sums; a view of a
+// replicated op's result (it runs whole where its operand is: a change of
+// the op to or from replicated rebuilds the view's readers' edges); a
+// replicated op's gradient sum with an addend of several tasks on a device;
+// a broadcast's gradient joined on the device of its tasks; a weight whose
+// last reader has several tasks on a device.
 TEST_F(SimulatorIR, DeltaEqualsFullWithBiasInitsAndChains) {
   for (const char *file :
        {"test/Passes/partition/Inputs/bias-init-adjoint.mlir",
         "test/Passes/partition/Inputs/in-place-chain-slots.mlir",
-        "test/Passes/partition/Inputs/param-chain-partial.mlir"}) {
+        "test/Passes/partition/Inputs/param-chain-partial.mlir",
+        "test/Passes/partition/Inputs/replicated-view.mlir",
+        "test/Passes/partition/Inputs/replicated-pieces.mlir",
+        "test/Passes/partition/Inputs/broadcast-pieces.mlir",
+        "test/Passes/partition/Inputs/param-last-pieces.mlir"}) {
     OpGraph g = graphOfFile(file);
     ASSERT_FALSE(g.nodes.empty()) << file;
     checkDeltaEqualsFull(g, loadMachine("p100-4x4", 2), 800, 5, true);

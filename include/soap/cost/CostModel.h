@@ -116,7 +116,8 @@ findProfiledShard(const OpGraph &graph, int node,
 /// scaled (findProfiledShard), or by the roofline (no shard of the op was
 /// measured: an op kind soap-profile skips), as CostModel::forwardTime
 /// prices them. Ops that move no data and compute nothing (views) are in
-/// none.
+/// none. `madeCopies`, per node (empty: none): a relayout copy that runs as
+/// a kernel of its own, priced by its made entry (Simulator::madeCopies).
 struct ProfileCoverage {
   int measured = 0;
   int scaled = 0;
@@ -127,7 +128,8 @@ struct ProfileCoverage {
 ProfileCoverage profileCoverage(const OpGraph &graph,
                                 const std::vector<ParallelConfig> &configs,
                                 const ProfileDatabase &profile,
-                                const std::string &deviceKind);
+                                const std::string &deviceKind,
+                                const std::vector<char> &madeCopies = {});
 
 /// Optimizers differ in the state they keep per parameter element.
 enum class Optimizer { SGD, Momentum, Adam };

@@ -137,6 +137,10 @@ public:
   /// What each device holds at each point of the last simulated step (its
   /// peaks are the report's devicePeakMemory).
   std::vector<MemoryPoint> memoryTimeline();
+  /// Per node of the last simulated strategy: whether it is a relayout copy
+  /// that runs as a kernel of its own (copyIsMade), priced by its profile
+  /// entry's made key (profileCoverage).
+  std::vector<char> madeCopies();
 
 private:
   struct Task;
@@ -181,15 +185,20 @@ private:
   /// value. In program order; empty otherwise.
   std::vector<std::pair<int, int>> disjointSliceReaders(int producer,
                                                         int tensor);
-  /// Whether `node` is a slice or reshape of a parameter that its
-  /// synchronization keeps whole on every device.
-  bool viewOfWholeParameter(int node) const;
+  /// Whether `node` is a view (a slice, reshape, concatenation or static
+  /// pad) whose operands are all whole on every device: inputs,
+  /// parameters that their synchronization keeps whole everywhere, results
+  /// of replicated ops (not fills), such views of them. The partitioner
+  /// runs it whole everywhere, where its operands are, and its backward
+  /// work by its config.
+  bool viewOfWholeOperands(int node);
   /// The readers (node, access) of `tensor`, made by the replicated op
   /// `producer`, whose gradients the training step adds where the first
   /// reader's gradient is before the producer's backward work takes the
   /// sum whole (SpmdPartitioner::normalizeOperands: an adjoint sum read by
   /// an op without a config): each gradient one block per device, none
-  /// whole everywhere, not all in one layout, the first reader's complete,
+  /// whole everywhere, or complete parts of several tasks per device (which
+  /// move alone), not all in one layout, one reader's complete,
   /// no contraction accumulating the sum in place, no lazy transpose. In
   /// program order; empty when the gradients move as buildEdge's other
   /// readers' do.
@@ -266,6 +275,11 @@ private:
                                SlotKind kind) const;
   /// Whether an op reads the tensor `node` writes through access `access`.
   bool hasReaders(int node, size_t access) const;
+  /// The gradients of a broadcast read (Placement::expandedGradient) in
+  /// several pieces, joined into one whole block on each device that holds
+  /// some, where those pieces tile the tensor there; none otherwise.
+  std::optional<SlotLayouts> joinedOnHolders(const Placement &p, size_t access,
+                                             const SlotLayouts &pieces) const;
   /// The tasks that make piece `piece`'s block on `device` (none: it is
   /// not there).
   using SourceTask = std::function<std::vector<int>(int piece, int device)>;
