@@ -276,12 +276,46 @@ Value SpmdPartitioner::materialize(Value original, const DeviceBoxes &target,
     return materializeFlip(flip, target, localType, loc);
   if (tensor::InsertSliceOp spread = value.spread; spread && any)
     return materializeSpread(spread, target, localType, loc);
+  if (tensor::ExtractSliceOp trim = value.trim; trim && any) {
+    // The source's blocks at the slice's offsets (unit strides).
+    DeviceBoxes sourceBoxes(numDevices);
+    for (auto [device, box] : llvm::enumerate(target))
+      if (box) {
+        Box in = *box;
+        for (auto [d, offset] : llvm::enumerate(trim.getStaticOffsets()))
+          in.offsets[d] += offset;
+        sourceBoxes[device] = std::move(in);
+      }
+    return materialize(trim.getSource(), sourceBoxes, loc);
+  }
   if (!any) // no device reads it
     return tensor::EmptyOp::create(b, loc, type.getShape(),
                                    type.getElementType());
   if (!value.addends.empty())
     return materializeSum(original, target, loc);
   return reshard(original, target, loc);
+}
+
+bool soap::partition::isLazyTrim(tensor::ExtractSliceOp extract) {
+  if (extract->hasAttr(SoapDialect::getConfigAttrName()) ||
+      extract->hasAttr(SoapDialect::getReplicatedAttrName()) ||
+      !extract.getSourceType().hasStaticShape() ||
+      !extract.getType().hasStaticShape() ||
+      extract.getType().getRank() != extract.getSourceType().getRank() ||
+      !extract.getOffsets().empty() || !extract.getSizes().empty() ||
+      !extract.getStrides().empty() ||
+      llvm::any_of(extract.getStaticStrides(),
+                   [](int64_t s) { return s != 1; }) ||
+      extract->use_empty())
+    return false;
+  // Readers that take blocks: ops with configs, and lazy transposes (each
+  // of their readers takes its blocks through them).
+  return llvm::all_of(extract->getUsers(), [](Operation *user) {
+    if (isa<linalg::TransposeOp>(user))
+      return !user->hasAttr(SoapDialect::getConfigAttrName());
+    return isa<linalg::LinalgOp>(user) &&
+           user->hasAttr(SoapDialect::getConfigAttrName());
+  });
 }
 
 bool soap::partition::isLazySpread(tensor::InsertSliceOp insert) {

@@ -356,6 +356,11 @@ LogicalResult SpmdPartitioner::run() {
       dist[insert.getResult()].spread = insert;
       continue;
     }
+    if (auto extract = dyn_cast<tensor::ExtractSliceOp>(op);
+        extract && isLazyTrim(extract)) {
+      dist[extract.getResult()].trim = extract;
+      continue;
+    }
     if (op->hasAttr(SoapDialect::getReplicatedAttrName())) {
       // Whole on every device, as the strategy says.
       normalizeOperands(op);

@@ -121,9 +121,16 @@ struct DistValue {
   /// gathered (the simulator's backward task reads the forward's filter
   /// block). See flippedCopy.
   linalg::GenericOp flip;
+  /// A slice without a config at stride 1 that only ops with configs read
+  /// (the training step's trim of a strided convolution's input to the
+  /// rows and columns its windows reach, for the filter gradient): each
+  /// reader takes its blocks from the source's at the slice's offsets, so
+  /// that what the forward pass brought is read again, not gathered. See
+  /// isLazyTrim.
+  tensor::ExtractSliceOp trim;
   /// Whether each reader rebuilds the part it reads from another value
-  /// (a splat, a transpose or a flip) instead of reading pieces.
-  bool rebuiltByReaders() const { return splat || transpose || flip; }
+  /// (a splat, a transpose, a flip or a trim) instead of reading pieces.
+  bool rebuiltByReaders() const { return splat || transpose || flip || trim; }
   /// Elements no piece holds are zeros: the gradient of a slice (an
   /// insert_slice of its blocks into zeros), or a sum of such gradients
   /// of disjoint slices. Only materialize reads such a value (planning with
@@ -226,6 +233,12 @@ tensor::InsertSliceOp insertionIntoZeros(Value value);
 /// as destination, and one reader, an input of a convolution with a
 /// config (not a transposed one, which spreads its own blocks).
 bool isLazySpread(tensor::InsertSliceOp insert);
+
+/// True when `extract` is a slice that stays lazy (DistValue::trim): no
+/// config, static offsets and sizes, unit strides, no dimension dropped,
+/// and every reader a linalg op with a config or a lazy transpose
+/// (DistValue::transpose).
+bool isLazyTrim(tensor::ExtractSliceOp extract);
 
 /// How a flipped copy (DistValue::flip) reads its input: per input
 /// dimension, the result dimension it runs along and whether reversed.
