@@ -295,11 +295,27 @@ void Simulator::buildEdge(int edgeId) {
         pieceReader.push_back(c);
       }
     }
-    const SlotLayouts &gradients =
+    const SlotLayouts &readerBlocks =
         fromAdjoint      ? slotLayouts(placement(adjoint.first), adjoint.second,
                                        SlotKind::Gradients)
         : slices.empty() ? readerGradients(consumer, ca, permuted)
                          : joined;
+    // Beside a replicated reader's gradient (whole everywhere), the
+    // training step's adjoint sum runs where a gradient of several tasks
+    // on a device is, its pieces put together there (the partitioner reads
+    // the sum's whole operand in that one's blocks): it moves as one block.
+    std::optional<SlotLayouts> onHolders;
+    if (!fromAdjoint && !viaReader && slices.empty() &&
+        readerBlocks.pieces.size() > 1) {
+      std::vector<std::pair<int, int>> readers =
+          gradientReadersOf(producer, access.tensor);
+      if (std::any_of(readers.begin(), readers.end(), [&](const auto &r) {
+            return r.first != static_cast<int>(consumer) &&
+                   placement(r.first).replicated;
+          }))
+        onHolders = joinedOnHolders(cp, ca, readerBlocks);
+    }
+    const SlotLayouts &gradients = onHolders ? *onHolders : readerBlocks;
     // A replicated producer's backward work has no config: readers'
     // gradients in several layouts add up where the first complete one is
     // (those of one layout where they are, the others moved there), and

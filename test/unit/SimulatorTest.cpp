@@ -398,7 +398,8 @@ TEST_F(SimulatorIR, DeltaEqualsFullWithBiasInitsAndChains) {
         "test/Passes/partition/Inputs/replicated-view.mlir",
         "test/Passes/partition/Inputs/replicated-pieces.mlir",
         "test/Passes/partition/Inputs/broadcast-pieces.mlir",
-        "test/Passes/partition/Inputs/param-last-pieces.mlir"}) {
+        "test/Passes/partition/Inputs/param-last-pieces.mlir",
+        "test/Passes/partition/Inputs/replicated-beside-pieces.mlir"}) {
     OpGraph g = graphOfFile(file);
     ASSERT_FALSE(g.nodes.empty()) << file;
     checkDeltaEqualsFull(g, loadMachine("p100-4x4", 2), 800, 5, true);
