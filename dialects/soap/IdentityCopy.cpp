@@ -2,9 +2,52 @@
 
 #include "soap/Dialect/IdentityCopy.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include <cmath>
 
 using namespace mlir;
+
+/// Whether `value` is the float constant `x` (of that sign, for a zero).
+static bool isFloatConstant(Value value, double x) {
+  FloatAttr attr;
+  if (!matchPattern(value, m_Constant(&attr)))
+    return false;
+  const APFloat &f = attr.getValue();
+  return f.convertToDouble() == x && f.isNegative() == std::signbit(x);
+}
+
+/// What `value` is once arith's folders have run: through x * 1, 1 * x,
+/// x / 1, x + -0.0, -0.0 + x and x - 0.0, the value x.
+static Value foldedOperand(Value value) {
+  while (Operation *def = value.getDefiningOp()) {
+    Value a, b;
+    if (isa<arith::MulFOp, arith::AddFOp, arith::DivFOp, arith::SubFOp>(def)) {
+      a = def->getOperand(0);
+      b = def->getOperand(1);
+    } else {
+      break;
+    }
+    if (isa<arith::MulFOp>(def) && isFloatConstant(b, 1.0))
+      value = a;
+    else if (isa<arith::MulFOp>(def) && isFloatConstant(a, 1.0))
+      value = b;
+    else if (isa<arith::DivFOp>(def) && isFloatConstant(b, 1.0))
+      value = a;
+    else if (isa<arith::AddFOp>(def) && isFloatConstant(b, -0.0))
+      value = a;
+    else if (isa<arith::AddFOp>(def) && isFloatConstant(a, -0.0))
+      value = b;
+    else if (isa<arith::SubFOp>(def) && isFloatConstant(b, 0.0))
+      value = a;
+    else
+      break;
+  }
+  return value;
+}
 
 SmallVector<Value> soap::identityCopySources(Operation *op) {
   auto generic = dyn_cast<linalg::GenericOp>(op);
@@ -13,12 +56,15 @@ SmallVector<Value> soap::identityCopySources(Operation *op) {
                    [](AffineMap map) { return !map.isIdentity(); }))
     return {};
   Block &body = generic.getRegion().front();
-  if (!llvm::hasSingleElement(body))
+  // The body's other ops compute nothing the yield needs once folded
+  // (x * 1.0: torch's alpha=1), or are constants; side effects keep it.
+  if (llvm::any_of(body.without_terminator(),
+                   [](Operation &inner) { return !isPure(&inner); }))
     return {};
   SmallVector<Value> sources;
   for (auto [i, yielded] :
        llvm::enumerate(body.getTerminator()->getOperands())) {
-    auto arg = dyn_cast<BlockArgument>(yielded);
+    auto arg = dyn_cast<BlockArgument>(foldedOperand(yielded));
     if (!arg || arg.getOwner() != &body)
       return {};
     Value source = op->getOperand(arg.getArgNumber());

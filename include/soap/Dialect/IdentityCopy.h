@@ -24,8 +24,9 @@ namespace soap {
 
 /// The operand each result of `op` is, when `op` is a linalg.generic on
 /// tensors that copies operands unchanged (identity indexing maps, a body
-/// that only yields its block arguments, each result of its operand's
-/// type); else nothing.
+/// that yields its block arguments once arith's folders have run: x * 1.0,
+/// x / 1.0, x + -0.0, x - 0.0; each result of its operand's type); else
+/// nothing.
 llvm::SmallVector<mlir::Value> identityCopySources(mlir::Operation *op);
 
 /// A linalg.generic (on tensors or buffers) with one input and one output,
