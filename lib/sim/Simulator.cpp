@@ -146,15 +146,11 @@ Simulator::Simulator(const OpGraph &graph, const CostModel &cost,
 Simulator::~Simulator() = default;
 
 void Simulator::findWholeViews() {
-  static const char *const kViews[] = {
-      "tensor.extract_slice", "tensor.expand_shape", "tensor.collapse_shape",
-      "tensor.concat", "tensor.pad"};
   wholeViews.assign(graph.nodes.size(), 0);
   // Nodes come in program order: a view's producers are decided first.
   for (size_t node = 0; node < graph.nodes.size(); ++node) {
     const OpNode &n = graph.nodes[node];
-    if (std::none_of(std::begin(kViews), std::end(kViews),
-                     [&](const char *name) { return n.opName == name; }))
+    if (!isView(n))
       continue;
     bool any = false, whole = true;
     for (const NodeAccess &a : n.accesses) {
