@@ -52,7 +52,16 @@ cpurun() { # name
   SOAP_DNNL=0 ./$1 --steps $steps --save $1.im2col.ckpt > $1.im2col.out 2> $1.im2col.err || log "CPU im2col RUN FAILED $1"
   log "ran $1: $(grep -o 'loss=[^ ]*' $1.out | tr '\n' ' ')"
 }
-want=("$@"); [ ${#want[@]} -gt 0 ] || want=(mlp alexnet vgg16 resnet inception rnntc rnnlm nmt bert gpt2 partitioned lenet resnet18 squeezenet1_1 mobilenet_v3_small bert_hf)
+# Partitioned programs (model strategy ranks): the baselines, and random
+# strategies, which reach the partitioner's rarer layouts (re-splits on
+# device subsets, lazy slices, pieces of gradients). Each is compared with
+# its model's one-device CPU run; the model must be built before (the
+# default order builds "partitioned" last). partitioned.list names them for
+# stage.sh, run.sh and compare.sh.
+PARTITIONED=("mlp megatron 2" "resnet data-parallel 2" "rnnlm random:3 4"
+  "bert megatron 2" "resnet random:2 2" "bert random:1 2" "gpt2 random:2 2"
+  "resnet18 random:2 2" "squeezenet1_1 random:1 2")
+want=("$@"); [ ${#want[@]} -gt 0 ] || want=(mlp alexnet vgg16 resnet inception rnntc rnnlm nmt bert gpt2 lenet resnet18 squeezenet1_1 mobilenet_v3_small bert_hf partitioned)
 for m in "${want[@]}"; do
   if [ -n "${ZOO[$m]:-}" ]; then
     soap-zoo ${ZOO[$m]} | soap-opt "$STEP" -o $m.mlir
@@ -64,9 +73,12 @@ for m in "${want[@]}"; do
     build $m.mlir $m.cpu --soap-lower-cpu; cpurun $m.cpu
     build $m.mlir $m.gpu --soap-lower-gpu
   elif [ $m = partitioned ]; then
-    for spec in "mlp megatron 2" "resnet data-parallel 2" "rnnlm random:3 4" "bert megatron 2"; do
+    : > partitioned.list
+    for spec in "${PARTITIONED[@]}"; do
       set -- $spec
+      [ -f $1.mlir ] || { log "SKIPPED $1.$2.$3: $1 not built"; continue; }
       build $1.mlir $1.$2.$3 "--soap-apply-strategy=strategy=$2 devices=$3" --soap-partition --soap-lower-gpu
+      echo $1.$2.$3 >> partitioned.list
     done
     build mlp.mlir mlp.nccl "--soap-apply-strategy=strategy=data-parallel devices=1" --soap-partition --soap-lower-gpu
   fi

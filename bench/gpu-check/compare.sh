@@ -19,4 +19,4 @@ cmp1() { # reference-model gpu-name
   echo "$name: $(python3 $C 1e-4 $W/$ref.cpu.out $a $D/$name.out $b $W/$ref.cpu.im2col.out $c 2>&1 | tr '\n' ' ')"
 }
 for m in mlp alexnet vgg16 resnet inception rnntc rnnlm nmt bert gpt2 lenet squeezenet1_1 mobilenet_v3_small resnet18 bert_hf; do cmp1 $m $m.gpu; done
-for n in mlp.megatron.2 resnet.data-parallel.2 rnnlm.random:3.4 bert.megatron.2 mlp.nccl; do cmp1 ${n%%.*} $n; done
+for n in $(cat $W/partitioned.list) mlp.nccl; do cmp1 ${n%%.*} $n; done

@@ -63,7 +63,7 @@ done
 echo "== MPI ranks sharing the GPU (SOAP_GPU_COMM=mpi)"
 if timeout 30 $MPIRUN -np 2 hostname > $R/mpirun-check.log 2>&1; then
   echo "mpirun -np 2 hostname: ok"
-  for n in mlp.megatron.2 resnet.data-parallel.2 rnnlm.random:3.4 bert.megatron.2; do
+  for n in $(cat $T/exe/partitioned.list); do
     one $n ${n##*.} SOAP_GPU_COMM=mpi
   done
   echo "== one rank through NCCL"

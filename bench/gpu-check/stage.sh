@@ -29,6 +29,6 @@ done
 tar -C $S -cJf $G/libs.tar.xz lib compat ompi pmix2
 mkdir -p $D; rm -f $D/*
 cp $G/libs.tar.xz $D/
-(cd $G/work && tar -cJf $D/exes.tar.xz $(ls *.gpu *.megatron.* *.data-parallel.* *.random:3.* *.nccl 2>/dev/null | grep -v '\.\(out\|err\|ckpt\)$'))
+(cd $G/work && tar -cJf $D/exes.tar.xz partitioned.list $(ls *.gpu *.nccl $(cat partitioned.list) 2>/dev/null))
 cp $ROOT/bench/gpu-check/run.sh $ROOT/bench/gpu-check/shrink_ckpt.py $D/
 du -sh $D; ls -la $D
