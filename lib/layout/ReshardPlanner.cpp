@@ -258,4 +258,27 @@ ReshardPlan planReshard(const TensorShape &tensor,
   return direct;
 }
 
+ReshardPlan planReshardBesideCopies(const TensorShape &tensor,
+                                    const std::vector<Layout> &pieces,
+                                    size_t firstCopy, const Layout &target,
+                                    bool zerosElsewhere) {
+  ReshardPlan plan = planReshard(tensor, pieces, target, zerosElsewhere);
+  auto wholeAllReduce = [](const ReshardPlan &p) {
+    return std::any_of(p.steps.begin(), p.steps.end(), [](const Step &s) {
+      return s.kind == StepKind::AllReduceWhole;
+    });
+  };
+  if (firstCopy == 0 || firstCopy >= pieces.size() || !wholeAllReduce(plan))
+    return plan;
+  std::vector<Layout> originals(pieces.begin(), pieces.begin() + firstCopy);
+  ReshardPlan alone = planReshard(tensor, originals, target, zerosElsewhere);
+  // The originals keep their numbers (they come first). The all-reduce
+  // leaves the whole tensor on every device, where the reader's other
+  // tasks and later readers take their blocks without moving anything:
+  // transfers are taken only when they move at most half of the tensor.
+  if (wholeAllReduce(alone) || 2 * movedBytes(alone) > tensor.bytes())
+    return plan;
+  return alone;
+}
+
 } // namespace soap::layout

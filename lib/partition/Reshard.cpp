@@ -666,6 +666,18 @@ Value SpmdPartitioner::reshard(Value original, const DeviceBoxes &target,
   for (const Piece &piece : value.pieces)
     pieces.push_back(layoutOfPiece(piece));
   layout::ReshardPlan plan;
+  // Back to the value's piece numbers from those of `ids`.
+  auto renumber = [](layout::ReshardPlan &plan, ArrayRef<int> ids) {
+    if (plan.piece >= 0)
+      plan.piece = ids[plan.piece];
+    for (layout::Step &step : plan.steps) {
+      for (int &id : step.pieces)
+        id = ids[id];
+      for (layout::Transfer &transfer : step.transfers)
+        if (transfer.piece >= 0)
+          transfer.piece = ids[transfer.piece];
+    }
+  };
   if (value.zerosElsewhere) {
     // The parts are disjoint; a copy an earlier reader assembled holds all
     // of its blocks and overlaps them. A reader inside such a copy slices
@@ -691,19 +703,25 @@ Value SpmdPartitioner::reshard(Value original, const DeviceBoxes &target,
       planned.push_back(pieces[id]);
     plan = layout::planReshard(tensor, planned, layoutOfBoxes(target),
                                /*zerosElsewhere=*/!fromCopy);
-    // Back to the value's piece numbers.
-    if (plan.piece >= 0)
-      plan.piece = ids[plan.piece];
-    for (layout::Step &step : plan.steps) {
-      for (int &id : step.pieces)
-        id = ids[id];
-      for (layout::Transfer &transfer : step.transfers)
-        if (transfer.piece >= 0)
-          transfer.piece = ids[transfer.piece];
-    }
+    renumber(plan, ids);
   } else {
-    plan = layout::planReshard(tensor, pieces, layoutOfBoxes(target),
-                               /*zerosElsewhere=*/false);
+    // The pieces the value was made of, then the re-split copies readers
+    // made (planReshardBesideCopies: a copy that overlaps them plans
+    // transfers from them alone rather than an all-reduce of the whole).
+    std::vector<int> ids;
+    for (int pass = 0; pass < 2; ++pass)
+      for (auto [p, piece] : llvm::enumerate(value.pieces))
+        if (piece.derived == (pass == 1))
+          ids.push_back(static_cast<int>(p));
+    size_t firstCopy = llvm::count_if(
+        value.pieces, [](const Piece &piece) { return !piece.derived; });
+    std::vector<layout::Layout> ordered;
+    for (int id : ids)
+      ordered.push_back(pieces[id]);
+    plan = layout::planReshardBesideCopies(tensor, ordered, firstCopy,
+                                           layoutOfBoxes(target),
+                                           /*zerosElsewhere=*/false);
+    renumber(plan, ids);
   }
   if (plan.steps.empty())
     return value.pieces[plan.piece].local;

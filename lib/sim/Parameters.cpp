@@ -229,14 +229,15 @@ void Simulator::readKeptParameter(int tensorId,
   std::vector<std::vector<std::vector<int>>> madeBy(
       held.size(), std::vector<std::vector<int>>(numDevices));
   const std::vector<std::pair<int, int>> &readers = parameterReaders[tensorId];
+  size_t firstCopy = held.size();
   for (size_t r = 0; r < readers.size(); ++r) {
     auto [node, access] = readers[r];
     const SlotLayouts &read =
         slotLayouts(*placements[node], access, SlotKind::Blocks);
     // Each slot (several tasks on a device read one block each).
     for (size_t k = 0; k < read.pieces.size(); ++k) {
-      const layout::ReshardPlan &plan =
-          planFor(shape, held, read.pieces[k], /*zerosElsewhere=*/false);
+      const layout::ReshardPlan &plan = planFor(
+          shape, held, read.pieces[k], /*zerosElsewhere=*/false, firstCopy);
       std::vector<std::vector<int>> ready = addPlanTasks(
           plan, /*forward=*/true,
           TaskKey{4, tensorId, 1, static_cast<int32_t>(r),

@@ -151,10 +151,9 @@ int Simulator::addCollective(CollectiveKind kind, const TaskKey &key,
   return id;
 }
 
-const layout::ReshardPlan &
-Simulator::planFor(const layout::TensorShape &shape,
-                   const std::vector<layout::Layout> &pieces,
-                   const layout::Layout &target, bool zerosElsewhere) {
+const layout::ReshardPlan &Simulator::planFor(
+    const layout::TensorShape &shape, const std::vector<layout::Layout> &pieces,
+    const layout::Layout &target, bool zerosElsewhere, size_t firstCopy) {
   // The same layouts recur across layers and proposals: plan each once.
   std::string &key = plans->key;
   key.clear();
@@ -186,13 +185,16 @@ Simulator::planFor(const layout::TensorShape &shape,
     addLayout(piece);
   add(-4);
   addLayout(target);
+  firstCopy = std::min(firstCopy, pieces.size());
+  add(static_cast<int64_t>(firstCopy));
   auto it = plans->plans.find(key);
   if (it != plans->plans.end())
     return it->second;
   if (plans->plans.size() > 100000)
     plans->plans.clear();
   return plans->plans
-      .emplace(key, layout::planReshard(shape, pieces, target, zerosElsewhere))
+      .emplace(key, layout::planReshardBesideCopies(shape, pieces, firstCopy,
+                                                    target, zerosElsewhere))
       .first->second;
 }
 

@@ -235,7 +235,8 @@ void Simulator::buildEdge(int edgeId) {
         }
         const layout::ReshardPlan &plan =
             planFor(shape, copies.empty() ? produced.pieces : withCopies,
-                    read.pieces[k], /*zerosElsewhere=*/false);
+                    read.pieces[k], /*zerosElsewhere=*/false,
+                    /*firstCopy=*/produced.pieces.size());
         TaskKey base{2,
                      consumer,
                      producer,

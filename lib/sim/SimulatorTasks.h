@@ -1,7 +1,8 @@
 //===- SimulatorTasks.h - the simulator's task graph -----------*- C++ -*-===//
 //
 // Private to lib/sim: the tasks, groups and placements that the simulator's
-// files share: Simulator.cpp (building the task graph), Reshards.cpp (the
+// files share: Simulator.cpp (building the task graph), GraphAnalyses.cpp
+// (facts of the op graph found once for every strategy), Reshards.cpp (the
 // communication of each edge, as lib/layout plans it), SimSchedule.cpp
 // (scheduling), SimDelta.cpp (full and delta simulation, undo), Memory.cpp
 // (memory from liveness) and SimReport.cpp (report and trace).

@@ -214,6 +214,24 @@ ReshardPlan planReshard(const TensorShape &tensor,
                         const std::vector<Layout> &pieces, const Layout &target,
                         bool zerosElsewhere = false);
 
+/// planReshard from `pieces`, of which those from `firstCopy` on are copies
+/// that earlier readers' reshards made of the others (each holds what they
+/// hold in its blocks). A copy that overlaps the pieces it was made from
+/// without holding the target leaves no transfer plan (a block would come
+/// from two sources) but the whole tensor's all-reduce; then the plan from
+/// the pieces before `firstCopy` alone, when that needs no all-reduce of
+/// the whole and moves at most half of the tensor (the all-reduce leaves
+/// the whole tensor on every device, for the reader's other tasks and
+/// later readers to slice): the init of a convolution's second
+/// input-gradient task, taken from a gradient whose first task's init made
+/// a copy. Piece
+/// numbers in the plan are `pieces`' own. The partitioner and the
+/// simulator plan a value with copies through this one function.
+ReshardPlan planReshardBesideCopies(const TensorShape &tensor,
+                                    const std::vector<Layout> &pieces,
+                                    size_t firstCopy, const Layout &target,
+                                    bool zerosElsewhere = false);
+
 /// True when the distinct blocks of a complete layout tile the whole
 /// tensor (copies aside): it leaves no zeros elsewhere.
 bool holdsEverything(const Layout &layout, const TensorShape &tensor);

@@ -256,11 +256,13 @@ private:
                                       bool backward,
                                       std::vector<int> &producerOf,
                                       std::vector<int> &consumerOf);
-  /// layout::planReshard, remembered by its arguments.
+  /// layout::planReshardBesideCopies (the pieces from `firstCopy` on are
+  /// copies earlier readers made), remembered by its arguments.
   const layout::ReshardPlan &planFor(const layout::TensorShape &shape,
                                      const std::vector<layout::Layout> &pieces,
                                      const layout::Layout &target,
-                                     bool zerosElsewhere);
+                                     bool zerosElsewhere,
+                                     size_t firstCopy = SIZE_MAX);
   struct SlotLayouts;
   /// What slotLayouts describe of an access: each task's block of it, its
   /// gradient of it (partial sums where tasks read the same elements), or
