@@ -525,6 +525,11 @@ LogicalResult SpmdPartitioner::partitionScatterByRows(scf::ForOp loop,
   return success();
 }
 
+static int64_t tensorBytes(RankedTensorType type) {
+  return type.getNumElements() * static_cast<int64_t>(llvm::divideCeil(
+                                     type.getElementTypeBitWidth(), 8));
+}
+
 /// A scatter-add nest (a gather's gradient,
 /// include/soap/Partition/ScatterLoops.h) whose summing loops index tensors
 /// split along those dimensions runs each such loop over the part its device
@@ -623,6 +628,23 @@ LogicalResult SpmdPartitioner::partitionScatterAdd(scf::ForOp loop) {
   }
   if (splits.empty())
     return failure();
+  // Without the gather's config, the loops split only because the tensors
+  // they read happen to be split: each device's partial table then needs
+  // an all-reduce of the whole table, which moves more than bringing the
+  // reads whole when the table is larger than they are (a position
+  // embedding's gradient: 6 looked-up rows of a 512-row table).
+  if (!byConfig) {
+    int64_t readBytes = 0;
+    llvm::SmallPtrSet<Value, 4> counted;
+    for (auto &[index, split] : splits)
+      for (const LoopRead &read : *readsOf(index))
+        if (counted.insert(read.tensor->get()).second)
+          readBytes +=
+              tensorBytes(cast<RankedTensorType>(read.tensor->get().getType()));
+    if (tensorBytes(cast<RankedTensorType>(loop.getResult(0).getType())) >
+        readBytes)
+      return failure();
+  }
 
   // Every read of a tensor a split loop indexes must index that dimension
   // with that loop: the tensor is then held in its part on each device.

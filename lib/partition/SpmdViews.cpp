@@ -84,8 +84,8 @@ void SpmdPartitioner::realizeTranspose(Value original, Operation *user) {
 }
 
 /// collapse_shape/expand_shape of a value split only along the outermost
-/// dimension of each group: the local values reshape the same way, and
-/// partial sums stay partial sums.
+/// dimension of each group that is not a unit dimension: the local values
+/// reshape the same way, and partial sums stay partial sums.
 LogicalResult SpmdPartitioner::partitionReshape(Operation *op) {
   if (!isa<tensor::CollapseShapeOp, tensor::ExpandShapeOp>(op))
     return failure();
@@ -112,24 +112,29 @@ LogicalResult SpmdPartitioner::partitionReshape(Operation *op) {
       continue;
     Box out;
     for (auto [g, group] : llvm::enumerate(groups)) {
+      // Unit dimensions ahead of the group's first other one hold nothing
+      // to split (torch-mlir's [1, N, D] of an [N, D] gradient): the split
+      // is along that first other dimension.
+      size_t outer = 0;
+      while (outer + 1 < group.size() && wide.getDimSize(group[outer]) == 1)
+        ++outer;
       int64_t inner = 1;
-      for (int64_t dim : llvm::drop_begin(group))
+      for (int64_t dim : llvm::drop_begin(group, outer + 1))
         inner *= wide.getDimSize(dim);
       if (collapse) {
-        for (int64_t dim : llvm::drop_begin(group))
+        for (int64_t dim : llvm::drop_begin(group, outer + 1))
           if (box->sizes[dim] != wide.getDimSize(dim))
             return failure();
-        out.offsets.push_back(box->offsets[group.front()] * inner);
-        out.sizes.push_back(box->sizes[group.front()] * inner);
+        out.offsets.push_back(box->offsets[group[outer]] * inner);
+        out.sizes.push_back(box->sizes[group[outer]] * inner);
       } else {
         int64_t offset = box->offsets[g], size = box->sizes[g];
         if (offset % inner != 0 || size % inner != 0)
           return failure();
-        out.offsets.push_back(offset / inner);
-        out.sizes.push_back(size / inner);
-        for (int64_t dim : llvm::drop_begin(group)) {
-          out.offsets.push_back(0);
-          out.sizes.push_back(wide.getDimSize(dim));
+        for (size_t i = 0; i < group.size(); ++i) {
+          bool split = i == outer;
+          out.offsets.push_back(split ? offset / inner : 0);
+          out.sizes.push_back(split ? size / inner : wide.getDimSize(group[i]));
         }
       }
     }
