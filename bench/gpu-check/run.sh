@@ -2,7 +2,8 @@
 # Device side of the GPU check: unpacks libs.tar.xz and exes.tar.xz to
 # /tmp/gc, finds CUDA/cuBLAS/cuDNN/NCCL of the image, runs every GPU
 # executable for 3 steps (single GPU, then MPI ranks sharing the GPU, then
-# one NCCL rank) and packs outputs into $OUT/results.tar.
+# one NCCL rank) and packs outputs into $OUT/results.tar.NN (parts of at
+# most 15 MiB: the device tool brings back files of up to 16 MiB).
 #   bash .gpucheck/run.sh        (OUT must be set)
 set -u
 H=$(cd "$(dirname "$0")" && pwd)
@@ -36,7 +37,7 @@ export OMPI_MCA_btl=self,vader OMPI_MCA_pml=ob1 OMPI_MCA_mtl='^ofi,psm,psm2' OMP
 export OMPI_MCA_btl_vader_single_copy_mechanism=none OMPI_MCA_btl_base_warn_component_unused=0
 export PMIX_MCA_mca_base_component_path=$T/pmix2/lib/pmix PMIX_MCA_gds=hash OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 MPIRUN="mpirun --allow-run-as-root --oversubscribe --bind-to none"
-pack() { tar -C $R -cf $OUT/results.tar . ; }
+pack() { rm -f $OUT/results.tar.*; tar -C $R -cf - . | split -b 15M -d - $OUT/results.tar. ; }
 one() { # name [ranks] [env...]
   local name=$1 ranks=${2:-}; shift 2 2>/dev/null || shift
   [ -x $T/exe/$name ] || { echo "MISSING $name"; return; }
