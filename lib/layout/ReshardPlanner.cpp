@@ -29,6 +29,13 @@ static bool pointToPoint(const ReshardPlan &plan) {
   });
 }
 
+/// Whether the plan falls back to the all-reduce of the whole tensor.
+static bool allReducesWhole(const ReshardPlan &plan) {
+  return std::any_of(plan.steps.begin(), plan.steps.end(), [](const Step &s) {
+    return s.kind == StepKind::AllReduceWhole;
+  });
+}
+
 const Layout *communicatedLayout(const ReshardPlan &plan) {
   for (auto step = plan.steps.rbegin(); step != plan.steps.rend(); ++step)
     if (step->kind != StepKind::Slice)
@@ -119,10 +126,7 @@ static ReshardPlan planned(const TensorShape &tensor,
   ReshardPlan transfers =
       Planner(tensor, pieces, target, zerosElsewhere, /*collectives=*/false)
           .run();
-  bool sends = std::all_of(
-      transfers.steps.begin(), transfers.steps.end(),
-      [](const Step &s) { return s.kind != StepKind::AllReduceWhole; });
-  if (sends && movedBytes(transfers) < movedBytes(plan))
+  if (!allReducesWhole(transfers) && movedBytes(transfers) < movedBytes(plan))
     return transfers;
   return plan;
 }
@@ -263,12 +267,7 @@ ReshardPlan planReshardBesideCopies(const TensorShape &tensor,
                                     size_t firstCopy, const Layout &target,
                                     bool zerosElsewhere) {
   ReshardPlan plan = planReshard(tensor, pieces, target, zerosElsewhere);
-  auto wholeAllReduce = [](const ReshardPlan &p) {
-    return std::any_of(p.steps.begin(), p.steps.end(), [](const Step &s) {
-      return s.kind == StepKind::AllReduceWhole;
-    });
-  };
-  if (firstCopy == 0 || firstCopy >= pieces.size() || !wholeAllReduce(plan))
+  if (firstCopy == 0 || firstCopy >= pieces.size() || !allReducesWhole(plan))
     return plan;
   std::vector<Layout> originals(pieces.begin(), pieces.begin() + firstCopy);
   ReshardPlan alone = planReshard(tensor, originals, target, zerosElsewhere);
@@ -276,7 +275,7 @@ ReshardPlan planReshardBesideCopies(const TensorShape &tensor,
   // leaves the whole tensor on every device, where the reader's other
   // tasks and later readers take their blocks without moving anything:
   // transfers are taken only when they move at most half of the tensor.
-  if (wholeAllReduce(alone) || 2 * movedBytes(alone) > tensor.bytes())
+  if (allReducesWhole(alone) || 2 * movedBytes(alone) > tensor.bytes())
     return plan;
   return alone;
 }

@@ -388,6 +388,12 @@ Value SpmdPartitioner::materializeSpread(tensor::InsertSliceOp spread,
 // Reshards as lib/layout plans them
 //===----------------------------------------------------------------------===//
 
+layout::TensorShape soap::partition::tensorShapeOf(RankedTensorType type) {
+  return {
+      std::vector<int64_t>(type.getShape().begin(), type.getShape().end()),
+      static_cast<int64_t>(llvm::divideCeil(type.getElementTypeBitWidth(), 8))};
+}
+
 layout::Layout soap::partition::layoutOfBoxes(const DeviceBoxes &boxes) {
   layout::Layout result;
   for (const std::optional<Box> &box : boxes) {
@@ -659,9 +665,7 @@ Value SpmdPartitioner::reshard(Value original, const DeviceBoxes &target,
                                Location loc) {
   auto type = cast<RankedTensorType>(original.getType());
   DistValue &value = dist[original];
-  layout::TensorShape tensor{
-      std::vector<int64_t>(type.getShape().begin(), type.getShape().end()),
-      static_cast<int64_t>(llvm::divideCeil(type.getElementTypeBitWidth(), 8))};
+  layout::TensorShape tensor = tensorShapeOf(type);
   std::vector<layout::Layout> pieces;
   for (const Piece &piece : value.pieces)
     pieces.push_back(layoutOfPiece(piece));
@@ -709,12 +713,14 @@ Value SpmdPartitioner::reshard(Value original, const DeviceBoxes &target,
     // made (planReshardBesideCopies: a copy that overlaps them plans
     // transfers from them alone rather than an all-reduce of the whole).
     std::vector<int> ids;
-    for (int pass = 0; pass < 2; ++pass)
+    size_t firstCopy = 0;
+    for (bool copies : {false, true}) {
       for (auto [p, piece] : llvm::enumerate(value.pieces))
-        if (piece.derived == (pass == 1))
+        if (piece.derived == copies)
           ids.push_back(static_cast<int>(p));
-    size_t firstCopy = llvm::count_if(
-        value.pieces, [](const Piece &piece) { return !piece.derived; });
+      if (!copies)
+        firstCopy = ids.size();
+    }
     std::vector<layout::Layout> ordered;
     for (int id : ids)
       ordered.push_back(pieces[id]);

@@ -525,11 +525,6 @@ LogicalResult SpmdPartitioner::partitionScatterByRows(scf::ForOp loop,
   return success();
 }
 
-static int64_t tensorBytes(RankedTensorType type) {
-  return type.getNumElements() * static_cast<int64_t>(llvm::divideCeil(
-                                     type.getElementTypeBitWidth(), 8));
-}
-
 /// A scatter-add nest (a gather's gradient,
 /// include/soap/Partition/ScatterLoops.h) whose summing loops index tensors
 /// split along those dimensions runs each such loop over the part its device
@@ -639,10 +634,11 @@ LogicalResult SpmdPartitioner::partitionScatterAdd(scf::ForOp loop) {
     for (auto &[index, split] : splits)
       for (const LoopRead &read : *readsOf(index))
         if (counted.insert(read.tensor->get()).second)
-          readBytes +=
-              tensorBytes(cast<RankedTensorType>(read.tensor->get().getType()));
-    if (tensorBytes(cast<RankedTensorType>(loop.getResult(0).getType())) >
-        readBytes)
+          readBytes += tensorShapeOf(
+                           cast<RankedTensorType>(read.tensor->get().getType()))
+                           .bytes();
+    if (tensorShapeOf(cast<RankedTensorType>(loop.getResult(0).getType()))
+            .bytes() > readBytes)
       return failure();
   }
 

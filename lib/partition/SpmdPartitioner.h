@@ -205,6 +205,8 @@ std::optional<Box> accessBox(AffineMap map, ArrayRef<int64_t> loopSizes,
                              ArrayRef<int64_t> degrees, int64_t task,
                              ArrayRef<int64_t> shape);
 
+/// A tensor type's shape and element size as lib/layout takes them.
+layout::TensorShape tensorShapeOf(RankedTensorType type);
 /// The boxes of each device as a lib/layout layout (complete blocks).
 layout::Layout layoutOfBoxes(const DeviceBoxes &boxes);
 /// A piece's boxes, and its partial sums, as a lib/layout layout.

@@ -224,9 +224,8 @@ ReshardPlan planReshard(const TensorShape &tensor,
 /// the whole tensor on every device, for the reader's other tasks and
 /// later readers to slice): the init of a convolution's second
 /// input-gradient task, taken from a gradient whose first task's init made
-/// a copy. Piece
-/// numbers in the plan are `pieces`' own. The partitioner and the
-/// simulator plan a value with copies through this one function.
+/// a copy. Piece numbers in the plan are `pieces`' own. The partitioner
+/// and the simulator plan a value with copies through this one function.
 ReshardPlan planReshardBesideCopies(const TensorShape &tensor,
                                     const std::vector<Layout> &pieces,
                                     size_t firstCopy, const Layout &target,
