@@ -422,4 +422,8 @@ bool initAddsLocally(const Layout &init, const Layout &blocks) {
   return true;
 }
 
+bool scatterRunsWhole(int64_t tableBytes, int64_t readBytes) {
+  return tableBytes > readBytes;
+}
+
 } // namespace soap::layout

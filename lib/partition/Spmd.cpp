@@ -160,17 +160,24 @@ LogicalResult SpmdPartitioner::runWholeOnDevices(Operation *op,
   if (failed(mapping))
     return failure();
   Location loc = op->getLoc();
-  OnDevicesOp guard = OnDevicesOp::create(b, loc, op->getResultTypes(),
-                                          b.getDenseI64ArrayAttr(devices));
-  {
+  // On every device it needs no guard (and stays beside its readers: the
+  // CPU lowering's sparse-updates finds a table's update there).
+  Operation *whole;
+  if (static_cast<int64_t>(devices.size()) == numDevices) {
+    whole = b.clone(*op, *mapping);
+    whole->removeAttr(SoapDialect::getConfigAttrName());
+  } else {
+    OnDevicesOp guard = OnDevicesOp::create(b, loc, op->getResultTypes(),
+                                            b.getDenseI64ArrayAttr(devices));
     OpBuilder::InsertionGuard insertion(b);
     b.setInsertionPointToStart(&guard.getBody().emplaceBlock());
     Operation *local = b.clone(*op, *mapping);
     local->removeAttr(SoapDialect::getConfigAttrName());
     YieldOp::create(b, loc, local->getResults());
+    whole = guard;
   }
   for (auto [result, localResult] :
-       llvm::zip(op->getResults(), guard->getResults())) {
+       llvm::zip(op->getResults(), whole->getResults())) {
     auto type = cast<RankedTensorType>(result.getType());
     DeviceBoxes boxes(numDevices);
     SmallVector<int64_t> tasks(numDevices, -1);

@@ -525,14 +525,33 @@ LogicalResult SpmdPartitioner::partitionScatterByRows(scf::ForOp loop,
   return success();
 }
 
+/// The bytes of every tensor defined outside `loop` that the nest it heads
+/// reads, whole (each counted once).
+static int64_t bytesReadByNest(scf::ForOp loop) {
+  int64_t bytes = 0;
+  llvm::SmallPtrSet<Value, 4> counted;
+  loop->walk([&](tensor::ExtractOp extract) {
+    Value tensor = extract.getTensor();
+    if (loop->isAncestor(tensor.getParentBlock()->getParentOp()) ||
+        !counted.insert(tensor).second)
+      return;
+    bytes += tensorShapeOf(cast<RankedTensorType>(tensor.getType())).bytes();
+  });
+  return bytes;
+}
+
 /// A scatter-add nest (a gather's gradient,
 /// include/soap/Partition/ScatterLoops.h) whose summing loops index tensors
 /// split along those dimensions runs each such loop over the part its device
 /// holds: every device adds its part of the gradient into zeros, a partial sum
-/// that a consumer needing the whole gradient all_reduces (data parallelism's
-/// gradient of an embedding table); a nest whose gather splits the table's
-/// rows scatters into them instead (partitionScatterByRows). Fails,
-/// changing nothing, when no loop can be split that way.
+/// that a consumer needing the whole gradient all_reduces; a nest whose
+/// gather splits the table's rows scatters into them instead
+/// (partitionScatterByRows). Where those partial sums would be of a table
+/// larger than what the nest reads (layout::scatterRunsWhole: data
+/// parallelism's gradient of an embedding table), the nest runs whole on
+/// each of the devices instead, its reads gathered there, and each holds
+/// the complete gradient. Fails, changing nothing, when no loop can be
+/// split that way.
 LogicalResult SpmdPartitioner::partitionScatterAdd(scf::ForOp loop) {
   std::optional<ScatterAddNest> nest = matchScatterAdd(loop);
   if (!nest || !isIdentityFill(nest->init(), ReductionKind::sum))
@@ -594,6 +613,17 @@ LogicalResult SpmdPartitioner::partitionScatterAdd(scf::ForOp loop) {
     }
     if (!oneTaskEach)
       splits.clear();
+    // Partial tables (a split loop that does not pick the columns) larger
+    // than the reads: the nest runs whole on each of the devices.
+    SmallVector<int64_t> devices(config.getDevices());
+    llvm::sort(devices);
+    if (llvm::any_of(splits,
+                     [](auto &split) { return !split.second.resultDim; }) &&
+        layout::scatterRunsWhole(
+            tensorShapeOf(cast<RankedTensorType>(loop.getResult(0).getType()))
+                .bytes(),
+            bytesReadByNest(loop)))
+      return runWholeOnDevices(loop, devices);
   }
   bool byConfig = !splits.empty();
   for (unsigned index = 0; !byConfig && index < nest->loops.size(); ++index) {
@@ -628,19 +658,12 @@ LogicalResult SpmdPartitioner::partitionScatterAdd(scf::ForOp loop) {
   // an all-reduce of the whole table, which moves more than bringing the
   // reads whole when the table is larger than they are (a position
   // embedding's gradient: 6 looked-up rows of a 512-row table).
-  if (!byConfig) {
-    int64_t readBytes = 0;
-    llvm::SmallPtrSet<Value, 4> counted;
-    for (auto &[index, split] : splits)
-      for (const LoopRead &read : *readsOf(index))
-        if (counted.insert(read.tensor->get()).second)
-          readBytes += tensorShapeOf(
-                           cast<RankedTensorType>(read.tensor->get().getType()))
-                           .bytes();
-    if (tensorShapeOf(cast<RankedTensorType>(loop.getResult(0).getType()))
-            .bytes() > readBytes)
-      return failure();
-  }
+  if (!byConfig &&
+      layout::scatterRunsWhole(
+          tensorShapeOf(cast<RankedTensorType>(loop.getResult(0).getType()))
+              .bytes(),
+          bytesReadByNest(loop)))
+    return failure();
 
   // Every read of a tensor a split loop indexes must index that dimension
   // with that loop: the tensor is then held in its part on each device.

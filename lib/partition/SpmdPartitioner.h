@@ -344,7 +344,8 @@ private:
   /// loop), runs whole on those devices alone, where the op it belongs to
   /// ran, instead of everywhere. Fails, changing nothing, otherwise.
   LogicalResult runOnHolders(Operation *op);
-  /// `op` whole on each of `devices` alone (in a guard), what it reads
+  /// `op` whole on each of `devices` alone (in a guard, unless they are
+  /// every device; `devices` distinct), what it reads
   /// (operands, values its regions capture) brought there whole; its
   /// results whole there. runOnHolders's rewrite, and a scatter-add nest's
   /// whose gather ran as one task on one device.

@@ -145,11 +145,14 @@ void Simulator::buildSharedParameter(int tensorId) {
       devices.push_back(placements[node]->devices[t]);
     std::sort(devices.begin(), devices.end());
     devices.erase(std::unique(devices.begin(), devices.end()), devices.end());
-    bool partialSums =
-        std::any_of(readers.begin(), readers.end(),
-                    [&](const std::pair<int, size_t> &reader) {
-                      return !placements[reader.first]->replicated;
-                    });
+    // Replicated readers and gathers whose gradient runs whole on their
+    // devices (Placement::wholeScatter) hold complete gradients.
+    bool partialSums = std::any_of(readers.begin(), readers.end(),
+                                   [&](const std::pair<int, size_t> &reader) {
+                                     const Placement &p =
+                                         *placements[reader.first];
+                                     return !p.replicated && !p.wholeScatter;
+                                   });
     int allReduce = -1;
     if (devices.size() > 1 && partialSums) {
       allReduce = newTask();

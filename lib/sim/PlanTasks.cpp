@@ -68,9 +68,27 @@ bool Simulator::hasReaders(int node, size_t access) const {
   return false;
 }
 
+Simulator::SlotLayouts Simulator::wholeOnDevices(const Placement &p,
+                                                 size_t access) const {
+  int numDevices = machine.numDevices();
+  SlotLayouts result;
+  result.pieces.emplace_back();
+  result.pieces[0].blocks.resize(numDevices);
+  result.task.emplace_back(numDevices, -1);
+  layout::Block whole = layout::Block::whole(
+      graph.tensors[graph.nodes[p.node].accesses[access].tensor].shape);
+  for (size_t t = 0; t < p.devices.size(); ++t) {
+    result.pieces[0].blocks[p.devices[t]] = whole;
+    result.task[0][p.devices[t]] = static_cast<int>(t);
+  }
+  return result;
+}
+
 Simulator::SlotLayouts Simulator::buildSlotLayouts(const Placement &p,
                                                    size_t access,
                                                    SlotKind kind) const {
+  if (kind == SlotKind::Gradients && p.wholeScatter)
+    return wholeOnDevices(p, access);
   int numDevices = machine.numDevices();
   SlotLayouts result;
   std::vector<int> slotOf(numDevices, 0);

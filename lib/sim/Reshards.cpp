@@ -174,9 +174,13 @@ void Simulator::buildEdge(int edgeId) {
     bool seeded = adjoint.first == kSeedAdjoint;
     // The gradient comes from the consumer's own backward tasks.
     bool ownGradient = gradientHere && !viaReader && !fromAdjoint && !seeded;
-    bool local =
-        !partial && sameBlocksOnSameDevices(pp, pa, cp, ca, ownGradient,
-                                            producerOf, consumerOf);
+    // A gather whose gradient runs whole on its devices reads the whole
+    // gradient of its output there (Placement::wholeScatter), which moves
+    // even where the forward blocks stay.
+    bool wholeGradient = gradientHere && pp.wholeScatter;
+    bool local = !partial && sameBlocksOnSameDevices(
+                                 pp, pa, cp, ca, ownGradient && !wholeGradient,
+                                 producerOf, consumerOf);
     // A view of operands whole on every device (a parameter kept whole, a
     // replicated op's result): each reader takes its blocks where it runs
     // (the partitioner runs the view whole everywhere), after the view's
@@ -204,10 +208,10 @@ void Simulator::buildEdge(int edgeId) {
     if (local) {
       for (size_t u = 0; u < producerOf.size(); ++u)
         fwdPairs.emplace_back(u, producedBy(producerOf[u]));
-      if (ownGradient && chain.empty())
+      if (ownGradient && chain.empty() && !wholeGradient)
         for (size_t s = 0; s < consumerOf.size(); ++s)
           bwdPairs.emplace_back(s, nodeTasks[consumer].bwd[consumerOf[s]]);
-      if (!viaReader && !fromAdjoint && chain.empty())
+      if (!viaReader && !fromAdjoint && chain.empty() && !wholeGradient)
         continue;
     }
     layout::TensorShape shape{tensor.shape, tensor.elementBytes};
@@ -259,7 +263,11 @@ void Simulator::buildEdge(int edgeId) {
       continue;
     if (!chain.empty()) {
       if (chain.front() == std::make_pair(consumer, static_cast<int>(ca))) {
-        const SlotLayouts &target = slotLayouts(pp, pa, SlotKind::Blocks);
+        SlotLayouts whole;
+        if (wholeGradient)
+          whole = wholeOnDevices(pp, pa);
+        const SlotLayouts &target =
+            wholeGradient ? whole : slotLayouts(pp, pa, SlotKind::Blocks);
         std::vector<std::vector<std::vector<int>>> ready =
             chainedGradientSum(chain, producer, target, groupsOfEdge);
         for (size_t k = 0; k < ready.size(); ++k)
@@ -430,7 +438,11 @@ void Simulator::buildEdge(int edgeId) {
     // ... to the blocks each producer task needs the gradient of (a pad's
     // backward slices its input's part: only that part moves; a
     // concatenation's slices each move their input's part).
-    const SlotLayouts &written = slotLayouts(pp, pa, SlotKind::Blocks);
+    SlotLayouts whole;
+    if (wholeGradient)
+      whole = wholeOnDevices(pp, pa);
+    const SlotLayouts &written =
+        wholeGradient ? whole : slotLayouts(pp, pa, SlotKind::Blocks);
     SlotLayouts parts;
     std::vector<layout::Block> regions = gradientParts(graph, producer);
     for (const layout::Block &region : regions)

@@ -364,11 +364,55 @@ const Simulator::Placement &Simulator::placement(int node) {
   int someDevice = p->devices.empty() ? 0 : p->devices.front();
   bool made = n.relayoutCopy && copyIsMade(node, *p);
   p->forward = cost.forwardTime(graph, node, p->shard, someDevice, made);
-  p->backward = options.training && lazyGradients[node].reader < 0
-                    ? cost.backwardTime(graph, node, p->shard, someDevice, made)
-                    : 0;
+  p->wholeScatter = !p->replicated && scatterRunsWhole(node, *p);
+  std::vector<int64_t> whole(n.loopSizes.begin(),
+                             n.loopSizes.begin() + numLoops);
+  p->backward =
+      options.training && lazyGradients[node].reader < 0
+          ? cost.backwardTime(graph, node, p->wholeScatter ? whole : p->shard,
+                              someDevice, made)
+          : 0;
   placements[node] = std::move(p);
   return *placements[node];
+}
+
+bool Simulator::scatterRunsWhole(int node, const Placement &p) const {
+  const OpNode &n = graph.nodes[node];
+  if (!options.training || !n.needsBackward || p.devices.size() < 2)
+    return false;
+  int table = -1;
+  for (size_t a = 0; a < n.accesses.size(); ++a)
+    if (n.accesses[a].role == AccessRole::Read &&
+        n.isLookupTable(n.accesses[a]))
+      table = static_cast<int>(a);
+  if (table < 0)
+    return false;
+  // One task per device, the table's rows not split.
+  std::vector<int> devices = p.devices;
+  std::sort(devices.begin(), devices.end());
+  if (std::adjacent_find(devices.begin(), devices.end()) != devices.end())
+    return false;
+  const ParallelConfig &config = current.configs[node];
+  for (size_t l = 0; l < n.lookupLoops.size() && l < config.degrees.size(); ++l)
+    if (n.lookupLoops[l] && config.degrees[l] > 1)
+      return false;
+  // Partial sums: two tasks read the same rows of the table.
+  bool shared = false;
+  for (size_t t = 1; t < p.devices.size() && !shared; ++t)
+    shared = overlapVolume(p.box(0, table), p.box(t, table)) > 0;
+  if (!shared)
+    return false;
+  // What the gradient reads: the output's gradient and the other inputs.
+  int64_t readBytes = 0;
+  std::set<int> counted{n.accesses[table].tensor};
+  for (const NodeAccess &access : n.accesses) {
+    bool read = access.role != AccessRole::Read ||
+                (access.readsValue() && !access.isDestination);
+    if (read && counted.insert(access.tensor).second)
+      readBytes += graph.tensors[access.tensor].bytes();
+  }
+  return layout::scatterRunsWhole(
+      graph.tensors[n.accesses[table].tensor].bytes(), readBytes);
 }
 
 bool Simulator::copyIsMade(int node, const Placement &p) {

@@ -288,6 +288,18 @@ bool keptAcrossSteps(const Layout &held);
 /// block, each put into the reduction's identity.
 bool initAddsLocally(const Layout &init, const Layout &blocks);
 
+/// Whether a gather's gradient (a scatter-add of what the gather's output
+/// gradient and indices say into a table-sized sum) that a split would
+/// leave as partial sums of the table on its devices runs whole on each of
+/// them instead, on those reads brought there whole: when the table
+/// (`tableBytes`) is larger than the reads (`readBytes`, every tensor the
+/// scatter reads, whole), gathering them moves less than all-reducing the
+/// partial tables (an embedding table's gradient under data parallelism),
+/// and every device holds the complete gradient. The partitioner
+/// (SpmdPartitioner::partitionScatterAdd) and the simulator
+/// (Placement::wholeScatter) decide by it alike.
+bool scatterRunsWhole(int64_t tableBytes, int64_t readBytes);
+
 } // namespace soap::layout
 
 #endif // SOAP_LAYOUT_LAYOUT_H

@@ -331,6 +331,17 @@ private:
   void schedule(size_t prefix, bool logForUndo);
   SimReport report() const;
   const Placement &placement(int node);
+  /// Whether gather `node`, placed as `p` (one task on each of its
+  /// devices, its table's rows not split), runs its gradient whole on each
+  /// of those devices, as the partitioner does by layout::scatterRunsWhole:
+  /// its tasks would each hold a partial sum of the table, and the table
+  /// is larger than what the gradient reads (the output's gradient and the
+  /// gather's other inputs, whole).
+  bool scatterRunsWhole(int node, const Placement &p) const;
+  /// An access's block whole on each device of `p`'s tasks (one task per
+  /// device), complete: a wholeScatter gather's gradients, and what its
+  /// backward work reads of its output's gradient.
+  SlotLayouts wholeOnDevices(const Placement &p, size_t access) const;
   /// Whether the relayout copy `node` (placed as `p`) runs as a kernel of
   /// its own: a reader is no product (nor another such copy), or reads a
   /// block of it on a device where the copy does not make that block (it
