@@ -387,10 +387,12 @@ bool Simulator::scatterRunsWhole(int node, const Placement &p) const {
       table = static_cast<int>(a);
   if (table < 0)
     return false;
-  // One task per device, the table's rows not split.
+  // One task on every device (the partitioner's split of the nest by its
+  // gather's config), the table's rows not split.
   std::vector<int> devices = p.devices;
   std::sort(devices.begin(), devices.end());
-  if (std::adjacent_find(devices.begin(), devices.end()) != devices.end())
+  if (static_cast<int>(devices.size()) != machine.numDevices() ||
+      std::adjacent_find(devices.begin(), devices.end()) != devices.end())
     return false;
   const ParallelConfig &config = current.configs[node];
   for (size_t l = 0; l < n.lookupLoops.size() && l < config.degrees.size(); ++l)

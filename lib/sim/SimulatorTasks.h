@@ -416,8 +416,8 @@ struct Simulator::Placement {
   /// reduce_scatter or all-reduce, as the partitioner emits at the
   /// reader); outputs nothing reads are all-reduced after the op.
   bool partialOutputs = false;
-  /// A gather whose gradient runs whole on each of its devices (one task
-  /// each), its output's gradient brought there whole, rather than as
+  /// A gather whose gradient runs whole on each device (one task on
+  /// every device), its output's gradient brought there whole, rather than as
   /// partial sums of its table (Simulator::scatterRunsWhole): its
   /// backward work is the whole op's, and its gradients are complete.
   bool wholeScatter = false;

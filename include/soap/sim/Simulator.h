@@ -331,9 +331,9 @@ private:
   void schedule(size_t prefix, bool logForUndo);
   SimReport report() const;
   const Placement &placement(int node);
-  /// Whether gather `node`, placed as `p` (one task on each of its
-  /// devices, its table's rows not split), runs its gradient whole on each
-  /// of those devices, as the partitioner does by layout::scatterRunsWhole:
+  /// Whether gather `node`, placed as `p` (one task on every device, its
+  /// table's rows not split), runs its gradient whole on each device, as
+  /// the partitioner does by layout::scatterRunsWhole:
   /// its tasks would each hold a partial sum of the table, and the table
   /// is larger than what the gradient reads (the output's gradient and the
   /// gather's other inputs, whole).
