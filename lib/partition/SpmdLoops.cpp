@@ -540,6 +540,15 @@ static int64_t bytesReadByNest(scf::ForOp loop) {
   return bytes;
 }
 
+/// layout::scatterRunsWhole for the nest `loop` heads: its result (the
+/// table's gradient) against what it reads.
+static bool nestRunsWhole(scf::ForOp loop) {
+  return layout::scatterRunsWhole(
+      tensorShapeOf(cast<RankedTensorType>(loop.getResult(0).getType()))
+          .bytes(),
+      bytesReadByNest(loop));
+}
+
 /// A scatter-add nest (a gather's gradient,
 /// include/soap/Partition/ScatterLoops.h) whose summing loops index tensors
 /// split along those dimensions runs each such loop over the part its device
@@ -615,15 +624,13 @@ LogicalResult SpmdPartitioner::partitionScatterAdd(scf::ForOp loop) {
       splits.clear();
     // Partial tables (a split loop that does not pick the columns) larger
     // than the reads: the nest runs whole on each of the devices.
-    SmallVector<int64_t> devices(config.getDevices());
-    llvm::sort(devices);
     if (llvm::any_of(splits,
                      [](auto &split) { return !split.second.resultDim; }) &&
-        layout::scatterRunsWhole(
-            tensorShapeOf(cast<RankedTensorType>(loop.getResult(0).getType()))
-                .bytes(),
-            bytesReadByNest(loop)))
+        nestRunsWhole(loop)) {
+      SmallVector<int64_t> devices(config.getDevices());
+      llvm::sort(devices);
       return runWholeOnDevices(loop, devices);
+    }
   }
   bool byConfig = !splits.empty();
   for (unsigned index = 0; !byConfig && index < nest->loops.size(); ++index) {
@@ -658,11 +665,7 @@ LogicalResult SpmdPartitioner::partitionScatterAdd(scf::ForOp loop) {
   // an all-reduce of the whole table, which moves more than bringing the
   // reads whole when the table is larger than they are (a position
   // embedding's gradient: 6 looked-up rows of a 512-row table).
-  if (!byConfig &&
-      layout::scatterRunsWhole(
-          tensorShapeOf(cast<RankedTensorType>(loop.getResult(0).getType()))
-              .bytes(),
-          bytesReadByNest(loop)))
+  if (!byConfig && nestRunsWhole(loop))
     return failure();
 
   // Every read of a tensor a split loop indexes must index that dimension

@@ -178,6 +178,14 @@ void Simulator::buildEdge(int edgeId) {
     // gradient of its output there (Placement::wholeScatter), which moves
     // even where the forward blocks stay.
     bool wholeGradient = gradientHere && pp.wholeScatter;
+    SlotLayouts wholeBlocks;
+    if (wholeGradient)
+      wholeBlocks = wholeOnDevices(pp, pa);
+    // The producer's blocks whose gradient its backward work reads.
+    auto gradientTarget = [&]() -> const SlotLayouts & {
+      return wholeGradient ? wholeBlocks
+                           : slotLayouts(pp, pa, SlotKind::Blocks);
+    };
     bool local = !partial && sameBlocksOnSameDevices(
                                  pp, pa, cp, ca, ownGradient && !wholeGradient,
                                  producerOf, consumerOf);
@@ -263,11 +271,7 @@ void Simulator::buildEdge(int edgeId) {
       continue;
     if (!chain.empty()) {
       if (chain.front() == std::make_pair(consumer, static_cast<int>(ca))) {
-        SlotLayouts whole;
-        if (wholeGradient)
-          whole = wholeOnDevices(pp, pa);
-        const SlotLayouts &target =
-            wholeGradient ? whole : slotLayouts(pp, pa, SlotKind::Blocks);
+        const SlotLayouts &target = gradientTarget();
         std::vector<std::vector<std::vector<int>>> ready =
             chainedGradientSum(chain, producer, target, groupsOfEdge);
         for (size_t k = 0; k < ready.size(); ++k)
@@ -438,11 +442,7 @@ void Simulator::buildEdge(int edgeId) {
     // ... to the blocks each producer task needs the gradient of (a pad's
     // backward slices its input's part: only that part moves; a
     // concatenation's slices each move their input's part).
-    SlotLayouts whole;
-    if (wholeGradient)
-      whole = wholeOnDevices(pp, pa);
-    const SlotLayouts &written =
-        wholeGradient ? whole : slotLayouts(pp, pa, SlotKind::Blocks);
+    const SlotLayouts &written = gradientTarget();
     SlotLayouts parts;
     std::vector<layout::Block> regions = gradientParts(graph, producer);
     for (const layout::Block &region : regions)

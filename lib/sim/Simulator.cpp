@@ -365,8 +365,9 @@ const Simulator::Placement &Simulator::placement(int node) {
   bool made = n.relayoutCopy && copyIsMade(node, *p);
   p->forward = cost.forwardTime(graph, node, p->shard, someDevice, made);
   p->wholeScatter = !p->replicated && scatterRunsWhole(node, *p);
-  std::vector<int64_t> whole(n.loopSizes.begin(),
-                             n.loopSizes.begin() + numLoops);
+  std::vector<int64_t> whole; // the whole op's loops, where it is priced
+  if (p->wholeScatter)
+    whole.assign(n.loopSizes.begin(), n.loopSizes.begin() + numLoops);
   p->backward =
       options.training && lazyGradients[node].reader < 0
           ? cost.backwardTime(graph, node, p->wholeScatter ? whole : p->shard,
