@@ -437,40 +437,71 @@ static LogicalResult checkSendRecvPairs(ModuleOp module) {
   return success();
 }
 
-/// A permuting copy (permutingCopy) that alone reads an all-reduce's
-/// result runs before the all-reduce instead, as a linalg.transpose (an
-/// elementwise reduction commutes with a permutation), next to the op that
-/// made the input: a weight gradient that the autodiff writes transposed
-/// (a convolution's conv(x^T, dy^T)^T, a linear layer's (x^T dy)^T) then
-/// writes the copy's layout itself (foldTransposesIntoConvolutions and
+/// What alone reads an all-reduce's result and only moves its elements
+/// runs before the all-reduce instead (an elementwise reduction commutes
+/// with a move), next to the op that made the input: a permuting copy
+/// (permutingCopy) as a linalg.transpose, a reshape, and a sum over unit
+/// dimensions (dropUnitDimensionSum: a reshape). A weight gradient that the
+/// autodiff writes transposed (a convolution's conv(x^T, dy^T)^T, a linear
+/// layer's (x^T dy)^T, torch-mlir's batched product summed over the unit
+/// batch dimension of a broadcast weight, then transposed) then writes the
+/// copy's layout itself (foldTransposesIntoConvolutions and
 /// foldTransposesIntoContractions), and its all-reduced gradient is the
 /// plain weights' layout, which blocked weights can keep
-/// (findBlockedWeights) and the optimizer's update reads in order.
-static void transposeBeforeAllReduces(ModuleOp module) {
-  SmallVector<std::pair<AllReduceOp, Operation *>> copies;
-  module.walk([&](AllReduceOp reduce) {
-    if (reduce->hasOneUse())
-      copies.push_back({reduce, *reduce->getUsers().begin()});
-  });
-  for (auto [reduce, copy] : copies) {
-    std::optional<SmallVector<int64_t>> perm =
-        permutingCopy(copy, reduce.getResult());
-    if (!perm)
+/// (findBlockedWeights) and the optimizer's update reads in order, instead
+/// of reading it through the permutation.
+static void movesBeforeAllReduces(ModuleOp module) {
+  SmallVector<AllReduceOp> work;
+  module.walk([&](AllReduceOp reduce) { work.push_back(reduce); });
+  IRRewriter rewriter(module.getContext());
+  while (!work.empty()) {
+    AllReduceOp reduce = work.pop_back_val();
+    if (!reduce->hasOneUse())
+      continue;
+    Operation *user = *reduce->getUsers().begin();
+    if (auto generic = dyn_cast<linalg::GenericOp>(user))
+      if (Value collapsed = dropUnitDimensionSum(generic, rewriter))
+        user = collapsed.getDefiningOp();
+    if (!user || user->getNumResults() != 1)
       continue;
     // Where the all-reduce was (overlap-comm starts it early).
     OpBuilder b(reduce);
-    auto type = cast<RankedTensorType>(copy->getResult(0).getType());
-    Value init = tensor::EmptyOp::create(b, copy->getLoc(), type.getShape(),
-                                         type.getElementType());
-    auto moved = linalg::TransposeOp::create(b, copy->getLoc(),
-                                             reduce.getInput(), init, *perm);
-    Value permuted = moved->getResult(0);
-    auto reduced = AllReduceOp::create(b, reduce.getLoc(), permuted.getType(),
-                                       reduce.getKindAttr(), permuted,
-                                       reduce.getGroupAttr());
-    copy->getResult(0).replaceAllUsesWith(reduced.getResult());
-    copy->erase();
+    Location loc = user->getLoc();
+    Value input = reduce.getInput(), moved;
+    auto type = dyn_cast<RankedTensorType>(user->getResult(0).getType());
+    if (!type || !type.hasStaticShape())
+      continue;
+    if (auto collapse = dyn_cast<tensor::CollapseShapeOp>(user)) {
+      // Undoes the expand_shape that made the input, where it did (the
+      // autodiff's unit batch dimension of a weight gradient): the
+      // product then meets what reads it.
+      auto expand = input.getDefiningOp<tensor::ExpandShapeOp>();
+      if (expand && expand.getSrc().getType() == type &&
+          expand.getReassociationIndices() ==
+              collapse.getReassociationIndices())
+        moved = expand.getSrc();
+      else
+        moved = tensor::CollapseShapeOp::create(
+            b, loc, type, input, collapse.getReassociationIndices());
+    } else if (auto expand = dyn_cast<tensor::ExpandShapeOp>(user)) {
+      moved = tensor::ExpandShapeOp::create(b, loc, type, input,
+                                            expand.getReassociationIndices());
+    } else if (std::optional<SmallVector<int64_t>> perm =
+                   permutingCopy(user, reduce.getResult())) {
+      Value init = tensor::EmptyOp::create(b, loc, type.getShape(),
+                                           type.getElementType());
+      moved =
+          linalg::TransposeOp::create(b, loc, input, init, *perm)->getResult(0);
+    } else {
+      continue;
+    }
+    auto reduced =
+        AllReduceOp::create(b, reduce.getLoc(), moved.getType(),
+                            reduce.getKindAttr(), moved, reduce.getGroupAttr());
+    user->getResult(0).replaceAllUsesWith(reduced.getResult());
+    user->erase();
     reduce.erase();
+    work.push_back(reduced);
   }
 }
 
@@ -578,7 +609,7 @@ static void guardReceivesToTheirTargets(ModuleOp module) {
 LogicalResult lowerCommunicationOps(ModuleOp module, bool hostBuffers) {
   if (failed(checkSendRecvPairs(module)))
     return failure();
-  transposeBeforeAllReduces(module);
+  movesBeforeAllReduces(module);
   mergeGuards(module);
   if (hostBuffers) {
     sendEarly(module);

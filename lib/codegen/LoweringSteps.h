@@ -28,6 +28,7 @@ class OnDevicesOp;
 
 namespace mlir {
 class Pass;
+class RewriterBase;
 namespace linalg {
 class GenericOp;
 } // namespace linalg
@@ -136,6 +137,11 @@ int dropZeroAccumulations(mlir::Operation *root);
 /// gradient of a broadcast that adds unit dimensions) becomes its input
 /// without those dimensions (ZeroAccumulations.cpp). Returns how many.
 int dropUnitDimensionSums(mlir::Operation *root);
+/// One such sum: replaces `op`, unless the function returns it, with its
+/// input without the unit dimensions (a tensor.collapse_shape made before
+/// `op`), which it returns; null where `op` is no such sum.
+mlir::Value dropUnitDimensionSum(mlir::linalg::GenericOp op,
+                                 mlir::RewriterBase &rewriter);
 /// On tensors: an elementwise generic that writes into an empty tensor
 /// writes into an input of its result's type and map instead, where that
 /// input is a linalg op's result it alone reads, so that bufferization

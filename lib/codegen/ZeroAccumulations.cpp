@@ -261,29 +261,31 @@ int dropZeroAccumulations(Operation *root) {
   return rewritten;
 }
 
+Value dropUnitDimensionSum(linalg::GenericOp op, RewriterBase &rewriter) {
+  if (isReturned(op))
+    return nullptr;
+  Value input = unitDimensionSum(op, rewriter);
+  if (!input)
+    return nullptr;
+  SmallVector<Operation *> makers;
+  for (Value operand : op->getOperands())
+    if (Operation *maker = operand.getDefiningOp())
+      makers.push_back(maker);
+  rewriter.replaceOp(op, input);
+  // The fill and an expand_shape nothing else reads.
+  for (Operation *maker : makers)
+    if (isa<linalg::FillOp, tensor::ExpandShapeOp>(maker) && maker->use_empty())
+      rewriter.eraseOp(maker);
+  return input;
+}
+
 int dropUnitDimensionSums(Operation *root) {
   SmallVector<linalg::GenericOp> generics;
   root->walk([&](linalg::GenericOp op) { generics.push_back(op); });
   IRRewriter rewriter(root->getContext());
   int rewritten = 0;
-  for (linalg::GenericOp op : generics) {
-    if (isReturned(op))
-      continue;
-    Value input = unitDimensionSum(op, rewriter);
-    if (!input)
-      continue;
-    SmallVector<Operation *> makers;
-    for (Value operand : op->getOperands())
-      if (Operation *maker = operand.getDefiningOp())
-        makers.push_back(maker);
-    rewriter.replaceOp(op, input);
-    // The fill and an expand_shape nothing else reads.
-    for (Operation *maker : makers)
-      if (isa<linalg::FillOp, tensor::ExpandShapeOp>(maker) &&
-          maker->use_empty())
-        rewriter.eraseOp(maker);
-    ++rewritten;
-  }
+  for (linalg::GenericOp op : generics)
+    rewritten += dropUnitDimensionSum(op, rewriter) != nullptr;
   return rewritten;
 }
 

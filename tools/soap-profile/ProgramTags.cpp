@@ -112,18 +112,44 @@ Location withUpdateTag(MLIRContext *context, const UpdateTag &tag,
                       withoutName(loc, parseUpdateTag));
 }
 
+/// The one input of a linalg op that carries data into a result of as
+/// many elements (a transpose or a copy written as linalg.generic, a sum
+/// over unit dimensions: what torch-mlir emits between a weight's gradient
+/// and its update), beside inputs that only give a shape (tensor.empty);
+/// null for any other op.
+Value movedInput(linalg::LinalgOp op) {
+  if (op.getNumDpsInits() != 1)
+    return nullptr;
+  auto result = dyn_cast<ShapedType>(op.getDpsInits()[0].getType());
+  if (!result || !result.hasStaticShape())
+    return nullptr;
+  Value moved;
+  for (OpOperand *input : op.getDpsInputOperands()) {
+    if (input->get().getDefiningOp<tensor::EmptyOp>())
+      continue;
+    auto type = dyn_cast<ShapedType>(input->get().getType());
+    if (moved || !type || !type.hasStaticShape() ||
+        type.getNumElements() != result.getNumElements())
+      return nullptr;
+    moved = input->get();
+  }
+  return moved;
+}
+
 /// The all-reduce that made `value`, through ops that only move its
 /// elements (a transpose of a weight gradient, reshapes, slices), if any.
 AllReduceOp allReduceBefore(Value value) {
   while (Operation *op = value.getDefiningOp()) {
     if (auto reduce = dyn_cast<AllReduceOp>(op))
       return reduce;
-    if (auto transpose = dyn_cast<linalg::TransposeOp>(op))
-      value = transpose.getInput();
+    if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op))
+      value = movedInput(linalgOp);
     else if (isa<tensor::CastOp, tensor::CollapseShapeOp, tensor::ExpandShapeOp,
                  tensor::ExtractSliceOp>(op))
       value = op->getOperand(0);
     else
+      break;
+    if (!value)
       break;
   }
   return nullptr;
