@@ -47,6 +47,10 @@ std::string ProfileDatabase::key(const OpGraph &graph, int node,
   return os.str();
 }
 
+std::string ProfileDatabase::onRanksKey(const std::string &key, int ranks) {
+  return key + " on x" + std::to_string(ranks);
+}
+
 namespace {
 std::string inStepSuffix(int group) {
   return group > 0 ? " in-step x" + std::to_string(group) : "";
@@ -151,6 +155,8 @@ std::string ProfileDatabase::toJSON() const {
       e["backward_estimated"] = true;
     if (entry.includesGradientSums)
       e["includes_gradient_sums"] = true;
+    if (entry.ranks > 1)
+      e["ranks"] = entry.ranks;
     list.push_back(std::move(e));
   }
   j["entries"] = list;
@@ -199,6 +205,15 @@ ProfileDatabase::fromJSON(const std::string &text, std::string &error) {
         return std::nullopt;
       }
       *out = e[field].get<bool>();
+    }
+    if (e.contains("ranks")) {
+      if (!e["ranks"].is_number_integer() || e["ranks"].get<int64_t>() < 1 ||
+          e["ranks"].get<int64_t>() > 1 << 20) {
+        error = "profile database: '" + path +
+                ".ranks' must be a positive number of ranks";
+        return std::nullopt;
+      }
+      entry.ranks = e["ranks"].get<int>();
     }
     db.entries[e["key"].get<std::string>()] = entry;
   }
@@ -387,6 +402,13 @@ CostModel::profiled(const OpGraph &graph, int node,
                     bool madeCopy) const {
   if (!profile)
     return std::nullopt;
+  if (int ranks = target.numDevices(); ranks > 1)
+    if (std::optional<ProfileDatabase::Entry> entry =
+            profile->lookup(ProfileDatabase::onRanksKey(
+                ProfileDatabase::key(graph, node, shard,
+                                     target.deviceType().name, madeCopy),
+                ranks)))
+      return std::make_pair(*entry, 1.0);
   std::optional<ProfiledShard> found = findProfiledShard(
       graph, node, shard, *profile, target.deviceType().name, madeCopy);
   if (!found)

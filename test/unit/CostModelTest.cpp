@@ -78,6 +78,59 @@ TEST_F(SimulatorIR, MissingShardsScaleAMeasuredShardOfTheirOp) {
   EXPECT_EQ(coverage.rooflineByOp.count("linalg.matmul"), 1u);
 }
 
+// A shard that a program on as many ranks as the machine has devices ran
+// (its "on xN" entry: a whole op under model parallelism, which the
+// one-device program measured first) is priced by that entry; a machine of
+// one device, or of another count, takes the plain entry.
+TEST_F(SimulatorIR, ShardsRunOnAsManyRanksPriceTheirMachine) {
+  OpGraph g = graphOfFile("docs/examples/mlp.mlir");
+  int matmul = -1;
+  for (size_t n = 0; n < g.nodes.size() && matmul < 0; ++n)
+    if (g.nodes[n].opName == "linalg.matmul")
+      matmul = static_cast<int>(n);
+  ASSERT_GE(matmul, 0);
+  std::vector<int64_t> whole = g.nodes[matmul].loopSizes;
+  Machine one = loadMachine("cpu-local", 1), two = loadMachine("cpu-local", 2);
+  const std::string kind = two.deviceType().name;
+  std::string key = ProfileDatabase::key(g, matmul, whole, kind);
+  ProfileDatabase db;
+  db.record(key, {8e-4, 2e-3});
+  db.record(ProfileDatabase::onRanksKey(key, 2), {9e-4, 2.5e-3});
+  EXPECT_EQ(ProfileDatabase::onRanksKey(key, 2), key + " on x2");
+  EXPECT_DOUBLE_EQ(CostModel(one, &db).forwardTime(g, matmul, whole, 0), 8e-4);
+  EXPECT_DOUBLE_EQ(CostModel(two, &db).forwardTime(g, matmul, whole, 0), 9e-4);
+  EXPECT_DOUBLE_EQ(CostModel(two, &db).backwardTime(g, matmul, whole, 1),
+                   2.5e-3);
+  ProfileDatabase onFour;
+  onFour.record(key, {8e-4, 2e-3});
+  onFour.record(ProfileDatabase::onRanksKey(key, 4), {9e-4, 2.5e-3});
+  EXPECT_DOUBLE_EQ(CostModel(two, &onFour).forwardTime(g, matmul, whole, 0),
+                   8e-4);
+  // The ranks a step ran an entry's kernels on survive the JSON; a count
+  // that is no positive integer is refused by name.
+  ProfileDatabase::Entry onTwo{9e-4, 2.5e-3};
+  onTwo.ranks = 2;
+  db.record(ProfileDatabase::onRanksKey(key, 2), onTwo);
+  std::string error;
+  std::optional<ProfileDatabase> back =
+      ProfileDatabase::fromJSON(db.toJSON(), error);
+  ASSERT_TRUE(back) << error;
+  EXPECT_EQ(back->lookup(ProfileDatabase::onRanksKey(key, 2))->ranks, 2);
+  EXPECT_EQ(back->lookup(key)->ranks, 1);
+  EXPECT_FALSE(ProfileDatabase::fromJSON(
+      R"({"entries": [{"key": "k", "forward_s": 1, "backward_s": 1, "ranks": 0}]})",
+      error));
+  EXPECT_NE(error.find("'entries[0].ranks' must be a positive number of ranks"),
+            std::string::npos)
+      << error;
+  // Coverage counts it measured.
+  std::vector<ParallelConfig> configs(g.nodes.size());
+  for (size_t n = 0; n < g.nodes.size(); ++n)
+    configs[n] = ParallelConfig{
+        std::vector<int64_t>(g.nodes[n].loopSizes.size(), 1), {0}};
+  EXPECT_EQ(profileCoverage(g, configs, db, kind).measured, 1);
+}
+
 // Updates and collectives that soap-profile --run timed in training steps
 // price the simulator's: an update after an all-reduce over 2 devices from
 // those timed after one (data parallelism's), an update without one from

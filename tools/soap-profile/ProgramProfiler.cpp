@@ -523,10 +523,18 @@ profilePrograms(ModuleOp module, const BuiltOpGraph &built,
   }
   linked.clear();
 
-  // Every kernel timed goes into its node's work.
+  // Every kernel timed goes into its node's work. A key's entry comes
+  // from the first program that runs its shard; with --run, a program on
+  // more ranks that runs a shard an earlier one measured (a whole op that
+  // one device measured, under model parallelism) measures it again, keyed
+  // for that many ranks (ProfileDatabase::onRanksKey): its ranks share the
+  // host's cores, caches and memory, and each spins in MPI while it waits.
   std::set<std::string> recorded;
   for (size_t index = 0; index < programs.size(); ++index) {
     const Program &program = programs[index];
+    int ranks = options.runPrograms && program.strategy
+                    ? program.strategy->numDevices
+                    : 1;
     const KernelTimes &kernels = *measured[index];
     const std::map<int, NodeTimes> &times = kernels.times;
     summary.kernels += kernels.kernels;
@@ -564,8 +572,17 @@ profilePrograms(ModuleOp module, const BuiltOpGraph &built,
                                /*madeCopy=*/node.relayoutCopy && ranForward);
       // The first program that runs a shard measures it (with --merge,
       // the programs of the run that wrote the database came first).
-      if (recorded.count(key) || (options.keepRecorded && db.lookup(key)))
-        continue;
+      auto known = [&](const std::string &key) {
+        return recorded.count(key) || (options.keepRecorded && db.lookup(key));
+      };
+      if (known(key)) {
+        std::optional<ProfileDatabase::Entry> first = db.lookup(key);
+        if (ranks == 1 || !first || first->ranks == ranks)
+          continue;
+        key = ProfileDatabase::onRanksKey(key, ranks);
+        if (known(key))
+          continue;
+      }
       auto [at, isNew] = byKey.try_emplace(key);
       if (isNew)
         order.push_back(key);
@@ -582,6 +599,7 @@ profilePrograms(ModuleOp module, const BuiltOpGraph &built,
       const KeyTimes &sum = byKey[key];
       ProfileDatabase::Entry entry;
       entry.includesGradientSums = true;
+      entry.ranks = ranks;
       entry.forward = sum.forward / sum.ops;
       entry.backward = sum.backward / sum.ops;
       db.record(key, entry);

@@ -39,6 +39,10 @@ public:
     /// kernels, those adds among them. "includes_gradient_sums" in the
     /// JSON, optional.
     bool includesGradientSums = false;
+    /// The ranks of the training step that ran the kernels measured
+    /// (soap-profile --program --run; 1: one device, or a kernel timed
+    /// alone). "ranks" in the JSON, optional.
+    int ranks = 1;
   };
 
   /// The key of node `node` of `graph` run with loop extents `shard` on a
@@ -50,6 +54,15 @@ public:
   static std::string key(const OpGraph &graph, int node,
                          const std::vector<int64_t> &shard,
                          const std::string &deviceKind, bool madeCopy = false);
+
+  /// `key` (an op's shard) as a training step on `ranks` ranks ran it,
+  /// where an earlier program on another number of ranks measured the
+  /// shard first (soap-profile --program --run: a whole op under model
+  /// parallelism, which one device measured first): "<key> on x2". A rank's
+  /// kernels share the host's cores, caches and memory with the others',
+  /// and a waiting rank spins in MPI. CostModel prices a shard on a
+  /// machine of that many devices by it first.
+  static std::string onRanksKey(const std::string &key, int ranks);
 
   /// The key of the optimizer update of `elements` parameter elements:
   /// "soap.update sgd [4096] f32 x86-64-core" (soap-profile measures a few
