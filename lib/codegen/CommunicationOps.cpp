@@ -439,9 +439,12 @@ static LogicalResult checkSendRecvPairs(ModuleOp module) {
 
 /// What alone reads an all-reduce's result and only moves its elements
 /// runs before the all-reduce instead (an elementwise reduction commutes
-/// with a move), next to the op that made the input: a permuting copy
-/// (permutingCopy) as a linalg.transpose, a reshape, and a sum over unit
-/// dimensions (dropUnitDimensionSum: a reshape). A weight gradient that the
+/// with a move), next to the op that made the input: a reshape, a sum over
+/// unit dimensions (dropUnitDimensionSum: a reshape), and a permuting copy
+/// (permutingCopy) as a linalg.transpose where it folds into that op
+/// (madeByProduct; elsewhere, as after owt's all_to_all and sum over the
+/// batch, it stays to be fused into the update, which the simulator prices
+/// by the updates timed in steps). A weight gradient that the
 /// autodiff writes transposed (a convolution's conv(x^T, dy^T)^T, a linear
 /// layer's (x^T dy)^T, torch-mlir's batched product summed over the unit
 /// batch dimension of a broadcast weight, then transposed) then writes the
@@ -450,6 +453,28 @@ static LogicalResult checkSendRecvPairs(ModuleOp module) {
 /// plain weights' layout, which blocked weights can keep
 /// (findBlockedWeights) and the optimizer's update reads in order, instead
 /// of reading it through the permutation.
+/// Whether a permuting copy of `value` folds into the op that made it
+/// (foldTransposesIntoContractions, foldTransposesIntoConvolutions): a
+/// contraction or a convolution, or a sum of one's result (which
+/// foldSumsIntoContractions makes one product), through reshapes.
+static bool madeByProduct(Value value) {
+  Operation *op = value.getDefiningOp();
+  while (isa_and_nonnull<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(op))
+    op = op->getOperand(0).getDefiningOp();
+  auto isProduct = [](Operation *op) {
+    auto linalgOp = dyn_cast_or_null<linalg::LinalgOp>(op);
+    return linalgOp && (linalg::isaContractionOpInterface(linalgOp) ||
+                        linalg::isaConvolutionOpInterface(linalgOp));
+  };
+  if (isProduct(op))
+    return true;
+  auto sum = dyn_cast_or_null<linalg::LinalgOp>(op);
+  return sum && sum.getNumReductionLoops() > 0 &&
+         llvm::any_of(sum.getDpsInputs(), [&](Value input) {
+           return isProduct(input.getDefiningOp());
+         });
+}
+
 static void movesBeforeAllReduces(ModuleOp module) {
   SmallVector<AllReduceOp> work;
   module.walk([&](AllReduceOp reduce) { work.push_back(reduce); });
@@ -487,7 +512,8 @@ static void movesBeforeAllReduces(ModuleOp module) {
       moved = tensor::ExpandShapeOp::create(b, loc, type, input,
                                             expand.getReassociationIndices());
     } else if (std::optional<SmallVector<int64_t>> perm =
-                   permutingCopy(user, reduce.getResult())) {
+                   permutingCopy(user, reduce.getResult());
+               perm && madeByProduct(input)) {
       Value init = tensor::EmptyOp::create(b, loc, type.getShape(),
                                            type.getElementType());
       moved =
