@@ -24,16 +24,21 @@ namespace {
 using test::loadMachine;
 using test::SimulatorIR;
 
+/// The first node of `g` that is an `opName` op, or -1.
+int firstNodeOf(const OpGraph &g, const std::string &opName) {
+  for (size_t n = 0; n < g.nodes.size(); ++n)
+    if (g.nodes[n].opName == opName)
+      return static_cast<int>(n);
+  return -1;
+}
+
 // A shard the profile has no entry for takes the entry of another shard of
 // the same op, scaled by the two shards' roofline ratio: the same number of
 // tasks split along another loop first (the nearest in work), else the
 // whole op; only an op with no measured shard gets the roofline.
 TEST_F(SimulatorIR, MissingShardsScaleAMeasuredShardOfTheirOp) {
   OpGraph g = graphOfFile("docs/examples/mlp.mlir");
-  int matmul = -1;
-  for (size_t n = 0; n < g.nodes.size() && matmul < 0; ++n)
-    if (g.nodes[n].opName == "linalg.matmul")
-      matmul = static_cast<int>(n);
+  int matmul = firstNodeOf(g, "linalg.matmul");
   ASSERT_GE(matmul, 0);
   const OpNode &node = g.nodes[matmul];
   ASSERT_EQ(node.loopSizes, (std::vector<int64_t>{64, 256, 784}));
@@ -84,10 +89,7 @@ TEST_F(SimulatorIR, MissingShardsScaleAMeasuredShardOfTheirOp) {
 // one device, or of another count, takes the plain entry.
 TEST_F(SimulatorIR, ShardsRunOnAsManyRanksPriceTheirMachine) {
   OpGraph g = graphOfFile("docs/examples/mlp.mlir");
-  int matmul = -1;
-  for (size_t n = 0; n < g.nodes.size() && matmul < 0; ++n)
-    if (g.nodes[n].opName == "linalg.matmul")
-      matmul = static_cast<int>(n);
+  int matmul = firstNodeOf(g, "linalg.matmul");
   ASSERT_GE(matmul, 0);
   std::vector<int64_t> whole = g.nodes[matmul].loopSizes;
   Machine one = loadMachine("cpu-local", 1), two = loadMachine("cpu-local", 2);
