@@ -437,22 +437,6 @@ static LogicalResult checkSendRecvPairs(ModuleOp module) {
   return success();
 }
 
-/// What alone reads an all-reduce's result and only moves its elements
-/// runs before the all-reduce instead (an elementwise reduction commutes
-/// with a move), next to the op that made the input: a reshape, a sum over
-/// unit dimensions (dropUnitDimensionSum: a reshape), and a permuting copy
-/// (permutingCopy) as a linalg.transpose where it folds into that op
-/// (madeByProduct; elsewhere, as after owt's all_to_all and sum over the
-/// batch, it stays to be fused into the update, which the simulator prices
-/// by the updates timed in steps). A weight gradient that the
-/// autodiff writes transposed (a convolution's conv(x^T, dy^T)^T, a linear
-/// layer's (x^T dy)^T, torch-mlir's batched product summed over the unit
-/// batch dimension of a broadcast weight, then transposed) then writes the
-/// copy's layout itself (foldTransposesIntoConvolutions and
-/// foldTransposesIntoContractions), and its all-reduced gradient is the
-/// plain weights' layout, which blocked weights can keep
-/// (findBlockedWeights) and the optimizer's update reads in order, instead
-/// of reading it through the permutation.
 /// Whether a permuting copy of `value` folds into the op that made it
 /// (foldTransposesIntoContractions, foldTransposesIntoConvolutions): a
 /// contraction or a convolution, or a sum of one's result (which
@@ -475,6 +459,22 @@ static bool madeByProduct(Value value) {
          });
 }
 
+/// What alone reads an all-reduce's result and only moves its elements
+/// runs before the all-reduce instead (an elementwise reduction commutes
+/// with a move), next to the op that made the input: a reshape, a sum over
+/// unit dimensions (dropUnitDimensionSum: a reshape), and a permuting copy
+/// (permutingCopy) as a linalg.transpose where it folds into that op
+/// (madeByProduct; elsewhere, as after owt's all_to_all and sum over the
+/// batch, it stays to be fused into the update, which the simulator prices
+/// by the updates timed in steps). A weight gradient that the
+/// autodiff writes transposed (a convolution's conv(x^T, dy^T)^T, a linear
+/// layer's (x^T dy)^T, torch-mlir's batched product summed over the unit
+/// batch dimension of a broadcast weight, then transposed) then writes the
+/// copy's layout itself (foldTransposesIntoConvolutions and
+/// foldTransposesIntoContractions), and its all-reduced gradient is the
+/// plain weights' layout, which blocked weights can keep
+/// (findBlockedWeights) and the optimizer's update reads in order, instead
+/// of reading it through the permutation.
 static void movesBeforeAllReduces(ModuleOp module) {
   SmallVector<AllReduceOp> work;
   module.walk([&](AllReduceOp reduce) { work.push_back(reduce); });

@@ -51,6 +51,15 @@ std::string ProfileDatabase::onRanksKey(const std::string &key, int ranks) {
   return key + " on x" + std::to_string(ranks);
 }
 
+bool ProfileDatabase::hasOnRanksEntries(int ranks) const {
+  std::string suffix = onRanksKey("", ranks);
+  return std::any_of(entries.begin(), entries.end(), [&](const auto &entry) {
+    const std::string &key = entry.first;
+    return key.size() > suffix.size() &&
+           key.compare(key.size() - suffix.size(), suffix.size(), suffix) == 0;
+  });
+}
+
 namespace {
 std::string inStepSuffix(int group) {
   return group > 0 ? " in-step x" + std::to_string(group) : "";
@@ -292,6 +301,8 @@ CostModel::CostModel(const Machine &machine, const ProfileDatabase *profile,
       for (auto &[group, curve] :
            profile->collectiveCurves(kind, machine.deviceType().name))
         inStepCollectives[{kind, group}] = std::move(curve);
+    onRanksEntries = machine.numDevices() > 1 &&
+                     profile->hasOnRanksEntries(machine.numDevices());
   }
 }
 
@@ -402,7 +413,7 @@ CostModel::profiled(const OpGraph &graph, int node,
                     bool madeCopy) const {
   if (!profile)
     return std::nullopt;
-  if (int ranks = target.numDevices(); ranks > 1)
+  if (int ranks = target.numDevices(); onRanksEntries)
     if (std::optional<ProfileDatabase::Entry> entry =
             profile->lookup(ProfileDatabase::onRanksKey(
                 ProfileDatabase::key(graph, node, shard,

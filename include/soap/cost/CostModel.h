@@ -63,6 +63,8 @@ public:
   /// and a waiting rank spins in MPI. CostModel prices a shard on a
   /// machine of that many devices by it first.
   static std::string onRanksKey(const std::string &key, int ranks);
+  /// Whether any entry is keyed by onRanksKey for `ranks` ranks.
+  bool hasOnRanksEntries(int ranks) const;
 
   /// The key of the optimizer update of `elements` parameter elements:
   /// "soap.update sgd [4096] f32 x86-64-core" (soap-profile measures a few
@@ -220,6 +222,9 @@ private:
   std::vector<std::pair<int64_t, double>> updateCurve, sgdCurve;
   /// Updates timed in training steps, by group size.
   std::map<int, std::vector<std::pair<int64_t, double>>> inStepUpdates;
+  /// The profile has entries for as many ranks as the machine has devices
+  /// (ProfileDatabase::onRanksKey), so profiled() looks for them.
+  bool onRanksEntries = false;
   /// Collectives timed in training steps, by kind and group size.
   std::map<std::pair<CollectiveKind, int>,
            std::vector<std::pair<int64_t, double>>>
