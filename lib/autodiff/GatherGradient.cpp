@@ -60,7 +60,9 @@ static Value readAt(OpBuilder &b, Location loc, Value tensor, AffineMap map,
 }
 
 /// A loop nest over `ranges` carrying `init`; `body` gives the next value
-/// at each point (null: it failed). Returns the loop nest's result.
+/// at each point (null: it failed). Returns the loop nest's result. A range
+/// of one has no loop (index 0), as canonicalization would inline it: the
+/// nest's loops are the ranges of other sizes, in order.
 static FailureOr<Value>
 loopNest(OpBuilder &b, Location loc, ArrayRef<int64_t> ranges, Value init,
          function_ref<Value(OpBuilder &, Location, ValueRange, Value)> body) {
@@ -74,6 +76,12 @@ loopNest(OpBuilder &b, Location loc, ArrayRef<int64_t> ranges, Value init,
         failedBody = true;
         return carried;
       }
+      return next;
+    }
+    if (ranges[depth] == 1) {
+      ivs.push_back(arith::ConstantIndexOp::create(nb, loc, 0));
+      Value next = build(nb, depth + 1, carried);
+      ivs.pop_back();
       return next;
     }
     Value lower = arith::ConstantIndexOp::create(nb, loc, 0);
@@ -91,7 +99,9 @@ loopNest(OpBuilder &b, Location loc, ArrayRef<int64_t> ranges, Value init,
   };
   Value result = build(b, 0, init);
   if (failedBody) {
-    if (Operation *outer = result.getDefiningOp())
+    // Without loops, what the body built before it failed stays unused:
+    // the differentiation fails with it.
+    if (auto outer = result.getDefiningOp<scf::ForOp>())
       outer->erase();
     return failure();
   }
@@ -176,9 +186,20 @@ LogicalResult differentiateGathers(GradientBuilder &g, linalg::GenericOp op,
         });
     if (failed(gradient))
       return failure();
-    if (g.forwardConfig)
-      gradient->getDefiningOp()->setAttr(
-          SoapDialect::getScatterConfigAttrName(), g.forwardConfig);
+    // The gather's config over the nest's loops (those of ranges other
+    // than one, whose degrees are all there is to split), then its lookup
+    // loops.
+    if (auto nest = gradient->getDefiningOp<scf::ForOp>();
+        nest && g.forwardConfig) {
+      ArrayRef<int64_t> degrees = g.forwardConfig.getDegrees();
+      SmallVector<int64_t> kept;
+      for (auto [loop, degree] : llvm::enumerate(degrees))
+        if (loop >= ranges.size() || ranges[loop] != 1)
+          kept.push_back(degree);
+      nest->setAttr(SoapDialect::getScatterConfigAttrName(),
+                    ConfigAttr::get(g.forwardConfig.getContext(), kept,
+                                    g.forwardConfig.getDevices()));
+    }
     g.accumulate(loc, table, *gradient);
   }
   return success();

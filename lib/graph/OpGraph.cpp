@@ -293,6 +293,8 @@ std::string OpGraph::toJSON() const {
         ja["destination"] = true;
       if (a.role == AccessRole::Read && !a.savedForBackward)
         ja["saved_for_backward"] = false;
+      if (a.gradientIsAdjoint)
+        ja["gradient_is_adjoint"] = true;
       accesses.push_back(ja);
     }
     json e = {{"op", n.opName},
@@ -423,6 +425,8 @@ std::optional<OpGraph> OpGraph::fromJSON(const std::string &text,
           !r.get(ja, "role", apath, role) ||
           !r.get(ja, "destination", apath, access.isDestination, false) ||
           !r.get(ja, "saved_for_backward", apath, access.savedForBackward,
+                 false) ||
+          !r.get(ja, "gradient_is_adjoint", apath, access.gradientIsAdjoint,
                  false))
         return std::nullopt;
       if (role == "read")

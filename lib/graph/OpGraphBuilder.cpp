@@ -80,6 +80,48 @@ static OpClass classify(Operation *op, double flopsPerIteration,
   return OpClass::Elementwise;
 }
 
+/// Whether the gradient the training step builds for the generic's input
+/// `value` is the adjoint of its result itself: the input has the result's
+/// type and indexing map, the loops are all parallel, and the body adds its
+/// element to others once (an addf's operand or a subf's minuend, through
+/// to the yield) and reads it nowhere else. The derivative generic is then
+/// an identity copy, which canonicalization erases.
+static bool gradientIsAdjoint(Operation *op, Value value) {
+  auto generic = dyn_cast<linalg::GenericOp>(op);
+  if (!generic || generic.getNumDpsInits() != 1 ||
+      generic.getNumReductionLoops() != 0 ||
+      value.getType() != generic->getResult(0).getType())
+    return false;
+  OpOperand *init = generic.getDpsInitOperand(0);
+  OpOperand *input = nullptr;
+  for (OpOperand *candidate : generic.getDpsInputOperands()) {
+    if (candidate->get() != value)
+      continue;
+    if (input)
+      return false; // read twice: its gradient is a sum
+    input = candidate;
+  }
+  Block &body = generic.getRegion().front();
+  if (!input ||
+      generic.getMatchingIndexingMap(input) !=
+          generic.getMatchingIndexingMap(init) ||
+      !generic.getMatchingBlockArgument(init).use_empty())
+    return false;
+  Value element = generic.getMatchingBlockArgument(input);
+  while (element.hasOneUse()) {
+    Operation *user = *element.getUsers().begin();
+    if (isa<linalg::YieldOp>(user))
+      return true;
+    bool passes = isa<arith::AddFOp>(user) ||
+                  (isa<arith::SubFOp>(user) && user->getOperand(0) == element &&
+                   user->getOperand(1) != element);
+    if (!passes || user->getBlock() != &body)
+      return false;
+    element = user->getResult(0);
+  }
+  return false;
+}
+
 /// Whether `op`'s result is an affine function of its inputs (a sum of
 /// inputs times values that depend on none), so that its gradient needs
 /// none of their values: a body of adds, subtractions, negations, float
@@ -301,6 +343,9 @@ private:
         a.isDestination = access.isDestination;
         // The value an op accumulates into is overwritten, never read again.
         a.savedForBackward = !affine && !access.isDestination;
+        a.gradientIsAdjoint = access.role == AccessRole::Read &&
+                              !access.isDestination &&
+                              gradientIsAdjoint(op, access.value);
         for (AffineExpr e : access.map.getResults())
           a.indices.push_back(toIndexExpr(e));
         if (access.value.getDefiningOp() == op)

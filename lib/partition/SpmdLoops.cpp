@@ -588,13 +588,17 @@ LogicalResult SpmdPartitioner::partitionScatterAdd(scf::ForOp loop) {
   if (auto config = loop->getAttrOfType<ConfigAttr>(
           SoapDialect::getScatterConfigAttrName())) {
     ArrayRef<int64_t> degrees = config.getDegrees();
+    FailureOr<Plan> tasks =
+        planForTasks(degrees, config.getDevices(), numDevices);
+    if (failed(tasks))
+      return failure(); // the nest runs whole, as without a config
+    Plan &plan = *tasks;
     // One task (a gather that runs whole on one device): the loop runs
     // whole there, the gradient it scatters brought there, and the table's
     // gradient is complete there (no partial tables to all-reduce).
     if (config.getDevices().size() == 1 &&
         llvm::all_of(degrees, [](int64_t degree) { return degree == 1; }))
       return runWholeOnDevices(loop, config.getDevices());
-    Plan plan = planForTasks(degrees, config.getDevices(), numDevices);
     // The gather's loops, then its lookup loops (soap/Dialect/Gather.h):
     // those split the table's rows, which partitionScatterByRows handles.
     bool oneTaskEach =

@@ -193,9 +193,10 @@ DeviceBoxes transposedBoxes(const DeviceBoxes &input, ArrayRef<int64_t> perm);
 SmallVector<int64_t> coordinatesOf(ArrayRef<int64_t> degrees, int64_t task);
 
 /// Slots from a device per task (a config's devices): a device's k-th task
-/// runs in slot k.
-Plan planForTasks(ArrayRef<int64_t> degrees, ArrayRef<int64_t> devices,
-                  int64_t numDevices);
+/// runs in slot k. Failure when a device is not one of the `numDevices` or
+/// the devices are not one per task of `degrees`.
+FailureOr<Plan> planForTasks(ArrayRef<int64_t> degrees,
+                             ArrayRef<int64_t> devices, int64_t numDevices);
 
 /// The box of an operand that a task reads through `map`: the local
 /// tensor's index i is the global index i + offset, so that the op keeps

@@ -115,9 +115,17 @@ Plan SpmdPartitioner::replicatedPlan(unsigned numLoops) const {
               {SmallVector<int64_t>(numDevices, 0)}};
 }
 
-Plan soap::partition::planForTasks(ArrayRef<int64_t> degrees,
-                                   ArrayRef<int64_t> devices,
-                                   int64_t numDevices) {
+FailureOr<Plan> soap::partition::planForTasks(ArrayRef<int64_t> degrees,
+                                              ArrayRef<int64_t> devices,
+                                              int64_t numDevices) {
+  int64_t numTasks = 1;
+  for (int64_t degree : degrees)
+    numTasks *= degree;
+  if (static_cast<int64_t>(devices.size()) != numTasks ||
+      llvm::any_of(devices, [&](int64_t device) {
+        return device < 0 || device >= numDevices;
+      }))
+    return failure();
   Plan plan;
   plan.degrees.assign(degrees.begin(), degrees.end());
   SmallVector<int64_t> used(numDevices, 0);

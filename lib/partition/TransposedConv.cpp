@@ -176,7 +176,10 @@ matchTransposedConv(linalg::Conv2DNchwFchwOp conv, int64_t numDevices) {
     return std::nullopt;
   TransposedConv match;
   match.degrees = degrees;
-  match.plan = planForTasks(degrees, config.getDevices(), numDevices);
+  FailureOr<Plan> plan = planForTasks(degrees, config.getDevices(), numDevices);
+  if (failed(plan))
+    return std::nullopt; // partitioned as any convolution, which says why
+  match.plan = std::move(*plan);
   tensor::InsertSliceOp spread = insertionIntoZeros(conv.getDpsInputs()[0]);
   if (!spread || !spread->hasOneUse() ||
       !isIdentityFill(conv.getDpsInits()[0], ReductionKind::sum))

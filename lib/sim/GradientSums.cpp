@@ -36,6 +36,40 @@ bool Simulator::viewOfWholeOperands(int node) {
   return any;
 }
 
+bool Simulator::sharesAdjointCopies(int node) const {
+  int first = -1;
+  for (const NodeAccess &a : graph.nodes[node].accesses) {
+    int producer = graph.tensors[a.tensor].producer;
+    if (!a.gradientIsAdjoint || producer < 0 || producer == node)
+      continue;
+    if (first >= 0 && producer != first)
+      return true;
+    first = producer;
+  }
+  return false;
+}
+
+std::vector<std::pair<int, int>> Simulator::wholeAdjointReaders(int node) {
+  const OpNode &n = graph.nodes[node];
+  // A slice's backward inserts into zeros, which each device makes in its
+  // blocks alone: it follows its config.
+  if (!isView(n) || n.opName == "tensor.extract_slice" ||
+      placement(node).replicated)
+    return {};
+  for (const NodeAccess &a : n.accesses) {
+    // A view's result is an access of its own (a reshape's is unread).
+    if (graph.tensors[a.tensor].producer != node)
+      continue;
+    std::vector<std::pair<int, int>> readers =
+        gradientReadersOf(node, a.tensor);
+    for (auto [r, access] : readers)
+      if (!placement(r).replicated || lazyGradients[r].reader >= 0)
+        return {};
+    return readers;
+  }
+  return {};
+}
+
 Simulator::SlotLayouts
 Simulator::lazyGradientLayouts(const LazyGradient &lazy) {
   SlotLayouts permuted =
@@ -303,9 +337,37 @@ Simulator::chainedGradientSum(const std::vector<std::pair<int, int>> &chain,
   layout::TensorShape shape{tensor.shape, tensor.elementBytes};
   // The gradient so far, in the backward pass's order.
   std::vector<GradientAddend> sum;
+  // The reader whose gradient the sum so far is alone, where that is the
+  // reader's adjoint itself: what its reshards for the reader's other
+  // producers made are pieces of it too (PlanCache::gradientCopies).
+  int adjointOf = -1;
   TaskKey base{3, producer, 0, 0, 0, 0};
   auto sumIn = [&](const layout::Layout &to, int reader) {
     base[2] = reader;
+    const std::vector<PlanCache::Copy> *copies =
+        adjointOf >= 0 ? &plans->gradientCopies[adjointOf] : nullptr;
+    if (copies && !copies->empty() && sum.size() == 1 &&
+        !(sum[0].pieces.size() == 1 && sameLayout(*sum[0].pieces[0], to))) {
+      // Planned from every piece of the value, as the partitioner plans.
+      const GradientAddend &adjoint = sum[0];
+      std::vector<layout::Layout> pieces;
+      for (const layout::Layout *piece : adjoint.pieces)
+        pieces.push_back(*piece);
+      size_t own = pieces.size();
+      for (const PlanCache::Copy &copy : *copies)
+        pieces.push_back(copy.layout);
+      std::vector<std::vector<int>> ready = addPlanTasks(
+          planFor(shape, pieces, to, /*zerosElsewhere=*/false, own),
+          /*forward=*/false, base,
+          [&](int piece, int device) {
+            return static_cast<size_t>(piece) < own
+                       ? adjoint.madeBy[piece][device]
+                       : (*copies)[piece - own].madeBy[device];
+          },
+          shape.elementBytes, groups);
+      ++base[3];
+      return ready;
+    }
     return gradientSumIn(sum, to, shape, /*zerosElsewhere=*/true, base, groups);
   };
   for (size_t r = 0; r < chain.size(); ++r) {
@@ -359,6 +421,8 @@ Simulator::chainedGradientSum(const std::vector<std::pair<int, int>> &chain,
       }
       sum.clear();
     }
+    adjointOf =
+        sum.empty() && graph.nodes[c].accesses[a].gradientIsAdjoint ? c : -1;
     sum.push_back(std::move(mine));
   }
   // A piece of the producer that what an earlier piece's steps made holds

@@ -9,6 +9,7 @@
 
 #include "SimulatorTasks.h"
 
+#include <array>
 #include <functional>
 #include <optional>
 #include <tuple>
@@ -439,6 +440,29 @@ void Simulator::buildEdge(int edgeId) {
       if (!first)
         continue;
     }
+    // A pad, reshape or concatenation whose result's readers are all
+    // replicated has its adjoint whole on every device, and the partitioner
+    // runs its backward view whole there: each producer task takes its
+    // blocks where it runs, after the readers' backward work there.
+    if (!sumLayout && slices.empty() && sharing.empty() && !viaReader &&
+        !fromAdjoint && !onHolders && !wholeGradient) {
+      std::vector<std::pair<int, int>> readers = wholeAdjointReaders(consumer);
+      if (!readers.empty()) {
+        for (size_t s = 0; s < pp.devices.size(); ++s) {
+          int d = pp.devices[s];
+          for (size_t u = 0; u < cp.devices.size(); ++u)
+            if (cp.devices[u] == d)
+              bwdPairs.emplace_back(s, nodeTasks[consumer].bwd[u]);
+          for (auto [r, a] : readers) {
+            const Placement &rp = placement(r);
+            for (size_t u = 0; u < rp.devices.size(); ++u)
+              if (rp.devices[u] == d)
+                bwdPairs.emplace_back(s, nodeTasks[r].bwd[u]);
+          }
+        }
+        continue;
+      }
+    }
     // ... to the blocks each producer task needs the gradient of (a pad's
     // backward slices its input's part: only that part moves; a
     // concatenation's slices each move their input's part).
@@ -494,16 +518,40 @@ void Simulator::buildEdge(int edgeId) {
         adjointPieces.clear();
     }
     // A part that what an earlier part's steps made holds whole is sliced
-    // from it (the partitioner keeps it as a piece of the gradient).
+    // from it (the partitioner keeps it as a piece of the gradient); so is
+    // one that what the reshard of the consumer's adjoint for another of
+    // its producers made holds, where the gradient is that adjoint itself
+    // (PlanCache::gradientCopies).
     std::vector<PlanCache::Copy> partsMade;
+    std::vector<PlanCache::Copy> *adjointCopies =
+        cn.accesses[ca].gradientIsAdjoint && !sumLayout &&
+                adjointPieces.empty() && slices.empty() && sharing.empty() &&
+                !viaReader && !fromAdjoint && !onHolders
+            ? &plans->gradientCopies[consumer]
+            : nullptr;
+    // A target no one copy holds is planned from every piece of the value,
+    // those copies too (as the partitioner plans).
+    if (adjointCopies && !adjointCopies->empty()) {
+      adjointPieces = gradients.pieces;
+      for (const PlanCache::Copy &copy : *adjointCopies) {
+        adjointPieces.push_back(copy.layout);
+        copyMadeBy.push_back(copy.madeBy);
+      }
+    }
     for (size_t k = 0; k < blocks.pieces.size(); ++k) {
       const layout::Layout &target = blocks.pieces[k];
       const PlanCache::Copy *from = nullptr;
-      for (const PlanCache::Copy &copy : partsMade)
-        if (layout::contains(copy.layout, target)) {
-          from = &copy;
-          break;
-        }
+      for (const std::vector<PlanCache::Copy> *made :
+           std::array<const std::vector<PlanCache::Copy> *, 2>{&partsMade,
+                                                               adjointCopies}) {
+        if (!made || from)
+          continue;
+        for (const PlanCache::Copy &copy : *made)
+          if (layout::contains(copy.layout, target)) {
+            from = &copy;
+            break;
+          }
+      }
       const layout::ReshardPlan &plan =
           from        ? planFor(shape, {from->layout}, target,
                                 /*zerosElsewhere=*/false)
@@ -534,8 +582,11 @@ void Simulator::buildEdge(int edgeId) {
               : SourceTask(adjointBy),
           tensor.elementBytes, groupsOfEdge);
       if (const layout::Layout *made = layout::communicatedLayout(plan);
-          made && !from)
+          made && !from) {
         partsMade.push_back({*made, ready});
+        if (adjointCopies)
+          adjointCopies->push_back({*made, ready});
+      }
       for (int d = 0; d < numDevices; ++d)
         if (int s = blocks.task[k][d]; s >= 0)
           for (int id : ready[d])

@@ -71,6 +71,14 @@ SimReport Simulator::simulateDelta(
         work.push_back(c);
       }
   }
+  // A view whose readers are all replicated takes its adjoint whole where
+  // each of its producer's tasks runs, after the readers' backward work
+  // there (wholeAdjointReaders): a reader rebuilt rebuilds the view, and
+  // that view, a replicated reader of another, that one.
+  for (size_t i = 0; i < changes.size(); ++i)
+    for (int p : producersOf[changes[i].first])
+      if (isView(graph.nodes[p]) && !changed(p))
+        changes.emplace_back(p, current.configs[p]);
   if (!haveSchedule) {
     Strategy s = current;
     for (const auto &[node, config] : changes)
@@ -121,6 +129,28 @@ SimReport Simulator::simulateDelta(
             relinkForward.insert(c);
       }
     }
+  // Reads of a consumer whose gradient is its adjoint itself share what
+  // its reshards made (PlanCache::gradientCopies): one of the consumer's
+  // incoming edges rebuilt rebuilds them all, and with them their
+  // producers' outgoing edges (whose forward copies they clear).
+  for (bool grew = true; grew;) {
+    grew = false;
+    std::vector<int> rebuilt(edgeIds.begin(), edgeIds.end());
+    for (int e : rebuilt) {
+      int c = edgeEnds[e].second;
+      if (!sharesAdjointCopies(c))
+        continue;
+      for (int p : producersOf[c]) {
+        for (int id : consumerEdges[p])
+          grew |= edgeIds.insert(id).second;
+        if (!nodes.count(p))
+          relinkBackward.insert(p);
+        for (int r : consumersOf[p])
+          if (!nodes.count(r))
+            relinkForward.insert(r);
+      }
+    }
+  }
   // Nothing taken before the earliest place of a touched group can differ
   // (groups are taken in program order: SimSchedule.cpp).
   int64_t resume = std::numeric_limits<int64_t>::max();
@@ -246,8 +276,10 @@ SimReport Simulator::simulateDelta(
     relink(relinkForward, nodeTasks[c].fwd, nodeTasks[c].fwdGroup);
     relink(relinkBackward, nodeTasks[c].bwd, nodeTasks[c].bwdGroup);
   }
-  for (int e : edgeIds)
+  for (int e : edgeIds) {
     plans->copies[edgeEnds[e].first].clear();
+    plans->gradientCopies[edgeEnds[e].second].clear();
+  }
   for (int e : edgeIds)
     buildEdge(e);
   log.addedGroups.assign(changedGroups.begin() + firstNew, changedGroups.end());

@@ -91,12 +91,14 @@ Simulator::Simulator(const OpGraph &graph, const CostModel &cost,
   }
   producerEdges.resize(n);
   consumerEdges.resize(n);
+  // A consumer's edges in reverse program order of their producers, as the
+  // backward pass reaches them (PlanCache::gradientCopies).
   for (size_t c = 0; c < n; ++c)
-    for (int p : producersOf[c]) {
+    for (auto p = producersOf[c].rbegin(); p != producersOf[c].rend(); ++p) {
       int id = edgeEnds.size();
-      edgeEnds.emplace_back(p, static_cast<int>(c));
+      edgeEnds.emplace_back(*p, static_cast<int>(c));
       producerEdges[c].push_back(id);
-      consumerEdges[p].push_back(id);
+      consumerEdges[*p].push_back(id);
     }
   edges.resize(edgeEnds.size());
   findLazyGradients();
@@ -687,6 +689,7 @@ void Simulator::buildAll() {
     if (!parameterReaders[t].empty())
       buildParameter(t);
   plans->copies.assign(n, {});
+  plans->gradientCopies.assign(n, {});
   for (size_t e = 0; e < edgeEnds.size(); ++e)
     buildEdge(e);
   for (size_t i = 0; i < n; ++i) {

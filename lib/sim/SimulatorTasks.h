@@ -391,6 +391,12 @@ struct Simulator::PlanCache {
     std::vector<std::vector<int>> madeBy;
   };
   std::vector<std::map<size_t, std::vector<Copy>>> copies;
+  /// The same for the gradient of a consumer's reads that is its adjoint
+  /// itself (NodeAccess::gradientIsAdjoint), per consumer node: one value,
+  /// which what its reshard for one producer made serves for the others.
+  /// Rebuilt with all the consumer's incoming edges, in reverse program
+  /// order of their producers (the backward pass's).
+  std::vector<std::vector<Copy>> gradientCopies;
 };
 
 struct Simulator::Placement {

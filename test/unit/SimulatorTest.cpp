@@ -389,7 +389,9 @@ func.func @cnn(%x: tensor<8x3x16x16xf32>, %k1: tensor<8x3x3x3xf32> {soap.param},
 // the op to or from replicated rebuilds the view's readers' edges); a
 // replicated op's gradient sum with an addend of several tasks on a device;
 // a broadcast's gradient joined on the device of its tasks; a weight whose
-// last reader has several tasks on a device.
+// last reader has several tasks on a device; a residual add whose
+// operands' gradients share the copies their reshards made, and a reshape
+// whose adjoint a replicated reader makes whole everywhere.
 TEST_F(SimulatorIR, DeltaEqualsFullWithBiasInitsAndChains) {
   for (const char *file :
        {"test/Passes/partition/Inputs/bias-init-adjoint.mlir",
@@ -399,12 +401,85 @@ TEST_F(SimulatorIR, DeltaEqualsFullWithBiasInitsAndChains) {
         "test/Passes/partition/Inputs/replicated-pieces.mlir",
         "test/Passes/partition/Inputs/broadcast-pieces.mlir",
         "test/Passes/partition/Inputs/param-last-pieces.mlir",
-        "test/Passes/partition/Inputs/replicated-beside-pieces.mlir"}) {
+        "test/Passes/partition/Inputs/replicated-beside-pieces.mlir",
+        "test/Passes/partition/Inputs/shared-adjoint.mlir"}) {
     OpGraph g = graphOfFile(file);
     ASSERT_FALSE(g.nodes.empty()) << file;
     checkDeltaEqualsFull(g, loadMachine("p100-4x4", 2), 800, 5, true);
     checkDeltaEqualsFull(g, loadMachine("p100-4x4", 4), 800, 6, true);
   }
+}
+
+// The reads whose gradient the training step takes to be the result's
+// adjoint itself: both operands of a residual add and the minuend of a
+// subtraction, at the result's indexing map and type; not a broadcast
+// bias, a subtrahend, a product's operand, a value read twice, nor a
+// reduction's input. The flag survives the graph's JSON.
+TEST_F(SimulatorIR, GradientIsAdjointMarksPassThroughReads) {
+  OpGraph g = graphOf(R"mlir(
+#m = affine_map<(d0, d1) -> (d0, d1)>
+#b = affine_map<(d0, d1) -> (d1)>
+#r = affine_map<(d0, d1) -> (d0)>
+func.func @f(%x: tensor<4x8xf32>, %y: tensor<4x8xf32>, %v: tensor<8xf32> {soap.param})
+    -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4xf32>) {
+  %e = tensor.empty() : tensor<4x8xf32>
+  %add = linalg.generic {indexing_maps = [#m, #m, #m], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %y : tensor<4x8xf32>, tensor<4x8xf32>) outs(%e : tensor<4x8xf32>) {
+  ^bb0(%a: f32, %c: f32, %o: f32):
+    %s = arith.addf %a, %c : f32
+    linalg.yield %s : f32
+  } -> tensor<4x8xf32>
+  %bias = linalg.generic {indexing_maps = [#m, #b, #m], iterator_types = ["parallel", "parallel"]}
+      ins(%add, %v : tensor<4x8xf32>, tensor<8xf32>) outs(%e : tensor<4x8xf32>) {
+  ^bb0(%a: f32, %c: f32, %o: f32):
+    %s = arith.addf %c, %a : f32
+    linalg.yield %s : f32
+  } -> tensor<4x8xf32>
+  %sub = linalg.generic {indexing_maps = [#m, #m, #m], iterator_types = ["parallel", "parallel"]}
+      ins(%bias, %add : tensor<4x8xf32>, tensor<4x8xf32>) outs(%e : tensor<4x8xf32>) {
+  ^bb0(%a: f32, %c: f32, %o: f32):
+    %s = arith.subf %a, %c : f32
+    linalg.yield %s : f32
+  } -> tensor<4x8xf32>
+  %twice = linalg.generic {indexing_maps = [#m, #m, #m], iterator_types = ["parallel", "parallel"]}
+      ins(%sub, %x : tensor<4x8xf32>, tensor<4x8xf32>) outs(%e : tensor<4x8xf32>) {
+  ^bb0(%a: f32, %c: f32, %o: f32):
+    %s = arith.addf %a, %a : f32
+    %t = arith.mulf %s, %c : f32
+    linalg.yield %t : f32
+  } -> tensor<4x8xf32>
+  %z = tensor.empty() : tensor<4xf32>
+  %sum = linalg.generic {indexing_maps = [#m, #r], iterator_types = ["parallel", "reduction"]}
+      ins(%twice : tensor<4x8xf32>) outs(%z : tensor<4xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %s = arith.addf %o, %a : f32
+    linalg.yield %s : f32
+  } -> tensor<4xf32>
+  return %add, %bias, %sub, %twice, %sum : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4xf32>
+}
+)mlir");
+  // Per generic in order, the flags of its reads.
+  auto flags = [](const OpGraph &graph) {
+    std::vector<std::vector<bool>> all;
+    for (const OpNode &n : graph.nodes) {
+      std::vector<bool> reads;
+      for (const NodeAccess &a : n.accesses)
+        if (a.role == AccessRole::Read)
+          reads.push_back(a.gradientIsAdjoint);
+      all.push_back(reads);
+    }
+    return all;
+  };
+  std::vector<std::vector<bool>> expected = {{true, true},
+                                             {true, false},
+                                             {true, false},
+                                             {false, false},
+                                             {false, false}};
+  EXPECT_EQ(flags(g), expected);
+  std::string error;
+  std::optional<OpGraph> back = OpGraph::fromJSON(g.toJSON(), error);
+  ASSERT_TRUE(back) << error;
+  EXPECT_EQ(flags(*back), expected);
 }
 
 // torch-mlir's forms that cost nothing in the partitioned step: the

@@ -303,7 +303,6 @@ def main():
 
     os.makedirs(args.out, exist_ok=True)
     work = tempfile.mkdtemp(prefix="soap-fuzz-")
-    rng = random.Random(args.seed)
     counts = {"ok": 0, "error": 0, "crash": 0, "hang": 0}
     reached = {"mutated strategy files": 0, "executable runs": 0}
     exe_path = os.path.join(work, "step.exe")
@@ -316,6 +315,9 @@ def main():
             if args.seconds and time.monotonic() - start >= args.seconds:
                 break
             case += 1
+            # Each case draws from its own stream, so that a test input
+            # added under test/ changes only the cases that pick it.
+            rng = random.Random("%d/%d" % (args.seed, case))
             pipeline = list(rng.choice(PIPELINES))
             executable = pipeline[-1] == "EXECUTABLE"
             seed_path = rng.choice(steps_seeds if executable else seeds)

@@ -51,6 +51,12 @@ struct NodeAccess {
   /// training keeps it until then; reads that only affine bodies make (a
   /// bias add, a sum, a copy) are not kept for them.
   bool savedForBackward = true;
+  /// A read whose gradient the training step takes to be the op's result
+  /// adjoint itself (a residual add's operands: the derivative generic is
+  /// an identity copy, which canonicalization erases): the gradients of
+  /// every such read of the op are one value, and what a reshard of it
+  /// made for one producer serves the others.
+  bool gradientIsAdjoint = false;
 
   /// Whether the op reads the tensor's value: not a write, nor an input
   /// whose shape alone it uses, nor a destination whose old contents it

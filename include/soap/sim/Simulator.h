@@ -192,6 +192,15 @@ private:
   /// runs it whole everywhere, where its operands are, and its backward
   /// work by its config.
   bool viewOfWholeOperands(int node);
+  /// Whether reads of `node` from two or more producers have gradients that
+  /// are its adjoint itself (NodeAccess::gradientIsAdjoint): one value,
+  /// whose reshards for one producer serve the others.
+  bool sharesAdjointCopies(int node) const;
+  /// The readers of the result of `node`, a pad, reshape or concatenation
+  /// that is not replicated, when they are all replicated: its adjoint is
+  /// then whole on every device, where the partitioner runs its backward
+  /// view. Empty otherwise.
+  std::vector<std::pair<int, int>> wholeAdjointReaders(int node);
   /// The readers (node, access) of `tensor`, made by the replicated op
   /// `producer`, whose gradients the training step adds where the first
   /// reader's gradient is before the producer's backward work takes the
