@@ -371,6 +371,9 @@ LogicalResult SpmdPartitioner::run() {
     if (op->hasAttr(SoapDialect::getReplicatedAttrName())) {
       // Whole on every device, as the strategy says.
       normalizeOperands(op);
+      if (auto insert = dyn_cast<tensor::InsertSliceOp>(op);
+          insert && succeeded(replicateIntoZeros(insert)))
+        continue;
       if (failed(runReplicated(op, /*chosen=*/true)))
         return failure();
       continue;

@@ -289,6 +289,15 @@ public:
   /// the source's pieces where they go, zero elsewhere. Fails, changing
   /// nothing, for any other op.
   LogicalResult embedIntoZeros(tensor::InsertSliceOp insert);
+  /// An insertion into zeros at stride 1 that a strategy replicates (the
+  /// gradient of a replicated slice): the source whole on every device,
+  /// where it goes, zero elsewhere (DistValue::zerosElsewhere), so that a
+  /// sum with the gradients of disjoint slices keeps the parts
+  /// (addDisjointParts) and a reader takes its block's nonzero part from
+  /// the copy on its own device, as the simulator's gradient edge from a
+  /// replicated reader moves nothing. Fails, changing nothing, for any
+  /// other op.
+  LogicalResult replicateIntoZeros(tensor::InsertSliceOp insert);
   /// `build`'s value (built at the insertion point) computed on `devices`
   /// alone: inside a soap.on_devices guard of result type `type` unless
   /// they are all devices; the guard's result.
