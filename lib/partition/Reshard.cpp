@@ -181,7 +181,8 @@ Value SpmdPartitioner::combineLocally(Value x, Value y, ReductionKind kind,
 }
 
 Value SpmdPartitioner::universalGather(DistValue &value, ArrayRef<int> pieceIds,
-                                       RankedTensorType type, Location loc) {
+                                       RankedTensorType type, Location loc,
+                                       ArrayRef<int64_t> group) {
   std::optional<ReductionKind> partial = value.pieces[pieceIds.front()].partial;
   ReductionKind kind = partial.value_or(ReductionKind::sum);
   Value whole = identityFilled(b, loc, type, kind);
@@ -234,9 +235,11 @@ Value SpmdPartitioner::universalGather(DistValue &value, ArrayRef<int> pieceIds,
       whole = arith::SelectOp::create(b, loc, deviceIn(contributes, loc),
                                       updated, whole);
   }
+  SmallVector<int64_t> members =
+      group.empty() ? allDevices() : SmallVector<int64_t>(group);
   return AllReduceOp::create(b, loc, type,
                              ReductionKindAttr::get(b.getContext(), kind),
-                             whole, b.getDenseI64ArrayAttr(allDevices()));
+                             whole, b.getDenseI64ArrayAttr(members));
 }
 
 Value SpmdPartitioner::materialize(Value original, const DeviceBoxes &target,

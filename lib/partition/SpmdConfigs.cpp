@@ -424,10 +424,14 @@ LogicalResult SpmdPartitioner::addDisjointParts(Operation *op) {
 
 std::optional<Piece>
 SpmdPartitioner::lastCompleteLayout(ArrayRef<Value> addends) {
-  for (Value addend : llvm::reverse(addends))
+  for (Value addend : llvm::reverse(addends)) {
+    auto found = dist.find(addend);
+    if (found != dist.end() && found->second.slotSums)
+      continue;
     if (std::optional<Piece> layout = layoutOf(addend);
         layout && !layout->partial)
       return layout;
+  }
   return std::nullopt;
 }
 
@@ -459,9 +463,11 @@ LogicalResult SpmdPartitioner::deferSum(Operation *op) {
     addends.push_back(input);
   }
   // Addends in one layout are added where they are. A reader without a
-  // config adds them where the last complete addend with one layout is:
-  // without one (partial sums, and pieces of an op with several tasks on a
-  // device), only readers with configs take the sum, each addend brought
+  // config adds them where the last complete addend with one layout is;
+  // where all are partial sums, whole on every device that holds any
+  // (allReducePartialSums: one all-reduce, as the simulator synchronizes
+  // a shared bias). Otherwise (pieces of an op with several tasks on a
+  // device) only readers with configs take the sum, each addend brought
   // to their blocks (as the simulator moves each reader's gradient).
   std::optional<Piece> first = lastCompleteLayout(addends);
   std::optional<Piece> firstLayout = layoutOf(addends.front());
@@ -470,7 +476,8 @@ LogicalResult SpmdPartitioner::deferSum(Operation *op) {
         return layout && firstLayout && sameLayout(*layout, *firstLayout);
       }))
     return failure();
-  if (!first && !llvm::all_of(op->getResult(0).getUsers(), [](Operation *user) {
+  if (!first && !onlyPartialSums(addends, nullptr) &&
+      !llvm::all_of(op->getResult(0).getUsers(), [](Operation *user) {
         return isa<linalg::LinalgOp>(user) &&
                user->hasAttr(SoapDialect::getConfigAttrName());
       }))
@@ -549,8 +556,11 @@ void SpmdPartitioner::normalizeOperands(Operation *op, bool viewsByConfig) {
       // complete one with a layout (deferSum keeps one).
       std::optional<Piece> target = lastCompleteLayout(found->second.addends);
       b.setInsertionPoint(op);
-      materializeSum(operand.get(), target->boxes, op->getLoc(),
-                     /*realize=*/true);
+      if (target)
+        materializeSum(operand.get(), target->boxes, op->getLoc(),
+                       /*realize=*/true);
+      else
+        allReducePartialSums(operand.get(), op->getLoc());
       continue;
     }
     auto type = cast<RankedTensorType>(operand.get().getType());

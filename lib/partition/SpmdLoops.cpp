@@ -313,11 +313,15 @@ void SpmdPartitioner::partitionLinalg(linalg::LinalgOp op,
   // Partials of one block on several slots' devices, and a max's or min's
   // partials (soap::completesPartialsAtOnce), complete on the op's devices;
   // other partial sums are left for the readers.
-  if (kind && (plan.slots.size() > 1 || completesPartialsAtOnce(*kind)))
+  bool slotSums = kind && plan.slots.size() > 1;
+  if (kind && (slotSums || completesPartialsAtOnce(*kind)))
     for (SmallVector<Piece> &pieces : results)
       completeSharedPartials(pieces, *kind, loc);
-  for (OpResult result : op->getResults())
-    dist[result].pieces = std::move(results[result.getResultNumber()]);
+  for (OpResult result : op->getResults()) {
+    DistValue &value = dist[result];
+    value.pieces = std::move(results[result.getResultNumber()]);
+    value.slotSums = slotSums && *kind == ReductionKind::sum;
+  }
 }
 
 void SpmdPartitioner::completeSharedPartials(SmallVector<Piece> &pieces,

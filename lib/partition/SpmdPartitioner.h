@@ -149,6 +149,11 @@ struct DistValue {
   SmallVector<Value> addends;
   Operation *sumOp = nullptr;
   SmallVector<Piece, 1> sums;
+  /// Complete only because the op that wrote it added the partial sums of
+  /// its tasks that share a device (completeSharedPartials): as an addend
+  /// of an adjoint sum, it is one of partial sums, as the simulator counts
+  /// a reader with several tasks on a device.
+  bool slotSums = false;
 };
 
 /// The one piece the value has besides re-split copies (the piece its
@@ -377,6 +382,17 @@ private:
   /// (DistValue::addends), computed where it is read. Fails, changing
   /// nothing, for any other op.
   LogicalResult deferSum(Operation *op);
+  /// Whether every addend is held in partial sums alone (the gradients of
+  /// a shared bias from readers that split its reduction), a sum of its
+  /// tasks' (DistValue::slotSums) counting as one; with `pieces`, appends
+  /// their pieces there as partial sums (copies readers made left out).
+  bool onlyPartialSums(ArrayRef<Value> addends, DistValue *pieces) const;
+  /// The sum `original` of partial sums alone (onlyPartialSums) for a
+  /// reader without a config (a shared bias's update): each device adds
+  /// what it holds, and one all-reduce over those devices makes it whole
+  /// on each, as the simulator synchronizes a shared parameter's region.
+  /// The value is that from then on. (Any other sum: whole everywhere.)
+  void allReducePartialSums(Value original, Location loc);
   /// The sum `original` (DistValue::addends) in `target`; with `realize`,
   /// the value is that from then on (an ordinary value, no longer a sum).
   Value materializeSum(Value original, const DeviceBoxes &target, Location loc,
@@ -434,8 +450,9 @@ private:
   /// local value). None for splats and values in several pieces.
   std::optional<Piece> layoutOf(Value original);
   /// The layout of the last of `addends` that has one and is not partial
-  /// (where an adjoint sum is added for a reader without a config); none
-  /// when no addend has.
+  /// nor a sum of its tasks' partial sums (DistValue::slotSums): where an
+  /// adjoint sum is added for a reader without a config; none when no
+  /// addend has.
   std::optional<Piece> lastCompleteLayout(ArrayRef<Value> addends);
   /// Gives a lazy transpose (DistValue::transpose) pieces of its own: each
   /// device transposes its parts of the input, so that ops which pass
@@ -473,8 +490,13 @@ private:
   /// `x (+) y` elementwise by the combination `kind` (local values of
   /// one type).
   Value combineLocally(Value x, Value y, ReductionKind kind, Location loc);
+  /// The pieces `pieceIds` of `value` added into the whole tensor on each
+  /// device that holds any (each partial result and each block once),
+  /// then all-reduced over `group` (empty: all devices), which must hold
+  /// every contributing device.
   Value universalGather(DistValue &value, ArrayRef<int> pieceIds,
-                        RankedTensorType type, Location loc);
+                        RankedTensorType type, Location loc,
+                        ArrayRef<int64_t> group = {});
   SmallVector<OpFoldResult> offsetsOf(const DeviceBoxes &target,
                                       const DeviceBoxes *held, int64_t rank,
                                       Location loc);

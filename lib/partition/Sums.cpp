@@ -10,6 +10,8 @@
 
 #include "SpmdPartitioner.h"
 
+#include <numeric>
+
 using namespace mlir;
 using namespace soap;
 using namespace soap::partition;
@@ -44,6 +46,71 @@ Value SpmdPartitioner::addLocally(Operation *sumOp, Value x, Value y,
         return local->getResult(0);
       },
       loc);
+}
+
+bool SpmdPartitioner::onlyPartialSums(ArrayRef<Value> addends,
+                                      DistValue *pieces) const {
+  if (addends.empty())
+    return false;
+  for (Value addend : addends) {
+    auto found = dist.find(addend);
+    if (found == dist.end())
+      return false;
+    const DistValue &value = found->second;
+    if (value.rebuiltByReaders() || value.spread || value.zerosElsewhere ||
+        !value.addends.empty() || value.pieces.empty())
+      return false;
+    if (value.slotSums) {
+      // One complete value, wherever it is: one partial sum, counted once.
+      const Piece *piece = onlyProducedPiece(value);
+      if (!piece || piece->partial)
+        return false;
+      if (pieces) {
+        Piece once = *piece;
+        once.partial = ReductionKind::sum;
+        once.tasks.assign(numDevices, 0);
+        pieces->pieces.push_back(std::move(once));
+      }
+      continue;
+    }
+    for (const Piece &piece : value.pieces) {
+      if (piece.derived)
+        continue;
+      if (piece.partial != ReductionKind::sum)
+        return false;
+      if (pieces)
+        pieces->pieces.push_back(piece);
+    }
+  }
+  return true;
+}
+
+void SpmdPartitioner::allReducePartialSums(Value original, Location loc) {
+  auto type = cast<RankedTensorType>(original.getType());
+  DistValue partials;
+  if (!onlyPartialSums(dist[original].addends, &partials)) {
+    materializeSum(original, everywhere(type), loc, /*realize=*/true);
+    return;
+  }
+  DeviceBoxes target(numDevices);
+  SmallVector<int64_t> group, tasks(numDevices, -1);
+  for (const Piece &piece : partials.pieces)
+    for (auto [device, box] : llvm::enumerate(piece.boxes))
+      if (box && !target[device]) {
+        target[device] = wholeBox(type);
+        tasks[device] = 0;
+        group.push_back(device);
+      }
+  llvm::sort(group);
+  SmallVector<int> ids(partials.pieces.size());
+  std::iota(ids.begin(), ids.end(), 0);
+  Value whole = universalGather(partials, ids, type, loc, group);
+  DistValue &sum = dist[original];
+  sum.pieces = {
+      Piece{whole, std::move(target), std::move(tasks), std::nullopt}};
+  sum.addends.clear();
+  sum.sums.clear();
+  sum.sumOp = nullptr;
 }
 
 Value SpmdPartitioner::materializeSum(Value original, const DeviceBoxes &target,
