@@ -199,9 +199,10 @@ SmallVector<int64_t> coordinatesOf(ArrayRef<int64_t> degrees, int64_t task);
 
 /// Slots from a device per task (a config's devices): a device's k-th task
 /// runs in slot k. Failure when a device is not one of the `numDevices` or
-/// the devices are not one per task of `degrees`.
+/// the devices are not one per task of `degrees`, with why in `why`.
 FailureOr<Plan> planForTasks(ArrayRef<int64_t> degrees,
-                             ArrayRef<int64_t> devices, int64_t numDevices);
+                             ArrayRef<int64_t> devices, int64_t numDevices,
+                             std::string *why = nullptr);
 
 /// The box of an operand that a task reads through `map`: the local
 /// tensor's index i is the global index i + offset, so that the op keeps

@@ -117,15 +117,23 @@ Plan SpmdPartitioner::replicatedPlan(unsigned numLoops) const {
 
 FailureOr<Plan> soap::partition::planForTasks(ArrayRef<int64_t> degrees,
                                               ArrayRef<int64_t> devices,
-                                              int64_t numDevices) {
+                                              int64_t numDevices,
+                                              std::string *why) {
+  auto refuse = [&](std::string reason) -> FailureOr<Plan> {
+    if (why)
+      *why = std::move(reason);
+    return failure();
+  };
+  for (int64_t device : devices)
+    if (device < 0 || device >= numDevices)
+      return refuse("device " + std::to_string(device) + " is not in [0, " +
+                    std::to_string(numDevices) + ")");
   int64_t numTasks = 1;
   for (int64_t degree : degrees)
     numTasks *= degree;
-  if (static_cast<int64_t>(devices.size()) != numTasks ||
-      llvm::any_of(devices, [&](int64_t device) {
-        return device < 0 || device >= numDevices;
-      }))
-    return failure();
+  if (static_cast<int64_t>(devices.size()) != numTasks)
+    return refuse("it has " + std::to_string(devices.size()) + " devices for " +
+                  std::to_string(numTasks) + " tasks");
   Plan plan;
   plan.degrees.assign(degrees.begin(), degrees.end());
   SmallVector<int64_t> used(numDevices, 0);
@@ -162,18 +170,7 @@ FailureOr<Plan> SpmdPartitioner::planFromConfig(ArrayRef<int64_t> sizes,
             std::to_string(l) + " of size " + std::to_string(sizes[l]);
       return failure();
     }
-  for (int64_t device : devices)
-    if (device < 0 || device >= numDevices) {
-      why = "device " + std::to_string(device) + " is not in [0, " +
-            std::to_string(numDevices) + ")";
-      return failure();
-    }
-  if (static_cast<int64_t>(devices.size()) != config.getNumTasks()) {
-    why = "it has " + std::to_string(devices.size()) + " devices for " +
-          std::to_string(config.getNumTasks()) + " tasks";
-    return failure();
-  }
-  return planForTasks(degrees, devices, numDevices);
+  return planForTasks(degrees, devices, numDevices, &why);
 }
 
 std::optional<std::string> SpmdPartitioner::checkPlan(linalg::LinalgOp op,

@@ -163,7 +163,7 @@ struct TransposedConv {
 /// `conv` when it is an input gradient with a forward config
 /// (soap.transposed_config) that partitionTransposedConv handles: blocks
 /// that divide, the training step's spread of the adjoint (padded by the
-/// dilated window).
+/// dilated window), or the adjoint itself through a 1x1 window.
 static std::optional<TransposedConv>
 matchTransposedConv(linalg::Conv2DNchwFchwOp conv, int64_t numDevices) {
   auto config = conv->getAttrOfType<ConfigAttr>(
@@ -180,20 +180,32 @@ matchTransposedConv(linalg::Conv2DNchwFchwOp conv, int64_t numDevices) {
   if (failed(plan))
     return std::nullopt; // partitioned as any convolution, which says why
   match.plan = std::move(*plan);
-  tensor::InsertSliceOp spread = insertionIntoZeros(conv.getDpsInputs()[0]);
-  if (!spread || !spread->hasOneUse() ||
-      !isIdentityFill(conv.getDpsInits()[0], ReductionKind::sum))
+  if (!isIdentityFill(conv.getDpsInits()[0], ReductionKind::sum))
     return std::nullopt;
-  match.adjoint = spread.getSource();
   match.filter = conv.getDpsInputs()[1];
-  auto adjointType = cast<RankedTensorType>(match.adjoint.getType());
   auto filterType = cast<RankedTensorType>(match.filter.getType());
   auto resultType = cast<RankedTensorType>(conv.getResult(0).getType());
-  if (!adjointType.hasStaticShape() || !filterType.hasStaticShape() ||
-      !resultType.hasStaticShape())
+  if (!filterType.hasStaticShape() || !resultType.hasStaticShape())
     return std::nullopt;
-  match.offsets = llvm::to_vector(spread.getStaticOffsets());
-  match.strides = llvm::to_vector(spread.getStaticStrides());
+  tensor::InsertSliceOp spread = insertionIntoZeros(conv.getDpsInputs()[0]);
+  if (spread) {
+    if (!spread->hasOneUse())
+      return std::nullopt;
+    match.adjoint = spread.getSource();
+    match.offsets = llvm::to_vector(spread.getStaticOffsets());
+    match.strides = llvm::to_vector(spread.getStaticStrides());
+  } else if (filterType.getDimSize(2) == 1 && filterType.getDimSize(3) == 1) {
+    // A 1x1 window at stride 1 (a pointwise convolution): the training
+    // step reads the adjoint itself, nothing to spread or pad.
+    match.adjoint = conv.getDpsInputs()[0];
+    match.offsets.assign(4, 0);
+    match.strides.assign(4, 1);
+  } else {
+    return std::nullopt;
+  }
+  auto adjointType = cast<RankedTensorType>(match.adjoint.getType());
+  if (!adjointType.hasStaticShape())
+    return std::nullopt;
   SmallVector<int64_t> dilations(conv.getDilations().getValues<int64_t>());
   match.dilations[0] = dilations[0];
   match.dilations[1] = dilations[1];
