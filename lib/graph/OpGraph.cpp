@@ -295,6 +295,8 @@ std::string OpGraph::toJSON() const {
         ja["saved_for_backward"] = false;
       if (a.gradientIsAdjoint)
         ja["gradient_is_adjoint"] = true;
+      if (a.viaCopyBefore >= 0)
+        ja["via_copy_before"] = a.viaCopyBefore;
       accesses.push_back(ja);
     }
     json e = {{"op", n.opName},
@@ -427,7 +429,8 @@ std::optional<OpGraph> OpGraph::fromJSON(const std::string &text,
           !r.get(ja, "saved_for_backward", apath, access.savedForBackward,
                  false) ||
           !r.get(ja, "gradient_is_adjoint", apath, access.gradientIsAdjoint,
-                 false))
+                 false) ||
+          !r.get(ja, "via_copy_before", apath, access.viaCopyBefore, false))
         return std::nullopt;
       if (role == "read")
         access.role = AccessRole::Read;

@@ -308,8 +308,11 @@ private:
     // readers read its source, so it needs no node either.
     if (SmallVector<Value> sources = identityCopySources(op);
         !sources.empty()) {
-      for (auto [result, source] : llvm::zip(op->getResults(), sources))
-        tensorIds[result] = tensorOf(source);
+      int next = result.graph.nodes.size();
+      for (auto [copy, source] : llvm::zip(op->getResults(), sources)) {
+        tensorIds[copy] = tensorOf(source);
+        copiedBefore[copy] = next;
+      }
       return;
     }
     int nodeId = result.graph.nodes.size();
@@ -346,6 +349,9 @@ private:
         a.gradientIsAdjoint = access.role == AccessRole::Read &&
                               !access.isDestination &&
                               gradientIsAdjoint(op, access.value);
+        if (auto copied = copiedBefore.find(access.value);
+            copied != copiedBefore.end() && a.readsValue())
+          a.viaCopyBefore = copied->second;
         for (AffineExpr e : access.map.getResults())
           a.indices.push_back(toIndexExpr(e));
         if (access.value.getDefiningOp() == op)
@@ -397,6 +403,8 @@ private:
   FunctionOpInterface func;
   DimensionKindAnalysis kinds;
   llvm::DenseMap<Value, int> tensorIds;
+  /// The results of erased identity copies: the id of the next node.
+  llvm::DenseMap<Value, int> copiedBefore;
   BuiltOpGraph result;
 };
 } // namespace

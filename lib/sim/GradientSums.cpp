@@ -11,6 +11,7 @@
 #include "SimulatorTasks.h"
 
 #include <algorithm>
+#include <map>
 
 namespace soap {
 
@@ -302,13 +303,14 @@ std::vector<std::pair<int, int>> Simulator::inPlaceChain(int producer,
   };
   bool inPlace = false;
   size_t lastInPlace = 0;
+  std::vector<bool> started = joinsStartedSum(readers);
   for (size_t r = 0; r < readers.size(); ++r) {
     auto [c, a] = readers[r];
     // Several tasks on a device give several pieces, each task's init
     // the sum so far in its piece's blocks (partial sums of a split
     // reduction: every task reads the init, the first along the
     // reduction adds it; see chainedGradientSum).
-    if (r > 0 && accumulatesInPlace(c, a)) {
+    if (started[r] && accumulatesInPlace(c, a)) {
       inPlace = true;
       lastInPlace = r;
     }
@@ -326,6 +328,60 @@ std::vector<std::pair<int, int>> Simulator::inPlaceChain(int producer,
   return readers;
 }
 
+/// Per reader of `chain`, which sum its gradient joins: its erased copy's
+/// position (NodeAccess::viaCopyBefore) where the copy has several readers
+/// in the chain, or -1 for the value's own. (A copy's one reader's gradient
+/// is the copy's adjoint, which the training step adds to the value's, a
+/// contraction's by accumulating it in place, as if it read the value.)
+static std::vector<int> sumKeys(const OpGraph &graph,
+                                const std::vector<std::pair<int, int>> &chain) {
+  std::map<int, int> readers;
+  std::vector<int> keys;
+  for (auto [node, access] : chain) {
+    keys.push_back(graph.nodes[node].accesses[access].viaCopyBefore);
+    ++readers[keys.back()];
+  }
+  for (int &key : keys)
+    if (key < 0 || readers[key] < 2)
+      key = -1;
+  return keys;
+}
+
+/// The copies' sums (keys >= 0) that the backward pass has reached before
+/// the reader `node` (program order: the copy comes before `node`; every
+/// copy for a null reader), latest copy first.
+static std::vector<int> copiesReached(const std::vector<int> &open, int node) {
+  std::vector<int> reached;
+  for (int key : open)
+    if (key >= 0 && (node < 0 || node < key))
+      reached.push_back(key);
+  std::sort(reached.rbegin(), reached.rend());
+  return reached;
+}
+
+std::vector<bool> Simulator::joinsStartedSum(
+    const std::vector<std::pair<int, int>> &chain) const {
+  std::map<int, size_t> addends; // per sum
+  std::vector<bool> started;
+  auto reach = [&](int node) {
+    std::vector<int> keys;
+    for (const auto &[key, n] : addends)
+      keys.push_back(key);
+    for (int key : copiesReached(keys, node)) {
+      addends[-1] += addends[key];
+      addends.erase(key);
+    }
+  };
+  std::vector<int> keys = sumKeys(graph, chain);
+  for (size_t r = 0; r < chain.size(); ++r) {
+    reach(chain[r].first);
+    size_t &n = addends[keys[r]];
+    started.push_back(n > 0);
+    ++n;
+  }
+  return started;
+}
+
 std::vector<std::vector<std::vector<int>>>
 Simulator::chainedGradientSum(const std::vector<std::pair<int, int>> &chain,
                               int producer, const SlotLayouts &target,
@@ -335,17 +391,37 @@ Simulator::chainedGradientSum(const std::vector<std::pair<int, int>> &chain,
                                                 .accesses[chain.front().second]
                                                 .tensor];
   layout::TensorShape shape{tensor.shape, tensor.elementBytes};
-  // The gradient so far, in the backward pass's order.
-  std::vector<GradientAddend> sum;
-  // The reader whose gradient the sum so far is alone, where that is the
-  // reader's adjoint itself: what its reshards for the reader's other
-  // producers made are pieces of it too (PlanCache::gradientCopies).
-  int adjointOf = -1;
+  // The gradient so far, in the backward pass's order, and the reader
+  // whose gradient it is alone, where that is the reader's adjoint itself:
+  // what its reshards for the reader's other producers made are pieces of
+  // it too (PlanCache::gradientCopies). One such sum for the value and one
+  // per erased identity copy its readers read through, which joins the
+  // value's when the backward pass reaches the copy (joinsStartedSum).
+  struct Sum {
+    std::vector<GradientAddend> addends;
+    int adjointOf = -1;
+  };
+  std::map<int, Sum> sums;
+  Sum *current = &sums[-1];
+  auto reach = [&](int node) {
+    std::vector<int> keys;
+    for (const auto &[key, s] : sums)
+      keys.push_back(key);
+    for (int key : copiesReached(keys, node)) {
+      Sum &own = sums[-1], &copy = sums[key];
+      own.adjointOf = own.addends.empty() ? copy.adjointOf : -1;
+      for (GradientAddend &addend : copy.addends)
+        own.addends.push_back(std::move(addend));
+      sums.erase(key);
+    }
+  };
   TaskKey base{3, producer, 0, 0, 0, 0};
   auto sumIn = [&](const layout::Layout &to, int reader) {
     base[2] = reader;
+    std::vector<GradientAddend> &sum = current->addends;
     const std::vector<PlanCache::Copy> *copies =
-        adjointOf >= 0 ? &plans->gradientCopies[adjointOf] : nullptr;
+        current->adjointOf >= 0 ? &plans->gradientCopies[current->adjointOf]
+                                : nullptr;
     if (copies && !copies->empty() && sum.size() == 1 &&
         !(sum[0].pieces.size() == 1 && sameLayout(*sum[0].pieces[0], to))) {
       // Planned from every piece of the value, as the partitioner plans.
@@ -370,8 +446,12 @@ Simulator::chainedGradientSum(const std::vector<std::pair<int, int>> &chain,
     }
     return gradientSumIn(sum, to, shape, /*zerosElsewhere=*/true, base, groups);
   };
+  std::vector<int> keys = sumKeys(graph, chain);
   for (size_t r = 0; r < chain.size(); ++r) {
     auto [c, a] = chain[r];
+    reach(c);
+    current = &sums[keys[r]];
+    std::vector<GradientAddend> &sum = current->addends;
     const SlotLayouts &gradients =
         slotLayouts(placement(c), a, SlotKind::Gradients);
     GradientAddend mine;
@@ -384,7 +464,7 @@ Simulator::chainedGradientSum(const std::vector<std::pair<int, int>> &chain,
     }
     // The contraction's init is the sum so far, each task's in its own
     // layout (the partitioner materializes the init slot by slot).
-    if (r > 0 && accumulatesInPlace(c, a)) {
+    if (!sum.empty() && accumulatesInPlace(c, a)) {
       // Tasks whose blocks an earlier task's init already brought take
       // it from there (the partitioner keeps what a reshard made).
       std::vector<std::pair<layout::Layout, std::vector<std::vector<int>>>>
@@ -421,10 +501,13 @@ Simulator::chainedGradientSum(const std::vector<std::pair<int, int>> &chain,
       }
       sum.clear();
     }
-    adjointOf =
+    current->adjointOf =
         sum.empty() && graph.nodes[c].accesses[a].gradientIsAdjoint ? c : -1;
     sum.push_back(std::move(mine));
   }
+  reach(-1);
+  current = &sums[-1];
+  std::vector<GradientAddend> &sum = current->addends;
   // A piece of the producer that what an earlier piece's steps made holds
   // takes it from there (the partitioner keeps it as a piece of the
   // gradient): one addend moves once.

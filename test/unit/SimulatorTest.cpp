@@ -390,8 +390,9 @@ func.func @cnn(%x: tensor<8x3x16x16xf32>, %k1: tensor<8x3x3x3xf32> {soap.param},
 // replicated op's gradient sum with an addend of several tasks on a device;
 // a broadcast's gradient joined on the device of its tasks; a weight whose
 // last reader has several tasks on a device; a residual add whose
-// operands' gradients share the copies their reshards made, and a reshape
-// whose adjoint a replicated reader makes whole everywhere.
+// operands' gradients share the copies their reshards made, a reshape
+// whose adjoint a replicated reader makes whole everywhere, and readers
+// through an erased identity copy, whose gradients add up first.
 TEST_F(SimulatorIR, DeltaEqualsFullWithBiasInitsAndChains) {
   for (const char *file :
        {"test/Passes/partition/Inputs/bias-init-adjoint.mlir",
@@ -402,7 +403,8 @@ TEST_F(SimulatorIR, DeltaEqualsFullWithBiasInitsAndChains) {
         "test/Passes/partition/Inputs/broadcast-pieces.mlir",
         "test/Passes/partition/Inputs/param-last-pieces.mlir",
         "test/Passes/partition/Inputs/replicated-beside-pieces.mlir",
-        "test/Passes/partition/Inputs/shared-adjoint.mlir"}) {
+        "test/Passes/partition/Inputs/shared-adjoint.mlir",
+        "test/Passes/partition/Inputs/copy-readers-sum.mlir"}) {
     OpGraph g = graphOfFile(file);
     ASSERT_FALSE(g.nodes.empty()) << file;
     checkDeltaEqualsFull(g, loadMachine("p100-4x4", 2), 800, 5, true);

@@ -57,6 +57,14 @@ struct NodeAccess {
   /// every such read of the op are one value, and what a reshard of it
   /// made for one producer serves the others.
   bool gradientIsAdjoint = false;
+  /// A read of an identity copy's result, which canonicalization erases
+  /// (the graph has no node for it; the read is of its source): the id of
+  /// the first node after the copy in program order, else -1. The training
+  /// step differentiates before it erases the copy: the gradients of the
+  /// copy's readers add up into the copy's adjoint first, which is then
+  /// one addend of its source's (a contraction among them accumulates into
+  /// that sum only).
+  int viaCopyBefore = -1;
 
   /// Whether the op reads the tensor's value: not a write, nor an input
   /// whose shape alone it uses, nor a destination whose old contents it

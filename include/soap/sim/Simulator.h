@@ -437,6 +437,13 @@ private:
   /// lazy transpose, no configs that come back after another
   /// (GradientBuilder::interleaved). Empty otherwise.
   std::vector<std::pair<int, int>> inPlaceChain(int producer, int tensor);
+  /// For each reader of `chain` (the backward pass's order), whether the
+  /// sum its gradient joins already has an addend: the value's own sum, or
+  /// the adjoint of the erased identity copy it reads through
+  /// (NodeAccess::viaCopyBefore), which joins the value's own sum when the
+  /// backward pass reaches the copy.
+  std::vector<bool>
+  joinsStartedSum(const std::vector<std::pair<int, int>> &chain) const;
   /// The steps of an in-place chain's gradient sum (inPlaceChain's
   /// `chain`): the sum so far moves to each reader that accumulates into
   /// it, the other readers' gradients are addends summed where their
