@@ -196,36 +196,17 @@ LogicalResult SpmdPartitioner::embedIntoZeros(tensor::InsertSliceOp insert) {
 
 LogicalResult
 SpmdPartitioner::replicateIntoZeros(tensor::InsertSliceOp insert) {
+  // insertionIntoZeros: static offsets and strides, no dropped dimensions.
   RankedTensorType sourceType = insert.getSourceType();
-  RankedTensorType resultType = insert.getType();
-  if (!sourceType.hasStaticShape() || !resultType.hasStaticShape() ||
-      !insertionIntoZeros(insert.getResult()) ||
+  if (!sourceType.hasStaticShape() || !insertionIntoZeros(insert.getResult()) ||
       !dist.count(insert.getSource()) ||
-      llvm::any_of(llvm::concat<const int64_t>(insert.getStaticOffsets(),
-                                               insert.getStaticSizes()),
-                   ShapedType::isDynamic) ||
       llvm::any_of(insert.getStaticStrides(), [](int64_t s) { return s != 1; }))
     return failure();
-  Location loc = insert.getLoc();
   b.setInsertionPoint(insert);
-  Value local = materialize(insert.getSource(), everywhere(sourceType), loc);
+  Value local =
+      materialize(insert.getSource(), everywhere(sourceType), insert.getLoc());
   Box region{llvm::to_vector(insert.getStaticOffsets()),
-             llvm::to_vector(insert.getStaticSizes())};
-  if (sourceType.getRank() != resultType.getRank()) {
-    // The unit dimensions the insertion drops, back in the block.
-    auto attrs = [&](ArrayRef<int64_t> values) {
-      return llvm::to_vector(llvm::map_range(values, [&](int64_t v) {
-        return static_cast<OpFoldResult>(b.getIndexAttr(v));
-      }));
-    };
-    SmallVector<int64_t> zeros(region.sizes.size(), 0);
-    SmallVector<int64_t> ones(region.sizes.size(), 1);
-    local = tensor::InsertSliceOp::create(
-        b, loc, local,
-        tensor::EmptyOp::create(b, loc, region.sizes,
-                                resultType.getElementType()),
-        attrs(zeros), attrs(region.sizes), attrs(ones));
-  }
+             llvm::to_vector(sourceType.getShape())};
   DistValue result;
   result.pieces.push_back(Piece{local, DeviceBoxes(numDevices, region),
                                 SmallVector<int64_t>(numDevices, 0),

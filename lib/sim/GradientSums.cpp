@@ -347,15 +347,15 @@ static std::vector<int> sumKeys(const OpGraph &graph,
   return keys;
 }
 
-/// The copies' sums (keys >= 0) that the backward pass has reached before
-/// the reader `node` (program order: the copy comes before `node`; every
-/// copy for a null reader), latest copy first.
-static std::vector<int> copiesReached(const std::vector<int> &open, int node) {
+/// The copies' sums (keys >= 0) of `open` (by key) that the backward
+/// pass has reached before the reader `node` (program order: the copy
+/// comes before `node`; every copy for a null reader), latest copy first.
+template <typename Sums>
+static std::vector<int> copiesReached(const Sums &open, int node) {
   std::vector<int> reached;
-  for (int key : open)
-    if (key >= 0 && (node < 0 || node < key))
-      reached.push_back(key);
-  std::sort(reached.rbegin(), reached.rend());
+  for (auto it = open.rbegin(); it != open.rend(); ++it)
+    if (it->first >= 0 && (node < 0 || node < it->first))
+      reached.push_back(it->first);
   return reached;
 }
 
@@ -364,10 +364,7 @@ std::vector<bool> Simulator::joinsStartedSum(
   std::map<int, size_t> addends; // per sum
   std::vector<bool> started;
   auto reach = [&](int node) {
-    std::vector<int> keys;
-    for (const auto &[key, n] : addends)
-      keys.push_back(key);
-    for (int key : copiesReached(keys, node)) {
+    for (int key : copiesReached(addends, node)) {
       addends[-1] += addends[key];
       addends.erase(key);
     }
@@ -404,10 +401,7 @@ Simulator::chainedGradientSum(const std::vector<std::pair<int, int>> &chain,
   std::map<int, Sum> sums;
   Sum *current = &sums[-1];
   auto reach = [&](int node) {
-    std::vector<int> keys;
-    for (const auto &[key, s] : sums)
-      keys.push_back(key);
-    for (int key : copiesReached(keys, node)) {
+    for (int key : copiesReached(sums, node)) {
       Sum &own = sums[-1], &copy = sums[key];
       own.adjointOf = own.addends.empty() ? copy.adjointOf : -1;
       for (GradientAddend &addend : copy.addends)
