@@ -31,6 +31,7 @@ struct SoapLowerCpuPass
     options.overlapComm = overlapComm;
     options.fuseElementwise = fuseElementwise;
     options.collapseLoops = collapseLoops;
+    options.tileTransposes = tileTransposes;
     options.registerReductions = registerReductions;
     options.reassociateReductions = reassociateReductions;
     options.sparseUpdates = sparseUpdates;

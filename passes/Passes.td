@@ -371,7 +371,14 @@ def SoapLowerCpu : Pass<"soap-lower-cpu", "mlir::ModuleOp"> {
     a contraction or a convolution. With `collapse-loops` (the default)
     the loop nests left (elementwise work, reductions) merge the adjacent
     loops every operand reads contiguously, so that LLVM vectorizes one
-    long loop instead of many short ones. With `register-reductions` (the
+    long loop instead of many short ones. With `tile-transposes` (the
+    default) a loop nest that walks an operand across its rows in its
+    innermost loop (a sum over the batch shards that writes a weight
+    gradient transposed, where owt's all_to_all kept the transpose from
+    folding into the product; a transposed gradient that the optimizer
+    update reads) runs in 16x16 tiles, so that the cache
+    lines of that operand a tile touches stay in L1 while its rows reuse
+    them. With `register-reductions` (the
     default) a loop nest whose innermost loops are reductions (batch-norm
     statistics, softmax and layer-norm sums, bias gradients) carries its
     outputs' values through those loops in registers instead of loading
@@ -426,6 +433,8 @@ def SoapLowerCpu : Pass<"soap-lower-cpu", "mlir::ModuleOp"> {
            "Fuse chains of elementwise ops into one loop nest (an elementwise producer with one use into its linalg consumer, contractions and convolutions excepted)">,
     Option<"collapseLoops", "collapse-loops", "bool", /*default=*/"true",
            "Merge the adjacent loops of loop-nest kernels that every operand reads contiguously in memory (after bufferization)">,
+    Option<"tileTransposes", "tile-transposes", "bool", /*default=*/"true",
+           "Run loop nests that walk an operand of at least 32 KiB across its rows in their innermost loop (an optimizer update reading a transposed gradient, a sum writing one) in 16x16 tiles over that loop and the one the operand reads contiguously (after bufferization; results bitwise equal)">,
     Option<"registerReductions", "register-reductions", "bool", /*default=*/"true",
            "Carry the outputs of loop nests whose innermost loops are reductions through those loops as values (registers) instead of loading and storing them every iteration (after bufferization)">,
     Option<"reassociateReductions", "reassociate-reductions", "bool", /*default=*/"true",

@@ -438,9 +438,11 @@ static LogicalResult checkSendRecvPairs(ModuleOp module) {
 }
 
 /// Whether a permuting copy of `value` folds into the op that made it
-/// (foldTransposesIntoContractions, foldTransposesIntoConvolutions): a
-/// contraction or a convolution, or a sum of one's result (which
-/// foldSumsIntoContractions makes one product), through reshapes.
+/// (foldTransposesIntoContractions, foldTransposesIntoConvolutions,
+/// foldTransposesIntoSums): a contraction or a convolution, a sum of one's
+/// result (which foldSumsIntoContractions makes one product), or any sum
+/// into a fill of an empty tensor (as owt's sum of a weight gradient's
+/// parts over the batch after an all_to_all), through reshapes.
 static bool madeByProduct(Value value) {
   Operation *op = value.getDefiningOp();
   while (isa_and_nonnull<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(op))
@@ -453,10 +455,13 @@ static bool madeByProduct(Value value) {
   if (isProduct(op))
     return true;
   auto sum = dyn_cast_or_null<linalg::LinalgOp>(op);
-  return sum && sum.getNumReductionLoops() > 0 &&
-         llvm::any_of(sum.getDpsInputs(), [&](Value input) {
-           return isProduct(input.getDefiningOp());
-         });
+  if (!sum || sum.getNumReductionLoops() == 0)
+    return false;
+  if (llvm::any_of(sum.getDpsInputs(), [&](Value input) {
+        return isProduct(input.getDefiningOp());
+      }))
+    return true;
+  return isa<linalg::GenericOp>(op) && sumIntoFill(sum);
 }
 
 /// What alone reads an all-reduce's result and only moves its elements
@@ -464,16 +469,16 @@ static bool madeByProduct(Value value) {
 /// with a move), next to the op that made the input: a reshape, a sum over
 /// unit dimensions (dropUnitDimensionSum: a reshape), and a permuting copy
 /// (permutingCopy) as a linalg.transpose where it folds into that op
-/// (madeByProduct; elsewhere, as after owt's all_to_all and sum over the
-/// batch, it stays to be fused into the update, which the simulator prices
-/// by the updates timed in steps). A weight gradient that the
+/// (madeByProduct: also a sum into zeros, as owt's over the batch after an
+/// all_to_all; elsewhere it stays to be fused into the update, which reads
+/// it in tiles, TransposeTiles.cpp). A weight gradient that the
 /// autodiff writes transposed (a convolution's conv(x^T, dy^T)^T, a linear
 /// layer's (x^T dy)^T, torch-mlir's batched product summed over the unit
 /// batch dimension of a broadcast weight, then transposed) then writes the
-/// copy's layout itself (foldTransposesIntoConvolutions and
-/// foldTransposesIntoContractions), and its all-reduced gradient is the
-/// plain weights' layout, which blocked weights can keep
-/// (findBlockedWeights) and the optimizer's update reads in order, instead
+/// copy's layout itself (foldTransposesIntoConvolutions,
+/// foldTransposesIntoContractions and foldTransposesIntoSums), and its
+/// all-reduced gradient is the plain weights' layout, which blocked weights can
+/// keep (findBlockedWeights) and the optimizer's update reads in order, instead
 /// of reading it through the permutation.
 static void movesBeforeAllReduces(ModuleOp module) {
   SmallVector<AllReduceOp> work;

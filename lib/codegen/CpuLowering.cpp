@@ -387,6 +387,37 @@ void foldTransposesIntoContractions(ModuleOp module) {
   eraseUnusedTransposes(module);
 }
 
+bool sumIntoFill(linalg::LinalgOp op) {
+  if (!op.hasPureTensorSemantics() || op.getNumDpsInits() != 1 ||
+      op->getNumResults() != 1 || op.getNumReductionLoops() == 0 ||
+      linalg::isaContractionOpInterface(op) ||
+      linalg::isaConvolutionOpInterface(op) ||
+      !llvm::all_of(op.getIndexingMapsArray(),
+                    [](AffineMap map) {
+                      return map.isProjectedPermutation(
+                          /*allowZeroInResults=*/true);
+                    }) ||
+      !op.getMatchingIndexingMap(op.getDpsInitOperand(0))
+           .isProjectedPermutation())
+    return false;
+  auto fill = op.getDpsInitOperand(0)->get().getDefiningOp<linalg::FillOp>();
+  return fill && fill.getOutputs()[0].getDefiningOp<tensor::EmptyOp>();
+}
+
+int foldTransposesIntoSums(ModuleOp module) {
+  SmallVector<std::pair<linalg::GenericOp, WrittenTransposed>> sums;
+  module.walk([&](linalg::GenericOp op) {
+    if (!sumIntoFill(op))
+      return;
+    if (std::optional<WrittenTransposed> written = writtenTransposed(op))
+      sums.push_back({op, std::move(*written)});
+  });
+  IRRewriter rewriter(module.getContext());
+  for (auto &[op, written] : sums)
+    writeTransposed(op, written, rewriter);
+  return static_cast<int>(sums.size());
+}
+
 void normalizeConvolutionOperands(ModuleOp module) {
   SmallVector<linalg::GenericOp> candidates;
   module.walk([&](linalg::GenericOp op) {
@@ -503,7 +534,8 @@ struct FoldTransposesPass
   StringRef getDescription() const override {
     return "contractions and 2-D convolutions read the transposes they read, "
            "and write the permuting copies that alone read their results, "
-           "through permuted maps (steps of --soap-lower-cpu's kernels=blas)";
+           "through permuted maps (steps of --soap-lower-cpu's kernels=blas), "
+           "as sums into zeros write theirs (a step of --soap-lower-cpu)";
   }
   void getDependentDialects(DialectRegistry &registry) const override {
     registry.insert<linalg::LinalgDialect, tensor::TensorDialect>();
@@ -511,6 +543,7 @@ struct FoldTransposesPass
   void runOnOperation() override {
     foldTransposesIntoContractions(getOperation());
     foldTransposesIntoConvolutions(getOperation());
+    foldTransposesIntoSums(getOperation());
   }
 };
 } // namespace
@@ -644,6 +677,7 @@ LogicalResult lowerModuleForCpu(ModuleOp module,
     codegen::foldTransposesIntoContractions(module);
     codegen::foldTransposesIntoConvolutions(module);
   }
+  codegen::foldTransposesIntoSums(module);
   codegen::dropZeroAccumulations(module);
   if (options.fuseElementwise && failed(codegen::fuseElementwiseChains(module)))
     return failure();
@@ -694,6 +728,8 @@ LogicalResult lowerModuleForCpu(ModuleOp module,
   codegen::replaceCommunicationPlaceholders(module, options.overlapComm);
   if (options.collapseLoops)
     codegen::collapseLoopNests(module);
+  if (options.tileTransposes)
+    tileTransposingLoopNests(module);
   // Last on buffers, once every op reads what it will read.
   if (auto entry = module.lookupSymbol<func::FuncOp>(codegen::kEntrySymbol))
     codegen::markInPlaceResults(entry, description);

@@ -412,6 +412,7 @@ void registerLoweringPasses() {
     registerPass([] { return codegen::createFoldTransposesPass(); });
     registerPass([] { return codegen::createFoldBroadcastsPass(); });
     registerPass([] { return codegen::createKernelCallsPass(); });
+    registerPass([] { return codegen::createTileTransposesPass(); });
   });
 }
 

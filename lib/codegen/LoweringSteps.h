@@ -31,6 +31,7 @@ class Pass;
 class RewriterBase;
 namespace linalg {
 class GenericOp;
+class LinalgOp;
 } // namespace linalg
 } // namespace mlir
 
@@ -217,6 +218,18 @@ void foldTransposesIntoConvolutions(mlir::ModuleOp module);
 std::unique_ptr<mlir::Pass> createFoldTransposesPass();
 /// replaceKernelsByBlasCalls as a pass (soap-kernel-calls), for tests.
 std::unique_ptr<mlir::Pass> createKernelCallsPass();
+/// Whether `op` (on tensors, not a contraction or a convolution) sums
+/// over some of its loops into a fill of an empty tensor, every map a
+/// projected permutation: it can write its result in any layout.
+bool sumIntoFill(mlir::linalg::LinalgOp op);
+/// A sum into a fill (sumIntoFill) whose result only a permuting copy
+/// reads (permutingCopy: a weight gradient's parts summed over the batch
+/// after owt's all_to_all, then transposed) writes the copy's layout
+/// directly, so that the optimizer's update reads its gradient in order
+/// (the strided writes run in tiles: TransposeTiles.cpp). Returns how many.
+int foldTransposesIntoSums(mlir::ModuleOp module);
+/// soap-tile-transposes (tileTransposingLoopNests on functions).
+std::unique_ptr<mlir::Pass> createTileTransposesPass();
 
 /// kernels=blas, before bufferization: a fill of a fresh tensor that
 /// several ops write into becomes one fill per such use, so bufferization

@@ -81,3 +81,33 @@ func.func @stays(%a: tensor<6x4xf32>, %b: tensor<4x3xf32>) -> tensor<3x6xf32> {
   } -> tensor<3x6xf32>
   return %s : tensor<3x6xf32>
 }
+
+// A sum into zeros that only a transposing copy reads (owt's sum of a
+// weight gradient's parts over the batch shards after an all_to_all, the
+// all-reduce moved ahead of the copy) writes the copy's layout itself; its
+// unread broadcast input (a constant index in its map) comes along.
+#parts = affine_map<(s, i, j) -> (s, i, j)>
+#shape = affine_map<(s, i, j) -> (0, i, j)>
+#whole = affine_map<(s, i, j) -> (i, j)>
+// CHECK-LABEL: func.func @sum_written_transposed(
+// CHECK: %[[FILL:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%{{.*}} : tensor<3x6xf32>)
+// CHECK: %[[SUM:.*]] = linalg.generic {indexing_maps = [#{{[a-z0-9]+}}, #{{[a-z0-9]+}}, #[[B]]], iterator_types = ["reduction", "parallel", "parallel"]}
+// CHECK-SAME: outs(%[[FILL]] : tensor<3x6xf32>)
+// CHECK-NOT: linalg.transpose
+// CHECK: return %[[SUM]]
+func.func @sum_written_transposed(%p: tensor<2x6x3xf32>, %ref: tensor<1x6x3xf32>) -> tensor<3x6xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<6x3xf32>
+  %z = linalg.fill ins(%zero : f32) outs(%e : tensor<6x3xf32>) -> tensor<6x3xf32>
+  %g = linalg.generic {indexing_maps = [#shape, #parts, #whole],
+                       iterator_types = ["reduction", "parallel", "parallel"]}
+      ins(%ref, %p : tensor<1x6x3xf32>, tensor<2x6x3xf32>) outs(%z : tensor<6x3xf32>) {
+  ^bb0(%r: f32, %in: f32, %out: f32):
+    %s = arith.addf %out, %in : f32
+    linalg.yield %s : f32
+  } -> tensor<6x3xf32>
+  %e2 = tensor.empty() : tensor<3x6xf32>
+  %t = linalg.transpose ins(%g : tensor<6x3xf32>) outs(%e2 : tensor<3x6xf32>)
+      permutation = [1, 0]
+  return %t : tensor<3x6xf32>
+}

@@ -319,6 +319,7 @@ bool lowerKernelToLLVM(ModuleOp module, Codegen codegen, std::string &error) {
     return false;
   }
   // As --soap-lower-cpu's defaults do.
+  tileTransposingLoopNests(module);
   accumulateReductionsInRegisters(module, /*reassociate=*/true);
   codegen::approximateMathFunctions(module);
   return runPipeline(module, getCpuToLLVMPipeline(), "lowering", error);

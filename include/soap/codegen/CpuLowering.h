@@ -48,6 +48,9 @@ struct CpuLoweringOptions {
   /// Loop nests merge the adjacent loops their operands read contiguously
   /// (CollapseLoops.cpp).
   bool collapseLoops = true;
+  /// Loop nests that walk an operand across its rows in their innermost
+  /// loop run in tiles (TransposeTiles.cpp).
+  bool tileTransposes = true;
   /// Loop nests whose innermost loops are reductions accumulate in
   /// registers (RegisterReductions.cpp).
   bool registerReductions = true;
@@ -105,6 +108,17 @@ const char *getCpuToLLVMPipeline();
 /// by rounding). Returns how many; soap-profile runs it on its kernels too.
 int accumulateReductionsInRegisters(mlir::Operation *root, bool reassociate);
 
+/// The lowering's step after collapse-loops (tile-transposes): on
+/// buffers, a linalg.generic whose innermost loop is parallel and walks an
+/// operand of at least 32 KiB across its rows (the loop is one of the
+/// operand's dimensions but not its last: a transposed gradient that the
+/// optimizer update reads, a sum that writes its result transposed) runs
+/// in 16x16 tiles over that loop and the one the operand reads
+/// contiguously (a parallel loop), every other loop in tiles of one
+/// (lib/codegen/TransposeTiles.cpp; bitwise the same results). Returns how
+/// many; soap-profile runs it on its kernels too.
+int tileTransposingLoopNests(mlir::Operation *root);
+
 /// The lowering's first step (sparse-updates): on tensors, an SGD update
 /// p -/+ f(g) (f(g) = g, g * c or c * g) whose gradient g is a gather's
 /// scatter-add nest from zeros, its only use, becomes that nest started
@@ -122,8 +136,10 @@ void registerScfToCfPass();
 /// soap-split-deallocs, soap-dealloc-after-last-use,
 /// soap-inline-single-block-calls (lib/codegen/Deallocations.cpp),
 /// soap-merge-guards (lib/codegen/Guards.cpp), soap-register-reductions
-/// (lib/codegen/RegisterReductions.cpp) and soap-sparse-updates
-/// (lib/codegen/SparseUpdates.cpp); once is enough.
+/// (lib/codegen/RegisterReductions.cpp), soap-tile-transposes
+/// (lib/codegen/TransposeTiles.cpp), soap-sparse-updates
+/// (lib/codegen/SparseUpdates.cpp) and the other steps' passes; once is
+/// enough.
 /// runParsed and getCpuToLLVMPipeline call it.
 void registerLoweringPasses();
 
