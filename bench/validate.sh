@@ -197,7 +197,10 @@ quiet_host() { # $1: the ranks of the run
 BEFORE_RUN=()
 [ "$QUIET_WAIT" = 0 ] || BEFORE_RUN=(--before-run "$BIN/soap-host-probe --state $WORK/host-probe.state.2 --threads 2 --wait $QUIET_WAIT --log $HOST_LOG")
 
+# The calibration's peaks and bandwidths price every roofline op: take them
+# on a quiet host too (a slow moment made the roofline 70 % slow once).
 log "calibrating the machine (soap-profile --mpi, 2 ranks)"
+quiet_host 2
 "${MPIRUN[@]}" -np 2 "$BIN/soap-profile" --mpi -o "$WORK/cpu-local.json" --quiet > "$WORK/calibration.txt" 2>&1
 MACHINE=$WORK/cpu-local.json
 

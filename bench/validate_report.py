@@ -275,8 +275,8 @@ else:
                                        if f.get("threads", "1") == n), n)
         for n in sorted({f.get("threads", "1") for f in probes}))
     w("Host probe (`soap-host-probe`, a 256^3 GEMM and a 16 MB triad on each core "
-      "the run takes, at once, before each run of a step, soap-profile's "
-      "(`--before-run`, 2 cores) and the executables' below): %d runs; the host was "
+      "the run takes, at once, before the calibration (2 cores) and each run of a step, "
+      "soap-profile's (`--before-run`, 2 cores) and the executables' below): %d runs; the host was "
       "within 15 %% of its fastest probe (%s) at once for %d, after waiting for %d "
       "(%.0f s in all), and still slower after %s s for %d (the slowest probe "
       "%.2f ms)." % (
