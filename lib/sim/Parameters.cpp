@@ -106,8 +106,7 @@ bool Simulator::buildGatheredParameter(int tensorId) {
       tensor.elementBytes, steps);
   std::vector<int> updateIds;
   for (int d = 0; d < numDevices; ++d)
-    updateIds.push_back(addUpdate(tensorId, 0, d, tensor.bytes(), ready[d],
-                                  /*syncGroup=*/1));
+    updateIds.push_back(addUpdate(tensorId, 0, d, tensor.bytes(), ready[d]));
   steps.push_back(std::move(updateIds));
   ParameterTasks &sync = parameterTasks[tensorId];
   sync.keptBytes.assign(numDevices, tensor.bytes());
@@ -180,10 +179,8 @@ void Simulator::buildSharedParameter(int tensorId) {
           if (placements[node]->devices[t] == device)
             preds.push_back(nodeTasks[node].bwd[t]);
       }
-      updates.push_back(
-          addUpdate(tensorId, region, device, bytes, preds,
-                    allReduce >= 0 ? static_cast<int>(devices.size()) : 1,
-                    sparse && allReduce < 0));
+      updates.push_back(addUpdate(tensorId, region, device, bytes, preds,
+                                  /*inScatter=*/sparse && allReduce < 0));
     }
     ++region;
   }
@@ -267,9 +264,52 @@ bool Simulator::sparseSgdStep(int tensorId) const {
   return reader.isLookupTable(reader.accesses[readers[0].second]);
 }
 
+bool Simulator::movesElementsOnly(int node) const {
+  const OpNode &n = graph.nodes[node];
+  if (n.opClass != OpClass::DataMovement)
+    return false;
+  int64_t read = -1, written = -1;
+  for (const NodeAccess &access : n.accesses) {
+    int64_t elements = graph.tensors[access.tensor].numElements();
+    if (access.role == AccessRole::Write) {
+      if (written >= 0)
+        return false;
+      written = elements;
+    } else if (access.readsValue() && !access.isDestination) {
+      if (read >= 0)
+        return false;
+      read = elements;
+    }
+  }
+  return read >= 0 && read == written;
+}
+
+int Simulator::syncGroupOf(int update) const {
+  int group = 1;
+  const TaskInts &preds = tasks[update].preds;
+  std::vector<int> work(preds.begin(), preds.end());
+  while (!work.empty()) {
+    const Task &t = tasks[work.back()];
+    work.pop_back();
+    if (t.kind == TaskKind::AllReduce ||
+        (t.kind == TaskKind::Collective &&
+         t.collective == CollectiveKind::AllReduce))
+      group = std::max(group, t.groupSize);
+    else if (t.kind == TaskKind::Backward && movesElementsOnly(t.key[1]))
+      work.insert(work.end(), t.preds.begin(), t.preds.end());
+  }
+  return group;
+}
+
+void Simulator::priceUpdate(int id) {
+  Task &task = tasks[id];
+  task.duration = task.inScatter ? 0
+                                 : cost.updateTime(task.bytes, task.device,
+                                                   syncGroupOf(id));
+}
+
 int Simulator::addUpdate(int tensorId, int region, int device, int64_t bytes,
-                         const std::vector<int> &preds, int syncGroup,
-                         bool inScatter) {
+                         const std::vector<int> &preds, bool inScatter) {
   int id = newTask();
   Task &task = tasks[id];
   task.kind = TaskKind::Update;
@@ -277,7 +317,8 @@ int Simulator::addUpdate(int tensorId, int region, int device, int64_t bytes,
   task.bytes = bytes;
   task.device = device;
   task.resources = {device};
-  task.duration = inScatter ? 0 : cost.updateTime(bytes, device, syncGroup);
+  task.inScatter = inScatter;
+  // Priced when its group is sealed (priceUpdate), its predecessors linked.
   task.preds.append(preds.begin(), preds.end());
   return id;
 }
@@ -453,7 +494,7 @@ bool Simulator::buildOwnedParameter(int tensorId) {
     if (target.blocks[d]) {
       updates[d] = addUpdate(tensorId, 0, d,
                              target.blocks[d]->volume() * tensor.elementBytes,
-                             atTarget[d], /*syncGroup=*/1);
+                             atTarget[d]);
       updateIds.push_back(updates[d]);
     }
   steps.push_back(std::move(updateIds));

@@ -134,15 +134,34 @@ Simulator::Simulator(const OpGraph &graph, const CostModel &cost,
                                    parametersReadBy[node].end());
     }
   // A lazily transposed parameter's gradient comes from the transpose's
-  // reader: a change of that reader rebuilds its synchronization too.
+  // reader: a change of that reader rebuilds its synchronization too. So
+  // does a change of a reader of what an op that only moves a parameter's
+  // elements made, directly or through more such ops: whether that
+  // gradient is all-reduced prices the update (syncGroupOf).
+  auto addReader = [&](int r, size_t t) {
+    std::vector<int> &read = parametersReadBy[r];
+    int id = static_cast<int>(t);
+    if (!std::binary_search(read.begin(), read.end(), id))
+      read.insert(std::upper_bound(read.begin(), read.end(), id), id);
+  };
   for (size_t t = 0; t < parameterReaders.size(); ++t)
-    for (auto [node, access] : parameterReaders[t])
-      if (int r = lazyGradients[node].reader; r >= 0) {
-        std::vector<int> &read = parametersReadBy[r];
-        int id = static_cast<int>(t);
-        if (!std::binary_search(read.begin(), read.end(), id))
-          read.insert(std::upper_bound(read.begin(), read.end(), id), id);
+    for (auto [node, access] : parameterReaders[t]) {
+      if (int r = lazyGradients[node].reader; r >= 0)
+        addReader(r, t);
+      std::vector<int> moves{node};
+      std::set<int> seen{node};
+      while (!moves.empty()) {
+        int m = moves.back();
+        moves.pop_back();
+        if (!movesElementsOnly(m))
+          continue;
+        for (int c : consumersOf[m])
+          if (seen.insert(c).second) {
+            addReader(c, t);
+            moves.push_back(c);
+          }
       }
+    }
 }
 
 Simulator::~Simulator() = default;
@@ -214,6 +233,11 @@ void Simulator::sealGroup(int id) {
   group.predGroups.clear();
   size_t predWords = 0, workWords = 0;
   for (int t : group.tasks) {
+    if (tasks[t].kind == TaskKind::Update) {
+      accountTask(tasks[t], -1);
+      priceUpdate(t);
+      accountTask(tasks[t], 1);
+    }
     predWords += 1 + tasks[t].preds.size();
     workWords += 4 + tasks[t].resources.size();
   }

@@ -178,6 +178,9 @@ struct Simulator::Task {
   /// A reshard's step before its plan's last: what it makes dies at the
   /// next step (accountReceived holds nothing for it).
   bool intermediate = false;
+  /// An update applied inside a gather's scatter-add (sparseSgdStep): no
+  /// work of its own.
+  bool inScatter = false;
 };
 
 /// The tasks of one op and kind (an op's forward shards, its backward

@@ -12,6 +12,7 @@
 #include "soap/search/Strategies.h"
 #include "soap/sim/Simulator.h"
 
+#include "SimulatorChecks.h"
 #include "SimulatorIR.h"
 #include "TestMachines.h"
 
@@ -243,6 +244,62 @@ TEST_F(SimulatorIR, InStepUpdatesAndCollectivesPriceTheStep) {
   auto scatterCurves = scatters.collectiveCurves(reduceScatter, kind);
   ASSERT_EQ(scatterCurves.size(), 1u);
   EXPECT_EQ(scatterCurves[2].size(), 1u);
+}
+
+// A weight that a transpose reads (torch-mlir's linear layers: x * w^T):
+// the lowering moves the transpose of its gradient ahead of the
+// all-reduce, so the update reads what the all-reduce made, and the
+// simulator prices it as soap-profile timed such updates (after an
+// all-reduce over the devices), through the transpose's backward task. A
+// change of the product's config (whether it leaves partial sums) changes
+// that price: delta simulations agree with full ones.
+TEST_F(SimulatorIR, AnUpdateAfterATransposeOfAnAllReducedGradient) {
+  OpGraph g = graphOf(R"mlir(
+func.func @linear(%x: tensor<8x16xf32>, %w: tensor<32x16xf32> {soap.param})
+    -> tensor<8x32xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<16x32xf32>
+  %t = linalg.generic {indexing_maps = [affine_map<(i, j) -> (j, i)>,
+                                        affine_map<(i, j) -> (i, j)>],
+                       iterator_types = ["parallel", "parallel"]}
+      ins(%w : tensor<32x16xf32>) outs(%e : tensor<16x32xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    linalg.yield %in : f32
+  } -> tensor<16x32xf32>
+  %o = tensor.empty() : tensor<8x32xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%o : tensor<8x32xf32>) -> tensor<8x32xf32>
+  %y = linalg.matmul ins(%x, %t : tensor<8x16xf32>, tensor<16x32xf32>)
+                     outs(%f : tensor<8x32xf32>) -> tensor<8x32xf32>
+  return %y : tensor<8x32xf32>
+}
+)mlir");
+  Machine machine = loadMachine("cpu-local", 2);
+  const std::string kind = machine.deviceType().name;
+  ProfileDatabase db;
+  db.record(ProfileDatabase::updateKey("sgd", 512, kind, 1), {1e-6, 0});
+  db.record(ProfileDatabase::updateKey("sgd", 512, kind, 2), {1e-3, 0});
+  CostModel cost(machine, &db);
+  // Data parallelism: each device's product leaves partial sums of the
+  // weight's gradient, all-reduced, then transposed back: the update
+  // after an all-reduce over 2 devices.
+  double dp = Simulator(g, cost).simulate(dataParallelStrategy(g, 2)).stepTime;
+  EXPECT_GE(dp, 1e-3);
+  // The product split along the weight's rows: each device holds its
+  // rows' complete gradient, and nothing all-reduces it.
+  Strategy rows = dataParallelStrategy(g, 2);
+  int product = static_cast<int>(g.nodes.size()) - 1;
+  ASSERT_EQ(g.nodes[product].opName, "linalg.matmul");
+  rows.configs[product] = ParallelConfig{{1, 2, 1}, {0, 1}};
+  ASSERT_FALSE(rows.validate(g)) << *rows.validate(g);
+  SimReport full = Simulator(g, cost).simulate(rows);
+  EXPECT_LT(full.stepTime, 1e-3);
+  // The product's change alone reprices the update.
+  Simulator delta(g, cost);
+  delta.simulate(dataParallelStrategy(g, 2));
+  SimReport changed = delta.simulateDelta(product, rows.configs[product]);
+  EXPECT_TRUE(changed == full)
+      << changed.stepTime << " s, " << full.stepTime << " s from scratch";
+  test::checkDeltaEqualsFull(g, machine, 300, 5, true, &db);
 }
 
 // The optimizer update from soap-profile's measured sizes: linear between

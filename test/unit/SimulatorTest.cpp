@@ -263,8 +263,9 @@ TEST_F(SimulatorIR, DataParallelTrafficIsTheRingAllReduce) {
 
 /// Random config changes, each simulated incrementally and from scratch.
 void test::checkDeltaEqualsFull(const OpGraph &g, const Machine &machine,
-                                int changes, uint64_t seed, bool training) {
-  CostModel cost(machine);
+                                int changes, uint64_t seed, bool training,
+                                const ProfileDatabase *profile) {
+  CostModel cost(machine, profile);
   SimOptions options{training};
   Simulator delta(g, cost, options);
   Simulator full(g, cost, options);

@@ -235,13 +235,24 @@ private:
   /// what it is alone (its tasks' key; 0: right after its predecessors).
   /// Its place is the largest of that and its predecessors' places.
   int64_t programPosition(int id) const;
-  /// An update of `bytes` of parameter `tensor` on `device`, its gradient
-  /// all-reduced over `syncGroup` devices first (1: none); `inScatter`:
-  /// applied inside a gather's scatter-add (sparseSgdStep), no work of its
-  /// own.
+  /// An update of `bytes` of parameter `tensor` on `device` after `preds`;
+  /// `inScatter`: applied inside a gather's scatter-add (sparseSgdStep), no
+  /// work of its own. sealGroup prices it (priceUpdate).
   int addUpdate(int tensor, int region, int device, int64_t bytes,
-                const std::vector<int> &preds, int syncGroup,
-                bool inScatter = false);
+                const std::vector<int> &preds, bool inScatter = false);
+  /// Update task `id`'s time, once its predecessors are linked: as the
+  /// training step runs it after what they are (syncGroupOf).
+  void priceUpdate(int id);
+  /// The devices of the all-reduce whose result update task `update`
+  /// reads (1: none), through the backward tasks of ops that only move
+  /// elements (the lowering moves a transpose of a weight gradient ahead
+  /// of its all-reduce), as soap-profile keys the updates a step ran
+  /// (ProgramTags' sizeUpdates): right after an all-reduce, the gradient
+  /// is what the other ranks' writes made.
+  int syncGroupOf(int update) const;
+  /// Whether `node` only moves the elements of its one input (a transpose,
+  /// a reshape): its backward moves the gradient back.
+  bool movesElementsOnly(int node) const;
   /// Whether the SGD step of parameter `tensor` goes into the scatter-add
   /// of the one gather that reads it as its table, where no all-reduce
   /// sums its gradient (--soap-lower-cpu's sparse-updates).
