@@ -316,6 +316,8 @@ std::string OpGraph::toJSON() const {
       e["splat"] = true;
     if (n.completesPartials)
       e["completes_partials"] = true;
+    if (n.partialsUncombinable)
+      e["partials_uncombinable"] = true;
     if (n.relayoutCopy)
       e["relayout_copy"] = true;
     jn.push_back(e);
@@ -398,6 +400,8 @@ std::optional<OpGraph> OpGraph::fromJSON(const std::string &text,
         !r.get(e, "needs_backward", path, n.needsBackward, false) ||
         !r.get(e, "splat", path, n.splat, false) ||
         !r.get(e, "completes_partials", path, n.completesPartials, false) ||
+        !r.get(e, "partials_uncombinable", path, n.partialsUncombinable,
+               false) ||
         !r.get(e, "relayout_copy", path, n.relayoutCopy, false))
       return std::nullopt;
     auto parsedClass = parseOpClass(opClass);

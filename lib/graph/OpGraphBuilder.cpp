@@ -336,9 +336,14 @@ private:
         node.lookupLoops.push_back(lookup);
       node.opClass = classify(op, node.flopsPerIteration,
                               partitionable.getLoopIteratorTypes());
-      if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op))
-        if (std::optional<ReductionKind> kind = combinerOf(linalgOp))
+      if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op)) {
+        std::optional<ReductionKind> kind = combinerOf(linalgOp);
+        if (kind)
           node.completesPartials = completesPartialsAtOnce(*kind);
+        bool gather = llvm::is_contained(node.lookupLoops, true);
+        node.partialsUncombinable =
+            !kind && !gather && linalgOp.getNumReductionLoops() > 0;
+      }
       bool affine = isAffineInInputs(op);
       for (const OperandAccess &access : partitionable.getOperandAccesses()) {
         NodeAccess a;

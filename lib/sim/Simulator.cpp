@@ -356,7 +356,13 @@ const Simulator::Placement &Simulator::placement(int node) {
                 p->shard, p->ranges.data() + at + p->accessAt[a]);
   };
   std::vector<int64_t> lo(numLoops, 0);
-  if (Strategy::isReplicated(config) || wholeViews[node]) {
+  // A split of a reduction whose partial results could not be combined:
+  // the partitioner runs the op whole everywhere instead.
+  bool refused = false;
+  if (n.partialsUncombinable && !Strategy::isReplicated(config))
+    for (size_t l = 0; l < numLoops; ++l)
+      refused |= n.loopKinds[l] == DimKind::Reduction && config.degrees[l] > 1;
+  if (Strategy::isReplicated(config) || wholeViews[node] || refused) {
     p->replicated = true;
     p->shard.assign(n.loopSizes.begin(), n.loopSizes.begin() + numLoops);
     for (int d = 0; d < current.numDevices; ++d) {

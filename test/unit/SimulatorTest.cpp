@@ -588,6 +588,60 @@ TEST_F(SimulatorIR, OpGraphJsonRoundTrip) {
   EXPECT_TRUE(a.simulate(s) == b.simulate(s));
 }
 
+// A max that also yields its index: split along its reduction loop, its
+// partial results could not be combined, so the partitioner runs it whole
+// on every device, and the simulator places it so (the flag survives the
+// graph's JSON); a plain max keeps its split.
+TEST_F(SimulatorIR, UncombinablePartialsRunWhole) {
+  OpGraph g = graphOf(R"mlir(
+#map = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d0, 0)>
+func.func @f(%x: tensor<4x8xf32>, %m: tensor<4x1xf32>, %i: tensor<4x1xi64>)
+    -> (tensor<4x1xf32>, tensor<4x1xi64>, tensor<4x1xf32>) {
+  %r:2 = linalg.generic {indexing_maps = [#map, #row, #row],
+                         iterator_types = ["parallel", "reduction"]}
+      ins(%x : tensor<4x8xf32>) outs(%m, %i : tensor<4x1xf32>, tensor<4x1xi64>) {
+  ^bb0(%a: f32, %mx: f32, %ix: i64):
+    %j = linalg.index 1 : index
+    %jj = arith.index_cast %j : index to i64
+    %y = arith.maximumf %a, %mx : f32
+    %gt = arith.cmpf ogt, %a, %mx : f32
+    %k = arith.select %gt, %jj, %ix : i64
+    linalg.yield %y, %k : f32, i64
+  } -> (tensor<4x1xf32>, tensor<4x1xi64>)
+  %p = linalg.generic {indexing_maps = [#map, #row],
+                       iterator_types = ["parallel", "reduction"]}
+      ins(%x : tensor<4x8xf32>) outs(%m : tensor<4x1xf32>) {
+  ^bb0(%a: f32, %mx: f32):
+    %y = arith.maximumf %a, %mx : f32
+    linalg.yield %y : f32
+  } -> tensor<4x1xf32>
+  return %r#0, %r#1, %p : tensor<4x1xf32>, tensor<4x1xi64>, tensor<4x1xf32>
+}
+)mlir");
+  ASSERT_EQ(g.nodes.size(), 2u);
+  EXPECT_TRUE(g.nodes[0].partialsUncombinable);
+  EXPECT_FALSE(g.nodes[1].partialsUncombinable);
+  EXPECT_TRUE(g.nodes[1].completesPartials);
+  std::string error;
+  std::optional<OpGraph> back = OpGraph::fromJSON(g.toJSON(), error);
+  ASSERT_TRUE(back) << error;
+  EXPECT_TRUE(back->nodes[0].partialsUncombinable);
+
+  Machine machine = loadMachine("p100-4x4", 2);
+  CostModel cost(machine);
+  SimOptions inference{false};
+  Strategy split = dataParallelStrategy(g, 2);
+  ParallelConfig reduction{{1, 2}, {0, 1}};
+  split.configs[0] = split.configs[1] = reduction;
+  Strategy whole = split;
+  whole.configs[0] = ParallelConfig{}; // replicated
+  Simulator a(g, cost, inference), b(g, cost, inference);
+  // The split max+index runs as the replicated one does; the plain max
+  // keeps its split (its halves combined where it runs).
+  EXPECT_TRUE(a.simulate(split) == b.simulate(whole));
+}
+
 // A weight read on two devices (model parallelism): the gradient of the
 // second reader moves to the first's device, where the first reader's
 // product accumulates into it (the training step's beta = 1), the update

@@ -111,6 +111,12 @@ struct OpNode {
   /// once on its devices, never left for the readers
   /// (soap::completesPartialsAtOnce).
   bool completesPartials = false;
+  /// Split along a reduction loop, the op's partial results could not be
+  /// combined (its body is not a sum, max or min of one output, as a max
+  /// with its index; a gather's partial sums excepted): the partitioner
+  /// refuses such a config and runs the op whole on every device
+  /// (SpmdPartitioner::checkPlan), and so does the simulator.
+  bool partialsUncombinable = false;
   /// The op copies its one input with its dimensions transposed or
   /// broadcast (soap::isRelayoutCopy): where only contractions read it,
   /// directly or through other such copies, the CPU lowering folds it into
