@@ -1,6 +1,7 @@
 //===- Combiner.cpp - how a reduction combines its partial results --------===//
 
 #include "soap/Dialect/Combiner.h"
+#include "soap/Dialect/Gather.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 
@@ -27,6 +28,22 @@ std::optional<ReductionKind> combinerOf(linalg::LinalgOp op) {
   if (isa<arith::MinimumFOp, arith::MinNumFOp, arith::MinSIOp>(combine))
     return ReductionKind::min;
   return std::nullopt;
+}
+
+bool hasUncombinablePartials(linalg::LinalgOp op) {
+  return op.getNumReductionLoops() > 0 && !combinerOf(op) && !matchGather(op);
+}
+
+bool splitsUncombinablePartials(linalg::LinalgOp op,
+                                llvm::ArrayRef<int64_t> degrees) {
+  if (!hasUncombinablePartials(op))
+    return false;
+  SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
+  for (auto [loop, degree] : llvm::enumerate(degrees))
+    if (degree > 1 && loop < iterators.size() &&
+        iterators[loop] == utils::IteratorType::reduction)
+      return true;
+  return false;
 }
 
 } // namespace soap

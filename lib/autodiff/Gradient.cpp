@@ -201,27 +201,6 @@ void GradientBuilder::settle(Location loc, Value value) {
 //===----------------------------------------------------------------------===//
 
 namespace {
-/// Whether `config` splits a reduction loop of `op` whose partial results
-/// could not be combined (its body is not a sum, max or min of one output,
-/// as a max that also yields its index; a gather's partial sums excepted):
-/// the partitioner runs such an op whole on every device
-/// (SpmdPartitioner::checkPlan), so its gradient runs whole too, as the
-/// simulator places both (OpNode::partialsUncombinable).
-bool splitsUncombinablePartials(Operation *op, ConfigAttr config) {
-  auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
-  if (!config || !linalgOp || combinerOf(linalgOp))
-    return false;
-  if (auto partitionable = dyn_cast<PartitionableOpInterface>(op))
-    if (llvm::is_contained(partitionable.getLookupLoops(), true))
-      return false;
-  SmallVector<utils::IteratorType> iterators = linalgOp.getIteratorTypesArray();
-  for (auto [loop, degree] : llvm::enumerate(config.getDegrees()))
-    if (degree > 1 && loop < iterators.size() &&
-        iterators[loop] == utils::IteratorType::reduction)
-      return true;
-  return false;
-}
-
 /// While a gradient rule runs: when the forward op runs whole on one device
 /// (a single task: model parallelism, a pipeline stage), each op the rule
 /// inserts gets a config whole on that device, whatever its loops (a
@@ -376,7 +355,11 @@ FailureOr<SmallVector<Value>> buildGradients(OpBuilder &builder, Value loss,
       g.forwardConfig =
           op->getAttrOfType<ConfigAttr>(SoapDialect::getConfigAttrName());
       g.forwardReplicated = op->hasAttr(SoapDialect::getReplicatedAttrName());
-      if (splitsUncombinablePartials(op, g.forwardConfig)) {
+      // The partitioner runs such a split whole everywhere: so does its
+      // gradient.
+      auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
+      if (g.forwardConfig && linalgOp &&
+          splitsUncombinablePartials(linalgOp, g.forwardConfig.getDegrees())) {
         g.forwardConfig = nullptr;
         g.forwardReplicated = true;
       }

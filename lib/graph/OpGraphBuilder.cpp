@@ -340,9 +340,7 @@ private:
         std::optional<ReductionKind> kind = combinerOf(linalgOp);
         if (kind)
           node.completesPartials = completesPartialsAtOnce(*kind);
-        bool gather = llvm::is_contained(node.lookupLoops, true);
-        node.partialsUncombinable =
-            !kind && !gather && linalgOp.getNumReductionLoops() > 0;
+        node.partialsUncombinable = hasUncombinablePartials(linalgOp);
       }
       bool affine = isAffineInInputs(op);
       for (const OperandAccess &access : partitionable.getOperandAccesses()) {

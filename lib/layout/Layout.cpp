@@ -294,6 +294,32 @@ bool isGridLayout(const Layout &held, const std::vector<int64_t> &shape) {
   return std::all_of(covered.begin(), covered.end(), [](bool c) { return c; });
 }
 
+Layout nonzeroPart(const Layout &target, const std::vector<Layout> &pieces) {
+  std::optional<Block> bounds;
+  for (const Layout &piece : pieces)
+    for (const std::optional<Block> &block : piece.blocks) {
+      if (!block)
+        continue;
+      if (!bounds) {
+        bounds = block;
+        continue;
+      }
+      for (size_t d = 0; d < block->sizes.size(); ++d) {
+        int64_t lo = std::min(bounds->offsets[d], block->offsets[d]);
+        int64_t hi = std::max(bounds->offsets[d] + bounds->sizes[d],
+                              block->offsets[d] + block->sizes[d]);
+        bounds->offsets[d] = lo;
+        bounds->sizes[d] = hi - lo;
+      }
+    }
+  Layout part;
+  part.blocks.resize(target.numDevices());
+  for (int d = 0; d < target.numDevices(); ++d)
+    if (target.blocks[d] && bounds)
+      part.blocks[d] = target.blocks[d]->intersect(*bounds);
+  return part;
+}
+
 Layout completedZerosElsewhere(const std::vector<Layout> &pieces,
                                const std::vector<int64_t> &shape) {
   size_t numDevices = pieces.empty() ? 0 : pieces.front().blocks.size();

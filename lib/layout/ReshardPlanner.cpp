@@ -36,11 +36,24 @@ static bool allReducesWhole(const ReshardPlan &plan) {
   });
 }
 
+int communicatedStep(const ReshardPlan &plan) {
+  int lastMoving = -1, lastLocal = -1;
+  for (size_t i = 0; i < plan.steps.size(); ++i) {
+    const Step &step = plan.steps[i];
+    if (step.kind == StepKind::Slice)
+      continue;
+    bool local = (step.kind == StepKind::SendRecv ||
+                  step.kind == StepKind::HaloExchange) &&
+                 std::all_of(step.transfers.begin(), step.transfers.end(),
+                             [](const Transfer &t) { return t.from == t.to; });
+    (local ? lastLocal : lastMoving) = static_cast<int>(i);
+  }
+  return lastMoving >= 0 ? lastMoving : lastLocal;
+}
+
 const Layout *communicatedLayout(const ReshardPlan &plan) {
-  for (auto step = plan.steps.rbegin(); step != plan.steps.rend(); ++step)
-    if (step->kind != StepKind::Slice)
-      return &step->result;
-  return nullptr;
+  int step = communicatedStep(plan);
+  return step >= 0 ? &plan.steps[step].result : nullptr;
 }
 
 /// The elements a plan's steps move between devices, all devices

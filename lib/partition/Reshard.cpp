@@ -48,7 +48,7 @@ bool soap::partition::hasOnlyComplete(const DistValue &value) {
 
 bool soap::partition::sameLayout(const Piece &a, const Piece &b) {
   return a.boxes == b.boxes && a.partial == b.partial &&
-         (!a.partial || a.tasks == b.tasks);
+         (!a.partial || layout::sameCopies(a.tasks, b.tasks));
 }
 
 Box soap::partition::wholeBox(RankedTensorType type) {
@@ -740,7 +740,8 @@ Value SpmdPartitioner::reshard(Value original, const DeviceBoxes &target,
       plan.piece >= 0 ? value.pieces[plan.piece].boxes : DeviceBoxes();
   Value moved;
   DeviceBoxes movedBoxes;
-  for (const layout::Step &step : plan.steps) {
+  int keep = layout::communicatedStep(plan);
+  for (auto [index, step] : llvm::enumerate(plan.steps)) {
     FailureOr<Value> next = emitStep(value, step, current, held, type, loc);
     if (failed(next)) {
       // Steps always leave equal blocks on the devices that hold one; a
@@ -757,7 +758,7 @@ Value SpmdPartitioner::reshard(Value original, const DeviceBoxes &target,
     }
     current = *next;
     held = boxesOfLayout(step.result);
-    if (step.kind != layout::StepKind::Slice) {
+    if (static_cast<int>(index) == keep) {
       moved = current;
       movedBoxes = held;
     }

@@ -374,6 +374,13 @@ LogicalResult SpmdPartitioner::run() {
       if (auto insert = dyn_cast<tensor::InsertSliceOp>(op);
           insert && succeeded(replicateIntoZeros(insert)))
         continue;
+      // A loop nest reads on every device only what its loops read (the
+      // rows a strided convolution reads), as the simulator places it.
+      if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op))
+        if (std::optional<LinalgLoops> nest = loopNestOf(linalgOp)) {
+          partitionLinalg(linalgOp, *nest, replicatedPlan(nest->sizes.size()));
+          continue;
+        }
       if (failed(runReplicated(op, /*chosen=*/true)))
         return failure();
       continue;

@@ -440,6 +440,14 @@ LogicalResult SpmdPartitioner::deferSum(Operation *op) {
   if (!generic || op->hasAttr(SoapDialect::getConfigAttrName()) ||
       !generic.hasPureTensorSemantics() || !isPlainAdd(generic))
     return failure();
+  // Beside partial sums, an addend whole on every device is deferred too:
+  // the partial sums complete where the reader needs them (a
+  // reduce-scatter to its blocks, not an all-reduce of the whole), the
+  // whole addend sliced there, as the simulator's gradient edges price it.
+  bool besidePartialSums = llvm::any_of(generic.getDpsInputs(), [&](Value v) {
+    std::optional<Piece> layout = layoutOf(v);
+    return layout && layout->partial == ReductionKind::sum;
+  });
   SmallVector<Value> addends;
   for (Value input : generic.getDpsInputs()) {
     auto found = dist.find(input);
@@ -457,7 +465,7 @@ LogicalResult SpmdPartitioner::deferSum(Operation *op) {
     // Partial sums (a split reduction's gradient) move like the others:
     // each completes where the reader needs it.
     if (layout ? (layout->partial && *layout->partial != ReductionKind::sum) ||
-                     covers(*layout, everywhere(type))
+                     (covers(*layout, everywhere(type)) && !besidePartialSums)
                : !hasOnlyComplete(value))
       return failure();
     addends.push_back(input);

@@ -89,9 +89,8 @@ LogicalResult SpmdPartitioner::partitionPartialSum(linalg::LinalgOp op) {
       return failure();
     const Piece *piece = onlyProducedPiece(found->second);
     if (!piece || piece->partial != ReductionKind::sum ||
-        (first &&
-         (piece->boxes != first->boxes || piece->tasks != first->tasks ||
-          piece->local.getType() != first->local.getType())))
+        (first && (!sameLayout(*piece, *first) ||
+                   piece->local.getType() != first->local.getType())))
       return failure();
     first = piece;
   }
@@ -191,7 +190,6 @@ void SpmdPartitioner::partitionLinalg(linalg::LinalgOp op,
     };
 
     SmallVector<Value> operands;
-    bool shapesOnly = readsOnlyShapesOfInputs(op);
     for (OpOperand &operand : op->getOpOperands()) {
       Value value = operand.get();
       auto type = dyn_cast<RankedTensorType>(value.getType());
@@ -204,10 +202,11 @@ void SpmdPartitioner::partitionLinalg(linalg::LinalgOp op,
       Value local;
       bool isInit = op.isDpsInit(&operand);
       bool partialInit = false;
-      // An output the body overwrites, or the input of an op that reads
-      // only its inputs' shapes (readsOnlyShapesOfInputs), needs only its
-      // local shape.
-      if (!op.payloadUsesValueFromOperand(&operand) && (isInit || shapesOnly)) {
+      // An output the body overwrites, or an input the body does not read
+      // (a gradient rule's forward operand, kept to place the op; the
+      // inputs of an op that reads only their shapes), needs only its
+      // local shape: nothing moves for it, as the simulator moves nothing.
+      if (!op.payloadUsesValueFromOperand(&operand)) {
         auto localType = RankedTensorType::get(
             boxes[activeDevices.front()]->sizes, type.getElementType());
         local = tensor::EmptyOp::create(b, loc, localType.getShape(),

@@ -163,8 +163,8 @@ const Piece *onlyProducedPiece(const DistValue &value);
 /// several when its tasks share a device) and none is a partial result.
 bool hasOnlyComplete(const DistValue &value);
 /// Whether two pieces hold the same blocks on the same devices, alike
-/// complete or partial sums of the same tasks: values in them add up where
-/// they are.
+/// complete or partial sums, copies of one partial on the same devices
+/// (layout::sameCopies): values in them add up where they are.
 bool sameLayout(const Piece &a, const Piece &b);
 
 /// How an op runs: degrees per loop, and for each slot the task of every

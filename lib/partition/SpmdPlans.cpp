@@ -194,23 +194,16 @@ std::optional<std::string> SpmdPartitioner::checkPlan(linalg::LinalgOp op,
       if (!accessBox(nest.gather->tableMap(), nest.sizes, plan.degrees, task,
                      nest.gather->tableType().getShape()))
         return std::string("the table it looks up is read past its end");
-  bool reductionSplit = false;
   for (auto [l, degree] : llvm::enumerate(plan.degrees)) {
-    if (degree == 1)
+    if (degree == 1 || nest.iterators[l] == utils::IteratorType::reduction)
       continue;
-    if (nest.iterators[l] == utils::IteratorType::reduction) {
-      reductionSplit = true;
-      continue;
-    }
     for (OpOperand &init : op.getDpsInitsMutable())
       if (!op.getMatchingIndexingMap(&init).isFunctionOfDim(l))
         return "parallel loop " + std::to_string(l) +
                " is split but does not index output " +
                std::to_string(init.getOperandNumber() - op.getNumDpsInputs());
   }
-  // A gather's tasks along its lookup loops yield zero where their row is
-  // elsewhere: partial sums.
-  if (reductionSplit && !nest.gather && !combinerOf(op))
+  if (splitsUncombinablePartials(op, plan.degrees))
     return std::string("a reduction loop is split but the op's partial "
                        "results cannot be combined (not a sum, max or min "
                        "of one output)");

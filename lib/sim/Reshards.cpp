@@ -552,9 +552,23 @@ void Simulator::buildEdge(int edgeId) {
             break;
           }
       }
+      // A gradient zero outside its pieces needs of the target only the
+      // part inside them: a copy an earlier part's steps made of that part
+      // serves too, with zeros for the rest (the partitioner plans from
+      // every piece of the gradient, those copies too).
+      bool fromNonzeroPart = false;
+      if (!from && !sumLayout && adjointPieces.empty()) {
+        layout::Layout needed = layout::nonzeroPart(target, gradients.pieces);
+        for (const PlanCache::Copy &copy : partsMade)
+          if (layout::contains(copy.layout, needed)) {
+            from = &copy;
+            fromNonzeroPart = true;
+            break;
+          }
+      }
       const layout::ReshardPlan &plan =
           from        ? planFor(shape, {from->layout}, target,
-                                /*zerosElsewhere=*/false)
+                                /*zerosElsewhere=*/fromNonzeroPart)
           : sumLayout ? planFor(shape, {*sumLayout}, target,
                                 /*zerosElsewhere=*/true)
           : !adjointPieces.empty()

@@ -356,12 +356,14 @@ const Simulator::Placement &Simulator::placement(int node) {
                 p->shard, p->ranges.data() + at + p->accessAt[a]);
   };
   std::vector<int64_t> lo(numLoops, 0);
+  bool splitsReduction = false;
+  if (!Strategy::isReplicated(config))
+    for (size_t l = 0; l < numLoops; ++l)
+      splitsReduction |=
+          n.loopKinds[l] == DimKind::Reduction && config.degrees[l] > 1;
   // A split of a reduction whose partial results could not be combined:
   // the partitioner runs the op whole everywhere instead.
-  bool refused = false;
-  if (n.partialsUncombinable && !Strategy::isReplicated(config))
-    for (size_t l = 0; l < numLoops; ++l)
-      refused |= n.loopKinds[l] == DimKind::Reduction && config.degrees[l] > 1;
+  bool refused = splitsReduction && n.partialsUncombinable;
   if (Strategy::isReplicated(config) || wholeViews[node] || refused) {
     p->replicated = true;
     p->shard.assign(n.loopSizes.begin(), n.loopSizes.begin() + numLoops);
@@ -373,9 +375,7 @@ const Simulator::Placement &Simulator::placement(int node) {
     std::vector<int64_t> sizes(n.loopSizes.begin(),
                                n.loopSizes.begin() + numLoops);
     p->shard = config.shardSizes(sizes);
-    for (size_t l = 0; l < numLoops; ++l)
-      if (n.loopKinds[l] == DimKind::Reduction && config.degrees[l] > 1)
-        p->splitsReduction = true;
+    p->splitsReduction = splitsReduction;
     // Partial results on distinct devices are left for the readers to
     // combine, but for a max or min, which its devices complete at once.
     if (p->splitsReduction && !n.completesPartials) {

@@ -371,13 +371,7 @@ inline bool isView(const OpNode &n) {
 inline bool sameLayout(const layout::Layout &a, const layout::Layout &b) {
   if (a.blocks != b.blocks || a.partial != b.partial)
     return false;
-  if (!a.partial)
-    return true;
-  for (size_t i = 0; i < a.tasks.size(); ++i)
-    for (size_t j = i + 1; j < a.tasks.size(); ++j)
-      if ((a.tasks[i] == a.tasks[j]) != (b.tasks[i] == b.tasks[j]))
-        return false;
-  return true;
+  return !a.partial || layout::sameCopies(a.tasks, b.tasks);
 }
 
 /// Reshard plans by their arguments (Simulator::planFor).

@@ -798,3 +798,53 @@ TEST(Layout, OverlappingPartialsSendOnlyTheOverlaps) {
   ASSERT_EQ(kinds(toOne), std::vector<StepKind>{StepKind::SendRecvCombine});
   EXPECT_EQ(toOne.steps[0].bytes, 4 * 2 * 6 * 10 * 4);
 }
+
+TEST(Layout, PartialsAddWhereTheyLieWhicheverTasksMadeThem) {
+  // Devices [1, 0] hold tasks 0 and 1 of one reduction, [0, 1] those of
+  // another: each device holds a distinct partial in both.
+  EXPECT_TRUE(
+      sameCopies(std::vector<int64_t>{1, 0}, std::vector<int64_t>{0, 1}));
+  // Copies of one partial on devices 0 and 1 in one, distinct in the other.
+  EXPECT_FALSE(
+      sameCopies(std::vector<int64_t>{0, 0, 1}, std::vector<int64_t>{0, 1, 2}));
+  EXPECT_TRUE(
+      sameCopies(std::vector<int64_t>{0, 0, 1}, std::vector<int64_t>{3, 3, 2}));
+}
+
+TEST(Layout, GradientsZeroElsewhereNeedOnlyTheirNonzeroPart) {
+  // A strided convolution's input gradient: partial sums of rows 0-4 of a
+  // 4x6 tensor on both devices; a reader of rows 0-1 and one of rows 2-5.
+  Layout partial;
+  partial.blocks = {block({0, 0}, {5, 6}), block({0, 0}, {5, 6})};
+  partial.partial = Combine::Sum;
+  partial.tasks = {0, 1};
+  Layout target;
+  target.blocks = {block({0, 0}, {2, 6}), block({2, 0}, {4, 6})};
+  Layout needed = nonzeroPart(target, {partial});
+  EXPECT_EQ(needed.blocks[0], block({0, 0}, {2, 6}));
+  EXPECT_EQ(needed.blocks[1], block({2, 0}, {3, 6}));
+  // All-reduced, then each device cuts its block out with zeros after the
+  // rows the gradient has: the copy readers reuse is the all-reduce's
+  // result, not the local cut.
+  TensorShape t = f32({6, 6});
+  Layout one;
+  one.blocks = {block({0, 0}, {6, 6}), std::nullopt};
+  ReshardPlan plan = planReshard(t, {partial}, one, /*zerosElsewhere=*/true);
+  ASSERT_FALSE(plan.steps.empty());
+  ASSERT_EQ(kinds(plan), (std::vector<StepKind>{StepKind::AllReduce,
+                                                StepKind::HaloExchange}));
+  int kept = communicatedStep(plan);
+  ASSERT_GE(kept, 0);
+  EXPECT_EQ(plan.steps[kept].kind, StepKind::AllReduce);
+  EXPECT_EQ(communicatedLayout(plan)->blocks[1], block({0, 0}, {5, 6}));
+  // A plan of local steps alone keeps what it assembled.
+  Layout halves;
+  halves.blocks = {block({0, 0}, {3, 6}), std::nullopt};
+  Layout others;
+  others.blocks = {block({3, 0}, {3, 6}), std::nullopt};
+  ReshardPlan local = planReshard(t, {halves, others}, one);
+  ASSERT_EQ(local.steps.size(), 1u);
+  for (const Transfer &transfer : local.steps[0].transfers)
+    EXPECT_EQ(transfer.from, transfer.to);
+  EXPECT_EQ(communicatedStep(local), 0);
+}

@@ -25,6 +25,21 @@ namespace soap {
 /// not a sum, max or min of the output.
 std::optional<ReductionKind> combinerOf(mlir::linalg::LinalgOp op);
 
+/// Whether the partial results of `op`'s tasks, were a reduction loop of it
+/// split, could not be combined: it reduces, its body is not a sum, max or
+/// min of one output (a max that also yields its index, torch-mlir's
+/// aten.max.dim), and it is no gather (whose tasks along the lookup loops
+/// yield partial sums). The partitioner runs such a split whole on every
+/// device instead (checkPlan), its gradient runs whole too (autodiff), and
+/// the simulator places both so (OpNode::partialsUncombinable).
+bool hasUncombinablePartials(mlir::linalg::LinalgOp op);
+
+/// Whether `degrees` (per loop of `op`, a gather's lookup loops after its
+/// own) splits a reduction loop of `op` whose partial results could not be
+/// combined (hasUncombinablePartials).
+bool splitsUncombinablePartials(mlir::linalg::LinalgOp op,
+                                llvm::ArrayRef<int64_t> degrees);
+
 /// Whether a split of `op`'s reduction loops completes its partial results
 /// at once, on the op's devices, instead of leaving them for the readers to
 /// combine: a max or min (its gradient compares the input with the complete

@@ -76,6 +76,21 @@ struct Layout {
                       int dim, const std::vector<int> &group);
 };
 
+/// Whether two partial layouts' task ids (per device, as Layout::tasks)
+/// say the same copies: two devices hold copies of one partial in `a`
+/// exactly when they do in `b`. Partial sums in such layouts (and equal
+/// blocks) add up where they are, whichever tasks made them.
+template <typename TasksA, typename TasksB>
+bool sameCopies(const TasksA &a, const TasksB &b) {
+  if (a.size() != b.size())
+    return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    for (size_t j = i + 1; j < a.size(); ++j)
+      if ((a[i] == a[j]) != (b[i] == b[j]))
+        return false;
+  return true;
+}
+
 /// A tensor's global shape and element size.
 struct TensorShape {
   std::vector<int64_t> shape;
@@ -181,9 +196,15 @@ struct ReshardPlan {
   std::string str() const;
 };
 
-/// What a plan's communication made: the result of its last step that is
-/// not a local slice (readers reuse it as a copy of the value); none when
-/// nothing moved.
+/// The step whose result readers reuse as a copy of the value: the last
+/// one that moves elements between devices (not a local slice, nor
+/// transfers that all stay on their device, as a block cut out of what a
+/// collective left, zeros around it); where none does, the last one that
+/// is not a local slice (a block assembled from the pieces a device
+/// holds); -1 when every step is a local slice.
+int communicatedStep(const ReshardPlan &plan);
+
+/// The result of communicatedStep; none when it is -1.
 const Layout *communicatedLayout(const ReshardPlan &plan);
 
 /// Plans how `tensor`, held as `pieces` (copies in different layouts; at
@@ -270,6 +291,13 @@ bool isGridLayout(const Layout &held, const std::vector<int64_t> &shape);
 /// tensor on every device.
 Layout completedZerosElsewhere(const std::vector<Layout> &pieces,
                                const std::vector<int64_t> &shape);
+
+/// What a reader of a value that is zero outside `pieces` needs of
+/// `target`: each block cut to the smallest box around every block of the
+/// pieces (none where it misses that box). A copy that holds this much
+/// serves the reader with zeros for the rest (a strided convolution's input
+/// gradient, nonzero only in the rows the convolution reads).
+Layout nonzeroPart(const Layout &target, const std::vector<Layout> &pieces);
 
 /// Whether training state updated in `held` stays there across steps (the
 /// partitioner's soap.shard, the simulator's parameter readers at the
