@@ -57,6 +57,15 @@ std::optional<Block> Block::intersect(const Block &other) const {
   return common;
 }
 
+void Block::extendTo(const Block &other) {
+  for (size_t i = 0; i < offsets.size(); ++i) {
+    int64_t end =
+        std::max(offsets[i] + sizes[i], other.offsets[i] + other.sizes[i]);
+    offsets[i] = std::min(offsets[i], other.offsets[i]);
+    sizes[i] = end - offsets[i];
+  }
+}
+
 std::string Block::str() const {
   std::ostringstream os;
   os << '[';
@@ -247,13 +256,7 @@ std::optional<Layout> combinedLayout(const std::vector<Layout> &pieces) {
         mine = block;
         continue;
       }
-      // The box around both.
-      for (size_t i = 0; i < block.offsets.size(); ++i) {
-        int64_t end = std::max(mine->offsets[i] + mine->sizes[i],
-                               block.offsets[i] + block.sizes[i]);
-        mine->offsets[i] = std::min(mine->offsets[i], block.offsets[i]);
-        mine->sizes[i] = end - mine->offsets[i];
-      }
+      mine->extendTo(block);
     }
   }
   if (!partial)
@@ -300,17 +303,10 @@ Layout nonzeroPart(const Layout &target, const std::vector<Layout> &pieces) {
     for (const std::optional<Block> &block : piece.blocks) {
       if (!block)
         continue;
-      if (!bounds) {
+      if (bounds)
+        bounds->extendTo(*block);
+      else
         bounds = block;
-        continue;
-      }
-      for (size_t d = 0; d < block->sizes.size(); ++d) {
-        int64_t lo = std::min(bounds->offsets[d], block->offsets[d]);
-        int64_t hi = std::max(bounds->offsets[d] + bounds->sizes[d],
-                              block->offsets[d] + block->sizes[d]);
-        bounds->offsets[d] = lo;
-        bounds->sizes[d] = hi - lo;
-      }
     }
   Layout part;
   part.blocks.resize(target.numDevices());
@@ -331,17 +327,10 @@ Layout completedZerosElsewhere(const std::vector<Layout> &pieces,
       if (!block)
         continue;
       std::optional<Block> &box = around.blocks[d];
-      if (!box) {
+      if (box)
+        box->extendTo(*block);
+      else
         box = *block;
-        continue;
-      }
-      for (size_t i = 0; i < shape.size(); ++i) {
-        int64_t lo = std::min(box->offsets[i], block->offsets[i]);
-        int64_t hi = std::max(box->offsets[i] + box->sizes[i],
-                              block->offsets[i] + block->sizes[i]);
-        box->offsets[i] = lo;
-        box->sizes[i] = hi - lo;
-      }
     }
   // Dimensions along which every holder has the same range are not split.
   for (size_t i = 0; i < shape.size(); ++i) {

@@ -37,6 +37,8 @@ struct Block {
   bool overlaps(const Block &other) const;
   /// The common part of the two blocks; none when they do not meet.
   std::optional<Block> intersect(const Block &other) const;
+  /// Grows this block to the smallest box around it and `other`.
+  void extendTo(const Block &other);
   bool operator==(const Block &other) const {
     return offsets == other.offsets && sizes == other.sizes;
   }
