@@ -538,33 +538,29 @@ void Simulator::buildEdge(int edgeId) {
         copyMadeBy.push_back(copy.madeBy);
       }
     }
+    // The first copy in `copies` that holds `wanted`.
+    auto holding = [](const std::vector<PlanCache::Copy> *copies,
+                      const layout::Layout &wanted) -> const PlanCache::Copy * {
+      if (copies)
+        for (const PlanCache::Copy &copy : *copies)
+          if (layout::contains(copy.layout, wanted))
+            return &copy;
+      return nullptr;
+    };
     for (size_t k = 0; k < blocks.pieces.size(); ++k) {
       const layout::Layout &target = blocks.pieces[k];
-      const PlanCache::Copy *from = nullptr;
-      for (const std::vector<PlanCache::Copy> *made :
-           std::array<const std::vector<PlanCache::Copy> *, 2>{&partsMade,
-                                                               adjointCopies}) {
-        if (!made || from)
-          continue;
-        for (const PlanCache::Copy &copy : *made)
-          if (layout::contains(copy.layout, target)) {
-            from = &copy;
-            break;
-          }
-      }
+      const PlanCache::Copy *from = holding(&partsMade, target);
+      if (!from)
+        from = holding(adjointCopies, target);
       // A gradient zero outside its pieces needs of the target only the
       // part inside them: a copy an earlier part's steps made of that part
       // serves too, with zeros for the rest (the partitioner plans from
       // every piece of the gradient, those copies too).
       bool fromNonzeroPart = false;
       if (!from && !sumLayout && adjointPieces.empty()) {
-        layout::Layout needed = layout::nonzeroPart(target, gradients.pieces);
-        for (const PlanCache::Copy &copy : partsMade)
-          if (layout::contains(copy.layout, needed)) {
-            from = &copy;
-            fromNonzeroPart = true;
-            break;
-          }
+        from =
+            holding(&partsMade, layout::nonzeroPart(target, gradients.pieces));
+        fromNonzeroPart = from != nullptr;
       }
       const layout::ReshardPlan &plan =
           from        ? planFor(shape, {from->layout}, target,
