@@ -228,6 +228,71 @@ bool contains(const Layout &held, const Layout &target) {
   return true;
 }
 
+std::optional<SharedCompletion>
+completeSharedPartials(const std::vector<Layout> &pieces) {
+  if (pieces.size() < 2 ||
+      std::any_of(pieces.begin(), pieces.end(),
+                  [](const Layout &piece) { return !piece.partial; }))
+    return std::nullopt;
+  int numDevices = pieces.front().numDevices();
+  SharedCompletion done;
+  auto groupOf = [&](const Block &block) -> int {
+    for (size_t g = 0; g < done.groups.size(); ++g)
+      if (done.groups[g].block == block)
+        return static_cast<int>(g);
+    return -1;
+  };
+  for (size_t p = 0; p < pieces.size(); ++p)
+    for (int d = 0; d < numDevices; ++d) {
+      const std::optional<Block> &block = pieces[p].blocks[d];
+      if (!block)
+        continue;
+      int g = groupOf(*block);
+      if (g < 0) {
+        for (const SharedCompletion::Group &other : done.groups)
+          if (other.block.overlaps(*block))
+            return std::nullopt;
+        g = static_cast<int>(done.groups.size());
+        done.groups.push_back({*block, {}, {}});
+      }
+      SharedCompletion::Group &group = done.groups[g];
+      group.partials.emplace_back(static_cast<int>(p), d);
+      if (std::find(group.devices.begin(), group.devices.end(), d) ==
+          group.devices.end())
+        group.devices.push_back(d);
+    }
+  for (SharedCompletion::Group &group : done.groups) {
+    std::sort(group.devices.begin(), group.devices.end());
+    if (group.devices.size() < 2)
+      group.devices.clear();
+  }
+  for (const Layout &piece : pieces) {
+    Layout complete;
+    complete.blocks.resize(numDevices);
+    std::vector<int> groups(numDevices, -1);
+    bool any = false;
+    for (int d = 0; d < numDevices; ++d) {
+      const std::optional<Block> &block = piece.blocks[d];
+      if (!block)
+        continue;
+      int g = groupOf(*block);
+      bool earlier = false;
+      for (const std::vector<int> &kept : done.groupOf)
+        earlier |= kept[d] == g;
+      if (earlier)
+        continue;
+      complete.blocks[d] = block;
+      groups[d] = g;
+      any = true;
+    }
+    if (!any)
+      continue;
+    done.pieces.push_back(std::move(complete));
+    done.groupOf.push_back(std::move(groups));
+  }
+  return done;
+}
+
 std::optional<Layout> combinedLayout(const std::vector<Layout> &pieces) {
   if (pieces.empty())
     return std::nullopt;

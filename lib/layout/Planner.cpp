@@ -324,6 +324,29 @@ bool Planner::trySendRecv(const Layout &current,
   return true;
 }
 
+bool Planner::tryLocalParts() {
+  if (pieces.size() < 2)
+    return false;
+  Step step;
+  step.kind = StepKind::HaloExchange;
+  for (int u : target.holders()) {
+    const Block &want = *target.blocks[u];
+    auto holds = [&](const Layout &piece) {
+      return !piece.partial && piece.blocks[u] &&
+             piece.blocks[u]->contains(want);
+    };
+    auto it = std::find_if(pieces.begin(), pieces.end(), holds);
+    if (it == pieces.end())
+      return false;
+    step.transfers.push_back(
+        {u, u, static_cast<int>(it - pieces.begin()), want});
+  }
+  step.result = target;
+  plan.piece = -1;
+  push(std::move(step));
+  return true;
+}
+
 void Planner::allReduceWhole() {
   Step step;
   step.kind = StepKind::AllReduceWhole;
@@ -423,6 +446,8 @@ ReshardPlan Planner::run() {
       slice();
       return plan;
     }
+  if (tryLocalParts())
+    return plan;
   // Start from the first piece (the producer's); several partial pieces
   // (an op that runs several tasks per device) combine as a whole.
   int partialPieces = 0;

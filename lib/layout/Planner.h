@@ -48,6 +48,10 @@ private:
   /// moves less than the whole tensor (SendRecvCombine).
   bool trySendRecvCombine(Layout &current);
   void allReduceWhole();
+  /// Each device's target block inside a complete block it holds in some
+  /// piece (copies earlier readers made in other layouts): local copies,
+  /// nothing moves.
+  bool tryLocalParts();
 
   void push(Step step) { plan.steps.push_back(std::move(step)); }
   /// The LocalSum step of several partial pieces, when each device holds

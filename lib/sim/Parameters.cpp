@@ -14,7 +14,8 @@
 //   updated in place, so the update adds no work to the gather's backward.
 // - One reader whose gradient the partitioner cannot update where it is
 //   (a device computes two blocks that are not one box, or blocks of
-//   different sizes: layout::combinedLayout, layout::isGridLayout; or
+//   different sizes: layout::combinedLayout, layout::isGridLayout, of
+//   partial sums in several slots once completed where they are; or
 //   blocks that leave part of it uncovered, zero there): the gradient goes
 //   whole to every device, as lib/layout plans it, and each updates the
 //   whole parameter, which stays whole everywhere.
@@ -59,8 +60,14 @@ bool Simulator::buildGatheredParameter(int tensorId) {
   SlotLayouts permuted;
   const SlotLayouts &gradients =
       readerGradients(readers[0].first, readers[0].second, permuted);
-  std::optional<layout::Layout> combined =
-      layout::combinedLayout(gradients.pieces);
+  // Partial sums in several slots complete after the gradient op, block
+  // by block where they are (layout::completeSharedPartials), as the
+  // partitioner completes them; then the complete blocks decide.
+  std::optional<layout::SharedCompletion> completion =
+      layout::completeSharedPartials(gradients.pieces);
+  const std::vector<layout::Layout> &pieces =
+      completion ? completion->pieces : gradients.pieces;
+  std::optional<layout::Layout> combined = layout::combinedLayout(pieces);
   if (combined && layout::isGridLayout(*combined, tensor.shape))
     return false;
   // Complete blocks (partial sums are synchronized as shared parameters
@@ -69,7 +76,7 @@ bool Simulator::buildGatheredParameter(int tensorId) {
   // partitioner, finding no layout those blocks tile, makes it whole on
   // every device too.
   std::set<std::pair<std::vector<int64_t>, std::vector<int64_t>>> blocks;
-  for (const layout::Layout &piece : gradients.pieces) {
+  for (const layout::Layout &piece : pieces) {
     if (piece.partial)
       return false;
     for (const std::optional<layout::Block> &block : piece.blocks)
@@ -85,7 +92,7 @@ bool Simulator::buildGatheredParameter(int tensorId) {
   bool zerosElsewhere = covered < tensor.numElements();
   int numDevices = machine.numDevices();
   if (zerosElsewhere &&
-      layout::completedZerosElsewhere(gradients.pieces, tensor.shape).blocks !=
+      layout::completedZerosElsewhere(pieces, tensor.shape).blocks !=
           layout::Layout::everywhere(tensor.shape, numDevices).blocks)
     return false;
   // The update runs whole on every device, which the gradient reaches as
@@ -93,15 +100,26 @@ bool Simulator::buildGatheredParameter(int tensorId) {
   // everywhere.
   layout::TensorShape shape{tensor.shape, tensor.elementBytes};
   std::vector<std::vector<int>> steps;
+  auto gradientBy = [&](int piece, int device) {
+    int t = gradients.task[piece][device];
+    return t < 0 ? std::vector<int>{}
+                 : std::vector<int>{nodeTasks[node].bwd[t]};
+  };
+  std::vector<std::vector<int>> completedBy;
+  if (completion)
+    completedBy =
+        addCompletionTasks(*completion, shape, TaskKey{4, tensorId, 3, 0, 0, 0},
+                           gradientBy, steps);
   const layout::ReshardPlan &plan = planFor(
-      shape, gradients.pieces,
-      layout::Layout::everywhere(tensor.shape, numDevices), zerosElsewhere);
+      shape, pieces, layout::Layout::everywhere(tensor.shape, numDevices),
+      zerosElsewhere);
   std::vector<std::vector<int>> ready = addPlanTasks(
       plan, /*forward=*/false, TaskKey{4, tensorId, 3, 0, 0, 0},
       [&](int piece, int device) {
-        int t = gradients.task[piece][device];
-        return t < 0 ? std::vector<int>{}
-                     : std::vector<int>{nodeTasks[node].bwd[t]};
+        if (!completion)
+          return gradientBy(piece, device);
+        int g = completion->groupOf[piece][device];
+        return g < 0 ? std::vector<int>{} : completedBy[g];
       },
       tensor.elementBytes, steps);
   std::vector<int> updateIds;

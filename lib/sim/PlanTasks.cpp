@@ -311,6 +311,34 @@ Simulator::addPlanTasks(const layout::ReshardPlan &plan, bool forward,
   return ready;
 }
 
+std::vector<std::vector<int>>
+Simulator::addCompletionTasks(const layout::SharedCompletion &completion,
+                              const layout::TensorShape &shape, TaskKey base,
+                              const SourceTask &sourceOf,
+                              std::vector<std::vector<int>> &groups) {
+  base[0] += 8 * static_cast<int32_t>(1 + groups.size());
+  std::vector<std::vector<int>> complete;
+  std::vector<int> ids;
+  for (size_t g = 0; g < completion.groups.size(); ++g) {
+    const layout::SharedCompletion::Group &group = completion.groups[g];
+    std::vector<int> preds;
+    for (auto [piece, device] : group.partials)
+      for (int id : sourceOf(piece, device))
+        preds.push_back(id);
+    if (!group.devices.empty()) {
+      base[4] = static_cast<int32_t>(g);
+      int id = addCollective(CollectiveKind::AllReduce, base,
+                             shape.bytes(group.block), group.devices, preds);
+      ids.push_back(id);
+      preds = {id};
+    }
+    complete.push_back(std::move(preds));
+  }
+  if (!ids.empty())
+    groups.push_back(std::move(ids));
+  return complete;
+}
+
 /// What the communication task with key `key` moves (CommStep::what).
 static std::string describeTask(const OpGraph &graph, const TaskKey &key) {
   auto op = [&](int node) {

@@ -538,6 +538,23 @@ void Simulator::buildEdge(int edgeId) {
         copyMadeBy.push_back(copy.madeBy);
       }
     }
+    // Partial sums in several slots (a gradient that splits a reduction
+    // with several tasks on a device) complete at the reader, block by
+    // block on the devices that hold partials of it, as the partitioner
+    // completes them after such an op (layout::completeSharedPartials);
+    // then the complete blocks move.
+    std::optional<layout::SharedCompletion> completion;
+    if (!fromAdjoint && !viaReader && slices.empty() && !onHolders &&
+        !sumLayout && sharing.empty() && adjointPieces.empty())
+      completion = layout::completeSharedPartials(gradients.pieces);
+    std::vector<std::vector<int>> completedBy;
+    if (completion)
+      completedBy = addCompletionTasks(
+          *completion, shape,
+          TaskKey{3, producer, consumer, static_cast<int32_t>(ca), 0, 0},
+          gradientBy, groupsOfEdge);
+    const std::vector<layout::Layout> &gradientPieces =
+        completion ? completion->pieces : gradients.pieces;
     // The first copy in `copies` that holds `wanted`.
     auto holding = [](const std::vector<PlanCache::Copy> *copies,
                       const layout::Layout &wanted) -> const PlanCache::Copy * {
@@ -558,8 +575,7 @@ void Simulator::buildEdge(int edgeId) {
       // every piece of the gradient, those copies too).
       bool fromNonzeroPart = false;
       if (!from && !sumLayout && adjointPieces.empty()) {
-        from =
-            holding(&partsMade, layout::nonzeroPart(target, gradients.pieces));
+        from = holding(&partsMade, layout::nonzeroPart(target, gradientPieces));
         fromNonzeroPart = from != nullptr;
       }
       const layout::ReshardPlan &plan =
@@ -569,10 +585,14 @@ void Simulator::buildEdge(int edgeId) {
                                 /*zerosElsewhere=*/true)
           : !adjointPieces.empty()
               ? planFor(shape, adjointPieces, target, /*zerosElsewhere=*/false)
-              : planFor(shape, gradients.pieces, target,
+              : planFor(shape, gradientPieces, target,
                         /*zerosElsewhere=*/true);
       size_t own = gradients.pieces.size();
       auto adjointBy = [&](int piece, int device) -> std::vector<int> {
+        if (completion) {
+          int g = completion->groupOf[piece][device];
+          return g < 0 ? std::vector<int>{} : completedBy[g];
+        }
         return static_cast<size_t>(piece) < own
                    ? gradientBy(piece, device)
                    : copyMadeBy[piece - own][device];

@@ -318,3 +318,80 @@ TEST(Layout, GradientsZeroElsewhereNeedOnlyTheirNonzeroPart) {
     EXPECT_EQ(transfer.from, transfer.to);
   EXPECT_EQ(communicatedStep(local), 0);
 }
+
+TEST(Layout, SlotPartialsCompleteBlockByBlock) {
+  // Four tasks of a product on devices [0, 1, 1, 0] that split its
+  // reduction: each device holds partial sums of rows 0-3 in its first
+  // slot and of rows 4-7 in its second.
+  Layout first, second;
+  first.blocks = {block({0, 0}, {4, 8}), block({0, 0}, {4, 8})};
+  second.blocks = {block({4, 0}, {4, 8}), block({4, 0}, {4, 8})};
+  for (Layout *l : {&first, &second}) {
+    l->partial = Combine::Sum;
+    l->tasks = {0, 1};
+  }
+  std::optional<SharedCompletion> done =
+      completeSharedPartials({first, second});
+  ASSERT_TRUE(done);
+  ASSERT_EQ(done->groups.size(), 2u);
+  EXPECT_EQ(done->groups[0].block, block({0, 0}, {4, 8}));
+  EXPECT_EQ(done->groups[0].devices, (std::vector<int>{0, 1}));
+  EXPECT_EQ(done->groups[1].devices, (std::vector<int>{0, 1}));
+  ASSERT_EQ(done->pieces.size(), 2u);
+  EXPECT_FALSE(done->pieces[0].partial);
+  EXPECT_EQ(done->groupOf[1], (std::vector<int>{1, 1}));
+  // Two slots of one block on device 0 add up there (no group to
+  // all-reduce when only it holds the block); the second slot's copy goes.
+  Layout again = first;
+  again.blocks[1] = std::nullopt;
+  Layout only = again;
+  done = completeSharedPartials({again, only});
+  ASSERT_TRUE(done);
+  ASSERT_EQ(done->groups.size(), 1u);
+  EXPECT_TRUE(done->groups[0].devices.empty());
+  EXPECT_EQ(done->groups[0].partials.size(), 2u);
+  EXPECT_EQ(done->pieces.size(), 1u);
+  // Blocks that overlap without being equal (windows) are left to the
+  // readers' reshards.
+  Layout window = first;
+  window.blocks[1] = block({2, 0}, {4, 8});
+  EXPECT_FALSE(completeSharedPartials({window, second}));
+  // One piece, or a complete one: nothing to complete here.
+  EXPECT_FALSE(completeSharedPartials({first}));
+  EXPECT_FALSE(
+      completeSharedPartials({first, Layout::split({8, 8}, 2, 0, {0, 1})}));
+}
+
+TEST(Layout, EachDeviceTakesItsBlockFromAnyCopy) {
+  // A value whole on device 0 that two readers broadcast in halves to
+  // devices 0-2: a reader of rows 4-7 on device 1 and 0-3 on device 2
+  // finds each block in one of the copies, and nothing moves.
+  TensorShape t = f32({8, 8});
+  Layout whole = Layout::whole(t.shape, 3, {0});
+  Layout top = Layout::whole(t.shape, 3, {0, 1, 2});
+  Layout bottom = top;
+  for (auto &b : top.blocks)
+    b = block({0, 0}, {4, 8});
+  for (auto &b : bottom.blocks)
+    b = block({4, 0}, {4, 8});
+  Layout target;
+  target.blocks = {std::nullopt, block({4, 0}, {4, 8}), block({0, 0}, {4, 8})};
+  std::vector<Layout> pieces = {whole, top, bottom};
+  ReshardPlan plan = planReshard(t, pieces, target);
+  ASSERT_EQ(plan.steps.size(), 1u);
+  EXPECT_EQ(plan.steps[0].bytes, 0);
+  for (const Transfer &transfer : plan.steps[0].transfers)
+    EXPECT_EQ(transfer.from, transfer.to);
+  Interpreter interpreter(t);
+  std::vector<std::vector<Values>> data;
+  for (const Layout &piece : pieces)
+    data.push_back(interpreter.fill(piece, 1));
+  std::vector<Values> result = interpreter.run(plan, pieces, data);
+  for (int d : target.holders())
+    interpreter.forEach(*target.blocks[d], [&](int64_t flat) {
+      EXPECT_NEAR(result[d][flat], Interpreter::truth(flat), 1e-9);
+    });
+  // A block no device holds whole in one copy still moves.
+  target.blocks[2] = block({2, 0}, {4, 8});
+  EXPECT_GT(planReshard(t, pieces, target).steps.back().bytes, 0);
+}

@@ -212,14 +212,15 @@ const Layout *communicatedLayout(const ReshardPlan &plan);
 /// Plans how `tensor`, held as `pieces` (copies in different layouts; at
 /// least one), reaches `target` (non-partial; devices without a block need
 /// nothing). Every piece must have target.numDevices() devices. Preference:
-/// a piece that already holds the target (no step), a local slice, the
-/// collective that fits (reduce-scatter, grouped all-reduce, all-to-all,
-/// all-gather along one dimension per step, broadcast), point-to-point
-/// transfers of exactly the blocks that are missing, and only for partial
-/// results no regular collective fits, AllReduceWhole. Readers of one range
-/// of a tensor (a slice) that would need point-to-point transfers get the
-/// collective of the whole range along the dimensions they all read alike,
-/// then a local slice, when one fits; readers that all read one range
+/// a piece that already holds the target (no step), a local slice, each
+/// device's block copied out of whichever complete piece holds it there,
+/// the collective that fits (reduce-scatter, grouped all-reduce,
+/// all-to-all, all-gather along one dimension per step, broadcast),
+/// point-to-point transfers of exactly the blocks that are missing, and
+/// only for partial results no regular collective fits, AllReduceWhole. Readers
+/// of one range of a tensor (a slice) that would need point-to-point transfers
+/// get the collective of the whole range along the dimensions they all read
+/// alike, then a local slice, when one fits; readers that all read one range
 /// along some dimensions (a pad's interior) get that range alone
 /// re-split, each device slicing it out of its piece first, when that
 /// moves less (or as much without point-to-point transfers); partial
@@ -300,6 +301,37 @@ Layout completedZerosElsewhere(const std::vector<Layout> &pieces,
 /// serves the reader with zeros for the rest (a strided convolution's input
 /// gradient, nonzero only in the rows the convolution reads).
 Layout nonzeroPart(const Layout &target, const std::vector<Layout> &pieces);
+
+/// Partial sums of an op with several tasks on a device, in several pieces
+/// (one per slot of its tasks), completed where they are as the
+/// partitioner does after such an op (SpmdPartitioner::
+/// completeSharedPartials): each distinct block on the devices that hold
+/// partials of it, added up on each device, then one all-reduce over those
+/// devices.
+struct SharedCompletion {
+  struct Group {
+    Block block;
+    /// The devices that hold partials of the block, in increasing order:
+    /// the all-reduce's group (none when only one device holds some).
+    std::vector<int> devices;
+    /// (piece, device) of every partial of the block.
+    std::vector<std::pair<int, int>> partials;
+  };
+  /// In order of first appearance (piece by piece, device by device).
+  std::vector<Group> groups;
+  /// The complete value: the pieces' blocks, a block a device holds in an
+  /// earlier piece left out of later ones, pieces left holding nothing
+  /// dropped.
+  std::vector<Layout> pieces;
+  /// [piece of `pieces`][device]: the group whose block it is, or -1.
+  std::vector<std::vector<int>> groupOf;
+};
+
+/// The completion of `pieces` (at least two, every one partial) where any
+/// two of their blocks are equal or disjoint; none otherwise (overlapping
+/// windows' partials, which their readers combine).
+std::optional<SharedCompletion>
+completeSharedPartials(const std::vector<Layout> &pieces);
 
 /// Whether training state updated in `held` stays there across steps (the
 /// partitioner's soap.shard, the simulator's parameter readers at the

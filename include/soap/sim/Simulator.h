@@ -38,6 +38,7 @@ class Machine;
 enum class CollectiveKind;
 namespace layout {
 struct Layout;
+struct SharedCompletion;
 struct ReshardPlan;
 struct TensorShape;
 } // namespace layout
@@ -312,6 +313,17 @@ private:
   addPlanTasks(const layout::ReshardPlan &plan, bool forward,
                const std::array<int32_t, 6> &base, const SourceTask &sourceOf,
                int64_t elementBytes, std::vector<std::vector<int>> &groups);
+  /// Adds the all-reduces that complete partial sums held in several
+  /// slots (layout::completeSharedPartials), one per group of devices, key
+  /// `base` with its fourth field the group, each after the tasks
+  /// `sourceOf` names for the group's partials; appends them as one group
+  /// to `groups`. Returns, per group of `completion`, the tasks after
+  /// which its block is complete.
+  std::vector<std::vector<int>>
+  addCompletionTasks(const layout::SharedCompletion &completion,
+                     const layout::TensorShape &shape,
+                     std::array<int32_t, 6> base, const SourceTask &sourceOf,
+                     std::vector<std::vector<int>> &groups);
   void linkForward(int node);
   void linkBackward(int node);
   /// Appends to the preds of each task `ids[i]` its dependencies from one
