@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <sstream>
+#include <tuple>
 
 namespace soap::layout {
 
@@ -228,6 +229,51 @@ bool contains(const Layout &held, const Layout &target) {
   return true;
 }
 
+Regrouping canonicalPieces(const std::vector<Layout> &pieces) {
+  Regrouping regrouped;
+  if (pieces.empty())
+    return regrouped;
+  int numDevices = pieces.front().numDevices();
+  bool partial = std::any_of(pieces.begin(), pieces.end(),
+                             [](const Layout &piece) { return piece.partial; });
+  if (partial) {
+    regrouped.pieces = pieces;
+    for (size_t k = 0; k < pieces.size(); ++k) {
+      regrouped.from.emplace_back(numDevices, -1);
+      for (int d = 0; d < numDevices; ++d)
+        if (pieces[k].blocks[d])
+          regrouped.from[k][d] = static_cast<int>(k);
+    }
+    return regrouped;
+  }
+  auto before = [](const Block &a, const Block &b) {
+    return std::tie(a.offsets, a.sizes) < std::tie(b.offsets, b.sizes);
+  };
+  for (int d = 0; d < numDevices; ++d) {
+    // The device's distinct blocks in order, each from its first piece.
+    std::vector<std::pair<Block, int>> held;
+    for (size_t p = 0; p < pieces.size(); ++p) {
+      const std::optional<Block> &block = pieces[p].blocks[d];
+      if (block && std::none_of(held.begin(), held.end(),
+                                [&](auto &h) { return h.first == *block; }))
+        held.emplace_back(*block, static_cast<int>(p));
+    }
+    std::stable_sort(held.begin(), held.end(), [&](auto &a, auto &b) {
+      return before(a.first, b.first);
+    });
+    for (size_t k = 0; k < held.size(); ++k) {
+      if (k == regrouped.pieces.size()) {
+        regrouped.pieces.emplace_back();
+        regrouped.pieces.back().blocks.resize(numDevices);
+        regrouped.from.emplace_back(numDevices, -1);
+      }
+      regrouped.pieces[k].blocks[d] = held[k].first;
+      regrouped.from[k][d] = held[k].second;
+    }
+  }
+  return regrouped;
+}
+
 std::optional<SharedCompletion>
 completeSharedPartials(const std::vector<Layout> &pieces) {
   if (pieces.size() < 2 ||
@@ -266,30 +312,21 @@ completeSharedPartials(const std::vector<Layout> &pieces) {
     if (group.devices.size() < 2)
       group.devices.clear();
   }
-  for (const Layout &piece : pieces) {
-    Layout complete;
-    complete.blocks.resize(numDevices);
+  // The complete pieces: each device's blocks once, regrouped.
+  std::vector<Layout> complete = pieces;
+  for (Layout &piece : complete) {
+    piece.partial.reset();
+    piece.tasks.clear();
+  }
+  Regrouping regrouped = canonicalPieces(complete);
+  for (size_t k = 0; k < regrouped.pieces.size(); ++k) {
     std::vector<int> groups(numDevices, -1);
-    bool any = false;
-    for (int d = 0; d < numDevices; ++d) {
-      const std::optional<Block> &block = piece.blocks[d];
-      if (!block)
-        continue;
-      int g = groupOf(*block);
-      bool earlier = false;
-      for (const std::vector<int> &kept : done.groupOf)
-        earlier |= kept[d] == g;
-      if (earlier)
-        continue;
-      complete.blocks[d] = block;
-      groups[d] = g;
-      any = true;
-    }
-    if (!any)
-      continue;
-    done.pieces.push_back(std::move(complete));
+    for (int d = 0; d < numDevices; ++d)
+      if (const std::optional<Block> &block = regrouped.pieces[k].blocks[d])
+        groups[d] = groupOf(*block);
     done.groupOf.push_back(std::move(groups));
   }
+  done.pieces = std::move(regrouped.pieces);
   return done;
 }
 

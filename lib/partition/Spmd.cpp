@@ -385,16 +385,27 @@ LogicalResult SpmdPartitioner::run() {
         return failure();
       continue;
     }
-    if (succeeded(partitionTransposedConv(op)))
+    // The pieces of an op with several tasks on a device, grouped alike
+    // whatever the order of its tasks.
+    auto regroup = [&] {
+      b.setInsertionPoint(op);
+      for (Value result : op->getResults())
+        regroupPieces(result, op->getLoc());
+    };
+    if (succeeded(partitionTransposedConv(op))) {
+      regroup();
       continue;
+    }
     if (succeeded(addDisjointParts(op)))
       continue;
     if (succeeded(deferSum(op)))
       continue;
     normalizeOperands(op);
     auto partitionable = dyn_cast<PartitionableOpInterface>(op);
-    if (partitionable && succeeded(partitionable.partition(*this)))
+    if (partitionable && succeeded(partitionable.partition(*this))) {
+      regroup();
       continue;
+    }
     if (!partitionable && isa<linalg::LinalgOp>(op))
       return op->emitError()
              << kPass << ": '" << op->getName()

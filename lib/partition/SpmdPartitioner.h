@@ -332,6 +332,14 @@ private:
   // Rewriting.
   void partitionLinalg(linalg::LinalgOp op, const LinalgLoops &nest,
                        const Plan &plan);
+  /// The complete pieces an op wrote with several tasks on a device (one
+  /// per slot) regrouped as layout::canonicalPieces says: each device's
+  /// k-th block in order of offsets in the k-th piece, so that what a
+  /// gradient op writes is grouped as the simulator groups the forward
+  /// op's gradient, whatever the order of the op's tasks. Nothing for
+  /// partial pieces, values readers rebuild, or pieces of different local
+  /// types.
+  void regroupPieces(Value original, Location loc);
   /// The partial results of a split reduction whose tasks share devices
   /// (`pieces`, one per slot), completed right after the op as the
   /// simulator prices it: per output block, the devices whose tasks wrote

@@ -113,11 +113,28 @@ Simulator::SlotLayouts Simulator::buildSlotLayouts(const Placement &p,
     }
     result.pieces[slot].blocks[device] = std::move(block);
   }
+  // Complete values that the op makes, grouped as the partitioner groups
+  // an op's pieces (layout::canonicalPieces), whatever the order of the
+  // tasks (a gradient op's follows its own loops); not what tasks read.
+  auto regrouped = [&](SlotLayouts slots) {
+    if (kind == SlotKind::Blocks || slots.pieces.size() < 2)
+      return slots;
+    layout::Regrouping canonical = layout::canonicalPieces(slots.pieces);
+    SlotLayouts grouped;
+    grouped.pieces = std::move(canonical.pieces);
+    for (const std::vector<int> &from : canonical.from) {
+      grouped.task.emplace_back(numDevices, -1);
+      for (int d = 0; d < numDevices; ++d)
+        if (from[d] >= 0)
+          grouped.task.back()[d] = slots.task[from[d]][d];
+    }
+    return grouped;
+  };
   // A replicated op's tasks compute the same gradient (copies, not partial
   // sums).
   if (kind == SlotKind::Blocks || p.replicated ||
       (kind == SlotKind::Produced && !p.partialOutputs))
-    return result;
+    return regrouped(std::move(result));
   // Gradients of elements read by several tasks add up, as do the outputs
   // of a split reduction's tasks.
   bool shared = false;
@@ -135,7 +152,7 @@ Simulator::SlotLayouts Simulator::buildSlotLayouts(const Placement &p,
       if (std::optional<SlotLayouts> joined =
               joinedOnHolders(p, access, result))
         return std::move(*joined);
-    return result;
+    return regrouped(std::move(result));
   }
   for (size_t slot = 0; slot < result.pieces.size(); ++slot) {
     layout::Layout &piece = result.pieces[slot];

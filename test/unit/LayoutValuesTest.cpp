@@ -395,3 +395,33 @@ TEST(Layout, EachDeviceTakesItsBlockFromAnyCopy) {
   target.blocks[2] = block({2, 0}, {4, 8});
   EXPECT_GT(planReshard(t, pieces, target).steps.back().bytes, 0);
 }
+
+TEST(Layout, PiecesOfSeveralTasksGroupByOffsets) {
+  // A gradient op whose tasks run in another order than the forward op's:
+  // device 0 computes rows 4-7 first, device 1 rows 0-3. Regrouped, the
+  // k-th piece holds each device's k-th block in order of offsets, as the
+  // forward op's order would have grouped them.
+  Layout first, second;
+  first.blocks = {block({4, 0}, {4, 8}), block({0, 0}, {4, 8})};
+  second.blocks = {block({0, 0}, {4, 8}), block({4, 0}, {4, 8})};
+  Regrouping regrouped = canonicalPieces({first, second});
+  ASSERT_EQ(regrouped.pieces.size(), 2u);
+  EXPECT_EQ(regrouped.pieces[0].blocks,
+            (std::vector<std::optional<Block>>{block({0, 0}, {4, 8}),
+                                               block({0, 0}, {4, 8})}));
+  EXPECT_EQ(regrouped.from[0], (std::vector<int>{1, 0}));
+  EXPECT_EQ(regrouped.from[1], (std::vector<int>{0, 1}));
+  // A block a device holds twice (copies) is kept once.
+  Layout copy = second;
+  copy.blocks[1] = std::nullopt;
+  regrouped = canonicalPieces({second, copy});
+  ASSERT_EQ(regrouped.pieces.size(), 1u);
+  EXPECT_EQ(regrouped.from[0], (std::vector<int>{0, 0}));
+  // Partial sums stay as they are.
+  Layout partial = first;
+  partial.partial = Combine::Sum;
+  partial.tasks = {0, 1};
+  regrouped = canonicalPieces({partial, second});
+  EXPECT_EQ(regrouped.pieces[0].blocks, partial.blocks);
+  EXPECT_EQ(regrouped.from[0], (std::vector<int>{0, 0}));
+}

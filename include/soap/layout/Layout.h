@@ -302,6 +302,23 @@ Layout completedZerosElsewhere(const std::vector<Layout> &pieces,
 /// gradient, nonzero only in the rows the convolution reads).
 Layout nonzeroPart(const Layout &target, const std::vector<Layout> &pieces);
 
+/// Complete pieces of one value (an op with several tasks on a device: a
+/// piece per slot of its tasks) regrouped so that piece k holds each
+/// device's k-th distinct block in order of offsets (a block a device holds
+/// in several pieces, a copy, once): a grouping that does not depend on
+/// the order of the op's tasks. A gradient op orders its tasks as its own
+/// loops run, the simulator as the forward op's do; both group the blocks
+/// so before planning from them.
+struct Regrouping {
+  std::vector<Layout> pieces;
+  /// [piece of `pieces`][device]: the piece of the input that holds the
+  /// block there, or -1.
+  std::vector<std::vector<int>> from;
+};
+/// The regrouping of `pieces`; the pieces as they are (from[k][d] == k)
+/// when any is partial.
+Regrouping canonicalPieces(const std::vector<Layout> &pieces);
+
 /// Partial sums of an op with several tasks on a device, in several pieces
 /// (one per slot of its tasks), completed where they are as the
 /// partitioner does after such an op (SpmdPartitioner::
@@ -319,9 +336,8 @@ struct SharedCompletion {
   };
   /// In order of first appearance (piece by piece, device by device).
   std::vector<Group> groups;
-  /// The complete value: the pieces' blocks, a block a device holds in an
-  /// earlier piece left out of later ones, pieces left holding nothing
-  /// dropped.
+  /// The complete value: the pieces' blocks, each device's once, grouped
+  /// as canonicalPieces groups them.
   std::vector<Layout> pieces;
   /// [piece of `pieces`][device]: the group whose block it is, or -1.
   std::vector<std::vector<int>> groupOf;
