@@ -263,6 +263,20 @@ static FailureOr<Value> spreadGradient(GradientBuilder &g, linalg::GenericOp op,
             });
         yieldAccumulated(nb, l, args[numInputs + 1], contribution, status);
       });
+  // The forward config, where it splits neither a window offset nor an
+  // output position a window reads (a batch or channel split of a
+  // depthwise convolution or a sum pooling): the gradient's loops are the
+  // forward loops, and each task computes the gradient of its block of the
+  // input where its forward task ran, as the simulator prices the op's
+  // backward task. Unset, the partitioner ran the gradient without a
+  // config, where its operands happened to be.
+  if (ConfigAttr config = g.forwardConfig) {
+    ArrayRef<int64_t> degrees = config.getDegrees();
+    if (llvm::all_of(windowed.windows, [&](const Window &w) {
+          return degrees[w.windowLoop] == 1 && degrees[w.outLoop] == 1;
+        }))
+      gradient->setAttr(SoapDialect::getConfigAttrName(), config);
+  }
   return finishGradient(b, gradient, status, operandType, windowed.projected);
 }
 

@@ -329,10 +329,22 @@ bool soap::partition::isLazySpread(tensor::InsertSliceOp insert) {
     return false;
   OpOperand &use = *insert->getUses().begin();
   auto reader = dyn_cast<linalg::LinalgOp>(use.getOwner());
-  return reader && linalg::isaConvolutionOpInterface(reader) &&
-         reader.isDpsInput(&use) &&
-         reader->hasAttr(SoapDialect::getConfigAttrName()) &&
-         !reader->hasAttr(SoapDialect::getTransposedConfigAttrName());
+  if (!reader || !reader.isDpsInput(&use) ||
+      !reader->hasAttr(SoapDialect::getConfigAttrName()) ||
+      reader->hasAttr(SoapDialect::getTransposedConfigAttrName()))
+    return false;
+  // A convolution, or a generic that reads the spread through a window
+  // (the training step's input gradient of a depthwise convolution or a
+  // sum pooling: the adjoint spread, read at i + d * k).
+  if (linalg::isaConvolutionOpInterface(reader))
+    return true;
+  return llvm::any_of(reader.getMatchingIndexingMap(&use).getResults(),
+                      [](AffineExpr e) {
+                        auto sum = dyn_cast<AffineBinaryOpExpr>(e);
+                        return sum && sum.getKind() == AffineExprKind::Add &&
+                               isa<AffineDimExpr>(sum.getLHS()) &&
+                               !isa<AffineConstantExpr>(sum.getRHS());
+                      });
 }
 
 Value SpmdPartitioner::materializeSpread(tensor::InsertSliceOp spread,

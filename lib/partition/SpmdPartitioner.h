@@ -240,7 +240,9 @@ tensor::InsertSliceOp insertionIntoZeros(Value value);
 /// True when `insert` is a spread that stays lazy (DistValue::spread): no
 /// config, static offsets and strides, no dimension dropped, a zero fill
 /// as destination, and one reader, an input of a convolution with a
-/// config (not a transposed one, which spreads its own blocks).
+/// config (not a transposed one, which spreads its own blocks) or of a
+/// generic with a config that reads it through a window (i + d * k: the
+/// training step's input gradient of a depthwise convolution).
 bool isLazySpread(tensor::InsertSliceOp insert);
 
 /// True when `extract` is a slice that stays lazy (DistValue::trim): no
