@@ -456,6 +456,57 @@ LogicalResult SpmdPartitioner::run() {
   return success();
 }
 
+void SpmdPartitioner::regroupPieces(Value original, Location loc) {
+  auto found = dist.find(original);
+  if (found == dist.end())
+    return;
+  DistValue &value = found->second;
+  if (value.pieces.size() < 2 || value.rebuiltByReaders() || value.spread ||
+      value.zerosElsewhere || !value.addends.empty())
+    return;
+  std::vector<layout::Layout> layouts;
+  for (const Piece &piece : value.pieces) {
+    if (piece.partial || piece.derived ||
+        piece.local.getType() != value.pieces.front().local.getType())
+      return;
+    layouts.push_back(layoutOfPiece(piece));
+  }
+  layout::Regrouping regrouped = layout::canonicalPieces(layouts);
+  bool same = regrouped.pieces.size() == layouts.size();
+  for (size_t k = 0; same && k < regrouped.pieces.size(); ++k)
+    for (int64_t d = 0; d < numDevices; ++d)
+      same &= regrouped.from[k][d] ==
+              (layouts[k].blocks[d] ? static_cast<int>(k) : -1);
+  if (same)
+    return;
+  SmallVector<Piece> pieces;
+  for (auto [layout, from] : llvm::zip(regrouped.pieces, regrouped.from)) {
+    Piece piece;
+    piece.boxes = boxesOfLayout(layout);
+    piece.tasks.assign(numDevices, -1);
+    // The old pieces' values, each selected where it holds the block.
+    for (int source = 0; source < static_cast<int>(value.pieces.size());
+         ++source) {
+      SmallVector<bool> flags;
+      for (int64_t d = 0; d < numDevices; ++d)
+        flags.push_back(from[d] == source);
+      if (!llvm::is_contained(flags, true))
+        continue;
+      const Piece &old = value.pieces[source];
+      for (int64_t d = 0; d < numDevices; ++d)
+        if (flags[d] && d < static_cast<int64_t>(old.tasks.size()))
+          piece.tasks[d] = old.tasks[d];
+      piece.local = piece.local
+                        ? arith::SelectOp::create(b, loc, deviceIn(flags, loc),
+                                                  old.local, piece.local)
+                              .getResult()
+                        : old.local;
+    }
+    pieces.push_back(std::move(piece));
+  }
+  value.pieces = std::move(pieces);
+}
+
 /// The argument that result `result` of a training step updates: the
 /// parameter or optimizer state of the same soap.role and soap.name.
 static std::optional<unsigned> stateArgumentOf(func::FuncOp function,

@@ -105,7 +105,7 @@ bool Simulator::buildGatheredParameter(int tensorId) {
     return t < 0 ? std::vector<int>{}
                  : std::vector<int>{nodeTasks[node].bwd[t]};
   };
-  std::vector<std::vector<int>> completedBy;
+  std::vector<std::vector<std::vector<int>>> completedBy;
   if (completion)
     completedBy =
         addCompletionTasks(*completion, shape, TaskKey{4, tensorId, 3, 0, 0, 0},
@@ -116,10 +116,8 @@ bool Simulator::buildGatheredParameter(int tensorId) {
   std::vector<std::vector<int>> ready = addPlanTasks(
       plan, /*forward=*/false, TaskKey{4, tensorId, 3, 0, 0, 0},
       [&](int piece, int device) {
-        if (!completion)
-          return gradientBy(piece, device);
-        int g = completion->groupOf[piece][device];
-        return g < 0 ? std::vector<int>{} : completedBy[g];
+        return completion ? completedBy[piece][device]
+                          : gradientBy(piece, device);
       },
       tensor.elementBytes, steps);
   std::vector<int> updateIds;

@@ -328,7 +328,7 @@ Simulator::addPlanTasks(const layout::ReshardPlan &plan, bool forward,
   return ready;
 }
 
-std::vector<std::vector<int>>
+std::vector<std::vector<std::vector<int>>>
 Simulator::addCompletionTasks(const layout::SharedCompletion &completion,
                               const layout::TensorShape &shape, TaskKey base,
                               const SourceTask &sourceOf,
@@ -353,7 +353,14 @@ Simulator::addCompletionTasks(const layout::SharedCompletion &completion,
   }
   if (!ids.empty())
     groups.push_back(std::move(ids));
-  return complete;
+  std::vector<std::vector<std::vector<int>>> madeBy;
+  for (const std::vector<int> &groupOf : completion.groupOf) {
+    madeBy.emplace_back(groupOf.size());
+    for (size_t d = 0; d < groupOf.size(); ++d)
+      if (groupOf[d] >= 0)
+        madeBy.back()[d] = complete[groupOf[d]];
+  }
+  return madeBy;
 }
 
 /// What the communication task with key `key` moves (CommStep::what).

@@ -547,7 +547,7 @@ void Simulator::buildEdge(int edgeId) {
     if (!fromAdjoint && !viaReader && slices.empty() && !onHolders &&
         !sumLayout && sharing.empty() && adjointPieces.empty())
       completion = layout::completeSharedPartials(gradients.pieces);
-    std::vector<std::vector<int>> completedBy;
+    std::vector<std::vector<std::vector<int>>> completedBy;
     if (completion)
       completedBy = addCompletionTasks(
           *completion, shape,
@@ -589,10 +589,8 @@ void Simulator::buildEdge(int edgeId) {
                         /*zerosElsewhere=*/true);
       size_t own = gradients.pieces.size();
       auto adjointBy = [&](int piece, int device) -> std::vector<int> {
-        if (completion) {
-          int g = completion->groupOf[piece][device];
-          return g < 0 ? std::vector<int>{} : completedBy[g];
-        }
+        if (completion)
+          return completedBy[piece][device];
         return static_cast<size_t>(piece) < own
                    ? gradientBy(piece, device)
                    : copyMadeBy[piece - own][device];

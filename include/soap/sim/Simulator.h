@@ -317,9 +317,10 @@ private:
   /// slots (layout::completeSharedPartials), one per group of devices, key
   /// `base` with its fourth field the group, each after the tasks
   /// `sourceOf` names for the group's partials; appends them as one group
-  /// to `groups`. Returns, per group of `completion`, the tasks after
-  /// which its block is complete.
-  std::vector<std::vector<int>>
+  /// to `groups`. Returns, per piece of the complete value
+  /// (SharedCompletion::pieces) and device, the tasks after which its
+  /// block there is complete.
+  std::vector<std::vector<std::vector<int>>>
   addCompletionTasks(const layout::SharedCompletion &completion,
                      const layout::TensorShape &shape,
                      std::array<int32_t, 6> base, const SourceTask &sourceOf,
