@@ -96,9 +96,16 @@ def measured_step(trace_base, d):
                                  ([e for e in ev if e.get("cat") == "step"] for ev in per_rank)]
 
 
+# The simulator's trace categories of work on the links (Simulator's
+# Chrome trace: TaskKind names).
+COMMUNICATION = ("all-reduce", "collective", "transfer", "grad-transfer")
+
+
 def simulated(trace):
     """Device 0's per-kind forward+backward time, its update time, and the
-    all-reduce time on the links (once per collective)."""
+    communication on the links, each transfer or collective once: the
+    gradients' all-reduces, the reshards' collectives and the transfers of
+    values and gradients."""
     ev = events(trace)
     names = {e["pid"]: e["args"]["name"] for e in ev
              if e.get("ph") == "M" and e.get("name") == "process_name"}
@@ -114,7 +121,7 @@ def simulated(trace):
                 kinds[kind(e["name"])] += e["dur"] / 1000
             elif e.get("cat") == "update":
                 upd += e["dur"] / 1000
-        if e.get("cat") in ("all-reduce", "transfer") and pname.startswith("link"):
+        if e.get("cat") in COMMUNICATION and pname.startswith("link"):
             key = (e["name"], e["ts"])
             if key not in seen:
                 seen.add(key)
