@@ -71,6 +71,13 @@ SimReport Simulator::simulateDelta(
         work.push_back(c);
       }
   }
+  // A pad whose config the partitioner cannot follow pads what its
+  // producer's tasks hold (padPassThroughConfig): a change of the producer
+  // rebuilds the pad.
+  for (size_t i = 0; i < changes.size(); ++i)
+    for (int c : consumersOf[changes[i].first])
+      if (graph.nodes[c].opName == "tensor.pad" && !changed(c))
+        changes.emplace_back(c, current.configs[c]);
   // A view whose readers are all replicated takes its adjoint whole where
   // each of its producer's tasks runs, after the readers' backward work
   // there (wholeAdjointReaders): a reader rebuilt rebuilds the view, and

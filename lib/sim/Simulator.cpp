@@ -330,14 +330,131 @@ void Simulator::accountTask(const Task &t, int sign) {
   }
 }
 
+/// A pad's read of its source (none without one).
+static const NodeAccess *padSource(const OpNode &n) {
+  for (const NodeAccess &a : n.accesses)
+    if (a.role == AccessRole::Read)
+      return &a;
+  return nullptr;
+}
+
+/// Whether `n`, a tensor.pad, has tasks under `config` that read none of
+/// its source (blocks of padding alone) or, among the k-th tasks of the
+/// devices (the partitioner's slots, each one local op), parts of the
+/// source of different shapes: SpmdPartitioner::followConfig cannot cut
+/// those, and the pad runs whole on every device.
+static bool padPartsDiffer(const OpGraph &graph, const OpNode &n,
+                           const ParallelConfig &config) {
+  if (n.opName != "tensor.pad" || !n.partitionable)
+    return false;
+  const NodeAccess *source = padSource(n);
+  if (!source)
+    return false;
+  const GraphTensor &tensor = graph.tensors[source->tensor];
+  std::vector<int64_t> shard = config.shardSizes(n.loopSizes);
+  std::vector<int64_t> lo(n.loopSizes.size());
+  std::vector<Range> box(source->indices.size());
+  // Per slot, the shape of its tasks' parts.
+  std::vector<std::vector<int64_t>> slotShape;
+  std::map<int64_t, size_t> tasksOn; // per device, its tasks so far
+  for (int64_t t = 0; t < config.numTasks(); ++t) {
+    std::vector<int64_t> coords = config.taskCoordinates(t);
+    for (size_t l = 0; l < lo.size(); ++l)
+      lo[l] = coords[l] * shard[l];
+    accessBox(*source, tensor, lo, shard, box.data());
+    std::vector<int64_t> sizes;
+    for (const Range &range : box) {
+      if (range.second < range.first)
+        return true;
+      sizes.push_back(range.second - range.first + 1);
+    }
+    size_t slot = tasksOn[config.devices[t]]++;
+    if (slot == slotShape.size())
+      slotShape.push_back(std::move(sizes));
+    else if (slotShape[slot] != sizes)
+      return true;
+  }
+  return false;
+}
+
+std::optional<ParallelConfig> Simulator::padPassThroughConfig(int node) {
+  const OpNode &n = graph.nodes[node];
+  const NodeAccess *source = padSource(n);
+  if (!source)
+    return std::nullopt;
+  const GraphTensor &tensor = graph.tensors[source->tensor];
+  int producer = tensor.producer;
+  if (producer < 0 || tensor.shape.size() != n.loopSizes.size() ||
+      graph.nodes[producer].splat)
+    return std::nullopt;
+  const Placement &pp = placement(producer);
+  if (pp.replicated || pp.splitsReduction || pp.devices.empty())
+    return std::nullopt;
+  size_t written = 0;
+  while (written < graph.nodes[producer].accesses.size() &&
+         (graph.nodes[producer].accesses[written].tensor != source->tensor ||
+          graph.nodes[producer].accesses[written].role != AccessRole::Write))
+    ++written;
+  if (written == graph.nodes[producer].accesses.size())
+    return std::nullopt;
+  // Padded dimensions: the source's dimension d is read at loop d less the
+  // low padding, and the result is longer than the source there.
+  size_t rank = tensor.shape.size();
+  std::vector<bool> padded(rank);
+  for (size_t d = 0; d < rank; ++d)
+    padded[d] = n.loopSizes[d] != tensor.shape[d];
+  ParallelConfig config;
+  config.degrees.assign(rank, 1);
+  std::vector<int64_t> blockSize(rank);
+  for (size_t d = 0; d < rank; ++d) {
+    Range range = pp.box(0, written).first[d];
+    blockSize[d] = range.second - range.first + 1;
+    if (padded[d] ? blockSize[d] != tensor.shape[d]
+                  : blockSize[d] <= 0 || tensor.shape[d] % blockSize[d])
+      return std::nullopt;
+    config.degrees[d] = tensor.shape[d] / blockSize[d];
+  }
+  if (config.numTasks() != static_cast<int64_t>(pp.devices.size()))
+    return std::nullopt;
+  config.devices.assign(pp.devices.size(), -1);
+  std::set<int> used;
+  for (size_t s = 0; s < pp.devices.size(); ++s) {
+    BoxRef box = pp.box(s, written);
+    int64_t index = 0;
+    for (size_t d = 0; d < rank; ++d) {
+      const Range &range = box.first[d];
+      if (range.second - range.first + 1 != blockSize[d] ||
+          range.first % blockSize[d])
+        return std::nullopt;
+      index = index * config.degrees[d] + range.first / blockSize[d];
+    }
+    // Each block once, each device one block (the producer's one piece).
+    if (config.devices[index] >= 0 || !used.insert(pp.devices[s]).second)
+      return std::nullopt;
+    config.devices[index] = pp.devices[s];
+  }
+  return config;
+}
+
 const Simulator::Placement &Simulator::placement(int node) {
   if (placements[node])
     return *placements[node];
   auto p = std::make_unique<Placement>();
   p->node = node;
   const OpNode &n = graph.nodes[node];
-  const ParallelConfig &config = current.configs[node];
+  const ParallelConfig &chosen = current.configs[node];
   size_t numLoops = n.partitionable ? n.loopSizes.size() : 0;
+  // A pad whose tasks' parts of its source the partitioner cannot cut
+  // (SpmdPartitioner::followConfig): each device pads the block of the
+  // source it holds where its producer splits only unpadded dimensions
+  // (partitionPassThrough), as if the pad had that config; else it runs
+  // whole everywhere.
+  bool padRefused =
+      !Strategy::isReplicated(chosen) && padPartsDiffer(graph, n, chosen);
+  std::optional<ParallelConfig> passThrough;
+  if (padRefused)
+    passThrough = padPassThroughConfig(node);
+  const ParallelConfig &config = passThrough ? *passThrough : chosen;
   for (const NodeAccess &a : n.accesses) {
     p->accessAt.push_back(p->stride);
     p->accessRank.push_back(a.indices.size());
@@ -363,7 +480,8 @@ const Simulator::Placement &Simulator::placement(int node) {
           n.loopKinds[l] == DimKind::Reduction && config.degrees[l] > 1;
   // A split of a reduction whose partial results could not be combined:
   // the partitioner runs the op whole everywhere instead.
-  bool refused = splitsReduction && n.partialsUncombinable;
+  bool refused = (splitsReduction && n.partialsUncombinable) ||
+                 (padRefused && !passThrough);
   if (Strategy::isReplicated(config) || wholeViews[node] || refused) {
     p->replicated = true;
     p->shard.assign(n.loopSizes.begin(), n.loopSizes.begin() + numLoops);

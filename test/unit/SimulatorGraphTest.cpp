@@ -304,6 +304,70 @@ TEST_F(SimulatorIR, AParameterReadOnTwoDevicesLivesWhereItsFirstReaderIs) {
   EXPECT_TRUE(sim.simulateDelta(1, first) == swapped);
 }
 
+// A pad whose tasks' parts of its source differ in shape (4 blocks of 2
+// columns of 8, padded by one on each side: parts of 1, 2, 2 and 1
+// columns), a config the partitioner does not follow: each device pads the
+// block its producer holds when the producer splits only unpadded
+// dimensions (nothing moves), else the pad runs whole everywhere (its
+// source gathered). A change of the producer alone re-places the pad, and
+// incremental changes agree with simulating from scratch.
+TEST_F(SimulatorIR, APadThePartitionerCannotCutFollowsItsProducer) {
+  OpGraph g = graphOf(R"mlir(
+    #map = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+    func.func @f(%x: tensor<4x4x6x6xf32> {soap.param}, %o: tensor<4x4x8x8xf32>) -> tensor<4x4x8x8xf32> {
+      %zero = arith.constant 0.0 : f32
+      %e = tensor.empty() : tensor<4x4x6x6xf32>
+      %h = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+          ins(%x : tensor<4x4x6x6xf32>) outs(%e : tensor<4x4x6x6xf32>) {
+      ^bb0(%a: f32, %b: f32):
+        %y = arith.mulf %a, %a : f32
+        linalg.yield %y : f32
+      } -> tensor<4x4x6x6xf32>
+      %p = tensor.pad %h low[0, 0, 1, 1] high[0, 0, 1, 1] {
+      ^bb0(%i: index, %j: index, %k: index, %l: index):
+        tensor.yield %zero : f32
+      } : tensor<4x4x6x6xf32> to tensor<4x4x8x8xf32>
+      %r = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+          ins(%p : tensor<4x4x8x8xf32>) outs(%o : tensor<4x4x8x8xf32>) {
+      ^bb0(%a: f32, %b: f32):
+        %y = arith.mulf %a, %a : f32
+        linalg.yield %y : f32
+      } -> tensor<4x4x8x8xf32>
+      return %r : tensor<4x4x8x8xf32>
+    })mlir");
+  ASSERT_EQ(g.nodes.size(), 3u);
+  ASSERT_EQ(g.nodes[1].opName, "tensor.pad");
+  Machine machine = loadMachine("p100-4x4", 2);
+  CostModel cost(machine);
+  Simulator sim(g, cost, SimOptions{/*training=*/true});
+  ParallelConfig channels{{1, 2, 1, 1}, {0, 1}}, rows{{1, 1, 2, 1}, {0, 1}};
+  ParallelConfig columns{{1, 1, 1, 4}, {0, 1, 0, 1}};
+  Strategy s;
+  s.numDevices = 2;
+  s.configs = {channels, columns, channels};
+  sim.simulate(s);
+  auto padSteps = [&] {
+    std::vector<std::string> steps;
+    for (const CommStep &step : sim.communication())
+      if (step.what.find("tensor.pad") != std::string::npos)
+        steps.push_back(step.kind + " " + std::to_string(step.bytes));
+    std::sort(steps.begin(), steps.end());
+    return steps;
+  };
+  EXPECT_TRUE(padSteps().empty()) << ::testing::PrintToString(padSteps());
+  // The producer splits the rows, which the pad pads: the pad runs whole
+  // on both devices, its source gathered there, and so is its gradient
+  // (the interior of the reader's).
+  Simulator full(g, cost, SimOptions{/*training=*/true});
+  s.configs = {rows, columns, channels};
+  EXPECT_TRUE(sim.simulateDelta(0, rows) == full.simulate(s));
+  EXPECT_EQ(padSteps(),
+            (std::vector<std::string>{"all_gather 2304", "all_gather 2304"}));
+  s.configs = {channels, columns, channels};
+  EXPECT_TRUE(sim.simulateDelta(0, channels) == full.simulate(s));
+  EXPECT_TRUE(padSteps().empty());
+}
+
 // A tensor read by three ops: the backward adds each earlier reader's
 // gradient to the sum so far, except a matmul's (it accumulates in place);
 // the last reader's gradient starts the sum.

@@ -155,6 +155,12 @@ private:
   struct ParameterTasks;
 
   void buildAll();
+  /// The config under which a tensor.pad `node`, whose own config the
+  /// partitioner cannot follow, runs: each task pads one producer task's
+  /// block of the source, where the producer splits only unpadded
+  /// dimensions, one block per device (SpmdPartitioner's
+  /// partitionPassThrough); none when it runs whole everywhere.
+  std::optional<ParallelConfig> padPassThroughConfig(int node);
   /// Sets lazyGradients.
   void findLazyGradients();
   /// Sets adjointReaders (after findLazyGradients).
