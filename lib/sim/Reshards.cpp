@@ -132,12 +132,7 @@ void Simulator::buildEdge(int edgeId) {
     const GraphTensor &tensor = graph.tensors[access.tensor];
     if (tensor.producer != producer || !access.readsValue())
       continue;
-    // The producer's access that defines the tensor.
-    size_t pa = 0;
-    while (pa < pn.accesses.size() &&
-           !(pn.accesses[pa].tensor == access.tensor &&
-             pn.accesses[pa].role != AccessRole::Read))
-      ++pa;
+    size_t pa = definingAccess(pn, access.tensor);
     if (pa == pn.accesses.size())
       continue;
     const NodeTasks &made = nodeTasks[producer];

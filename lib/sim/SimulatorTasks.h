@@ -355,6 +355,16 @@ struct Simulator::SlotLayouts {
   std::vector<std::vector<int>> task; ///< [slot][device] -> task, or -1
 };
 
+/// The access of `n` that defines `tensor` (its producer's write), or
+/// `n.accesses.size()` when `n` does not make it.
+inline size_t definingAccess(const OpNode &n, int tensor) {
+  size_t a = 0;
+  while (a < n.accesses.size() && !(n.accesses[a].tensor == tensor &&
+                                    n.accesses[a].role != AccessRole::Read))
+    ++a;
+  return a;
+}
+
 /// A slice, reshape, concatenation or pad: the ops the partitioner runs
 /// whole where their operands are whole everywhere
 /// (Simulator::viewOfWholeOperands).
