@@ -484,11 +484,16 @@ LogicalResult SpmdPartitioner::deferSum(Operation *op) {
         return layout && firstLayout && sameLayout(*layout, *firstLayout);
       }))
     return failure();
+  // A reader that is itself an adjoint sum takes the addends on (the sum
+  // of a value's gradients from several readers, added in turn).
+  auto takesAddends = [](Operation *user) {
+    if (user->hasAttr(SoapDialect::getConfigAttrName()))
+      return isa<linalg::LinalgOp>(user);
+    auto sum = dyn_cast<linalg::GenericOp>(user);
+    return sum && sum.hasPureTensorSemantics() && isPlainAdd(sum);
+  };
   if (!first && !onlyPartialSums(addends, nullptr) &&
-      !llvm::all_of(op->getResult(0).getUsers(), [](Operation *user) {
-        return isa<linalg::LinalgOp>(user) &&
-               user->hasAttr(SoapDialect::getConfigAttrName());
-      }))
+      !llvm::all_of(op->getResult(0).getUsers(), takesAddends))
     return failure();
   DistValue sum;
   sum.addends = std::move(addends);
