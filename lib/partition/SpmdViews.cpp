@@ -94,10 +94,31 @@ LogicalResult SpmdPartitioner::partitionReshape(Operation *op) {
   auto sourceType = cast<RankedTensorType>(source.getType());
   auto resultType = cast<RankedTensorType>(op->getResult(0).getType());
   auto found = dist.find(source);
-  if (found == dist.end() || found->second.splat ||
-      !onlyProducedPiece(found->second))
+  if (found == dist.end() || found->second.splat)
     return failure();
-  const Piece piece = *onlyProducedPiece(found->second); // dist may grow
+  // The piece its producer wrote or, where tasks share a device (the
+  // pieces of an op with several tasks on one, each complete), each of its
+  // pieces: each device reshapes what it holds, as the simulator's edges
+  // move each of the reshape's blocks where its reader needs it. Where a
+  // device's pieces tile the whole tensor, the reshape runs whole there
+  // (runOnHolders), as the simulator joins them (joinedOnHolders).
+  SmallVector<Piece> pieces; // copied: dist may grow
+  if (const Piece *only = onlyProducedPiece(found->second)) {
+    pieces.push_back(*only);
+  } else {
+    const DistValue &value = found->second;
+    if (value.rebuiltByReaders() || value.spread || value.zerosElsewhere ||
+        value.slotSums || !value.addends.empty() || !hasOnlyComplete(value))
+      return failure();
+    if (std::optional<Piece> tiled = completedLayoutOf(source);
+        tiled && llvm::any_of(tiled->boxes, [&](const std::optional<Box> &box) {
+          return box && *box == wholeBox(sourceType);
+        }))
+      return failure();
+    for (const Piece &piece : dist[source].pieces)
+      if (!piece.derived)
+        pieces.push_back(piece);
+  }
   bool collapse = isa<tensor::CollapseShapeOp>(op);
   SmallVector<ReassociationIndices> groups =
       collapse ? cast<tensor::CollapseShapeOp>(op).getReassociationIndices()
@@ -105,58 +126,72 @@ LogicalResult SpmdPartitioner::partitionReshape(Operation *op) {
   // The wide side has one dimension per group member, the narrow side one
   // per group.
   RankedTensorType wide = collapse ? sourceType : resultType;
-  DeviceBoxes boxes(numDevices);
-  std::optional<SmallVector<int64_t>> localShape;
-  for (auto [device, box] : llvm::enumerate(piece.boxes)) {
-    if (!box)
-      continue;
-    Box out;
-    for (auto [g, group] : llvm::enumerate(groups)) {
-      // Unit dimensions ahead of the group's first other one hold nothing
-      // to split (torch-mlir's [1, N, D] of an [N, D] gradient): the split
-      // is along that first other dimension.
-      size_t outer = 0;
-      while (outer + 1 < group.size() && wide.getDimSize(group[outer]) == 1)
-        ++outer;
-      int64_t inner = 1;
-      for (int64_t dim : llvm::drop_begin(group, outer + 1))
-        inner *= wide.getDimSize(dim);
-      if (collapse) {
+  // A piece's boxes on the other side and its local shape there.
+  auto reshapedBoxes =
+      [&](const Piece &piece,
+          DeviceBoxes &boxes) -> std::optional<SmallVector<int64_t>> {
+    boxes.assign(numDevices, std::nullopt);
+    std::optional<SmallVector<int64_t>> localShape;
+    for (auto [device, box] : llvm::enumerate(piece.boxes)) {
+      if (!box)
+        continue;
+      Box out;
+      for (auto [g, group] : llvm::enumerate(groups)) {
+        // Unit dimensions ahead of the group's first other one hold
+        // nothing to split (torch-mlir's [1, N, D] of an [N, D] gradient):
+        // the split is along that first other dimension.
+        size_t outer = 0;
+        while (outer + 1 < group.size() && wide.getDimSize(group[outer]) == 1)
+          ++outer;
+        int64_t inner = 1;
         for (int64_t dim : llvm::drop_begin(group, outer + 1))
-          if (box->sizes[dim] != wide.getDimSize(dim))
-            return failure();
-        out.offsets.push_back(box->offsets[group[outer]] * inner);
-        out.sizes.push_back(box->sizes[group[outer]] * inner);
-      } else {
-        int64_t offset = box->offsets[g], size = box->sizes[g];
-        if (offset % inner != 0 || size % inner != 0)
-          return failure();
-        for (size_t i = 0; i < group.size(); ++i) {
-          bool split = i == outer;
-          out.offsets.push_back(split ? offset / inner : 0);
-          out.sizes.push_back(split ? size / inner : wide.getDimSize(group[i]));
+          inner *= wide.getDimSize(dim);
+        if (collapse) {
+          for (int64_t dim : llvm::drop_begin(group, outer + 1))
+            if (box->sizes[dim] != wide.getDimSize(dim))
+              return std::nullopt;
+          out.offsets.push_back(box->offsets[group[outer]] * inner);
+          out.sizes.push_back(box->sizes[group[outer]] * inner);
+        } else {
+          int64_t offset = box->offsets[g], size = box->sizes[g];
+          if (offset % inner != 0 || size % inner != 0)
+            return std::nullopt;
+          for (size_t i = 0; i < group.size(); ++i) {
+            bool split = i == outer;
+            out.offsets.push_back(split ? offset / inner : 0);
+            out.sizes.push_back(split ? size / inner
+                                      : wide.getDimSize(group[i]));
+          }
         }
       }
+      if (localShape && *localShape != out.sizes)
+        return std::nullopt;
+      localShape = out.sizes;
+      boxes[device] = std::move(out);
     }
-    if (localShape && *localShape != out.sizes)
+    return localShape;
+  };
+  SmallVector<DeviceBoxes> boxesOf(pieces.size());
+  SmallVector<SmallVector<int64_t>> shapes;
+  for (auto [piece, boxes] : llvm::zip(pieces, boxesOf)) {
+    std::optional<SmallVector<int64_t>> shape = reshapedBoxes(piece, boxes);
+    if (!shape)
       return failure();
-    localShape = out.sizes;
-    boxes[device] = std::move(out);
+    shapes.push_back(std::move(*shape));
   }
-  if (!localShape)
-    return failure();
   b.setInsertionPoint(op);
-  auto localType =
-      RankedTensorType::get(*localShape, resultType.getElementType());
-  Value local;
-  if (collapse)
-    local = tensor::CollapseShapeOp::create(b, op->getLoc(), localType,
+  for (auto [piece, boxes, shape] : llvm::zip(pieces, boxesOf, shapes)) {
+    auto localType = RankedTensorType::get(shape, resultType.getElementType());
+    Value local;
+    if (collapse)
+      local = tensor::CollapseShapeOp::create(b, op->getLoc(), localType,
+                                              piece.local, groups);
+    else
+      local = tensor::ExpandShapeOp::create(b, op->getLoc(), localType,
                                             piece.local, groups);
-  else
-    local = tensor::ExpandShapeOp::create(b, op->getLoc(), localType,
-                                          piece.local, groups);
-  dist[op->getResult(0)].pieces.push_back(
-      Piece{local, std::move(boxes), piece.tasks, piece.partial});
+    dist[op->getResult(0)].pieces.push_back(
+        Piece{local, std::move(boxes), piece.tasks, piece.partial});
+  }
   return success();
 }
 
