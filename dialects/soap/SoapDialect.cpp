@@ -395,13 +395,20 @@ LogicalResult SoapDialect::verifyOperationAttribute(Operation *op,
     return success();
   }
   if (name == getTransposedConfigAttrName()) {
+    // The forward's config on its input gradient: a 2-D convolution's
+    // (7 loops), or a windowed generic's over the same loops.
     auto config = dyn_cast<ConfigAttr>(attr.getValue());
-    if (!config || !isa<linalg::Conv2DNchwFchwOp>(op) ||
-        config.getDegrees().size() != 7)
+    bool conv = isa<linalg::Conv2DNchwFchwOp>(op) && config &&
+                config.getDegrees().size() == 7;
+    auto generic = dyn_cast<linalg::GenericOp>(op);
+    bool windowed = generic && config &&
+                    config.getDegrees().size() == generic.getNumLoops();
+    if (!conv && !windowed)
       return op->emitError()
              << "'" << name
-             << "' must be a #soap.config of 7 degrees (the forward "
-                "convolution's loops) on a linalg.conv_2d_nchw_fchw";
+             << "' must be a #soap.config over the forward's loops on a "
+                "linalg.conv_2d_nchw_fchw (7 degrees) or a linalg.generic "
+                "(one per loop)";
     return success();
   }
   if (name == getScatterConfigAttrName()) {

@@ -268,14 +268,19 @@ static FailureOr<Value> spreadGradient(GradientBuilder &g, linalg::GenericOp op,
   // depthwise convolution or a sum pooling): the gradient's loops are the
   // forward loops, and each task computes the gradient of its block of the
   // input where its forward task ran, as the simulator prices the op's
-  // backward task. Unset, the partitioner ran the gradient without a
-  // config, where its operands happened to be.
+  // backward task. Where it splits them, the gradient's loops over input
+  // positions are not the forward's: it goes as soap.transposed_config,
+  // and the partitioner runs each forward task's part of the gradient
+  // (partition/TransposedWindow.cpp). Without a config, the partitioner
+  // runs the gradient where its operands are.
   if (ConfigAttr config = g.forwardConfig) {
     ArrayRef<int64_t> degrees = config.getDegrees();
-    if (llvm::all_of(windowed.windows, [&](const Window &w) {
-          return degrees[w.windowLoop] == 1 && degrees[w.outLoop] == 1;
-        }))
-      gradient->setAttr(SoapDialect::getConfigAttrName(), config);
+    bool unsplit = llvm::all_of(windowed.windows, [&](const Window &w) {
+      return degrees[w.windowLoop] == 1 && degrees[w.outLoop] == 1;
+    });
+    gradient->setAttr(unsplit ? SoapDialect::getConfigAttrName()
+                              : SoapDialect::getTransposedConfigAttrName(),
+                      config);
   }
   return finishGradient(b, gradient, status, operandType, windowed.projected);
 }

@@ -392,7 +392,8 @@ LogicalResult SpmdPartitioner::run() {
       for (Value result : op->getResults())
         regroupPieces(result, op->getLoc());
     };
-    if (succeeded(partitionTransposedConv(op))) {
+    if (succeeded(partitionTransposedConv(op)) ||
+        succeeded(partitionTransposedWindow(op))) {
       regroup();
       continue;
     }

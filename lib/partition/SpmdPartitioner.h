@@ -433,6 +433,9 @@ private:
   /// into the input's shape keeps those pieces. Fails, changing nothing,
   /// for any other op.
   LogicalResult partitionTransposedConv(Operation *op);
+  /// The same for the input gradient of a generic that reads its input
+  /// through windows (a depthwise convolution's: TransposedWindow.cpp).
+  LogicalResult partitionTransposedWindow(Operation *op);
   /// The scatter-add nest `loop` (`nest`) when its forward gather splits
   /// the table's rows over the devices: each device scatters into its rows
   /// only.

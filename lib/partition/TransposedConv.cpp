@@ -44,11 +44,18 @@ std::optional<FlipDims> soap::partition::flippedCopy(Operation *op) {
       generic.getNumDpsInits() != 1 || generic.getNumReductionLoops() != 0 ||
       !op->hasOneUse())
     return std::nullopt;
-  // Its one reader: a convolution's filter.
+  // Its one reader: a convolution's filter, or an input of a windowed
+  // generic's input gradient that runs task by task
+  // (partitionTransposedWindow).
   OpOperand &use = *op->getUses().begin();
   auto reader = dyn_cast<linalg::LinalgOp>(use.getOwner());
-  if (!reader || !linalg::isaConvolutionOpInterface(reader) ||
-      !reader.isDpsInput(&use) || use.getOperandNumber() != 1)
+  if (!reader || !reader.isDpsInput(&use))
+    return std::nullopt;
+  bool filter =
+      linalg::isaConvolutionOpInterface(reader) && use.getOperandNumber() == 1;
+  bool windowed = isa<linalg::GenericOp>(reader.getOperation()) &&
+                  reader->hasAttr(SoapDialect::getTransposedConfigAttrName());
+  if (!filter && !windowed)
     return std::nullopt;
   Block &body = generic.getRegion().front();
   auto yield = cast<linalg::YieldOp>(body.getTerminator());

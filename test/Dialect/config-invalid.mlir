@@ -191,7 +191,7 @@ func.func @replicated_not_unit(%a: tensor<8x8xf32>, %b: tensor<8x8xf32>) -> tens
 // -----
 
 func.func @transposed_config_not_conv(%a: tensor<8x8xf32>, %b: tensor<8x8xf32>) -> tensor<8x8xf32> {
-  // expected-error @+1 {{'soap.transposed_config' must be a #soap.config of 7 degrees (the forward convolution's loops) on a linalg.conv_2d_nchw_fchw}}
+  // expected-error @+1 {{'soap.transposed_config' must be a #soap.config over the forward's loops on a linalg.conv_2d_nchw_fchw (7 degrees) or a linalg.generic (one per loop)}}
   %0 = linalg.matmul {soap.transposed_config = #soap.config<degrees = [1, 1, 1], devices = [0]>} ins(%a, %b : tensor<8x8xf32>, tensor<8x8xf32>) outs(%a : tensor<8x8xf32>) -> tensor<8x8xf32>
   return %0 : tensor<8x8xf32>
 }
