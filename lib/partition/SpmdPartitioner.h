@@ -216,6 +216,10 @@ std::optional<Box> accessBox(AffineMap map, ArrayRef<int64_t> loopSizes,
 layout::TensorShape tensorShapeOf(RankedTensorType type);
 /// The boxes of each device as a lib/layout layout (complete blocks).
 layout::Layout layoutOfBoxes(const DeviceBoxes &boxes);
+/// Whether two of the boxes that tasks write, each slot's on its devices,
+/// overlap: their results are then partial sums (an input gradient's
+/// halos, parts of a split window: TransposedConv.cpp).
+bool tasksOverlap(ArrayRef<DeviceBoxes> slots);
 /// A piece's boxes, and its partial sums, as a lib/layout layout.
 layout::Layout layoutOfPiece(const Piece &piece);
 /// The blocks of a lib/layout layout as boxes (its partial sums aside).

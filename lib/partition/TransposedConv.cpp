@@ -252,6 +252,21 @@ matchTransposedConv(linalg::Conv2DNchwFchwOp conv, int64_t numDevices) {
   return match;
 }
 
+bool soap::partition::tasksOverlap(ArrayRef<DeviceBoxes> slots) {
+  SmallVector<layout::Block> blocks;
+  for (const DeviceBoxes &boxes : slots) {
+    layout::Layout parts = layoutOfBoxes(boxes);
+    for (std::optional<layout::Block> &block : parts.blocks)
+      if (block)
+        blocks.push_back(std::move(*block));
+  }
+  for (size_t i = 0; i < blocks.size(); ++i)
+    for (size_t j = i + 1; j < blocks.size(); ++j)
+      if (blocks[i].overlaps(blocks[j]))
+        return true;
+  return false;
+}
+
 LogicalResult SpmdPartitioner::partitionTransposedConv(Operation *op) {
   if (auto insert = dyn_cast<tensor::InsertSliceOp>(op)) {
     // The training step's insertion of a handled gradient into zeros (the
@@ -327,16 +342,8 @@ LogicalResult SpmdPartitioner::partitionTransposedConv(Operation *op) {
   // Partial sums where two tasks' boxes overlap (halos, parts of the
   // window, or a split of the output channels), as the simulator's
   // gradient edges have it.
-  SmallVector<layout::Block> taskBlocks;
-  for (const SlotBoxes &boxes : slots) {
-    layout::Layout parts = layoutOfBoxes(boxes.result);
-    for (int64_t device : boxes.active)
-      taskBlocks.push_back(*parts.blocks[device]);
-  }
-  bool overlap = false;
-  for (size_t i = 0; i < taskBlocks.size() && !overlap; ++i)
-    for (size_t j = i + 1; j < taskBlocks.size() && !overlap; ++j)
-      overlap = taskBlocks[i].overlaps(taskBlocks[j]);
+  bool overlap = tasksOverlap(llvm::to_vector(
+      llvm::map_range(slots, [](const SlotBoxes &s) { return s.result; })));
 
   Location loc = op->getLoc();
   b.setInsertionPoint(op);

@@ -258,16 +258,8 @@ LogicalResult SpmdPartitioner::partitionTransposedWindow(Operation *op) {
     }
   }
   // Partial sums where two tasks' boxes overlap.
-  SmallVector<layout::Block> taskBlocks;
-  for (const SlotBoxes &boxes : slots) {
-    layout::Layout parts = layoutOfBoxes(boxes.result);
-    for (int64_t device : boxes.active)
-      taskBlocks.push_back(*parts.blocks[device]);
-  }
-  bool overlap = false;
-  for (size_t i = 0; i < taskBlocks.size() && !overlap; ++i)
-    for (size_t j = i + 1; j < taskBlocks.size() && !overlap; ++j)
-      overlap = taskBlocks[i].overlaps(taskBlocks[j]);
+  bool overlap = tasksOverlap(llvm::to_vector(
+      llvm::map_range(slots, [](const SlotBoxes &s) { return s.result; })));
 
   Location loc = op->getLoc();
   b.setInsertionPoint(op);
