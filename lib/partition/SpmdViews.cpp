@@ -115,7 +115,7 @@ LogicalResult SpmdPartitioner::partitionReshape(Operation *op) {
           return box && *box == wholeBox(sourceType);
         }))
       return failure();
-    for (const Piece &piece : dist[source].pieces)
+    for (const Piece &piece : value.pieces)
       if (!piece.derived)
         pieces.push_back(piece);
   }

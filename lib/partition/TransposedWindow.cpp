@@ -47,9 +47,9 @@ struct TransposedWindow {
   unsigned spreadInput; // which input is the spread adjoint
   tensor::InsertSliceOp spread;
   SmallVector<SpreadWindow> windows;
-  /// Per loop: the forward's block (over the forward's output positions
-  /// for an output loop).
-  SmallVector<int64_t> blocks;
+  /// Per loop: the gradient's range, and the forward's block (over the
+  /// forward's output positions for an output loop).
+  SmallVector<int64_t> ranges, blocks;
 };
 } // namespace
 
@@ -69,8 +69,9 @@ matchTransposedWindow(linalg::GenericOp op, int64_t numDevices) {
   if (!config || !op.hasPureTensorSemantics() || op.getNumDpsInits() != 1 ||
       !isIdentityFill(op.getDpsInits()[0], ReductionKind::sum))
     return std::nullopt;
-  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
   TransposedWindow match;
+  match.ranges = op.getStaticLoopRanges();
+  ArrayRef<int64_t> ranges = match.ranges;
   match.degrees = config.getDegrees();
   if (match.degrees.size() != ranges.size() ||
       llvm::any_of(ranges, ShapedType::isDynamic))
@@ -183,7 +184,7 @@ LogicalResult SpmdPartitioner::partitionTransposedWindow(Operation *op) {
   ArrayRef<int64_t> degrees = match->degrees;
   ArrayRef<int64_t> blocks = match->blocks;
   ArrayRef<SpreadWindow> windows = match->windows;
-  SmallVector<int64_t> ranges = generic.getStaticLoopRanges();
+  ArrayRef<int64_t> ranges = match->ranges;
   auto resultType = cast<RankedTensorType>(generic.getResult(0).getType());
   Type element = resultType.getElementType();
   SmallVector<AffineMap> maps = generic.getIndexingMapsArray();
@@ -266,6 +267,9 @@ LogicalResult SpmdPartitioner::partitionTransposedWindow(Operation *op) {
   Block &body = generic.getRegion().front();
   Value adjoint = match->spread.getSource();
   realizeTranspose(adjoint, op);
+  for (auto [i, input] : llvm::enumerate(generic.getDpsInputs()))
+    if (i != match->spreadInput && !body.getArgument(i).use_empty())
+      realizeTranspose(input, op);
   DistValue result;
   for (SlotBoxes &boxes : slots) {
     auto shapeOf = [&](const DeviceBoxes &target) {
@@ -280,10 +284,8 @@ LogicalResult SpmdPartitioner::partitionTransposedWindow(Operation *op) {
         locals[i] = materialize(adjoint, boxes.inputs[i], loc);
         continue;
       }
-      if (body.getArgument(i).use_empty())
-        continue;
-      realizeTranspose(input, op);
-      locals[i] = materialize(input, boxes.inputs[i], loc);
+      if (!body.getArgument(i).use_empty())
+        locals[i] = materialize(input, boxes.inputs[i], loc);
     }
     auto localType = RankedTensorType::get(shapeOf(boxes.result), element);
     Value local = onDevices(
